@@ -1,0 +1,36 @@
+# groupcheck: `make test` and `make check` install what they need into .venv first.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TARGET ?= model
+PROTOCOL ?= classic
+PROFILE ?= ci
+REPORT_DIR ?= reports/runs/check-$(TARGET)
+
+.PHONY: install test lint check bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check model conformance tests benchmarks
+	$(BIN)/ruff format --check model conformance tests benchmarks
+	$(BIN)/mypy model
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest
+
+check: $(STAMP)
+	$(BIN)/groupcheck check --target $(TARGET) --protocol $(PROTOCOL) --profile $(PROFILE) --report-dir $(REPORT_DIR)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/model_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

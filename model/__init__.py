@@ -1,0 +1,6 @@
+"""groupcheck reference model: pure, deterministic, no I/O (design §2).
+
+`model.classic` is the two-phase JoinGroup/SyncGroup protocol, `model.consumer` the KIP-848
+ConsumerGroupHeartbeat protocol, `model.assignors` the client-side assignors and
+`model.embedded` the consumer embedded protocol bytes.
+"""

@@ -1,0 +1,78 @@
+"""The invariant registry: every invariant is one pure predicate, registered once (design §3).
+
+A predicate takes an *observation* of one step (what the protocol package defines: the world before,
+the event, the deliveries, the world after) and returns the list of violation messages (empty =
+holds). Kinds:
+
+* ``safety``: a property of the world after the step;
+* ``transition``: a property of (before, event, after);
+* ``liveness``: bounded liveness on the virtual clock (a deadline that has passed without the
+  protocol acting is a violation), so it is still a predicate over one observation;
+* ``sometimes``: not a violation check; returns a non-empty list when the interesting thing
+  happened at this step. A run in which a ``sometimes`` entry never fires is vacuous.
+
+`specs/invariants.yaml` declares the same ids with statement, source and checkers; the loader in
+`conformance.specs` fails when the YAML and this registry disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["safety", "transition", "liveness", "sometimes"]
+KINDS: tuple[str, ...] = ("safety", "transition", "liveness", "sometimes")
+Predicate = Callable[[Any], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    kind: Kind
+    protocol: str
+    predicate: Predicate
+    summary: str
+
+    def check(self, observation: Any) -> list[str]:
+        return list(self.predicate(observation))
+
+
+REGISTRY: dict[str, Invariant] = {}
+
+
+def invariant(inv_id: str, kind: Kind, protocol: str) -> Callable[[Predicate], Predicate]:
+    """Register ``fn`` as the one implementation of ``inv_id``."""
+
+    def register(fn: Predicate) -> Predicate:
+        if inv_id in REGISTRY:
+            raise ValueError(f"invariant {inv_id} registered twice")
+        if kind not in KINDS:
+            raise ValueError(f"invariant {inv_id}: unknown kind {kind}")
+        summary = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        REGISTRY[inv_id] = Invariant(inv_id, kind, protocol, fn, summary)
+        return fn
+
+    return register
+
+
+def for_protocol(protocol: str, kinds: Iterable[str] = KINDS) -> list[Invariant]:
+    """Invariants of one protocol, in id order (a stable order keeps traces byte-identical)."""
+    wanted = set(kinds)
+    return sorted(
+        (inv for inv in REGISTRY.values() if inv.protocol == protocol and inv.kind in wanted),
+        key=lambda inv: inv.id,
+    )
+
+
+def load_all() -> dict[str, Invariant]:
+    """Import every module that registers invariants and return the registry."""
+    import importlib
+
+    for name in ("model.classic.invariants", "model.consumer.invariants", "model.assignors.invariants"):
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a protocol package not built yet
+            if exc.name != name:
+                raise
+    return REGISTRY

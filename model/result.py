@@ -1,0 +1,34 @@
+"""The handler contract shared by every protocol (design §2, as Kafka's coordinator runtime does).
+
+A handler reads the state and returns a `Result`: the responses to deliver (to the request that
+asked, or to parked requests it completes) and the records it appended. The state changes only by
+applying records; replaying a run's records onto the initial state rebuilds the same state. A
+record marked `durable` is what a coordinator persists in `__consumer_offsets`; failover replays
+only those (seed 000 "Handling Coordinator Failures").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A response addressed to the request with reference ``ref`` (the harness's correlation id)."""
+
+    ref: int
+    response: Any
+
+
+@dataclass
+class Result:
+    deliveries: list[Delivery] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
+
+    def reply(self, ref: int, response: Any) -> None:
+        self.deliveries.append(Delivery(ref, response))
+
+    def extend(self, other: Result) -> None:
+        self.deliveries.extend(other.deliveries)
+        self.records.extend(other.records)
