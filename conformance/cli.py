@@ -1,0 +1,156 @@
+"""The `groupcheck` command line (design §9). Exit codes: 0 pass, 1 violation, 2 tool error, 3 inconclusive."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
+from conformance.variants import parse_variants
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"usage: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="groupcheck", description="Kafka consumer-group conformance suite")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    c = sub.add_parser("check", help="run the stateful suite against a target")
+    c.add_argument("--target", default="model")
+    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "all"])
+    c.add_argument("--max-examples", type=int)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--profile", default="ci")
+    c.add_argument("--variant", action="append", default=[])
+    c.add_argument("--report-dir", type=Path)
+
+    s = sub.add_parser("scenario", help="list or run named scenarios")
+    ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
+    ssub.add_parser("list")
+    r = ssub.add_parser("run")
+    r.add_argument("id")
+    r.add_argument("--target", default="model")
+    r.add_argument("--variant", action="append", default=[])
+
+    e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
+    e.add_argument("id")
+
+    sp = sub.add_parser("specs", help="validate the spec files")
+    spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
+    spsub.add_parser("validate")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
+        return handler[args.command](args)
+    except ToolError as exc:
+        print(f"groupcheck: error: {exc}", file=sys.stderr)
+        return EXIT_TOOL
+
+
+def _require_model(target: str) -> None:
+    if target != "model":
+        raise UsageError(f"unknown target {target!r} (available: model)")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from conformance.profiles import get_profile
+    from conformance.report import write_check_report
+    from conformance.run import run_check
+
+    _require_model(args.target)
+    profile = get_profile(args.profile)
+    variants = parse_variants(args.variant)
+    protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
+    worst = EXIT_OK
+    for protocol in protocols:
+        result = run_check(
+            protocol,
+            target=args.target,
+            profile=profile,
+            max_examples=args.max_examples,
+            seed_value=args.seed,
+            variants=variants,
+        )
+        print(f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)")
+        if result.violations:
+            ids = sorted({v.invariant for v in result.violations})
+            print(f"violated: {', '.join(ids)}")
+            for v in result.violations:
+                print(f"  {v.invariant}: {v.message}")
+            print("steps:")
+            for i, line in enumerate(result.steps, 1):
+                print(f"  {i:3d}. {line}")
+            worst = max(worst, EXIT_VIOLATION)
+        elif result.vacuous:
+            print(f"inconclusive: never exercised {', '.join(result.vacuous)}")
+            worst = EXIT_INCONCLUSIVE if worst == EXIT_OK else worst
+        if args.report_dir:
+            out = write_check_report(result, args.report_dir / protocol)
+            print(f"report: {out}/summary.md")
+    return worst
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from conformance.scenarios import run_scenario
+    from conformance.specs import load_scenarios
+
+    scenarios = load_scenarios()
+    if args.scenario_command == "list":
+        for sid, sc in sorted(scenarios.items()):
+            print(f"{sid:36s} {sc.protocol:9s} {sc.title}")
+        return EXIT_OK
+    _require_model(args.target)
+    sc = scenarios.get(args.id)
+    if sc is None:
+        raise UsageError(f"unknown scenario {args.id!r} (see 'groupcheck scenario list')")
+    variants = parse_variants(args.variant)
+    result = run_scenario(sc, variants)
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
+    print(f"scenario {sc.id} ({shown}): {'PASSED' if result.passed else 'FAILED'} in {len(result.observations)} steps")
+    if result.violations:
+        print(f"violated: {', '.join(sorted({v.invariant for v in result.violations}))}")
+        for v in result.violations[:10]:
+            print(f"  step {v.step}: {v.invariant}: {v.message}")
+    for msg in result.failed_expectations:
+        print(f"  expectation failed: {msg}")
+    if not result.passed:
+        print("steps:")
+        for entry in result.log:
+            print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
+    return EXIT_OK if result.passed else EXIT_VIOLATION
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from conformance.specs import load_invariants
+
+    specs = load_invariants()
+    spec = specs.get(args.id)
+    if spec is None:
+        raise UsageError(f"unknown invariant {args.id!r} (see specs/invariants.yaml)")
+    print(f"{spec.id}  ({spec.kind}, {spec.protocol})")
+    print(f"  statement: {spec.statement}")
+    print(f"  source:    {spec.source}")
+    print(f"  checkers:  {', '.join(spec.checkers)}")
+    return EXIT_OK
+
+
+def cmd_specs(args: argparse.Namespace) -> int:
+    from conformance.specs import load_invariants, load_scenarios
+
+    specs = load_invariants()
+    scenarios = load_scenarios()
+    print(f"specs valid: {len(specs)} invariants, {len(scenarios)} scenarios")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

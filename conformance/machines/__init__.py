@@ -1,0 +1,1 @@
+"""Hypothesis state machines: one per protocol (design §4)."""

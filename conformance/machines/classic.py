@@ -1,0 +1,277 @@
+"""A Hypothesis RuleBasedStateMachine over the classic protocol (design §4; issue: first stateful suite).
+
+Well-behaved virtual consumers (join, sync, heartbeat, commit, leave, restart, subscription and
+protocol changes) share the group with faults and adversaries: stalls past the session timeout,
+lost responses, zombie requests with stale generations, duplicated joins, failed metadata
+appends, coordinator failover, topic changes. Every invariant is checked after every step; the
+`sometimes` entries are counted across the whole run by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from conformance.build import make_classic_sim, settle_round
+from conformance.checker import Checker, Violation
+from model.classic.client import Phase
+from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from model.classic.sim import ClassicSim
+from model.observation import Observation
+
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+class InvariantViolation(AssertionError):
+    """A conformance failure: carries the violated invariant ids and the steps that led there."""
+
+    def __init__(self, violations: list[Violation], steps: list[str], observations: list[Observation[Any]]):
+        self.violations = violations
+        self.steps = steps
+        self.observations = observations
+        ids = sorted({v.invariant for v in violations})
+        super().__init__(f"violated {', '.join(ids)}: {violations[0].message}")
+
+
+@dataclass
+class MachineSettings:
+    """What the CLI passes in: variants, the checker to count `sometimes`, an optional port factory."""
+
+    variants: dict[str, str] = field(default_factory=dict)
+    checker: Checker | None = None
+    port_factory: Callable[..., Any] | None = None
+    max_members: int = 3
+
+
+def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
+    checker = cfg.checker or Checker("classic")
+
+    class ClassicMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sim: ClassicSim | None = None
+            self.names: list[str] = []
+            self.steps: list[str] = []
+            self.observations: list[Observation[Any]] = []
+
+        # ------------------------------------------------------------ set-up
+        @initialize(
+            members=st.integers(2, cfg.max_members),
+            partitions=st.integers(1, 4),
+            second_topic=st.booleans(),
+            assignor=st.sampled_from(ASSIGNORS),
+            static=st.lists(st.booleans(), min_size=cfg.max_members, max_size=cfg.max_members),
+            join_version=st.sampled_from((9, 9, 4, 3)),
+        )
+        def setup(
+            self,
+            members: int,
+            partitions: int,
+            second_topic: bool,
+            assignor: str,
+            static: list[bool],
+            join_version: int,
+        ) -> None:
+            variants = dict(cfg.variants)
+            chosen = variants.get("assignor", "mixed")
+            if chosen == "mixed":
+                chosen = assignor
+            topics = {"t": partitions}
+            if second_topic:
+                topics["u"] = 2
+            clients = []
+            for i in range(members):
+                spec: dict[str, Any] = {
+                    "name": f"c{i + 1}",
+                    "assignors": [chosen],
+                    "topics": sorted(topics) if (second_topic and i % 2 == 0) else ["t"],
+                    "session_timeout_ms": 6000,
+                    "rebalance_timeout_ms": 10_000,
+                    "join_version": join_version,
+                }
+                if static[i]:
+                    spec["instance_id"] = f"i{i + 1}"
+                clients.append(spec)
+            variants.setdefault("join_version", str(join_version) if join_version in (3, 4, 9) else "9")
+            self.sim = make_classic_sim(topics, clients, {}, variants, port_factory=cfg.port_factory)
+            self.names = [c["name"] for c in clients]
+            self.note(f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}")
+
+        # ------------------------------------------------------------ plumbing
+        def note(self, text: str) -> None:
+            self.steps.append(text)
+
+        def observe(self, obs: Observation[Any] | None, what: str) -> None:
+            if obs is None:
+                return
+            self.observations.append(obs)
+            errors = [getattr(d.response, "error", None) for d in obs.deliveries]
+            shown = ", ".join(e.name for e in errors if e is not None)
+            self.note(f"t={obs.now} {what}" + (f" -> {shown}" if shown else ""))
+            violations = checker.check(obs, len(self.observations))
+            if violations:
+                raise InvariantViolation(violations, list(self.steps), list(self.observations))
+
+        def client(self, i: int) -> str:
+            return self.names[i % len(self.names)]
+
+        @property
+        def ready(self) -> bool:
+            return self.sim is not None
+
+        # ------------------------------------------------------------ well-behaved members
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def step(self, i: int) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.client_step(name), f"{name} step")
+
+        @precondition(lambda self: self.ready)
+        @rule(rounds=st.integers(1, 40))
+        def settle(self, rounds: int) -> None:
+            """Every running member acts in turn; idle time runs to the next deadline."""
+            assert self.sim is not None
+            for _ in range(rounds):
+                settle_round(self.sim, self.names, lambda obs: self.observe(obs, self._describe(obs)))
+
+        def _describe(self, obs: Observation[Any]) -> str:
+            ev = obs.event
+            if hasattr(ev, "request"):
+                return f"{ev.client} {type(ev.request).__name__}"
+            return type(ev).__name__.lower()
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def commit(self, i: int) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.commit(name, len(self.observations)), f"{name} commit")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def leave(self, i: int) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.leave(name), f"{name} leave")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def restart(self, i: int) -> None:
+            """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
+            assert self.sim is not None
+            from model.classic.client import ClassicClient
+
+            name = self.client(i)
+            old = self.sim.clients[name]
+            self.sim.clients[name] = ClassicClient(name, old.config)
+            self.sim.awaiting.pop(name, None)
+            self.sim.stalled.discard(name)
+            self.note(f"{name} restart")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), both=st.booleans())
+        def change_subscription(self, i: int, both: bool) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            c = self.sim.clients[name]
+            topics = tuple(sorted(self.sim.topics)) if both else ("t",)
+            if topics != c.config.topics:
+                c.config = replace(c.config, topics=topics)
+                c.needs_rejoin = True
+                self.note(f"{name} subscribes to {topics}")
+
+        # ------------------------------------------------------------ time and faults
+        @precondition(lambda self: self.ready)
+        @rule(ms=st.sampled_from((100, 1000, 3000, 6500, 10_500, 31_000)))
+        def advance(self, ms: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.advance(ms), f"advance {ms}ms")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), stalled=st.booleans())
+        def stall(self, i: int, stalled: bool) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.stall(name, stalled), f"{name} {'stalls' if stalled else 'resumes'}")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def lose_response(self, i: int) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.lose_response(name), f"{name}'s next response is lost")
+
+        @precondition(lambda self: self.ready)
+        @rule()
+        def failover(self) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.failover(), "coordinator failover")
+
+        @precondition(lambda self: self.ready)
+        @rule()
+        def append_failure(self) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.append_failure(), "next metadata append fails")
+
+        @precondition(lambda self: self.ready)
+        @rule(extra=st.integers(1, 2))
+        def grow_topic(self, extra: int) -> None:
+            assert self.sim is not None
+            n = self.sim.topics["t"] + extra
+            self.observe(self.sim.create_topic("t", n), f"topic t grows to {n} partitions")
+            for c in self.sim.clients.values():
+                if c.member_id and c.member_id == c.leader:
+                    c.needs_rejoin = True
+
+        # ------------------------------------------------------------ adversaries
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), kind=st.sampled_from(("heartbeat", "sync")), delta=st.sampled_from((-1, 1)))
+        def zombie_request(self, i: int, kind: str, delta: int) -> None:
+            """A request with a generation other than the group's (a zombie or a confused member)."""
+            assert self.sim is not None and self.sim.world is not None
+            name = self.client(i)
+            c = self.sim.clients[name]
+            group = self.sim.world.group
+            gen = (group.generation if group else 0) + delta
+            req: Any
+            if kind == "heartbeat":
+                req = HeartbeatRequest(c.config.group_id, gen, c.member_id, c.config.instance_id)
+            else:
+                req = SyncGroupRequest(c.config.group_id, gen, c.member_id, (), c.config.instance_id)
+            self.observe(self.sim.send_raw(name, req), f"{name} sends {kind} with generation {gen}")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def duplicate_join(self, i: int) -> None:
+            """The member's JoinGroup arrives twice (a client retry after a lost response)."""
+            assert self.sim is not None
+            name = self.client(i)
+            c = self.sim.clients[name]
+            if not c.member_id or c.phase in (Phase.FATAL, Phase.LEFT):
+                return
+            protocols = tuple((a, b"") for a in c.config.assignors)
+            req = JoinGroupRequest(
+                c.config.group_id,
+                c.member_id,
+                "consumer",
+                protocols,
+                c.config.session_timeout_ms,
+                c.config.rebalance_timeout_ms,
+                c.config.instance_id,
+                None,
+                c.config.client_id,
+                c.config.join_version,
+            )
+            self.observe(self.sim.send_raw(name, req), f"{name} JoinGroup duplicated")
+
+        @invariant()
+        def world_exists(self) -> None:
+            if self.sim is not None:
+                assert self.sim.world is not None
+
+    return ClassicMachine

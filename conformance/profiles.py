@@ -1,0 +1,28 @@
+"""Hypothesis profiles for the stateful suite: dev, ci, thorough (design §9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    max_examples: int
+    step_count: int
+
+
+PROFILES = {
+    "dev": Profile("dev", 50, 30),
+    "ci": Profile("ci", 150, 40),
+    "thorough": Profile("thorough", 2000, 80),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UsageError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None

@@ -1,0 +1,83 @@
+"""Run the stateful suite for one protocol against one target and return a verdict (used by CLI and plugin)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.stateful import get_state_machine_test
+
+from conformance.checker import Checker, Violation
+from conformance.errors import UsageError
+from conformance.machines.classic import InvariantViolation, MachineSettings, make_machine
+from conformance.profiles import Profile
+
+
+@dataclass
+class CheckResult:
+    protocol: str
+    target: str
+    seed: int
+    max_examples: int
+    variants: dict[str, str]
+    violations: list[Violation] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    observations: list[Any] = field(default_factory=list)
+    vacuous: list[str] = field(default_factory=list)
+    sometimes: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "ERROR"
+        if self.violations:
+            return "FAILED"
+        if self.vacuous:
+            return "INCONCLUSIVE"
+        return "PASSED"
+
+
+def run_check(
+    protocol: str,
+    *,
+    target: str = "model",
+    profile: Profile,
+    max_examples: int | None = None,
+    seed_value: int = 0,
+    variants: dict[str, str] | None = None,
+    port_factory: Any = None,
+) -> CheckResult:
+    if protocol != "classic":
+        raise UsageError(f"protocol {protocol!r} has no state machine yet (known: classic)")
+    variants = dict(variants or {})
+    checker = Checker(protocol)
+    n = max_examples if max_examples is not None else profile.max_examples
+    result = CheckResult(protocol, target, seed_value, n, variants)
+    machine = make_machine(MachineSettings(variants, checker, port_factory))
+    test_settings = settings(
+        max_examples=n,
+        stateful_step_count=profile.step_count,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        print_blob=False,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.shrink],
+    )
+    test = seed(seed_value)(get_state_machine_test(machine, settings=test_settings))
+    start = time.perf_counter()
+    try:
+        test()
+    except InvariantViolation as exc:
+        result.violations = exc.violations
+        result.steps = exc.steps
+        result.observations = exc.observations
+    result.seconds = time.perf_counter() - start
+    result.sometimes = dict(checker.hits)
+    result.vacuous = checker.vacuous()
+    return result

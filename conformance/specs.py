@@ -1,0 +1,185 @@
+"""Loading `specs/`: the invariant catalogue and named scenarios (design §3; issue: specs validate).
+
+Data is read with `yaml.safe_load`; positions come from composing the same text with the safe
+loader, so every error names file:line. The catalogue must match the model's registry exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conformance.errors import SpecError
+from model.invariants import KINDS, load_all
+
+SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+CHECKERS = frozenset({"hypothesis", "z3", "trace", "spark", "scenario", "explore"})
+INVARIANT_FIELDS = ("id", "kind", "protocol", "statement", "source", "checkers")
+
+
+@dataclass(frozen=True)
+class InvariantSpec:
+    id: str
+    kind: str
+    protocol: str
+    statement: str
+    source: str
+    checkers: tuple[str, ...]
+    line: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def read_yaml(path: Path) -> tuple[Any, Any]:
+    """(data, node) of a YAML file; a syntax error becomes SpecError with file:line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(f"{where}: invalid YAML: {problem}") from exc
+    return data, node
+
+
+def _item_lines(node: Any, key: str) -> list[int]:
+    """1-based line of each item of the top-level list `key`."""
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    for k, v in node.value:
+        if k.value == key and isinstance(v, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in v.value]
+    return []
+
+
+def load_invariants(path: Path | None = None, *, check_registry: bool = True) -> dict[str, InvariantSpec]:
+    path = path or SPECS_DIR / "invariants.yaml"
+    data, node = read_yaml(path)
+    if not isinstance(data, dict) or not isinstance(data.get("invariants"), list):
+        raise SpecError(f"{path}:1: expected a mapping with an 'invariants' list")
+    lines = _item_lines(node, "invariants")
+    specs: dict[str, InvariantSpec] = {}
+    for i, entry in enumerate(data["invariants"]):
+        line = lines[i] if i < len(lines) else 1
+        where = f"{path}:{line}"
+        if not isinstance(entry, dict):
+            raise SpecError(f"{where}: invariant entry must be a mapping")
+        for name in INVARIANT_FIELDS:
+            if name not in entry or entry[name] in (None, ""):
+                raise SpecError(f"{where}: invariant {entry.get('id', '?')!r} lacks field '{name}'")
+        unknown = set(entry) - set(INVARIANT_FIELDS) - {"lemmas", "bound"}
+        if unknown:
+            raise SpecError(f"{where}: invariant {entry['id']!r} has unknown field(s) {sorted(unknown)}")
+        if entry["kind"] not in KINDS:
+            raise SpecError(f"{where}: invariant {entry['id']!r}: kind {entry['kind']!r} not one of {KINDS}")
+        checkers = entry["checkers"]
+        if not isinstance(checkers, list) or not set(checkers) <= CHECKERS:
+            raise SpecError(f"{where}: invariant {entry['id']!r}: checkers must be a list drawn from {sorted(CHECKERS)}")
+        if entry["id"] in specs:
+            raise SpecError(f"{where}: invariant {entry['id']!r} declared twice (first at line {specs[entry['id']].line})")
+        extra = {k: entry[k] for k in ("lemmas", "bound") if k in entry}
+        specs[entry["id"]] = InvariantSpec(
+            str(entry["id"]),
+            str(entry["kind"]),
+            str(entry["protocol"]),
+            str(entry["statement"]),
+            str(entry["source"]),
+            tuple(checkers),
+            line,
+            extra,
+        )
+    if check_registry:
+        check_against_registry(specs, path)
+    return specs
+
+
+def check_against_registry(specs: dict[str, InvariantSpec], path: Path) -> None:
+    registry = load_all()
+    for inv_id, spec in specs.items():
+        inv = registry.get(inv_id)
+        if inv is None:
+            raise SpecError(f"{path}:{spec.line}: invariant {inv_id!r} has no implementation in the model")
+        if inv.kind != spec.kind or inv.protocol != spec.protocol:
+            raise SpecError(
+                f"{path}:{spec.line}: invariant {inv_id!r} is {spec.kind}/{spec.protocol} here "
+                f"but {inv.kind}/{inv.protocol} in the code"
+            )
+    missing = sorted(set(registry) - set(specs))
+    if missing:
+        raise SpecError(f"{path}: implemented invariants missing from the catalogue: {', '.join(missing)}")
+
+
+# ---------------------------------------------------------------------- scenarios
+SCENARIO_FIELDS = ("id", "title", "source", "protocol", "steps")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    title: str
+    source: str
+    protocol: str
+    steps: tuple[dict[str, Any], ...]
+    step_lines: tuple[int, ...]
+    topics: dict[str, int]
+    clients: tuple[dict[str, Any], ...]
+    config: dict[str, Any]
+    variants: dict[str, str]
+    expect: tuple[dict[str, Any], ...]
+    path: Path
+
+
+def load_scenario(path: Path) -> Scenario:
+    data, node = read_yaml(path)
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}:1: a scenario must be a mapping")
+    for name in SCENARIO_FIELDS:
+        if name not in data:
+            raise SpecError(f"{path}:1: scenario lacks field '{name}'")
+    known = set(SCENARIO_FIELDS) | {"topics", "clients", "config", "variants", "expect", "notes"}
+    unknown = set(data) - known
+    if unknown:
+        raise SpecError(f"{path}:1: unknown scenario field(s) {sorted(unknown)}")
+    steps = data["steps"]
+    if not isinstance(steps, list) or not steps:
+        raise SpecError(f"{path}:1: 'steps' must be a non-empty list")
+    lines = _item_lines(node, "steps")
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict) or len(step) != 1:
+            line = lines[i] if i < len(lines) else 1
+            raise SpecError(f"{path}:{line}: each step is a mapping with exactly one verb")
+    expect = data.get("expect") or []
+    if not isinstance(expect, list):
+        raise SpecError(f"{path}:1: 'expect' must be a list")
+    return Scenario(
+        str(data["id"]),
+        str(data["title"]),
+        str(data["source"]),
+        str(data["protocol"]),
+        tuple(steps),
+        tuple(lines),
+        {str(k): int(v) for k, v in (data.get("topics") or {}).items()},
+        tuple(data.get("clients") or ()),
+        dict(data.get("config") or {}),
+        {str(k): str(v) for k, v in (data.get("variants") or {}).items()},
+        tuple(expect),
+        path,
+    )
+
+
+def load_scenarios(directory: Path | None = None) -> dict[str, Scenario]:
+    directory = directory or SPECS_DIR / "scenarios"
+    out: dict[str, Scenario] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        sc = load_scenario(path)
+        if sc.id in out:
+            raise SpecError(f"{path}:1: scenario id {sc.id!r} also in {out[sc.id].path}")
+        out[sc.id] = sc
+    return out

@@ -1,0 +1,772 @@
+"""Classic group coordinator handlers (reference A.2-A.8; Kafka 4.0 GMM `classicGroup*`).
+
+Each public handler is ``handle_<api>(state, request, ref, now) -> Result``: ``ref`` names the
+request so a parked JoinGroup/SyncGroup can be answered later by another handler or a timer. Every
+rule is its own method so that a mutant (conformance/mutants) overrides exactly one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from model.choice import Chooser, SeededChooser
+from model.classic.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    Request,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from model.classic.records import (
+    AppendFault,
+    GroupCreated,
+    GroupMetadataRecord,
+    GroupUpdated,
+    MemberMetadata,
+    MemberRemoved,
+    MemberUpserted,
+    OffsetCommitRecord,
+    PendingMember,
+    PendingSync,
+    Record,
+    TimerSet,
+    TopicMetadata,
+    apply,
+)
+from model.classic.state import ClassicConfig, ClassicGroup, ClassicState, GroupState, Member
+from model.errors import ErrorCode
+from model.result import Result
+
+E = ErrorCode
+S = GroupState
+
+
+class Tx:
+    """Collects the records and deliveries of one operation, applying each record at once."""
+
+    def __init__(self, state: ClassicState) -> None:
+        self.state = state
+        self.result = Result()
+
+    def emit(self, record: Record) -> None:
+        apply(self.state, record)
+        self.result.records.append(record)
+
+    def reply(self, ref: int | None, response: object) -> None:
+        if ref is not None:
+            self.result.reply(ref, response)
+
+    def set(self, group: ClassicGroup, **changes: object) -> None:
+        self.emit(GroupUpdated(group.group_id, tuple(sorted(changes.items()))))
+
+    def timer(self, group: ClassicGroup, key: str, deadline: int | None, *args: int) -> None:
+        self.emit(TimerSet(group.group_id, key, deadline, tuple(args)))
+
+
+class ClassicCoordinator:
+    """The classic protocol's rules. Holds configuration and the chooser, never state."""
+
+    def __init__(self, config: ClassicConfig | None = None, chooser: Chooser | None = None) -> None:
+        self.config = config or ClassicConfig()
+        self.chooser: Chooser = chooser or SeededChooser(0)
+
+    # ------------------------------------------------------------------ dispatch
+    def handle(self, state: ClassicState, request: Request, ref: int, now: int) -> Result:
+        if isinstance(request, JoinGroupRequest):
+            return self.handle_join_group(state, request, ref, now)
+        if isinstance(request, SyncGroupRequest):
+            return self.handle_sync_group(state, request, ref, now)
+        if isinstance(request, HeartbeatRequest):
+            return self.handle_heartbeat(state, request, ref, now)
+        if isinstance(request, LeaveGroupRequest):
+            return self.handle_leave_group(state, request, ref, now)
+        return self.handle_offset_commit(state, request, ref, now)
+
+    # ------------------------------------------------------------------ validation
+    def validate_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
+        """Instance check first, then member check (`validateMember` CG L790)."""
+        if instance_id is not None:
+            known = group.static_members.get(instance_id)
+            if known is None:
+                return E.UNKNOWN_MEMBER_ID
+            if known != member_id:
+                return E.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return E.UNKNOWN_MEMBER_ID
+        return E.NONE
+
+    def supports_protocols(self, group: ClassicGroup, protocol_type: str, names: tuple[str, ...]) -> bool:
+        """CG `supportsProtocols` L1103."""
+        if group.state == S.EMPTY or not group.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == group.protocol_type and bool(group.candidate_protocols() & set(names))
+
+    def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        """Capacity check (`acceptJoiningMember` GMM L5480)."""
+        if group.state in (S.EMPTY, S.DEAD):
+            return True
+        if group.state == S.PREPARING_REBALANCE:
+            member = group.members.get(member_id)
+            if member is not None and member.awaiting_join is not None:
+                return True
+            return group.awaiting_join_count() < self.config.max_size
+        return member_id in group.members or len(group.members) < self.config.max_size
+
+    # ------------------------------------------------------------------ JoinGroup
+    def handle_join_group(self, state: ClassicState, req: JoinGroupRequest, ref: int, now: int) -> Result:
+        tx = Tx(state)
+        if not req.group_id:
+            tx.reply(ref, JoinGroupResponse(E.INVALID_GROUP_ID, member_id=req.member_id))
+            return tx.result
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+            tx.reply(ref, JoinGroupResponse(E.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
+            return tx.result
+        group = state.groups.get(req.group_id)
+        if group is None:
+            if req.member_id:
+                tx.reply(ref, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+                return tx.result
+            tx.emit(GroupCreated(req.group_id))
+            group = state.groups[req.group_id]
+        if not self.accept_joining_member(group, req.member_id):
+            if req.member_id in group.members:
+                self.remove_member_and_update_group(tx, group, req.member_id, now)
+            tx.reply(ref, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED, member_id=""))
+            return tx.result
+        if not req.member_id:
+            self.join_new_member(tx, group, req, ref, now)
+        else:
+            self.join_existing_member(tx, group, req, ref, now)
+        self.maybe_complete_join(tx, group, now)
+        return tx.result
+
+    def join_new_member(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, ref: int, now: int
+    ) -> None:
+        if group.state == S.DEAD:
+            tx.reply(ref, JoinGroupResponse(E.COORDINATOR_NOT_AVAILABLE))
+            return
+        if not self.supports_protocols(group, req.protocol_type, tuple(n for n, _ in req.protocols)):
+            tx.reply(ref, JoinGroupResponse(E.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
+        new_id = f"{prefix}-{self.chooser.new_uuid()}"
+        if req.group_instance_id is not None:
+            if req.group_instance_id in group.static_members:
+                self.replace_static_member(tx, group, req, new_id, ref, now)
+            else:
+                self.add_member_and_rebalance(tx, group, req, new_id, ref, now)
+        elif req.version >= 4:
+            self.require_known_member_id(tx, group, req, new_id, ref, now)
+        else:
+            self.add_member_and_rebalance(tx, group, req, new_id, ref, now)
+
+    def require_known_member_id(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
+    ) -> None:
+        """KIP-394: park the id in the pending set for one session timeout (GMM L4665)."""
+        tx.emit(PendingMember(group.group_id, new_id, True))
+        tx.timer(group, f"pending:{new_id}", now + req.session_timeout_ms)
+        tx.reply(ref, JoinGroupResponse(E.MEMBER_ID_REQUIRED, member_id=new_id))
+
+    def join_existing_member(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, ref: int, now: int
+    ) -> None:
+        mid = req.member_id
+        if group.state == S.DEAD:
+            tx.reply(ref, JoinGroupResponse(E.COORDINATOR_NOT_AVAILABLE, member_id=mid))
+            return
+        if not self.supports_protocols(group, req.protocol_type, tuple(n for n, _ in req.protocols)):
+            tx.reply(ref, JoinGroupResponse(E.INCONSISTENT_GROUP_PROTOCOL, member_id=mid))
+            return
+        if mid in group.pending_members:
+            tx.emit(PendingMember(group.group_id, mid, False))
+            tx.timer(group, f"pending:{mid}", None)
+            self.add_member_and_rebalance(tx, group, req, mid, ref, now)
+            return
+        error = self.validate_member(group, mid, req.group_instance_id)
+        if error != E.NONE:
+            tx.reply(ref, JoinGroupResponse(error, member_id=mid))
+            return
+        member = group.members[mid]
+        same = member.protocols == req.protocols
+        if group.state == S.PREPARING_REBALANCE:
+            self.update_member_and_rebalance(tx, group, member, req, ref, now)
+        elif group.state == S.COMPLETING_REBALANCE:
+            if same:
+                tx.reply(ref, self.join_response(group, mid, full=mid == group.leader))
+            else:
+                self.update_member_and_rebalance(tx, group, member, req, ref, now)
+        elif group.state == S.STABLE:
+            if mid == group.leader or not same:
+                self.update_member_and_rebalance(tx, group, member, req, ref, now)
+            else:
+                tx.reply(ref, self.join_response(group, mid, full=False))
+        else:  # Empty with members cannot happen; validate_member already failed
+            tx.reply(ref, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=mid))
+
+    def join_response(self, group: ClassicGroup, member_id: str, *, full: bool) -> JoinGroupResponse:
+        members: tuple[JoinGroupMember, ...] = ()
+        if full:
+            proto = group.protocol or ""
+            members = tuple(
+                JoinGroupMember(m.member_id, m.instance_id, m.metadata(proto)) for m in group.members.values()
+            )
+        return JoinGroupResponse(
+            E.NONE,
+            generation_id=group.generation,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol,
+            leader=group.leader or "",
+            member_id=member_id,
+            members=members,
+        )
+
+    def add_member_and_rebalance(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, member_id: str, ref: int, now: int
+    ) -> None:
+        """`addMemberThenRebalanceOrCompleteJoin` (GMM L5138)."""
+        member = Member(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.session_timeout_ms,
+            req.effective_rebalance_timeout_ms,
+            req.protocol_type,
+            req.protocols,
+            awaiting_join=ref,
+            join_version=req.version,
+            is_new=True,
+        )
+        if group.state == S.PREPARING_REBALANCE and group.previous_state == S.EMPTY:
+            tx.set(group, new_member_added=True)
+        if not group.members:
+            tx.set(group, protocol_type=req.protocol_type)
+        tx.emit(MemberUpserted(group.group_id, member))
+        if group.leader is None:
+            tx.set(group, leader=member_id)
+        tx.timer(group, f"expire:{member_id}", now + self.config.new_member_join_timeout_ms)
+        self.maybe_prepare_rebalance_or_complete_join(tx, group, now)
+
+    def update_member_and_rebalance(
+        self, tx: Tx, group: ClassicGroup, member: Member, req: JoinGroupRequest, ref: int, now: int
+    ) -> None:
+        """A parked JoinGroup of the same member is superseded silently (CG `updateMember` L1189)."""
+        updated = replace(
+            member,
+            protocols=req.protocols,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.effective_rebalance_timeout_ms,
+            awaiting_join=ref,
+            join_version=req.version,
+        )
+        tx.emit(MemberUpserted(group.group_id, updated))
+        self.maybe_prepare_rebalance_or_complete_join(tx, group, now)
+
+    def maybe_prepare_rebalance_or_complete_join(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY):
+            self.prepare_rebalance(tx, group, now)
+        elif group.state == S.PREPARING_REBALANCE:
+            self.maybe_complete_join(tx, group, now)
+
+    def maybe_complete_join(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        """Completes only when all joined and the rebalance is not the initial one (GMM L4528)."""
+        if (
+            group.state == S.PREPARING_REBALANCE
+            and group.has_all_members_joined()
+            and group.previous_state != S.EMPTY
+        ):
+            self.complete_join(tx, group, now)
+
+    def replace_static_member(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
+    ) -> None:
+        """KIP-345 replacement of a known instance by an unknown member id (A.3.1; GMM L5519, CG L542)."""
+        assert req.group_instance_id is not None
+        old_id = group.static_members[req.group_instance_id]
+        old = group.members[old_id]
+        if old.awaiting_join is not None:
+            tx.reply(old.awaiting_join, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id))
+        if old.awaiting_sync is not None:
+            tx.reply(old.awaiting_sync, SyncGroupResponse(E.FENCED_INSTANCE_ID))
+        was_leader = group.leader == old_id
+        previous_leader = group.leader or ""
+        old_protocol = group.protocol
+        tx.emit(MemberRemoved(group.group_id, old_id))
+        tx.timer(group, f"expire:{old_id}", None)
+        pending_sync = group.pending_sync | ({new_id} if old_id in group.pending_sync else set())
+        new = replace(
+            old,
+            member_id=new_id,
+            protocols=req.protocols,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.effective_rebalance_timeout_ms,
+            awaiting_join=None,
+            awaiting_sync=None,
+            join_version=req.version,
+        )
+        tx.emit(MemberUpserted(group.group_id, new))
+        if pending_sync != group.pending_sync:
+            tx.emit(PendingSync(group.group_id, frozenset(pending_sync)))
+        if was_leader:
+            tx.set(group, leader=new_id)
+        if group.state == S.STABLE:
+            if self.select_protocol(group, dry_run=True) == old_protocol:
+                self.persist(tx, group)
+                tx.timer(group, f"expire:{new_id}", now + new.session_timeout_ms)
+                if req.version >= 9:
+                    is_leader = group.leader == new_id
+                    resp = replace(self.join_response(group, new_id, full=is_leader), skip_assignment=is_leader)
+                else:
+                    resp = replace(self.join_response(group, new_id, full=False), leader=previous_leader)
+                tx.reply(ref, resp)
+                return
+            tx.emit(MemberUpserted(group.group_id, replace(new, awaiting_join=ref)))
+            self.prepare_rebalance(tx, group, now)
+        elif group.state == S.COMPLETING_REBALANCE:
+            tx.emit(MemberUpserted(group.group_id, replace(new, awaiting_join=ref)))
+            self.prepare_rebalance(tx, group, now)
+        else:
+            tx.emit(MemberUpserted(group.group_id, replace(new, awaiting_join=ref)))
+            self.maybe_complete_join(tx, group, now)
+
+    # ------------------------------------------------------------------ rebalance
+    def prepare_rebalance(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        """`prepareRebalance` (GMM L5208)."""
+        if group.state == S.COMPLETING_REBALANCE:
+            self.reset_assignments_with_error(tx, group, E.REBALANCE_IN_PROGRESS)
+        tx.timer(group, "sync", None)
+        initial = group.state == S.EMPTY
+        tx.set(group, state=S.PREPARING_REBALANCE, previous_state=group.state)
+        if initial:
+            delay = self.config.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            tx.set(group, new_member_added=False)
+            tx.timer(group, "initial", now + delay, delay, remaining)
+        elif group.has_all_members_joined():
+            self.complete_join(tx, group, now)
+        else:
+            tx.timer(group, "join", now + group.rebalance_timeout_ms())
+
+    def reset_assignments_with_error(self, tx: Tx, group: ClassicGroup, error: ErrorCode) -> None:
+        """Answer parked syncs with ``error`` and reset every assignment (GMM L5317)."""
+        for member in list(group.members.values()):
+            if member.awaiting_sync is not None:
+                tx.reply(member.awaiting_sync, SyncGroupResponse(error))
+            if member.awaiting_sync is not None or member.assignment:
+                tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None, assignment=b"")))
+
+    def select_protocol(self, group: ClassicGroup, *, dry_run: bool = False) -> str | None:
+        """Each member votes for its first candidate; most votes wins; ties are a choice (CG L999-1060)."""
+        candidates = group.candidate_protocols()
+        if not candidates:
+            return None
+        votes: dict[str, int] = {}
+        for member in group.members.values():
+            vote = next(n for n in member.protocol_names() if n in candidates)
+            votes[vote] = votes.get(vote, 0) + 1
+        best = max(votes.values())
+        tied = sorted(name for name, count in votes.items() if count == best)
+        if len(tied) == 1 or dry_run:
+            return tied[0]
+        return self.chooser.pick("protocol_vote", tied)
+
+    def complete_join(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        """`completeClassicGroupJoin` (GMM L4887) and `initNextGeneration` (CG L1283)."""
+        if group.state != S.PREPARING_REBALANCE:
+            return
+        for member in list(group.members.values()):
+            if member.awaiting_join is None and member.instance_id is None:
+                self.remove_member(tx, group, member.member_id)
+        if not self.elect_joined_leader(tx, group) and group.members:
+            tx.timer(group, "join", now + group.rebalance_timeout_ms())
+            return
+        tx.timer(group, "join", None)
+        tx.timer(group, "initial", None)
+        generation = group.generation + 1
+        if not group.members:
+            tx.set(group, generation=generation, protocol=None, leader=None)
+            tx.set(group, state=S.EMPTY, previous_state=group.state)
+            self.persist(tx, group)
+            return
+        protocol = self.select_protocol(group)
+        tx.set(group, generation=generation, protocol=protocol)
+        tx.set(group, state=S.COMPLETING_REBALANCE, previous_state=group.state)
+        for member in list(group.members.values()):
+            if member.awaiting_join is not None:
+                resp = self.join_response(group, member.member_id, full=member.member_id == group.leader)
+                tx.reply(member.awaiting_join, resp)
+            tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_join=None, is_new=False)))
+            tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
+        tx.emit(PendingSync(group.group_id, frozenset(group.members)))
+        tx.timer(group, "sync", now + group.rebalance_timeout_ms(), generation)
+
+    def elect_joined_leader(self, tx: Tx, group: ClassicGroup) -> bool:
+        """Keep a joined leader, else pick any joined member (CG L502); False when none joined."""
+        leader = group.members.get(group.leader or "")
+        if leader is not None and leader.awaiting_join is not None:
+            return True
+        joined = sorted(m.member_id for m in group.members.values() if m.awaiting_join is not None)
+        if not joined:
+            return False
+        tx.set(group, leader=self.chooser.pick("leader", joined))
+        return True
+
+    def remove_member(self, tx: Tx, group: ClassicGroup, member_id: str) -> None:
+        """Remove; a removed leader is replaced by an arbitrary remaining member (CG L470)."""
+        tx.emit(MemberRemoved(group.group_id, member_id))
+        tx.timer(group, f"expire:{member_id}", None)
+        if group.leader == member_id:
+            rest = sorted(group.members)
+            tx.set(group, leader=self.chooser.pick("leader", rest) if rest else None)
+
+    def remove_member_and_update_group(self, tx: Tx, group: ClassicGroup, member_id: str, now: int) -> None:
+        """`removeMemberAndUpdateClassicGroup` (GMM L5054)."""
+        member = group.members[member_id]
+        if member.awaiting_join is not None:
+            tx.reply(member.awaiting_join, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=""))
+        self.remove_member(tx, group, member_id)
+        self.after_member_removed(tx, group, now)
+
+    def after_member_removed(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            self.prepare_rebalance(tx, group, now)
+        elif group.state == S.PREPARING_REBALANCE and group.has_all_members_joined():
+            self.complete_join(tx, group, now)
+
+    def persist(self, tx: Tx, group: ClassicGroup) -> bool:
+        """Append GroupMetadataValue; False when the append fails (injected fault, COEH L52-76)."""
+        if tx.state.fail_next_append:
+            tx.emit(AppendFault(False))
+            return False
+        proto = group.protocol or ""
+        members = tuple(
+            MemberMetadata(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.session_timeout_ms,
+                m.rebalance_timeout_ms,
+                m.metadata(proto),
+                m.assignment,
+            )
+            for m in group.members.values()
+        )
+        tx.emit(
+            GroupMetadataRecord(
+                group.group_id, group.generation, group.protocol_type, group.protocol, group.leader, members
+            )
+        )
+        return True
+
+    # ------------------------------------------------------------------ SyncGroup
+    def handle_sync_group(self, state: ClassicState, req: SyncGroupRequest, ref: int, now: int) -> Result:
+        """Validation order of seed 003 `doSyncGroup` and reference A.4."""
+        tx = Tx(state)
+        group = state.groups.get(req.group_id)
+        if not req.group_id:
+            tx.reply(ref, SyncGroupResponse(E.INVALID_GROUP_ID))
+            return tx.result
+        if group is None or group.state == S.EMPTY:
+            tx.reply(ref, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
+            return tx.result
+        if group.state == S.DEAD:
+            tx.reply(ref, SyncGroupResponse(E.COORDINATOR_NOT_AVAILABLE))
+            return tx.result
+        error = self.validate_sync(group, req)
+        if error != E.NONE:
+            tx.reply(ref, SyncGroupResponse(error))
+            return tx.result
+        if group.state == S.PREPARING_REBALANCE:
+            tx.reply(ref, SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
+            return tx.result
+        member = group.members[req.member_id]
+        self.sync_received(tx, group, req.member_id)
+        if group.state == S.COMPLETING_REBALANCE:
+            tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=ref)))
+            if req.member_id == group.leader:
+                self.install_assignment(tx, group, req, now)
+        else:
+            tx.reply(
+                ref,
+                SyncGroupResponse(E.NONE, group.protocol_type, group.protocol, member.assignment),
+            )
+        return tx.result
+
+    def validate_sync(self, group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode:
+        error = self.validate_member(group, req.member_id, req.group_instance_id)
+        if error != E.NONE:
+            return error
+        if req.generation_id != group.generation:
+            return E.ILLEGAL_GENERATION
+        if req.protocol_type is not None and group.protocol_type is not None:
+            if req.protocol_type != group.protocol_type:
+                return E.INCONSISTENT_GROUP_PROTOCOL
+        if req.protocol_name is not None and group.protocol is not None:
+            if req.protocol_name != group.protocol:
+                return E.INCONSISTENT_GROUP_PROTOCOL
+        return E.NONE
+
+    def sync_received(self, tx: Tx, group: ClassicGroup, member_id: str) -> None:
+        if member_id in group.pending_sync:
+            tx.emit(PendingSync(group.group_id, frozenset(group.pending_sync - {member_id})))
+            if not group.pending_sync:
+                tx.timer(group, "sync", None)
+
+    def install_assignment(self, tx: Tx, group: ClassicGroup, req: SyncGroupRequest, now: int) -> None:
+        """Leader's assignment: missing members get b"", non-members ignored; visible only once persisted."""
+        given = dict(req.assignments)
+        before = {mid: m.assignment for mid, m in group.members.items()}
+        for mid, member in list(group.members.items()):
+            tx.emit(MemberUpserted(group.group_id, replace(member, assignment=given.get(mid, b""))))
+        if not self.persist(tx, group):
+            for mid, member in list(group.members.items()):
+                tx.emit(MemberUpserted(group.group_id, replace(member, assignment=before[mid])))
+            self.reset_assignments_with_error(tx, group, E.COORDINATOR_NOT_AVAILABLE)
+            self.prepare_rebalance(tx, group, now)
+            return
+        self.propagate_assignment(tx, group, now)
+        tx.set(group, state=S.STABLE, previous_state=group.state)
+
+    def propagate_assignment(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        for member in list(group.members.values()):
+            if member.awaiting_sync is not None:
+                resp = SyncGroupResponse(E.NONE, group.protocol_type, group.protocol, member.assignment)
+                tx.reply(member.awaiting_sync, resp)
+                tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None)))
+            tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
+
+    # ------------------------------------------------------------------ Heartbeat
+    def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
+        """Reference A.5 (GMM L5955, L6005)."""
+        tx = Tx(state)
+        group = state.groups.get(req.group_id)
+        if not req.group_id:
+            error = E.INVALID_GROUP_ID
+        elif group is None:
+            error = E.UNKNOWN_MEMBER_ID
+        elif group.state == S.DEAD:
+            error = E.COORDINATOR_NOT_AVAILABLE
+        else:
+            error = self.validate_member(group, req.member_id, req.group_instance_id)
+            if error == E.NONE and req.generation_id != group.generation:
+                error = E.ILLEGAL_GENERATION
+            if error == E.NONE:
+                if group.state == S.EMPTY:
+                    error = E.UNKNOWN_MEMBER_ID
+                else:
+                    member = group.members[req.member_id]
+                    tx.timer(group, f"expire:{req.member_id}", now + member.session_timeout_ms)
+                    if group.state == S.PREPARING_REBALANCE:
+                        error = E.REBALANCE_IN_PROGRESS
+        tx.reply(ref, HeartbeatResponse(error))
+        return tx.result
+
+    # ------------------------------------------------------------------ LeaveGroup
+    def handle_leave_group(self, state: ClassicState, req: LeaveGroupRequest, ref: int, now: int) -> Result:
+        """Reference A.6 (GMM L6109, L6200). No generation check."""
+        tx = Tx(state)
+        group = state.groups.get(req.group_id)
+        if group is None or group.state == S.DEAD:
+            top = E.UNKNOWN_MEMBER_ID if group is None else E.COORDINATOR_NOT_AVAILABLE
+            members = tuple(LeaveGroupMemberResponse(m.member_id, m.group_instance_id, top) for m in req.members)
+            return self._leave_reply(tx, req, ref, top, members)
+        results: list[LeaveGroupMemberResponse] = []
+        removed = 0
+        for ident in req.members:
+            error = self.leave_one(tx, group, ident)
+            if error == E.NONE and ident.member_id not in group.pending_members:
+                removed += 1
+            results.append(LeaveGroupMemberResponse(ident.member_id, ident.group_instance_id, error))
+        if removed:
+            self.after_member_removed(tx, group, now)
+        top = results[0].error if req.version < 3 and results else E.NONE
+        return self._leave_reply(tx, req, ref, top, tuple(results))
+
+    def leave_one(self, tx: Tx, group: ClassicGroup, ident: MemberIdentity) -> ErrorCode:
+        mid = ident.member_id
+        if not mid:
+            static_id = group.static_members.get(ident.group_instance_id or "")
+            if ident.group_instance_id is None or static_id is None:
+                return E.UNKNOWN_MEMBER_ID
+            mid = static_id
+        elif mid in group.pending_members:
+            tx.emit(PendingMember(group.group_id, mid, False))
+            tx.timer(group, f"pending:{mid}", None)
+            return E.NONE
+        else:
+            error = self.validate_member(group, mid, ident.group_instance_id)
+            if error != E.NONE:
+                return error
+        member = group.members[mid]
+        if member.awaiting_join is not None:
+            tx.reply(member.awaiting_join, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=""))
+        self.remove_member(tx, group, mid)
+        return E.NONE
+
+    def _leave_reply(
+        self,
+        tx: Tx,
+        req: LeaveGroupRequest,
+        ref: int,
+        top: ErrorCode,
+        members: tuple[LeaveGroupMemberResponse, ...],
+    ) -> Result:
+        tx.reply(ref, LeaveGroupResponse(top, members if req.version >= 3 else ()))
+        return tx.result
+
+    # ------------------------------------------------------------------ OffsetCommit
+    def handle_offset_commit(
+        self, state: ClassicState, req: OffsetCommitRequest, ref: int, now: int
+    ) -> Result:
+        """Reference A.7 (OMM L295, L443; CG L822)."""
+        tx = Tx(state)
+        group = state.groups.get(req.group_id)
+        error = E.NONE
+        create = False
+        if group is None:
+            if req.generation_id < 0:
+                create = True
+            else:
+                error = E.GROUP_ID_NOT_FOUND if req.version >= 9 else E.ILLEGAL_GENERATION
+        elif group.state == S.DEAD:
+            error = E.COORDINATOR_NOT_AVAILABLE
+        elif req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = self.validate_member(group, req.member_id, req.group_instance_id)
+            if error == E.NONE and req.generation_id != group.generation:
+                error = E.ILLEGAL_GENERATION
+            if error == E.NONE and group.state == S.COMPLETING_REBALANCE:
+                error = E.REBALANCE_IN_PROGRESS
+        elif group.state != S.EMPTY:
+            error = E.UNKNOWN_MEMBER_ID
+        results: list[tuple[str, int, ErrorCode]] = []
+        for p in req.partitions:
+            if state.topics.get(p.topic, 0) <= p.partition or p.partition < 0:
+                results.append((p.topic, p.partition, E.UNKNOWN_TOPIC_OR_PARTITION))
+            elif error != E.NONE:
+                results.append((p.topic, p.partition, error))
+            elif len((p.metadata or "").encode()) > self.config.offset_metadata_max_bytes:
+                results.append((p.topic, p.partition, E.OFFSET_METADATA_TOO_LARGE))
+            else:
+                if create:
+                    tx.emit(GroupCreated(req.group_id))
+                    create = False
+                tx.emit(OffsetCommitRecord(req.group_id, p.topic, p.partition, p.offset, p.metadata))
+                results.append((p.topic, p.partition, E.NONE))
+        group = state.groups.get(req.group_id)
+        if group is not None and error == E.NONE and req.member_id in group.members:
+            member = group.members[req.member_id]
+            tx.timer(group, f"expire:{req.member_id}", now + member.session_timeout_ms)
+        tx.reply(ref, OffsetCommitResponse(tuple(results)))
+        return tx.result
+
+    # ------------------------------------------------------------------ time
+    def next_deadline(self, state: ClassicState) -> tuple[int, str, str] | None:
+        """Earliest armed timer as (deadline, group id, key); ties broken by group id then key."""
+        best: tuple[int, str, str] | None = None
+        for gid, group in state.groups.items():
+            for key, timer in group.timers.items():
+                cand = (timer.deadline, gid, key)
+                if best is None or cand < best:
+                    best = cand
+        return best
+
+    def advance(self, state: ClassicState, to: int) -> Result:
+        """Fire every timer with deadline <= ``to`` in deadline order (design §2: virtual time)."""
+        out = Result()
+        while True:
+            nxt = self.next_deadline(state)
+            if nxt is None or nxt[0] > to:
+                return out
+            deadline, gid, key = nxt
+            out.extend(self.fire_timer(state, gid, key, deadline))
+
+    def fire_timer(self, state: ClassicState, group_id: str, key: str, now: int) -> Result:
+        tx = Tx(state)
+        group = state.groups[group_id]
+        timer = group.timers[key]
+        tx.timer(group, key, None)
+        if key == "join":
+            self.complete_join(tx, group, now)
+        elif key == "initial":
+            self.on_initial_delay(tx, group, timer.args, now)
+        elif key == "sync":
+            self.on_sync_expired(tx, group, timer.args[0], now)
+        elif key.startswith("expire:"):
+            self.on_member_expired(tx, group, key.split(":", 1)[1], now)
+        elif key.startswith("pending:"):
+            self.on_pending_expired(tx, group, key.split(":", 1)[1], now)
+        return tx.result
+
+    def on_initial_delay(self, tx: Tx, group: ClassicGroup, args: tuple[int, ...], now: int) -> None:
+        """`tryCompleteInitialRebalanceElseSchedule` (GMM L5277)."""
+        delay, remaining = args
+        if group.new_member_added and remaining != 0:
+            tx.set(group, new_member_added=False)
+            wait = min(self.config.initial_rebalance_delay_ms, remaining)
+            tx.timer(group, "initial", now + wait, wait, max(remaining - delay, 0))
+        else:
+            self.complete_join(tx, group, now)
+
+    def on_sync_expired(self, tx: Tx, group: ClassicGroup, generation: int, now: int) -> None:
+        """Members that never synced are removed, then rebalance (GMM L5435)."""
+        if generation != group.generation:
+            return
+        if group.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync:
+            return
+        for mid in sorted(group.pending_sync):
+            if mid in group.members:
+                self.remove_member(tx, group, mid)
+        self.prepare_rebalance(tx, group, now)
+
+    def on_member_expired(self, tx: Tx, group: ClassicGroup, member_id: str, now: int) -> None:
+        """Session expiry; ignored for a non-new member parked in Join or Sync (GMM L5004, CGM L208)."""
+        member = group.members.get(member_id)
+        if member is None or group.state == S.DEAD:
+            return
+        if not member.is_new and (member.awaiting_join is not None or member.awaiting_sync is not None):
+            return
+        self.remove_member_and_update_group(tx, group, member_id, now)
+
+    def on_pending_expired(self, tx: Tx, group: ClassicGroup, member_id: str, now: int) -> None:
+        """A MEMBER_ID_REQUIRED id that never came back (GMM L5085)."""
+        if member_id not in group.pending_members:
+            return
+        tx.emit(PendingMember(group.group_id, member_id, False))
+        if group.state == S.PREPARING_REBALANCE and group.has_all_members_joined():
+            self.complete_join(tx, group, now)
+
+    # ------------------------------------------------------------------ cluster and failover
+    def inject_append_failure(self, state: ClassicState) -> Result:
+        """Fault: the next GroupMetadata append fails (COEH L52-76 maps it to COORDINATOR_NOT_AVAILABLE)."""
+        tx = Tx(state)
+        tx.emit(AppendFault(True))
+        return tx.result
+
+    def create_topic(self, state: ClassicState, topic: str, partitions: int) -> Result:
+        tx = Tx(state)
+        tx.emit(TopicMetadata(topic, partitions))
+        return tx.result
+
+    def unload(self, state: ClassicState) -> Result:
+        """Shard unloaded: parked requests answered NOT_COORDINATOR (`onUnloaded` GMM L4281)."""
+        tx = Tx(state)
+        for group in state.groups.values():
+            for member in group.members.values():
+                if member.awaiting_join is not None:
+                    tx.reply(member.awaiting_join, JoinGroupResponse(E.NOT_COORDINATOR, member_id=member.member_id))
+                if member.awaiting_sync is not None:
+                    tx.reply(member.awaiting_sync, SyncGroupResponse(E.NOT_COORDINATOR))
+        return tx.result
+
+

@@ -1,0 +1,394 @@
+"""Classic-protocol invariants (reference E 1-14 and the single-owner family), one predicate each.
+
+Every predicate reads an `Observation[ClassicWorld]` and yields violation messages. Liveness items
+are bounded on the virtual clock: the timer that must end a phase is armed no later than its
+bound, so a missed completion shows up as a concrete step, not as a hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from model.classic.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from model.classic.sim import Send
+from model.classic.state import VALID_PREVIOUS, GroupState
+from model.classic.world import ClassicWorld
+from model.embedded import TopicPartition, decode_assignment
+from model.errors import ErrorCode
+from model.invariants import invariant
+from model.observation import Observation
+
+Obs = Observation[ClassicWorld]
+S = GroupState
+E = ErrorCode
+
+
+def _responses(obs: Obs, ref: int) -> list[object]:
+    return [d.response for d in obs.deliveries if d.ref == ref]
+
+
+def _partitions(data: bytes) -> frozenset[TopicPartition] | None:
+    if not data:
+        return frozenset()
+    try:
+        return frozenset(decode_assignment(data).partitions)
+    except ValueError:
+        return None
+
+
+@invariant("classic.state_transitions_legal", "transition", "classic")
+def state_transitions_legal(obs: Obs) -> Iterator[str]:
+    """The group state changes only along the edges of Kafka's state machine (E.1; CGS L112-116, CG L1457)."""
+    for prev, nxt in obs.after.transitions:
+        if prev not in VALID_PREVIOUS[nxt]:
+            yield f"illegal transition {prev.value} -> {nxt.value}"
+
+
+@invariant("classic.generation_bump_once", "transition", "classic")
+def generation_bump_once(obs: Obs) -> Iterator[str]:
+    """The generation rises by exactly 1 per completed join phase and never otherwise (E.2; CG L1283)."""
+    b, a = obs.before, obs.after
+    if b is None or b.group is None or a.group is None or a.failover:
+        return
+    completed = sum(
+        1 for prev, nxt in a.transitions if prev == S.PREPARING_REBALANCE and nxt != S.PREPARING_REBALANCE
+    )
+    delta = a.group.generation - b.group.generation
+    if delta != completed:
+        yield f"generation {b.group.generation} -> {a.group.generation} with {completed} completed join phase(s)"
+
+
+@invariant("classic.generation_monotonic", "transition", "classic")
+def generation_monotonic(obs: Obs) -> Iterator[str]:
+    """Generations never go back; a failover may only fall back to the persisted generation (seed 000 failover)."""
+    b, a = obs.before, obs.after
+    if b is None or b.group is None or a.group is None:
+        return
+    if a.failover:
+        floor = b.persisted.generation if b.persisted is not None else 0
+        if a.group.generation < floor:
+            yield f"failover loaded generation {a.group.generation} below persisted {floor}"
+    elif a.group.generation < b.group.generation:
+        yield f"generation went back {b.group.generation} -> {a.group.generation}"
+    if b.persisted and a.persisted and a.persisted.generation < b.persisted.generation:
+        yield f"persisted generation went back {b.persisted.generation} -> {a.persisted.generation}"
+
+
+@invariant("classic.leader_is_member", "safety", "classic")
+def leader_is_member(obs: Obs) -> Iterator[str]:
+    """A non-empty group's leader is one of its members; a group without members has no leader (E.3; CG L428, L470)."""
+    g = obs.after.group
+    if g is None or g.state == S.DEAD:
+        return
+    ids = {m.member_id for m in g.members}
+    if ids and g.leader not in ids:
+        yield f"leader {g.leader!r} is not a member of {sorted(ids)}"
+    if not ids and g.leader is not None:
+        yield f"group without members has leader {g.leader!r}"
+
+
+@invariant("classic.protocol_supported", "safety", "classic")
+def protocol_supported(obs: Obs) -> Iterator[str]:
+    """The selected protocol is supported by every member and all members share one protocol type (E.4; CG L1053, L1103)."""
+    g = obs.after.group
+    if g is None or g.state not in (S.COMPLETING_REBALANCE, S.STABLE):
+        return
+    for m in g.members:
+        if g.protocol is not None and g.protocol not in m.protocols:
+            yield f"member {m.member_id} does not support selected protocol {g.protocol}"
+        if m.protocol_type != g.protocol_type:
+            yield f"member {m.member_id} protocol type {m.protocol_type!r} != group's {g.protocol_type!r}"
+
+
+@invariant("classic.static_instance_unique", "safety", "classic")
+def static_instance_unique(obs: Obs) -> Iterator[str]:
+    """group.instance.id and member id map one-to-one: at most one live member per instance (E.5; KIP-345, CG L542)."""
+    g = obs.after.group
+    if g is None:
+        return
+    seen: dict[str, str] = {}
+    for m in g.members:
+        if m.instance_id is None:
+            continue
+        if m.instance_id in seen:
+            yield f"instance {m.instance_id} held by {seen[m.instance_id]} and {m.member_id}"
+        seen[m.instance_id] = m.member_id
+    if dict(g.static_members) != seen:
+        yield f"static member map {dict(g.static_members)} disagrees with members {seen}"
+
+
+@invariant("classic.max_size", "safety", "classic")
+def max_size(obs: Obs) -> Iterator[str]:
+    """A group never grows beyond group.max.size through JoinGroup (E.6; GMM L5480)."""
+    g = obs.after.group
+    b = obs.before
+    if g is None or not isinstance(obs.event, Send) or not isinstance(obs.event.request, JoinGroupRequest):
+        return
+    before = len(b.group.members) if b is not None and b.group is not None else 0
+    if len(g.members) > obs.after.max_size and len(g.members) > before:
+        yield f"{len(g.members)} members exceed group.max.size {obs.after.max_size}"
+
+
+@invariant("classic.leader_sync_installs", "transition", "classic")
+def leader_sync_installs(obs: Obs) -> Iterator[str]:
+    """Only the current leader's SyncGroup for the current generation in CompletingRebalance installs assignments (E.7; GMM L5684)."""
+    b, a = obs.before, obs.after
+    if b is None or b.group is None or a.group is None or a.failover:
+        return
+    old = {m.member_id: m.assignment for m in b.group.members}
+    # a static replacement carries its predecessor's assignment over to the new member id (A.3.1)
+    inherited = {m.instance_id: m.assignment for m in b.group.members if m.instance_id is not None}
+    changed = [
+        m.member_id
+        for m in a.group.members
+        if m.assignment
+        and old.get(m.member_id, b"") != m.assignment
+        and not (m.member_id not in old and inherited.get(m.instance_id) == m.assignment)
+    ]
+    if not changed:
+        return
+    ev = obs.event
+    ok = (
+        isinstance(ev, Send)
+        and isinstance(ev.request, SyncGroupRequest)
+        and b.group.state == S.COMPLETING_REBALANCE
+        and ev.request.member_id == b.group.leader
+        and ev.request.generation_id == b.group.generation
+    )
+    if not ok:
+        yield f"assignment of {sorted(changed)} changed by {type(ev).__name__} outside the leader's sync"
+
+
+@invariant("classic.assignment_visible_after_persist", "transition", "classic")
+def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
+    """A member receives an assignment only after the group metadata holding it was persisted (E.7; GMM L5684)."""
+    a = obs.after
+    for d in obs.deliveries:
+        r = d.response
+        if isinstance(r, SyncGroupResponse) and r.error == E.NONE and r.assignment:
+            stored = dict(a.persisted.assignments) if a.persisted else {}
+            if r.assignment not in stored.values():
+                yield f"sync response ref {d.ref} carries an assignment that was never persisted"
+
+
+@invariant("classic.stale_generation_rejected", "transition", "classic")
+def stale_generation_rejected(obs: Obs) -> Iterator[str]:
+    """Heartbeat, SyncGroup and OffsetCommit with another generation than the group's never succeed (E.8; GMM L6005, L5859; CG L822)."""
+    ev, b = obs.event, obs.before
+    if not isinstance(ev, Send) or b is None or b.group is None:
+        return
+    req = ev.request
+    if not isinstance(req, HeartbeatRequest | SyncGroupRequest | OffsetCommitRequest):
+        return
+    if req.generation_id == b.group.generation or (isinstance(req, OffsetCommitRequest) and req.generation_id < 0):
+        return
+    for r in _responses(obs, ev.ref):
+        if isinstance(r, OffsetCommitResponse):
+            if any(e == E.NONE for _, _, e in r.partitions):
+                yield f"commit with generation {req.generation_id} accepted at generation {b.group.generation}"
+        elif getattr(r, "error", None) == E.NONE:
+            yield f"{type(req).__name__} with generation {req.generation_id} succeeded at generation {b.group.generation}"
+    if isinstance(req, SyncGroupRequest) and any(m.awaiting_sync == ev.ref for m in obs.after.group.members if obs.after.group):
+        yield f"SyncGroup with stale generation {req.generation_id} was parked"
+
+
+@invariant("classic.no_commit_while_completing", "transition", "classic")
+def no_commit_while_completing(obs: Obs) -> Iterator[str]:
+    """No offset commit from a group member is accepted while the group is CompletingRebalance (E.9; CG L822)."""
+    ev, b = obs.event, obs.before
+    if not isinstance(ev, Send) or not isinstance(ev.request, OffsetCommitRequest) or b is None or b.group is None:
+        return
+    if b.group.state != S.COMPLETING_REBALANCE or ev.request.generation_id < 0:
+        return
+    for r in _responses(obs, ev.ref):
+        if isinstance(r, OffsetCommitResponse) and any(e == E.NONE for _, _, e in r.partitions):
+            yield "offset commit accepted during CompletingRebalance"
+
+
+@invariant("classic.replaced_static_fenced", "transition", "classic")
+def replaced_static_fenced(obs: Obs) -> Iterator[str]:
+    """A replaced static member's parked JoinGroup and SyncGroup are answered FENCED_INSTANCE_ID (E.10; CG L542)."""
+    b, a = obs.before, obs.after
+    if b is None or b.group is None or a.group is None or a.failover:
+        return
+    now_ids = {m.member_id for m in a.group.members}
+    new_by_instance = {m.instance_id: m.member_id for m in a.group.members if m.instance_id}
+    for m in b.group.members:
+        if m.instance_id is None or m.member_id in now_ids:
+            continue
+        if new_by_instance.get(m.instance_id) in (None, m.member_id):
+            continue
+        for ref in (m.awaiting_join, m.awaiting_sync):
+            if ref is None:
+                continue
+            errors = [getattr(r, "error", None) for r in _responses(obs, ref)]
+            if errors != [E.FENCED_INSTANCE_ID]:
+                yield f"replaced member {m.member_id} parked ref {ref} answered {errors}, not FENCED_INSTANCE_ID"
+
+
+@invariant("classic.join_completes_when_all_joined", "safety", "classic")
+def join_completes_when_all_joined(obs: Obs) -> Iterator[str]:
+    """Outside the initial rebalance, the join phase completes as soon as every member has rejoined (E.11; GMM L4528; KAFKA-7909)."""
+    g = obs.after.group
+    if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state == S.EMPTY or not g.members:
+        return
+    if all(m.awaiting_join is not None for m in g.members) and not g.pending_members:
+        yield "every member joined but the join phase did not complete"
+
+
+@invariant("classic.join_phase_bounded", "liveness", "classic")
+def join_phase_bounded(obs: Obs) -> Iterator[str]:
+    """A rebalance in PreparingRebalance has its completion timer armed within the group rebalance timeout (E.11; GMM L5250)."""
+    g = obs.after.group
+    if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state == S.EMPTY:
+        return
+    deadline = g.timer("join")
+    if deadline is None:
+        yield "PreparingRebalance without a join timer"
+    elif deadline > obs.now + g.rebalance_timeout_ms():
+        yield f"join timer at {deadline} beyond now + rebalance timeout {obs.now + g.rebalance_timeout_ms()}"
+
+
+@invariant("classic.initial_rebalance_bounded", "liveness", "classic")
+def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
+    """An initial rebalance ends within max(initial delay, rebalance timeout) (E.12; GMM L5208, L5277)."""
+    g = obs.after.group
+    if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state != S.EMPTY:
+        return
+    deadline = g.timer("initial")
+    bound = obs.now + max(obs.after.initial_rebalance_delay_ms, g.rebalance_timeout_ms())
+    if deadline is None:
+        yield "initial rebalance without its delay timer"
+    elif deadline > bound:
+        yield f"initial delay timer at {deadline} beyond {bound}"
+
+
+@invariant("classic.unsynced_members_removed", "liveness", "classic")
+def unsynced_members_removed(obs: Obs) -> Iterator[str]:
+    """Members that joined but never sync are removed one rebalance timeout after join completion (E.13; GMM L5435)."""
+    g = obs.after.group
+    if g is None or g.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not g.pending_sync:
+        return
+    deadline = g.timer("sync")
+    if deadline is None:
+        yield f"members {sorted(g.pending_sync)} never synced and no sync timer is armed"
+    elif deadline > obs.now + g.rebalance_timeout_ms():
+        yield f"sync timer at {deadline} beyond the rebalance timeout"
+
+
+@invariant("classic.session_expiry_armed", "liveness", "classic")
+def session_expiry_armed(obs: Obs) -> Iterator[str]:
+    """Every member not parked in Join/Sync has an expiry timer within its session timeout (300 s while new); pending ids expire too (E.14; GMM L5004)."""
+    g = obs.after.group
+    if g is None or g.state == S.DEAD:
+        return
+    for m in g.members:
+        deadline = g.timer(f"expire:{m.member_id}")
+        parked = m.awaiting_join is not None or m.awaiting_sync is not None
+        # while PreparingRebalance the join timer removes dynamic members that do not rejoin (A.8)
+        covered = g.state == S.PREPARING_REBALANCE and (g.timer("join") or g.timer("initial")) is not None
+        if deadline is None:
+            if (not parked and not covered) or m.is_new:
+                yield f"member {m.member_id} has no expiry timer"
+            continue
+        bound = obs.now + (300_000 if m.is_new else m.session_timeout_ms)
+        if deadline > max(bound, obs.now + m.session_timeout_ms):
+            yield f"member {m.member_id} expiry at {deadline} beyond {bound}"
+    for pid in g.pending_members:
+        if g.timer(f"pending:{pid}") is None:
+            yield f"pending member {pid} has no expiry timer"
+
+
+@invariant("classic.single_owner_coordinator", "safety", "classic")
+def single_owner_coordinator(obs: Obs) -> Iterator[str]:
+    """In the coordinator's stored assignments of a generation no partition belongs to two members."""
+    g = obs.after.group
+    if g is None or g.protocol_type != "consumer" or g.state not in (S.STABLE, S.COMPLETING_REBALANCE):
+        return
+    owner: dict[TopicPartition, str] = {}
+    for m in g.members:
+        parts = _partitions(m.assignment)
+        for tp in parts or ():
+            if tp in owner:
+                yield f"{tp[0]}-{tp[1]} stored for {owner[tp]} and {m.member_id} in generation {g.generation}"
+            owner[tp] = m.member_id
+
+
+@invariant("classic.single_owner_consumer", "safety", "classic")
+def single_owner_consumer(obs: Obs) -> Iterator[str]:
+    """No partition is delivered to two consumers for the same generation (consumer view; KAFKA-7026)."""
+    for generation, rows in obs.after.delivered:
+        owner: dict[TopicPartition, str] = {}
+        for client, parts in rows:
+            for tp in sorted(parts):
+                if tp in owner:
+                    yield f"{tp[0]}-{tp[1]} delivered to {owner[tp]} and {client} in generation {generation}"
+                owner[tp] = client
+
+
+@invariant("classic.leader_list_complete", "transition", "classic")
+def leader_list_complete(obs: Obs) -> Iterator[str]:
+    """The leader's JoinGroup member list holds every member of the new generation (KAFKA-9801; CG L1302)."""
+    g = obs.after.group
+    if g is None:
+        return
+    ids = {m.member_id for m in g.members}
+    for d in obs.deliveries:
+        r = d.response
+        if isinstance(r, JoinGroupResponse) and r.error == E.NONE and r.members and r.generation_id == g.generation:
+            listed = {m.member_id for m in r.members}
+            if listed != ids:
+                yield f"leader list {sorted(listed)} != members {sorted(ids)} of generation {r.generation_id}"
+
+
+@invariant("classic.followers_get_no_member_list", "transition", "classic")
+def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
+    """Only the leader receives the member list in JoinGroup (seed 000 phase 1; CG L1302)."""
+    for d in obs.deliveries:
+        r = d.response
+        if isinstance(r, JoinGroupResponse) and r.error == E.NONE and r.members and r.leader != r.member_id:
+            if not r.skip_assignment:
+                yield f"follower {r.member_id} received the member list"
+
+
+# ---------------------------------------------------------------------- sometimes
+@invariant("classic.sometimes_rebalance_completed", "sometimes", "classic")
+def sometimes_rebalance_completed(obs: Obs) -> Iterator[str]:
+    """A rebalance reached Stable."""
+    if any(nxt == S.STABLE for _, nxt in obs.after.transitions):
+        yield "stable"
+
+
+@invariant("classic.sometimes_member_expired", "sometimes", "classic")
+def sometimes_member_expired(obs: Obs) -> Iterator[str]:
+    """A member was removed by a timer (session, join or sync expiry)."""
+    b, a = obs.before, obs.after
+    if b is None or b.group is None or a.group is None or a.failover or type(obs.event).__name__ != "Advance":
+        return
+    if {m.member_id for m in b.group.members} - {m.member_id for m in a.group.members}:
+        yield "expired"
+
+
+@invariant("classic.sometimes_generation_fenced", "sometimes", "classic")
+def sometimes_generation_fenced(obs: Obs) -> Iterator[str]:
+    """A request was answered ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID (a zombie was fenced)."""
+    for d in obs.deliveries:
+        if getattr(d.response, "error", None) in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID):
+            yield "fenced"
+
+
+@invariant("classic.sometimes_member_id_required", "sometimes", "classic")
+def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
+    """A KIP-394 MEMBER_ID_REQUIRED round trip happened."""
+    for d in obs.deliveries:
+        if getattr(d.response, "error", None) == E.MEMBER_ID_REQUIRED:
+            yield "member id required"
+

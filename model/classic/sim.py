@@ -1,0 +1,358 @@
+"""A deterministic simulator: virtual classic consumers against a coordinator port.
+
+Pure Python, no I/O: the Hypothesis machines, scenarios, explore and the Spark swarm all drive
+it. The coordinator sits behind `ClassicPort`: `ModelPort` runs the reference model in process;
+the adapter layer plugs a real coordinator (plus the oracle) into the same seam. Time is virtual
+(`now` in ms); every step yields an `Observation[ClassicWorld]` for the invariants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from model.classic.client import ClassicClient
+from model.classic.coordinator import ClassicCoordinator
+from model.classic.messages import Request, SyncGroupResponse
+from model.classic.records import GroupMetadataRecord, GroupUpdated, load
+from model.classic.state import ClassicState, GroupState
+from model.classic.world import (
+    ClassicWorld,
+    ClientSnap,
+    Delivered,
+    GroupSnap,
+    LeaderAssignment,
+    PersistedSnap,
+)
+from model.embedded import TopicPartition, decode_assignment
+from model.errors import ErrorCode
+from model.observation import Observation
+from model.result import Delivery, Result
+
+
+# ---------------------------------------------------------------------- events
+@dataclass(frozen=True)
+class Send:
+    client: str
+    ref: int
+    request: Request
+    how: str = "client"  # client | raw | duplicate
+
+
+@dataclass(frozen=True)
+class Advance:
+    ms: int
+
+
+@dataclass(frozen=True)
+class Failover:
+    pass
+
+
+@dataclass(frozen=True)
+class CreateTopic:
+    topic: str
+    partitions: int
+
+
+@dataclass(frozen=True)
+class AppendFailure:
+    pass
+
+
+@dataclass(frozen=True)
+class Stall:
+    client: str
+    stalled: bool
+
+
+@dataclass(frozen=True)
+class LoseResponse:
+    client: str
+
+
+Event = Send | Advance | Failover | CreateTopic | AppendFailure | Stall | LoseResponse
+
+
+# ---------------------------------------------------------------------- ports
+class ClassicPort(Protocol):
+    """What the simulator needs from a coordinator (model, or real target plus oracle)."""
+
+    max_size: int
+    initial_rebalance_delay_ms: int
+
+    def send(self, ref: int, request: Request, now: int) -> list[Delivery]: ...
+
+    def advance(self, now: int) -> list[Delivery]: ...
+
+    def failover(self, now: int) -> list[Delivery]: ...
+
+    def create_topic(self, topic: str, partitions: int) -> None: ...
+
+    def inject_append_failure(self) -> None: ...
+
+    def group(self, group_id: str) -> GroupSnap | None: ...
+
+    def persisted(self, group_id: str) -> PersistedSnap | None: ...
+
+    def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
+        """The state edges the group took since the last call (in order)."""
+        ...
+
+
+class ModelPort:
+    """The reference model in process: the `model` target (always available, must always pass)."""
+
+    def __init__(self, coordinator: ClassicCoordinator | None = None) -> None:
+        self.coordinator = coordinator or ClassicCoordinator()
+        self.state = ClassicState()
+        self.durable: list[Any] = []
+        self.records: list[Any] = []
+        self._transitions: tuple[tuple[GroupState, GroupState], ...] = ()
+        self.max_size = self.coordinator.config.max_size
+        self.initial_rebalance_delay_ms = self.coordinator.config.initial_rebalance_delay_ms
+
+    def _take(self, result: Result, before: dict[str, GroupState]) -> list[Delivery]:
+        path: list[tuple[GroupState, GroupState]] = []
+        current = dict(before)
+        for rec in result.records:
+            self.records.append(rec)
+            if getattr(rec, "durable", False):
+                self.durable.append(rec)
+            if isinstance(rec, GroupUpdated):
+                for name, value in rec.changes:
+                    if name == "state":
+                        prev = current.get(rec.group_id, GroupState.EMPTY)
+                        path.append((prev, value))
+                        current[rec.group_id] = value
+        self._transitions += tuple(path)
+        return result.deliveries
+
+    def _states(self) -> dict[str, GroupState]:
+        return {gid: g.state for gid, g in self.state.groups.items()}
+
+    def send(self, ref: int, request: Request, now: int) -> list[Delivery]:
+        before = self._states()
+        return self._take(self.coordinator.handle(self.state, request, ref, now), before)
+
+    def advance(self, now: int) -> list[Delivery]:
+        before = self._states()
+        return self._take(self.coordinator.advance(self.state, now), before)
+
+    def failover(self, now: int) -> list[Delivery]:
+        deliveries = self.coordinator.unload(self.state).deliveries
+        self.state = load(self.durable, now)
+        self._transitions = ()
+        return deliveries
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        self._take(self.coordinator.create_topic(self.state, topic, partitions), self._states())
+
+    def inject_append_failure(self) -> None:
+        self._take(self.coordinator.inject_append_failure(self.state), self._states())
+
+    def group(self, group_id: str) -> GroupSnap | None:
+        group = self.state.groups.get(group_id)
+        return None if group is None else GroupSnap.of(group)
+
+    def persisted(self, group_id: str) -> PersistedSnap | None:
+        for rec in reversed(self.durable):
+            if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
+                return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
+        return None
+
+    def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
+        taken, self._transitions = self._transitions, ()
+        return taken
+
+
+# ---------------------------------------------------------------------- simulator
+@dataclass
+class ClassicSim:
+    port: ClassicPort
+    clients: dict[str, ClassicClient]
+    group_id: str = "g"
+    topics: dict[str, int] = field(default_factory=dict)
+    request_timeout_ms: int = 30_000
+    keep_generations: int = 4
+    now: int = 0
+    next_ref: int = 1
+    awaiting: dict[str, tuple[int, int]] = field(default_factory=dict)
+    stalled: set[str] = field(default_factory=set)
+    buffered: dict[str, list[Delivery]] = field(default_factory=dict)
+    lose_next: set[str] = field(default_factory=set)
+    delivered: Delivered = ()
+    world: ClassicWorld | None = None
+    owner_of_ref: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for topic, n in sorted(self.topics.items()):
+            self.port.create_topic(topic, n)
+        self.world = self.snapshot(None, False)
+
+    # ---------------------------------------------------------------- actions
+    def client_step(self, name: str) -> Observation[ClassicWorld] | None:
+        """The client sends what it would send next (join, sync or heartbeat)."""
+        client = self.clients[name]
+        if name in self.stalled:
+            return None
+        request = client.next_request(self.topics)
+        if request is None:
+            return None
+        return self._send(name, request, "client")
+
+    def commit(self, name: str, offset: int) -> Observation[ClassicWorld] | None:
+        if name in self.stalled:
+            return None
+        request = self.clients[name].commit_request(offset)
+        return None if request is None else self._send(name, request, "client")
+
+    def leave(self, name: str) -> Observation[ClassicWorld] | None:
+        if name in self.stalled:
+            return None
+        request = self.clients[name].leave_request()
+        return None if request is None else self._send(name, request, "client")
+
+    def send_raw(self, name: str, request: Request) -> Observation[ClassicWorld]:
+        """An adversarial request on the client's behalf; its answer is observed, not given to the client."""
+        return self._send(name, request, "raw")
+
+    def advance(self, ms: int) -> Observation[ClassicWorld]:
+        before = self.world
+        self.now += ms
+        deliveries = self.port.advance(self.now)
+        leader_assignment = self._deliver(deliveries, replay=False)
+        for name, (_ref, sent_at) in sorted(self.awaiting.items()):
+            if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:
+                del self.awaiting[name]
+                self.clients[name].on_timeout()
+        self.world = self.snapshot(leader_assignment, False)
+        return Observation(before, Advance(ms), tuple(deliveries), self.world, self.now)
+
+    def failover(self) -> Observation[ClassicWorld]:
+        before = self.world
+        deliveries = self.port.failover(self.now)
+        return self._finish(before, Failover(), deliveries, failover=True)
+
+    def create_topic(self, topic: str, partitions: int) -> Observation[ClassicWorld]:
+        before = self.world
+        self.topics[topic] = partitions
+        self.port.create_topic(topic, partitions)
+        return self._finish(before, CreateTopic(topic, partitions), [])
+
+    def append_failure(self) -> Observation[ClassicWorld]:
+        before = self.world
+        self.port.inject_append_failure()
+        return self._finish(before, AppendFailure(), [])
+
+    def stall(self, name: str, stalled: bool = True) -> Observation[ClassicWorld]:
+        before = self.world
+        deliveries: list[Delivery] = []
+        if stalled:
+            self.stalled.add(name)
+        else:
+            self.stalled.discard(name)
+            deliveries = self.buffered.pop(name, [])
+        return self._finish(before, Stall(name, stalled), deliveries, replay=True)
+
+    def lose_response(self, name: str) -> Observation[ClassicWorld]:
+        before = self.world
+        self.lose_next.add(name)
+        return self._finish(before, LoseResponse(name), [])
+
+    # ---------------------------------------------------------------- plumbing
+    def _send(self, name: str, request: Request, how: str) -> Observation[ClassicWorld]:
+        before = self.world
+        ref = self.next_ref
+        self.next_ref += 1
+        self.owner_of_ref[ref] = name
+        if how == "client":
+            self.awaiting[name] = (ref, self.now)
+        deliveries = self.port.send(ref, request, self.now)
+        return self._finish(before, Send(name, ref, request, how), deliveries)
+
+    def _finish(
+        self,
+        before: ClassicWorld | None,
+        event: Event,
+        deliveries: list[Delivery],
+        *,
+        failover: bool = False,
+        replay: bool = False,
+    ) -> Observation[ClassicWorld]:
+        leader_assignment = self._deliver(deliveries, replay=replay)
+        self.world = self.snapshot(leader_assignment, failover)
+        return Observation(before, event, tuple(deliveries), self.world, self.now)
+
+    def _deliver(self, deliveries: list[Delivery], *, replay: bool) -> LeaderAssignment | None:
+        """Hand each response to the client waiting for it (buffered while stalled, dropped if lost)."""
+        leader_assignment = None
+        for d in deliveries:
+            name = self.owner_of_ref.get(d.ref)
+            if name is None:
+                continue
+            if name in self.stalled and not replay:
+                self.buffered.setdefault(name, []).append(d)
+                continue
+            waiting = self.awaiting.get(name)
+            if waiting is None or waiting[0] != d.ref:
+                continue
+            del self.awaiting[name]
+            if name in self.lose_next:
+                self.lose_next.discard(name)
+                self.awaiting[name] = waiting  # the client still waits, until its request timeout
+                continue
+            client = self.clients[name]
+            client.leader_output = ()
+            client.on_response(d.response, self.topics)
+            if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
+                self._record_delivery(name, client.generation, d.response.assignment)
+            if client.leader_output:
+                leader_assignment = LeaderAssignment(
+                    name,
+                    client.protocol or "",
+                    tuple(sorted(self.topics.items())),
+                    client.leader_input,
+                    client.leader_output,
+                )
+        return leader_assignment
+
+    def _record_delivery(self, name: str, generation: int, assignment: bytes) -> None:
+        try:
+            parts: frozenset[TopicPartition] = (
+                frozenset(decode_assignment(assignment).partitions) if assignment else frozenset()
+            )
+        except ValueError:
+            parts = frozenset()
+        table = dict(self.delivered)
+        row = dict(table.get(generation, ()))
+        row[name] = parts
+        table[generation] = tuple(sorted(row.items()))
+        keep = sorted(table)[-self.keep_generations :]
+        self.delivered = tuple((g, table[g]) for g in keep)
+
+    def snapshot(self, leader_assignment: LeaderAssignment | None, failover: bool) -> ClassicWorld:
+        clients = tuple(
+            ClientSnap(
+                name,
+                c.member_id,
+                c.config.instance_id,
+                c.generation,
+                c.phase.value,
+                frozenset(c.owned),
+                frozenset(c.config.topics),
+            )
+            for name, c in sorted(self.clients.items())
+        )
+        return ClassicWorld(
+            self.port.group(self.group_id),
+            clients,
+            self.port.persisted(self.group_id),
+            self.delivered,
+            self.port.take_transitions(),
+            failover,
+            self.port.max_size,
+            self.port.initial_rebalance_delay_ms,
+            tuple(sorted(self.topics.items())),
+            leader_assignment,
+        )

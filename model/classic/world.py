@@ -1,0 +1,135 @@
+"""Frozen snapshots of a classic run that invariants read (design §3).
+
+`GroupSnap` is the coordinator view (the model's state, or the oracle's copy of a real target's),
+`ClientSnap` the consumer view (what each virtual member was told). `delivered` keeps, per recent
+generation, the partitions each client received in a successful SyncGroup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.classic.state import ClassicGroup, GroupState
+from model.embedded import TopicPartition
+
+Delivered = tuple[tuple[int, tuple[tuple[str, frozenset[TopicPartition]], ...]], ...]
+
+
+@dataclass(frozen=True)
+class MemberSnap:
+    member_id: str
+    instance_id: str | None
+    protocol_type: str
+    protocols: tuple[str, ...]
+    assignment: bytes
+    awaiting_join: int | None
+    awaiting_sync: int | None
+    is_new: bool
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+
+
+@dataclass(frozen=True)
+class GroupSnap:
+    group_id: str
+    state: GroupState
+    previous_state: GroupState | None
+    generation: int
+    protocol_type: str | None
+    protocol: str | None
+    leader: str | None
+    members: tuple[MemberSnap, ...]
+    static_members: tuple[tuple[str, str], ...]
+    pending_members: frozenset[str]
+    pending_sync: frozenset[str]
+    timers: tuple[tuple[str, int], ...]
+
+    def member(self, member_id: str) -> MemberSnap | None:
+        for m in self.members:
+            if m.member_id == member_id:
+                return m
+        return None
+
+    def timer(self, key: str) -> int | None:
+        for k, deadline in self.timers:
+            if k == key:
+                return deadline
+        return None
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members), default=0)
+
+    @staticmethod
+    def of(group: ClassicGroup) -> GroupSnap:
+        return GroupSnap(
+            group.group_id,
+            group.state,
+            group.previous_state,
+            group.generation,
+            group.protocol_type,
+            group.protocol,
+            group.leader,
+            tuple(
+                MemberSnap(
+                    m.member_id,
+                    m.instance_id,
+                    m.protocol_type,
+                    m.protocol_names(),
+                    m.assignment,
+                    m.awaiting_join,
+                    m.awaiting_sync,
+                    m.is_new,
+                    m.session_timeout_ms,
+                    m.rebalance_timeout_ms,
+                )
+                for m in group.members.values()
+            ),
+            tuple(sorted(group.static_members.items())),
+            frozenset(group.pending_members),
+            frozenset(group.pending_sync),
+            tuple(sorted((k, t.deadline) for k, t in group.timers.items())),
+        )
+
+
+@dataclass(frozen=True)
+class ClientSnap:
+    name: str
+    member_id: str
+    instance_id: str | None
+    generation: int
+    phase: str
+    owned: frozenset[TopicPartition]
+    subscribed: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PersistedSnap:
+    """The last durable GroupMetadata: what a failover would load."""
+
+    generation: int
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class LeaderAssignment:
+    """The leader's assignor input and output at this step (checked by the `client.*` invariants)."""
+
+    client: str
+    protocol: str
+    partitions_per_topic: tuple[tuple[str, int], ...]
+    subscriptions: tuple[tuple[str, object], ...]
+    assignments: tuple[tuple[str, tuple[TopicPartition, ...]], ...]
+
+
+@dataclass(frozen=True)
+class ClassicWorld:
+    group: GroupSnap | None
+    clients: tuple[ClientSnap, ...]
+    persisted: PersistedSnap | None
+    delivered: Delivered
+    transitions: tuple[tuple[GroupState, GroupState], ...]
+    failover: bool
+    max_size: int
+    initial_rebalance_delay_ms: int
+    topics: tuple[tuple[str, int], ...]
+    leader_assignment: LeaderAssignment | None = None
