@@ -1,0 +1,179 @@
+"""Every classic invariant can fail: for each, an observation (or a mutant) that violates it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conformance.build import make_classic_sim, settle_round
+from model.classic import invariants as inv
+from model.classic.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    SyncGroupResponse,
+)
+from model.classic.sim import Advance, Send
+from model.classic.state import GroupState
+from model.embedded import Assignment, encode_assignment
+from model.errors import ErrorCode
+from model.invariants import REGISTRY, for_protocol, load_all
+from model.observation import Observation
+from model.result import Delivery
+
+S = GroupState
+
+
+@pytest.fixture(scope="module")
+def stable():  # type: ignore[no-untyped-def]
+    """A settled two-member group and its last observation."""
+    sim = make_classic_sim({"t": 2}, [{"name": "c1"}, {"name": "c2"}], {}, {})
+    last = []
+    for _ in range(20):
+        settle_round(sim, ["c1", "c2"], last.append)
+    obs = last[-1]
+    assert obs.after.group.state == S.STABLE
+    return obs
+
+
+def with_group(obs, before=None, event=None, deliveries=(), **changes):  # type: ignore[no-untyped-def]
+    after = replace(obs.after, group=replace(obs.after.group, **changes))
+    return Observation(before or obs.after, event or Advance(0), tuple(deliveries), after, obs.now)
+
+
+def fails(predicate, observation) -> bool:  # type: ignore[no-untyped-def]
+    return bool(list(predicate(observation)))
+
+
+def test_stable_group_satisfies_every_invariant(stable) -> None:  # type: ignore[no-untyped-def]
+    load_all()
+    for i in for_protocol("classic", ("safety", "transition", "liveness")):
+        assert i.check(stable) == [], i.id
+
+
+def test_state_transitions(stable) -> None:  # type: ignore[no-untyped-def]
+    bad = replace(stable.after, transitions=((S.STABLE, S.EMPTY),))
+    assert fails(inv.state_transitions_legal, Observation(stable.after, Advance(0), (), bad, 0))
+
+
+def test_generation_bump_once_and_monotonic(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    assert fails(inv.generation_bump_once, with_group(stable, generation=g.generation + 2))
+    assert fails(inv.generation_monotonic, with_group(stable, generation=g.generation - 1))
+
+
+def test_leader_is_member(stable) -> None:  # type: ignore[no-untyped-def]
+    assert fails(inv.leader_is_member, with_group(stable, leader="ghost"))
+    assert fails(inv.leader_is_member, with_group(stable, members=(), leader="ghost"))
+
+
+def test_protocol_supported(stable) -> None:  # type: ignore[no-untyped-def]
+    assert fails(inv.protocol_supported, with_group(stable, protocol="roundrobin"))
+
+
+def test_static_instance_unique(stable) -> None:  # type: ignore[no-untyped-def]
+    m1, m2 = stable.after.group.members
+    members = (replace(m1, instance_id="i"), replace(m2, instance_id="i"))
+    assert fails(inv.static_instance_unique, with_group(stable, members=members))
+
+
+def test_max_size(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    before = replace(stable.after, group=replace(g, members=g.members[:1]))
+    join = Send("c2", 99, JoinGroupRequest("g", "", "consumer", (("range", b""),)))
+    obs = Observation(before, join, (), replace(stable.after, max_size=1), 0)
+    assert fails(inv.max_size, obs)
+
+
+def test_leader_sync_installs(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    members = tuple(replace(m, assignment=b"\x00\x03xyz") for m in g.members)
+    assert fails(inv.leader_sync_installs, with_group(stable, members=members))
+
+
+def test_assignment_visible_after_persist(stable) -> None:  # type: ignore[no-untyped-def]
+    rogue = encode_assignment(Assignment((("t", 7),)))
+    obs = with_group(stable, deliveries=[Delivery(5, SyncGroupResponse(ErrorCode.NONE, assignment=rogue))])
+    assert fails(inv.assignment_visible_after_persist, obs)
+
+
+def test_stale_generation_rejected(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    ev = Send("c1", 50, HeartbeatRequest("g", g.generation + 3, g.members[0].member_id))
+    obs = with_group(stable, event=ev, deliveries=[Delivery(50, HeartbeatResponse(ErrorCode.NONE))])
+    assert fails(inv.stale_generation_rejected, obs)
+
+
+def test_no_commit_while_completing(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    before = replace(stable.after, group=replace(g, state=S.COMPLETING_REBALANCE))
+    req = OffsetCommitRequest("g", g.generation, g.members[0].member_id, (OffsetCommitPartition("t", 0, 1),))
+    resp = OffsetCommitResponse((("t", 0, ErrorCode.NONE),))
+    obs = Observation(before, Send("c1", 51, req), (Delivery(51, resp),), stable.after, 0)
+    assert fails(inv.no_commit_while_completing, obs)
+
+
+def test_replaced_static_fenced(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    old = replace(g.members[0], instance_id="i1", awaiting_join=77)
+    new = replace(g.members[0], member_id="i1-new", instance_id="i1")
+    before = replace(stable.after, group=replace(g, members=(old, g.members[1])))
+    after = replace(stable.after, group=replace(g, members=(new, g.members[1])))
+    assert fails(inv.replaced_static_fenced, Observation(before, Advance(0), (), after, 0))
+
+
+def test_join_phase_invariants(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    joined = tuple(replace(m, awaiting_join=i + 100) for i, m in enumerate(g.members))
+    prep = dict(state=S.PREPARING_REBALANCE, previous_state=S.STABLE)
+    assert fails(inv.join_completes_when_all_joined, with_group(stable, members=joined, **prep))
+    assert fails(inv.join_phase_bounded, with_group(stable, timers=(), **prep))
+    far = with_group(stable, timers=(("join", 10**9),), **prep)
+    assert fails(inv.join_phase_bounded, far)
+    initial = with_group(stable, timers=(), state=S.PREPARING_REBALANCE, previous_state=S.EMPTY)
+    assert fails(inv.initial_rebalance_bounded, initial)
+
+
+def test_unsynced_and_session_expiry(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    unsynced = with_group(stable, state=S.COMPLETING_REBALANCE, pending_sync=frozenset({g.members[0].member_id}), timers=())
+    assert fails(inv.unsynced_members_removed, unsynced)
+    assert fails(inv.session_expiry_armed, with_group(stable, timers=()))
+    assert fails(inv.session_expiry_armed, with_group(stable, pending_members=frozenset({"p"})))
+
+
+def test_single_owner_coordinator_and_consumer(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    both = encode_assignment(Assignment((("t", 0),)))
+    members = tuple(replace(m, assignment=both) for m in g.members)
+    assert fails(inv.single_owner_coordinator, with_group(stable, members=members))
+    delivered = ((g.generation, (("c1", frozenset({("t", 0)})), ("c2", frozenset({("t", 0)})))),)
+    obs = Observation(stable.after, Advance(0), (), replace(stable.after, delivered=delivered), 0)
+    assert fails(inv.single_owner_consumer, obs)
+
+
+def test_member_lists(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    m1, m2 = g.members
+    short = JoinGroupResponse(
+        ErrorCode.NONE, g.generation, "consumer", "range", m1.member_id, False, m1.member_id,
+        (JoinGroupMember(m1.member_id, None, b""),),
+    )
+    assert fails(inv.leader_list_complete, with_group(stable, deliveries=[Delivery(1, short)]))
+    to_follower = replace(short, member_id=m2.member_id)
+    assert fails(inv.followers_get_no_member_list, with_group(stable, deliveries=[Delivery(1, to_follower)]))
+
+
+def test_every_classic_invariant_has_a_failing_case_here() -> None:
+    """Guard: a new classic invariant must come with a test in this file."""
+    load_all()
+    source = open(__file__).read()
+    for i in REGISTRY.values():
+        if i.protocol == "classic" and i.kind != "sometimes":
+            assert f"inv.{i.predicate.__name__}" in source, f"{i.id} has no failing case"

@@ -1,0 +1,51 @@
+"""Every named scenario behaves as its `expect` block says, on the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.scenarios import run_scenario
+from conformance.specs import load_scenarios
+
+SCENARIOS = load_scenarios()
+CASES = [
+    pytest.param(sc, exp, id=f"{sid}[{','.join(f'{k}={v}' for k, v in sorted((exp.get('variants') or {}).items()))}]")
+    for sid, sc in sorted(SCENARIOS.items())
+    if sc.protocol == "classic"
+    for exp in sc.expect
+]
+
+
+def test_every_scenario_declares_expectations() -> None:
+    assert SCENARIOS, "no scenarios found"
+    for sid, sc in SCENARIOS.items():
+        assert sc.expect, f"scenario {sid} has no expect block"
+
+
+@pytest.mark.parametrize(("scenario", "expectation"), CASES)
+def test_scenario_expectation(scenario, expectation) -> None:  # type: ignore[no-untyped-def]
+    result = run_scenario(scenario, dict(expectation.get("variants") or {}))
+    violated = sorted({v.invariant for v in result.violations})
+    if expectation.get("passes"):
+        assert result.passed, f"violations {violated}, failed expectations {result.failed_expectations}"
+    else:
+        for inv in expectation["violated"]:
+            assert inv in violated, f"expected {inv} to be violated, got {violated}"
+
+
+def test_required_scenarios_exist() -> None:
+    required = {
+        "kafka-7026",
+        "rolling-upgrade",
+        "leader-failure",
+        "leader-assignment-error",
+        "subscription-change",
+        "topic-metadata-change",
+        "failover-1-before-join-complete",
+        "failover-2-after-join-complete",
+        "failover-3-before-sync-persisted",
+        "failover-4-after-sync-persisted",
+        "kip-394-handshake",
+        "static-member-replacement",
+    }
+    assert required <= set(SCENARIOS)
