@@ -80,7 +80,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             seed_value=args.seed,
             variants=variants,
         )
-        print(f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)")
+        print(
+            f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
+        )
         if result.violations:
             ids = sorted({v.invariant for v in result.violations})
             print(f"violated: {', '.join(ids)}")
@@ -115,7 +117,9 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     variants = parse_variants(args.variant)
     result = run_scenario(sc, variants)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
-    print(f"scenario {sc.id} ({shown}): {'PASSED' if result.passed else 'FAILED'} in {len(result.observations)} steps")
+    print(
+        f"scenario {sc.id} ({shown}): {'PASSED' if result.passed else 'FAILED'} in {len(result.observations)} steps"
+    )
     if result.violations:
         print(f"violated: {', '.join(sorted({v.invariant for v in result.violations}))}")
         for v in result.violations[:10]:

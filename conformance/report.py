@@ -58,7 +58,9 @@ def write_check_report(result: Any, directory: Path) -> Path:
         if r["verdict"] in ("FAILED", "NEVER SEEN"):
             msgs = "; ".join(v.message for v in result.violations if v.invariant == r["id"]) or r["verdict"]
             body = f'<failure message="{escape(msgs, {chr(34): "&quot;"})}"/>'
-        cases.append(f'  <testcase classname="groupcheck.{result.protocol}" name="{r["id"]}">{body}</testcase>')
+        cases.append(
+            f'  <testcase classname="groupcheck.{result.protocol}" name="{r["id"]}">{body}</testcase>'
+        )
     failures = sum(1 for r in rows if r["verdict"] in ("FAILED", "NEVER SEEN"))
     junit = (
         f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="groupcheck" tests="{len(rows)}" '

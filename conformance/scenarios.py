@@ -47,7 +47,9 @@ class ScenarioResult:
 class ScenarioRunner:
     def __init__(self, scenario: Scenario, variants: dict[str, str], *, port_factory: Any = None) -> None:
         if scenario.protocol != "classic":
-            raise SpecError(f"{scenario.path}:1: protocol {scenario.protocol!r} scenarios are run by its own runner")
+            raise SpecError(
+                f"{scenario.path}:1: protocol {scenario.protocol!r} scenarios are run by its own runner"
+            )
         self.scenario = scenario
         self.variants = {**scenario.variants, **variants}
         self.sim: ClassicSim = make_classic_sim(
@@ -90,7 +92,12 @@ class ScenarioRunner:
             c = self.sim.clients[n]
             if c.phase == Phase.FATAL or c.phase == Phase.LEFT:
                 continue
-            if c.phase != Phase.STABLE or c.needs_rejoin or c.inflight or c.generation != world.group.generation:
+            if (
+                c.phase != Phase.STABLE
+                or c.needs_rejoin
+                or c.inflight
+                or c.generation != world.group.generation
+            ):
                 return False
         return True
 
@@ -99,17 +106,23 @@ class ScenarioRunner:
             settle_round(self.sim, names, self._obs)
             if self.settled(names):
                 return
-        self.result.failed_expectations.append(f"{where}: clients {names} did not settle in {max_rounds} rounds")
+        self.result.failed_expectations.append(
+            f"{where}: clients {names} did not settle in {max_rounds} rounds"
+        )
 
     # ---------------------------------------------------------------- verbs
     def run(self) -> ScenarioResult:
         sc = self.scenario
-        for index, (step, line) in enumerate(zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)):
+        for index, (step, line) in enumerate(
+            zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)
+        ):
             verb, arg = next(iter(step.items()))
             where = f"{sc.path}:{line}"
             before = len(self.result.observations)
             self.do(verb, arg, where)
-            self.result.log.append(StepLog(index, line, verb, f"{arg!r} -> {len(self.result.observations) - before} steps"))
+            self.result.log.append(
+                StepLog(index, line, verb, f"{arg!r} -> {len(self.result.observations) - before} steps")
+            )
         return self.result
 
     def do(self, verb: str, arg: Any, where: str) -> None:
@@ -142,7 +155,9 @@ class ScenarioRunner:
             self._obs(sim.create_topic(str(arg["topic"]), int(arg["partitions"])))
             for c in sim.clients.values():
                 if c.member_id and c.member_id == c.leader and arg["topic"] in c.config.topics:
-                    c.needs_rejoin = True  # the leader notices the metadata change (seed 000 "Topic Metadata Change")
+                    c.needs_rejoin = (
+                        True  # the leader notices the metadata change (seed 000 "Topic Metadata Change")
+                    )
         elif verb == "append_failure":
             self._obs(sim.append_failure())
         elif verb == "lose_response":
@@ -187,7 +202,9 @@ class ScenarioRunner:
         if kind == "heartbeat":
             request = HeartbeatRequest(c.config.group_id, int(generation), member_id, c.config.instance_id)
         elif kind == "sync":
-            request = SyncGroupRequest(c.config.group_id, int(generation), member_id, (), c.config.instance_id)
+            request = SyncGroupRequest(
+                c.config.group_id, int(generation), member_id, (), c.config.instance_id
+            )
         elif kind == "join":
             request = JoinGroupRequest(
                 c.config.group_id,
@@ -220,12 +237,16 @@ class ScenarioRunner:
                 got = len(group.members) if group else 0
             elif key == "leader":
                 leader = group.leader if group else None
-                got = next((n for n, c in self.sim.clients.items() if c.member_id and c.member_id == leader), leader)
+                got = next(
+                    (n for n, c in self.sim.clients.items() if c.member_id and c.member_id == leader), leader
+                )
             elif key == "last_error":
                 for name, code in dict(want).items():
                     have = self.last_error.get(str(name))
                     if have is None or have.name != code:
-                        fails.append(f"{where}: {name} last error {have.name if have else None}, expected {code}")
+                        fails.append(
+                            f"{where}: {name} last error {have.name if have else None}, expected {code}"
+                        )
                 continue
             elif key == "owned":
                 for name, parts in dict(want).items():

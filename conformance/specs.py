@@ -81,9 +81,13 @@ def load_invariants(path: Path | None = None, *, check_registry: bool = True) ->
             raise SpecError(f"{where}: invariant {entry['id']!r}: kind {entry['kind']!r} not one of {KINDS}")
         checkers = entry["checkers"]
         if not isinstance(checkers, list) or not set(checkers) <= CHECKERS:
-            raise SpecError(f"{where}: invariant {entry['id']!r}: checkers must be a list drawn from {sorted(CHECKERS)}")
+            raise SpecError(
+                f"{where}: invariant {entry['id']!r}: checkers must be a list drawn from {sorted(CHECKERS)}"
+            )
         if entry["id"] in specs:
-            raise SpecError(f"{where}: invariant {entry['id']!r} declared twice (first at line {specs[entry['id']].line})")
+            raise SpecError(
+                f"{where}: invariant {entry['id']!r} declared twice (first at line {specs[entry['id']].line})"
+            )
         extra = {k: entry[k] for k in ("lemmas", "bound") if k in entry}
         specs[entry["id"]] = InvariantSpec(
             str(entry["id"]),

@@ -19,7 +19,9 @@ class VariantKey:
 VARIANTS: dict[str, VariantKey] = {
     v.name: v
     for v in (
-        VariantKey("sticky", ("v0", "v1"), "sticky assignor user data: v0 = pre-KIP-341, v1 = KIP-341", ("classic",)),
+        VariantKey(
+            "sticky", ("v0", "v1"), "sticky assignor user data: v0 = pre-KIP-341, v1 = KIP-341", ("classic",)
+        ),
         VariantKey(
             "assignor",
             ("range", "roundrobin", "sticky", "cooperative-sticky", "mixed"),
@@ -32,7 +34,12 @@ VARIANTS: dict[str, VariantKey] = {
             "KIP-429 adjust step; false = revoke and assign in one rebalance (KAFKA-14639)",
             ("classic",),
         ),
-        VariantKey("join_version", ("3", "4", "9"), "JoinGroup version the members send (KIP-394 from v4)", ("classic",)),
+        VariantKey(
+            "join_version",
+            ("3", "4", "9"),
+            "JoinGroup version the members send (KIP-394 from v4)",
+            ("classic",),
+        ),
         VariantKey(
             "heartbeat_version",
             ("0", "1"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -142,7 +143,9 @@ def test_join_phase_invariants(stable) -> None:  # type: ignore[no-untyped-def]
 
 def test_unsynced_and_session_expiry(stable) -> None:  # type: ignore[no-untyped-def]
     g = stable.after.group
-    unsynced = with_group(stable, state=S.COMPLETING_REBALANCE, pending_sync=frozenset({g.members[0].member_id}), timers=())
+    unsynced = with_group(
+        stable, state=S.COMPLETING_REBALANCE, pending_sync=frozenset({g.members[0].member_id}), timers=()
+    )
     assert fails(inv.unsynced_members_removed, unsynced)
     assert fails(inv.session_expiry_armed, with_group(stable, timers=()))
     assert fails(inv.session_expiry_armed, with_group(stable, pending_members=frozenset({"p"})))
@@ -162,7 +165,13 @@ def test_member_lists(stable) -> None:  # type: ignore[no-untyped-def]
     g = stable.after.group
     m1, m2 = g.members
     short = JoinGroupResponse(
-        ErrorCode.NONE, g.generation, "consumer", "range", m1.member_id, False, m1.member_id,
+        ErrorCode.NONE,
+        g.generation,
+        "consumer",
+        "range",
+        m1.member_id,
+        False,
+        m1.member_id,
         (JoinGroupMember(m1.member_id, None, b""),),
     )
     assert fails(inv.leader_list_complete, with_group(stable, deliveries=[Delivery(1, short)]))
@@ -173,7 +182,7 @@ def test_member_lists(stable) -> None:  # type: ignore[no-untyped-def]
 def test_every_classic_invariant_has_a_failing_case_here() -> None:
     """Guard: a new classic invariant must come with a test in this file."""
     load_all()
-    source = open(__file__).read()
+    source = Path(__file__).read_text()
     for i in REGISTRY.values():
         if i.protocol == "classic" and i.kind != "sometimes":
             assert f"inv.{i.predicate.__name__}" in source, f"{i.id} has no failing case"

@@ -28,7 +28,9 @@ CFG = ClassicConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500)
 
 
 def join(c: ClassicCoordinator, st: ClassicState, ref: int, member_id: str = "", **kw):  # type: ignore[no-untyped-def]
-    req = JoinGroupRequest("g", member_id, "consumer", kw.pop("protocols", (("range", b"m"),)), 6000, 10_000, **kw)
+    req = JoinGroupRequest(
+        "g", member_id, "consumer", kw.pop("protocols", (("range", b"m"),)), 6000, 10_000, **kw
+    )
     return c.handle(st, req, ref, 0)
 
 
@@ -60,7 +62,9 @@ def test_sync_validation_order() -> None:
     assert bad_member.error == E.UNKNOWN_MEMBER_ID
     bad_gen = c.handle(st, SyncGroupRequest("g", 7, mid), 4, 0).deliveries[0].response
     assert bad_gen.error == E.ILLEGAL_GENERATION
-    wrong_proto = c.handle(st, SyncGroupRequest("g", 1, mid, protocol_name="other"), 5, 0).deliveries[0].response
+    wrong_proto = (
+        c.handle(st, SyncGroupRequest("g", 1, mid, protocol_name="other"), 5, 0).deliveries[0].response
+    )
     assert wrong_proto.error == E.INCONSISTENT_GROUP_PROTOCOL
     ok = c.handle(st, SyncGroupRequest("g", 1, mid, ((mid, b"a"), ("ghost", b"x"))), 6, 0)
     assert ok.deliveries[0].response.error == E.NONE and ok.deliveries[0].response.assignment == b"a"
@@ -71,21 +75,29 @@ def test_heartbeat_rows() -> None:
     c, st, mid = formed_group()
     hb = c.handle(st, HeartbeatRequest("g", 1, mid), 3, 0).deliveries[0].response
     assert hb.error == E.NONE  # CompletingRebalance answers NONE (reference A.5)
-    assert c.handle(st, HeartbeatRequest("g", 0, mid), 4, 0).deliveries[0].response.error == E.ILLEGAL_GENERATION
-    assert c.handle(st, HeartbeatRequest("h", 0, mid), 5, 0).deliveries[0].response.error == E.UNKNOWN_MEMBER_ID
+    assert (
+        c.handle(st, HeartbeatRequest("g", 0, mid), 4, 0).deliveries[0].response.error == E.ILLEGAL_GENERATION
+    )
+    assert (
+        c.handle(st, HeartbeatRequest("h", 0, mid), 5, 0).deliveries[0].response.error == E.UNKNOWN_MEMBER_ID
+    )
 
 
 def test_commit_rejected_while_completing_and_unknown_topic() -> None:
     c, st, mid = formed_group()
     c.create_topic(st, "t", 1)
-    req = OffsetCommitRequest("g", 1, mid, (OffsetCommitPartition("t", 0, 5), OffsetCommitPartition("x", 0, 5)))
+    req = OffsetCommitRequest(
+        "g", 1, mid, (OffsetCommitPartition("t", 0, 5), OffsetCommitPartition("x", 0, 5))
+    )
     resp = c.handle(st, req, 3, 0).deliveries[0].response
     assert resp.partitions == (("t", 0, E.REBALANCE_IN_PROGRESS), ("x", 0, E.UNKNOWN_TOPIC_OR_PARTITION))
 
 
 def test_leave_v0_collapses_and_empties_group() -> None:
     c, st, mid = formed_group()
-    resp = c.handle(st, LeaveGroupRequest("g", (MemberIdentity(mid),), version=1), 3, 0).deliveries[0].response
+    resp = (
+        c.handle(st, LeaveGroupRequest("g", (MemberIdentity(mid),), version=1), 3, 0).deliveries[0].response
+    )
     assert resp.error == E.NONE and resp.members == ()
     g = st.groups["g"]
     assert g.state == GroupState.EMPTY and g.generation == 2 and g.leader is None
@@ -101,7 +113,9 @@ def test_static_replacement_fences_parked_join() -> None:
 
 
 def test_group_max_size() -> None:
-    c = ClassicCoordinator(ClassicConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500, max_size=1))
+    c = ClassicCoordinator(
+        ClassicConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500, max_size=1)
+    )
     st = ClassicState()
     join(c, st, 1, version=3)
     c.advance(st, 0)
@@ -122,7 +136,9 @@ def test_replaying_records_rebuilds_state_and_failover_loads_durable() -> None:
     loaded = load(port.durable, sim.now)
     live, back = port.state.groups["g"], loaded.groups["g"]
     assert back.generation == live.generation and back.state == GroupState.STABLE
-    assert {m: x.assignment for m, x in back.members.items()} == {m: x.assignment for m, x in live.members.items()}
+    assert {m: x.assignment for m, x in back.members.items()} == {
+        m: x.assignment for m, x in live.members.items()
+    }
 
 
 def test_same_seed_same_run() -> None:
@@ -138,10 +154,18 @@ def test_check_passes_on_the_model() -> None:
 
 def test_check_finds_kafka_7026_from_scratch_with_sticky_v0() -> None:
     result = run_check(
-        "classic", profile=get_profile("ci"), max_examples=300, seed_value=0, variants={"sticky": "v0", "assignor": "sticky"}
+        "classic",
+        profile=get_profile("ci"),
+        max_examples=300,
+        seed_value=0,
+        variants={"sticky": "v0", "assignor": "sticky"},
     )
     ids = {v.invariant for v in result.violations}
-    assert ids & {"client.assignment_single_owner", "classic.single_owner_consumer", "classic.single_owner_coordinator"}
+    assert ids & {
+        "client.assignment_single_owner",
+        "classic.single_owner_consumer",
+        "classic.single_owner_coordinator",
+    }
 
 
 class SkipGenerationCheck(ClassicCoordinator):
@@ -150,8 +174,12 @@ class SkipGenerationCheck(ClassicCoordinator):
     def handle_heartbeat(self, state, req, ref, now):  # type: ignore[no-untyped-def]
         group = state.groups.get(req.group_id)
         if group is not None:
-            req = copy.replace(req, generation_id=group.generation) if hasattr(copy, "replace") else type(req)(
-                req.group_id, group.generation, req.member_id, req.group_instance_id, req.version
+            req = (
+                copy.replace(req, generation_id=group.generation)
+                if hasattr(copy, "replace")
+                else type(req)(
+                    req.group_id, group.generation, req.member_id, req.group_instance_id, req.version
+                )
             )
         return super().handle_heartbeat(state, req, ref, now)
 
@@ -160,5 +188,7 @@ def test_stateful_suite_catches_a_mutant() -> None:
     def port(coord: ClassicCoordinator) -> ModelPort:
         return ModelPort(SkipGenerationCheck(coord.config, coord.chooser))
 
-    result = run_check("classic", profile=get_profile("ci"), max_examples=200, seed_value=0, port_factory=port)
+    result = run_check(
+        "classic", profile=get_profile("ci"), max_examples=200, seed_value=0, port_factory=port
+    )
     assert "classic.stale_generation_rejected" in {v.invariant for v in result.violations}

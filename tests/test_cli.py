@@ -68,7 +68,10 @@ def test_missing_field_names_line(tmp_path: Path) -> None:
     good = specs.SPECS_DIR.joinpath("invariants.yaml").read_text()
     broken = good.replace("    statement: A rebalance reaches Stable.\n", "", 1)
     path = _catalogue_with(tmp_path, broken)
-    with pytest.raises(specs.SpecError, match=r"invariants.yaml:\d+: invariant 'classic.sometimes_rebalance_completed' lacks field 'statement'"):
+    with pytest.raises(
+        specs.SpecError,
+        match=r"invariants.yaml:\d+: invariant 'classic.sometimes_rebalance_completed' lacks field 'statement'",
+    ):
         specs.load_invariants(path)
 
 
@@ -77,15 +80,28 @@ def test_catalogue_must_match_code(tmp_path: Path) -> None:
     path = _catalogue_with(tmp_path, good.replace("id: classic.max_size", "id: classic.max_sizes", 1))
     with pytest.raises(specs.SpecError, match="classic.max_sizes' has no implementation"):
         specs.load_invariants(path)
-    path = _catalogue_with(tmp_path, good.replace("kind: safety\n    protocol: classic\n    statement: A non-empty", "kind: liveness\n    protocol: classic\n    statement: A non-empty", 1))
-    with pytest.raises(specs.SpecError, match="leader_is_member' is liveness/classic here but safety/classic"):
+    path = _catalogue_with(
+        tmp_path,
+        good.replace(
+            "kind: safety\n    protocol: classic\n    statement: A non-empty",
+            "kind: liveness\n    protocol: classic\n    statement: A non-empty",
+            1,
+        ),
+    )
+    with pytest.raises(
+        specs.SpecError, match="leader_is_member' is liveness/classic here but safety/classic"
+    ):
         specs.load_invariants(path)
 
 
-def test_bad_scenario_file_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_scenario_file_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     scen = tmp_path / "scenarios"
     scen.mkdir()
-    (scen / "broken.yaml").write_text("id: broken\ntitle: x\nsource: y\nprotocol: classic\nsteps:\n  - settle: [a]\n    advance: 3\n")
+    (scen / "broken.yaml").write_text(
+        "id: broken\ntitle: x\nsource: y\nprotocol: classic\nsteps:\n  - settle: [a]\n    advance: 3\n"
+    )
     (tmp_path / "invariants.yaml").write_text(specs.SPECS_DIR.joinpath("invariants.yaml").read_text())
     monkeypatch.setattr(specs, "SPECS_DIR", tmp_path)
     assert main(["scenario", "list"]) == 2
@@ -93,7 +109,19 @@ def test_bad_scenario_file_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_check_writes_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["check", "--target", "model", "--protocol", "classic", "--max-examples", "40", "--report-dir", str(tmp_path)])
+    code = main(
+        [
+            "check",
+            "--target",
+            "model",
+            "--protocol",
+            "classic",
+            "--max-examples",
+            "40",
+            "--report-dir",
+            str(tmp_path),
+        ]
+    )
     assert code in (0, 3)
     summary = (tmp_path / "classic" / "summary.md").read_text()
     assert "classic.single_owner_consumer" in summary

@@ -9,7 +9,9 @@ from conformance.specs import load_scenarios
 
 SCENARIOS = load_scenarios()
 CASES = [
-    pytest.param(sc, exp, id=f"{sid}[{','.join(f'{k}={v}' for k, v in sorted((exp.get('variants') or {}).items()))}]")
+    pytest.param(
+        sc, exp, id=f"{sid}[{','.join(f'{k}={v}' for k, v in sorted((exp.get('variants') or {}).items()))}]"
+    )
     for sid, sc in sorted(SCENARIOS.items())
     if sc.protocol == "classic"
     for exp in sc.expect

@@ -99,7 +99,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             variants.setdefault("join_version", str(join_version) if join_version in (3, 4, 9) else "9")
             self.sim = make_classic_sim(topics, clients, {}, variants, port_factory=cfg.port_factory)
             self.names = [c["name"] for c in clients]
-            self.note(f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}")
+            self.note(
+                f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}"
+            )
 
         # ------------------------------------------------------------ plumbing
         def note(self, text: str) -> None:
@@ -230,7 +232,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
 
         # ------------------------------------------------------------ adversaries
         @precondition(lambda self: self.ready)
-        @rule(i=st.integers(0, 7), kind=st.sampled_from(("heartbeat", "sync")), delta=st.sampled_from((-1, 1)))
+        @rule(
+            i=st.integers(0, 7), kind=st.sampled_from(("heartbeat", "sync")), delta=st.sampled_from((-1, 1))
+        )
         def zombie_request(self, i: int, kind: str, delta: int) -> None:
             """A request with a generation other than the group's (a zombie or a confused member)."""
             assert self.sim is not None and self.sim.world is not None

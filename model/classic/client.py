@@ -124,7 +124,9 @@ class ClassicClient:
                 cfg.sync_version,
             )
         self.inflight = "heartbeat"
-        return HeartbeatRequest(self.config.group_id, self.generation, self.member_id, self.config.instance_id)
+        return HeartbeatRequest(
+            self.config.group_id, self.generation, self.member_id, self.config.instance_id
+        )
 
     def _join_request(self) -> JoinGroupRequest:
         cfg = self.config

@@ -150,9 +150,7 @@ class ClassicCoordinator:
         self.maybe_complete_join(tx, group, now)
         return tx.result
 
-    def join_new_member(
-        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, ref: int, now: int
-    ) -> None:
+    def join_new_member(self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, ref: int, now: int) -> None:
         if group.state == S.DEAD:
             tx.reply(ref, JoinGroupResponse(E.COORDINATOR_NOT_AVAILABLE))
             return
@@ -326,7 +324,9 @@ class ClassicCoordinator:
                 tx.timer(group, f"expire:{new_id}", now + new.session_timeout_ms)
                 if req.version >= 9:
                     is_leader = group.leader == new_id
-                    resp = replace(self.join_response(group, new_id, full=is_leader), skip_assignment=is_leader)
+                    resp = replace(
+                        self.join_response(group, new_id, full=is_leader), skip_assignment=is_leader
+                    )
                 else:
                     resp = replace(self.join_response(group, new_id, full=False), leader=previous_leader)
                 tx.reply(ref, resp)
@@ -579,7 +579,9 @@ class ClassicCoordinator:
         group = state.groups.get(req.group_id)
         if group is None or group.state == S.DEAD:
             top = E.UNKNOWN_MEMBER_ID if group is None else E.COORDINATOR_NOT_AVAILABLE
-            members = tuple(LeaveGroupMemberResponse(m.member_id, m.group_instance_id, top) for m in req.members)
+            members = tuple(
+                LeaveGroupMemberResponse(m.member_id, m.group_instance_id, top) for m in req.members
+            )
             return self._leave_reply(tx, req, ref, top, members)
         results: list[LeaveGroupMemberResponse] = []
         removed = 0
@@ -764,9 +766,9 @@ class ClassicCoordinator:
         for group in state.groups.values():
             for member in group.members.values():
                 if member.awaiting_join is not None:
-                    tx.reply(member.awaiting_join, JoinGroupResponse(E.NOT_COORDINATOR, member_id=member.member_id))
+                    tx.reply(
+                        member.awaiting_join, JoinGroupResponse(E.NOT_COORDINATOR, member_id=member.member_id)
+                    )
                 if member.awaiting_sync is not None:
                     tx.reply(member.awaiting_sync, SyncGroupResponse(E.NOT_COORDINATOR))
         return tx.result
-
-

@@ -151,7 +151,11 @@ def leader_sync_installs(obs: Obs) -> Iterator[str]:
         for m in a.group.members
         if m.assignment
         and old.get(m.member_id, b"") != m.assignment
-        and not (m.member_id not in old and inherited.get(m.instance_id) == m.assignment)
+        and not (
+            m.member_id not in old
+            and m.instance_id is not None
+            and inherited.get(m.instance_id) == m.assignment
+        )
     ]
     if not changed:
         return
@@ -188,7 +192,9 @@ def stale_generation_rejected(obs: Obs) -> Iterator[str]:
     req = ev.request
     if not isinstance(req, HeartbeatRequest | SyncGroupRequest | OffsetCommitRequest):
         return
-    if req.generation_id == b.group.generation or (isinstance(req, OffsetCommitRequest) and req.generation_id < 0):
+    if req.generation_id == b.group.generation or (
+        isinstance(req, OffsetCommitRequest) and req.generation_id < 0
+    ):
         return
     for r in _responses(obs, ev.ref):
         if isinstance(r, OffsetCommitResponse):
@@ -196,7 +202,12 @@ def stale_generation_rejected(obs: Obs) -> Iterator[str]:
                 yield f"commit with generation {req.generation_id} accepted at generation {b.group.generation}"
         elif getattr(r, "error", None) == E.NONE:
             yield f"{type(req).__name__} with generation {req.generation_id} succeeded at generation {b.group.generation}"
-    if isinstance(req, SyncGroupRequest) and any(m.awaiting_sync == ev.ref for m in obs.after.group.members if obs.after.group):
+    after_group = obs.after.group
+    if (
+        isinstance(req, SyncGroupRequest)
+        and after_group
+        and any(m.awaiting_sync == ev.ref for m in after_group.members)
+    ):
         yield f"SyncGroup with stale generation {req.generation_id} was parked"
 
 
@@ -204,7 +215,12 @@ def stale_generation_rejected(obs: Obs) -> Iterator[str]:
 def no_commit_while_completing(obs: Obs) -> Iterator[str]:
     """No offset commit from a group member is accepted while the group is CompletingRebalance (E.9; CG L822)."""
     ev, b = obs.event, obs.before
-    if not isinstance(ev, Send) or not isinstance(ev.request, OffsetCommitRequest) or b is None or b.group is None:
+    if (
+        not isinstance(ev, Send)
+        or not isinstance(ev.request, OffsetCommitRequest)
+        or b is None
+        or b.group is None
+    ):
         return
     if b.group.state != S.COMPLETING_REBALANCE or ev.request.generation_id < 0:
         return
@@ -343,7 +359,12 @@ def leader_list_complete(obs: Obs) -> Iterator[str]:
     ids = {m.member_id for m in g.members}
     for d in obs.deliveries:
         r = d.response
-        if isinstance(r, JoinGroupResponse) and r.error == E.NONE and r.members and r.generation_id == g.generation:
+        if (
+            isinstance(r, JoinGroupResponse)
+            and r.error == E.NONE
+            and r.members
+            and r.generation_id == g.generation
+        ):
             listed = {m.member_id for m in r.members}
             if listed != ids:
                 yield f"leader list {sorted(listed)} != members {sorted(ids)} of generation {r.generation_id}"
@@ -391,4 +412,3 @@ def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
     for d in obs.deliveries:
         if getattr(d.response, "error", None) == E.MEMBER_ID_REQUIRED:
             yield "member id required"
-

@@ -1,0 +1,63 @@
+"""Steps per second of seeded random walks on the reference model, with and without invariant checks.
+
+Goal (issue: classic foundation): >= 20k steps/s per core without checks. Run:
+    .venv/bin/python benchmarks/model_throughput.py [--steps N] [--protocol classic]
+Prints a Markdown table; results are recorded in benchmarks/results/model_throughput.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import time
+
+from conformance.build import make_classic_sim
+from conformance.checker import Checker
+
+
+def classic_walk(steps: int, check: bool, seed: int) -> float:
+    """A random walk: members act, time advances, members stall and resume, failovers happen."""
+    rng = random.Random(seed)
+    clients = [{"name": f"c{i}", "assignors": [a]} for i, a in enumerate(["range", "roundrobin", "sticky"])]
+    sim = make_classic_sim({"t": 4, "u": 2}, clients, {}, {}, seed=seed)
+    checker = Checker("classic") if check else None
+    names = list(sim.clients)
+    done = 0
+    start = time.perf_counter()
+    while done < steps:
+        r = rng.random()
+        if r < 0.80:
+            obs = sim.client_step(rng.choice(names))
+        elif r < 0.93:
+            obs = sim.advance(rng.choice((100, 1000, 3000)))
+        elif r < 0.98:
+            name = rng.choice(names)
+            obs = sim.stall(name, name not in sim.stalled)
+        else:
+            obs = sim.failover()
+        if obs is None:
+            continue
+        done += 1
+        if checker is not None:
+            checker.check(obs, done)
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20_000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    print(
+        f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}, 1 core used"
+    )
+    print("| protocol | invariant checks | steps | steps/s |")
+    print("|---|---|---|---|")
+    for check in (False, True):
+        rate = classic_walk(args.steps, check, args.seed)
+        print(f"| classic | {'on' if check else 'off'} | {args.steps} | {rate:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
