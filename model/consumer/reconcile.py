@@ -1,0 +1,139 @@
+"""Reconciliation of one member towards its target: CurrentAssignmentBuilder as a pure function.
+
+Reference §B.5 (CAB `build` L131, `computeNextAssignment` L227; GMM `maybeReconcile` L2681).
+Kept free of the coordinator so that it can be encoded in z3 one-to-one: inputs are the member's
+current-assignment slice, the target epoch and set, a partition-epoch lookup (-1 = free) and the
+owned set the request reported (None when the request did not carry TopicPartitions).
+
+Variant ``own_pending_is_free`` models the KAFKA-19449 fix (PR #20781, after 4.0): a partition the
+member itself still has pending revocation is not "unreleased" for that member. The default (False)
+is Apache Kafka 4.0, where it is (reference B.5: "including this member's own pending revocations").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from model.consumer.messages import TopicPartition
+from model.consumer.state import NO_EPOCH, MemberState
+
+
+@dataclass(frozen=True)
+class CurrentAssignment:
+    """The slice of a member that reconciliation reads and writes (the current-assignment record)."""
+
+    state: MemberState
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: frozenset[TopicPartition]
+    pending_revocation: frozenset[TopicPartition]
+
+
+def _with_epoch(
+    current: CurrentAssignment,
+    state: MemberState,
+    epoch: int,
+    assigned: frozenset[TopicPartition],
+    pending: frozenset[TopicPartition],
+) -> CurrentAssignment:
+    # CoGM `updateMemberEpoch`: the previous epoch always becomes the epoch before the update, even
+    # when the epoch value does not change.
+    return CurrentAssignment(state, epoch, current.member_epoch, assigned, pending)
+
+
+def next_assignment(
+    current: CurrentAssignment,
+    epoch: int,
+    assigned: frozenset[TopicPartition],
+    target_epoch: int,
+    target: frozenset[TopicPartition],
+    partition_epoch: Callable[[TopicPartition], int],
+    owned: frozenset[TopicPartition] | None,
+    own_pending_is_free: bool = False,
+) -> CurrentAssignment:
+    """CAB `computeNextAssignment(epoch, assigned)` (reference B.5 "next(e, A)")."""
+    keep = assigned & target
+    revoke = assigned - keep
+    wanted = target - keep
+    unreleased = frozenset(
+        tp
+        for tp in wanted
+        if partition_epoch(tp) != NO_EPOCH and not (own_pending_is_free and tp in current.pending_revocation)
+    )
+    add = wanted - unreleased
+    if revoke and (owned is None or owned & revoke):
+        return _with_epoch(current, MemberState.UNREVOKED_PARTITIONS, epoch, keep, revoke)
+    if add:
+        state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+        return _with_epoch(current, state, target_epoch, keep | add, frozenset())
+    if unreleased:
+        return _with_epoch(current, MemberState.UNRELEASED_PARTITIONS, target_epoch, keep, frozenset())
+    return _with_epoch(current, MemberState.STABLE, target_epoch, keep, frozenset())
+
+
+def reconcile(
+    current: CurrentAssignment,
+    target_epoch: int,
+    target: frozenset[TopicPartition],
+    partition_epoch: Callable[[TopicPartition], int],
+    owned: frozenset[TopicPartition] | None,
+    own_pending_is_free: bool = False,
+) -> CurrentAssignment | None:
+    """The member's next current assignment (CAB `build`), or None when the member must be fenced
+    (FENCED_MEMBER_EPOCH: state UNKNOWN and the request did not report an empty owned set).
+
+    Returns ``current`` itself when nothing can change (reconciled, or revocation not acknowledged).
+    """
+    st = current.state
+    if st == MemberState.STABLE:
+        if current.member_epoch == target_epoch:  # GMM `maybeReconcile` skip, CAB STABLE case
+            return current
+        return next_assignment(
+            current,
+            current.member_epoch,
+            current.assigned,
+            target_epoch,
+            target,
+            partition_epoch,
+            owned,
+            own_pending_is_free,
+        )
+    if st == MemberState.UNREVOKED_PARTITIONS:
+        if owned is None or owned & current.pending_revocation:
+            return current
+        # Reference B.5 (4.0): memberEpoch + 1. Later Kafka caps it at the target epoch.
+        return next_assignment(
+            current,
+            current.member_epoch + 1,
+            current.assigned,
+            target_epoch,
+            target,
+            partition_epoch,
+            owned,
+            own_pending_is_free,
+        )
+    if st == MemberState.UNRELEASED_PARTITIONS:
+        return next_assignment(
+            current,
+            current.member_epoch,
+            current.assigned,
+            target_epoch,
+            target,
+            partition_epoch,
+            owned,
+            own_pending_is_free,
+        )
+    # UNKNOWN
+    if owned is None or owned:
+        return None
+    return next_assignment(
+        current,
+        target_epoch,
+        current.assigned,
+        target_epoch,
+        target,
+        partition_epoch,
+        owned,
+        own_pending_is_free,
+    )

@@ -1,0 +1,197 @@
+"""What KIP-848 invariants see: a frozen `ConsumerWorld` snapshot and the events of a run.
+
+The world holds the coordinator view (each group: epochs, derived state, members, targets,
+partition epochs, subscription metadata, static map, timers) and the consumer view (each virtual
+client: member id, epoch, owned partitions), design §3 / `model.observation`. Members, sets and
+timers are immutable values, so a snapshot copies only the maps that hold them.
+
+Events name what happened in a step so that transition invariants can read the request and find
+its response among the deliveries (by ``ref``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from model.consumer.client import ClientView, VirtualConsumer
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    TopicPartition,
+)
+from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, ConsumerMember, GroupState, Timer
+from model.observation import Observation
+from model.result import Delivery, Result
+
+if TYPE_CHECKING:
+    from model.consumer.coordinator import ConsumerCoordinatorConfig
+
+
+# ---------------------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class HeartbeatEvent:
+    """A ConsumerGroupHeartbeat request handled by the coordinator (its response has ``ref``)."""
+
+    ref: int
+    request: ConsumerGroupHeartbeatRequest
+    client: str | None = None
+
+
+@dataclass(frozen=True)
+class OffsetCommitEvent:
+    ref: int
+    request: OffsetCommitRequest
+    client: str | None = None
+
+
+@dataclass(frozen=True)
+class AdvanceEvent:
+    """The virtual clock moved to ``now`` and due timers fired."""
+
+    now: int
+
+
+@dataclass(frozen=True)
+class TopicEvent:
+    """``action`` is "create", "delete" or "add_partitions" (``partitions`` = new count)."""
+
+    action: str
+    topic: str
+    partitions: int = 0
+
+
+@dataclass(frozen=True)
+class FailoverEvent:
+    """A new coordinator loaded the durable records."""
+
+
+@dataclass(frozen=True)
+class ClientEvent:
+    """Something happened on a client only (a response received or lost, a crash, a leave call...)."""
+
+    client: str
+    action: str
+
+
+# ---------------------------------------------------------------------------------------- world
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """Frozen summary of one consumer group (coordinator view)."""
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    state: GroupState
+    members: Mapping[str, ConsumerMember]
+    target: Mapping[str, frozenset[TopicPartition]]
+    partition_epochs: Mapping[TopicPartition, int]
+    subscription_metadata: Mapping[str, int]
+    static_members: Mapping[str, str]
+    timers: Mapping[tuple[str, str], Timer]
+    last_assignor: str | None = None
+
+    @staticmethod
+    def of(group: ConsumerGroup) -> GroupView:
+        return GroupView(
+            group_id=group.group_id,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            state=group.state,
+            members=MappingProxyType(dict(group.members)),
+            target=MappingProxyType(dict(group.target)),
+            partition_epochs=MappingProxyType(dict(group.partition_epochs)),
+            subscription_metadata=MappingProxyType(dict(group.subscription_metadata)),
+            static_members=MappingProxyType(dict(group.static_members)),
+            timers=MappingProxyType(dict(group.timers)),
+            last_assignor=group.last_assignor,
+        )
+
+    def target_of(self, member_id: str) -> frozenset[TopicPartition]:
+        return self.target.get(member_id, frozenset())
+
+
+@dataclass(frozen=True)
+class ConsumerWorld:
+    """One snapshot: every group (coordinator view), every client (consumer view), settings the
+    invariants need, and — for `consumer.eventual_convergence` — when perturbations last happened."""
+
+    groups: Mapping[str, GroupView]
+    clients: tuple[ClientView, ...] = ()
+    topics: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    max_size: int = 2**31 - 1
+    topic_describe_denied: frozenset[str] = frozenset()
+    quiet_since: int | None = None
+    """Time of the last perturbation (None: unknown, convergence not checked)."""
+    convergence_bound_ms: int | None = None
+    """How long after the last perturbation every active client must have converged."""
+
+    def group(self, group_id: str) -> GroupView | None:
+        return self.groups.get(group_id)
+
+
+def capture_world(
+    state: ConsumerCoordinatorState,
+    clients: Iterable[VirtualConsumer | ClientView] = (),
+    *,
+    config: ConsumerCoordinatorConfig | None = None,
+    quiet_since: int | None = None,
+    convergence_bound_ms: int | None = None,
+) -> ConsumerWorld:
+    """Snapshot ``state`` and the clients' views."""
+    views = tuple(c.view() if isinstance(c, VirtualConsumer) else c for c in clients)
+    return ConsumerWorld(
+        groups=MappingProxyType({gid: GroupView.of(g) for gid, g in state.groups.items()}),
+        clients=views,
+        topics=MappingProxyType(dict(state.topics)),
+        max_size=2**31 - 1 if config is None else config.max_size,
+        topic_describe_denied=frozenset() if config is None else config.topic_describe_denied,
+        quiet_since=quiet_since,
+        convergence_bound_ms=convergence_bound_ms,
+    )
+
+
+def observe(
+    before: ConsumerWorld | None,
+    event: object,
+    result: Result | Iterable[Delivery] | None,
+    after: ConsumerWorld,
+    now: int,
+) -> Observation[ConsumerWorld]:
+    """The observation of one step for the invariant registry."""
+    if result is None:
+        deliveries: tuple[Delivery, ...] = ()
+    elif isinstance(result, Result):
+        deliveries = tuple(result.deliveries)
+    else:
+        deliveries = tuple(result)
+    return Observation(before=before, event=event, deliveries=deliveries, after=after, now=now)
+
+
+def heartbeat_response(obs: Observation[ConsumerWorld]) -> ConsumerGroupHeartbeatResponse | None:
+    """The response delivered to the event's heartbeat request, if the event is one and it was answered."""
+    event = obs.event
+    if not isinstance(event, HeartbeatEvent):
+        return None
+    for d in obs.deliveries:
+        if d.ref == event.ref and isinstance(d.response, ConsumerGroupHeartbeatResponse):
+            return d.response
+    return None
+
+
+def offset_commit_response(obs: Observation[ConsumerWorld]) -> OffsetCommitResponse | None:
+    event = obs.event
+    if not isinstance(event, OffsetCommitEvent):
+        return None
+    for d in obs.deliveries:
+        if d.ref == event.ref and isinstance(d.response, OffsetCommitResponse):
+            return d.response
+    return None
