@@ -73,6 +73,6 @@ def load_all() -> dict[str, Invariant]:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:  # a protocol package not built yet
-            if exc.name != name:
+            if exc.name is None or not name.startswith(exc.name):
                 raise
     return REGISTRY
