@@ -402,7 +402,7 @@ def digest(*parts: str | bytes | Path) -> str:
 # Targets
 # ----------------------------------------------------------------------------------------------
 
-_LIVE: weakref.WeakSet[Target] = weakref.WeakSet()
+_LIVE: set[Target] = set()  # attached targets still running, stopped at interpreter exit
 _BY_BOOTSTRAP: dict[str, weakref.ref[Target]] = {}
 
 
@@ -611,6 +611,7 @@ class Target:
             log_path.touch()
             self.last_log_path = log_path
             self._prune_logs()
+            self._prune_runs()
             self._detach_now = detach
             self._launching = []
             t0 = time.monotonic()
@@ -861,6 +862,20 @@ class Target:
         with contextlib.suppress(FileNotFoundError):
             self.pid_file.unlink()  # stale
         shutil.rmtree(running.run_dir, ignore_errors=True)
+
+    def _prune_runs(self) -> None:
+        """Remove run folders left by processes that died without stopping their target."""
+        keep = None
+        with contextlib.suppress(TargetError):
+            running = self._load_pid_file()
+            keep = running.run_dir if running else None
+        for run in (self.cache_dir / "runs").glob("*-*-*-*"):
+            try:
+                owner = int(run.name.split("-")[2])
+            except (IndexError, ValueError):
+                continue
+            if run != keep and owner != os.getpid() and not pid_alive(owner):
+                shutil.rmtree(run, ignore_errors=True)
 
     def _prune_logs(self) -> None:
         logs = sorted((self.cache_dir / "logs").glob("*.log"), key=lambda p: p.stat().st_mtime)

