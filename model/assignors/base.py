@@ -130,3 +130,15 @@ def get_assignor(name: str, **options: object) -> Assignor:
     if not isinstance(adjust, bool):
         raise ValueError(f"assignor 'cooperative-sticky': option adjust must be a bool, got {adjust!r}")
     return CooperativeStickyAssignor(adjust=adjust)
+
+
+class EagerAssignor:
+    """Shared part of the eager-only assignors (range, roundrobin): no user data, nothing owned at join."""
+
+    rebalance_protocols: tuple[str, ...] = (EAGER,)
+
+    def subscription(
+        self, topics: Sequence[str], owned: Sequence[TopicPartition], generation: int
+    ) -> Subscription:
+        """Topics and generation only: no user data, nothing owned at join time (EAGER)."""
+        return eager_subscription(topics, generation)

@@ -9,32 +9,24 @@ this purpose, racks. EAGER only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from model.assignors.base import (
-    EAGER,
+    EagerAssignor,
     check_partition_counts,
-    eager_subscription,
     sorted_topics,
     to_assignments,
 )
 from model.embedded import Assignment, Subscription, TopicPartition, java_string_key
 
 
-class RangeAssignor:
+class RangeAssignor(EagerAssignor):
     """Kafka's `range` assignor."""
 
     name = "range"
-    rebalance_protocols: tuple[str, ...] = (EAGER,)
 
     def __repr__(self) -> str:
         return "RangeAssignor()"
-
-    def subscription(
-        self, topics: Sequence[str], owned: Sequence[TopicPartition], generation: int
-    ) -> Subscription:
-        """Topics and generation only: no user data, nothing owned at join time (EAGER)."""
-        return eager_subscription(topics, generation)
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]

@@ -8,32 +8,24 @@ modelled. EAGER only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from model.assignors.base import (
-    EAGER,
+    EagerAssignor,
     check_partition_counts,
-    eager_subscription,
     sorted_topics,
     to_assignments,
 )
 from model.embedded import Assignment, Subscription, TopicPartition, java_string_key
 
 
-class RoundRobinAssignor:
+class RoundRobinAssignor(EagerAssignor):
     """Kafka's `roundrobin` assignor."""
 
     name = "roundrobin"
-    rebalance_protocols: tuple[str, ...] = (EAGER,)
 
     def __repr__(self) -> str:
         return "RoundRobinAssignor()"
-
-    def subscription(
-        self, topics: Sequence[str], owned: Sequence[TopicPartition], generation: int
-    ) -> Subscription:
-        """Topics and generation only: no user data, nothing owned at join time (EAGER)."""
-        return eager_subscription(topics, generation)
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
