@@ -67,6 +67,8 @@ def make_classic_sim(
     where: str = "settings",
     port_factory: PortFactory | None = None,
     coordinator: ClassicCoordinator | None = None,
+    sim_class: type[ClassicSim] = ClassicSim,
+    request_timeout_ms: int | None = None,
 ) -> ClassicSim:
     cfg = classic_config(config, where)
     coord = coordinator or ClassicCoordinator(cfg, SeededChooser(seed))
@@ -76,7 +78,10 @@ def make_classic_sim(
         if "name" not in spec:
             raise SpecError(f"{where}: every client needs a 'name'")
         made[str(spec["name"])] = ClassicClient(str(spec["name"]), client_config(spec, variants, where))
-    return ClassicSim(port, made, topics=dict(topics))
+    sim = sim_class(port, made, topics=dict(topics))
+    if request_timeout_ms is not None:
+        sim.request_timeout_ms = request_timeout_ms
+    return sim
 
 
 def quiet_gap(sim: ClassicSim, tick_ms: int = 100) -> int:

@@ -28,6 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--profile", default="ci")
     c.add_argument("--variant", action="append", default=[])
     c.add_argument("--report-dir", type=Path)
+    c.add_argument("--level", default="protocol", choices=["protocol", "kafka-compat"])
+
+    # real targets (issue 4: conformance/adapters/check.py)
+    tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
+    tgsub = tg.add_subparsers(dest="target_command", required=True, parser_class=_Parser)
+    for verb in ("start", "stop", "status"):
+        tgsub.add_parser(verb).add_argument("name")
 
     s = sub.add_parser("scenario", help="list or run named scenarios")
     ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
@@ -49,7 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
+        handler = {
+            "check": cmd_check,
+            "scenario": cmd_scenario,
+            "explain": cmd_explain,
+            "specs": cmd_specs,
+            "target": cmd_target,
+        }
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -66,7 +79,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.report import write_check_report
     from conformance.run import run_check
 
-    _require_model(args.target)
+    if args.target != "model":
+        return cmd_check_target(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
@@ -97,6 +111,31 @@ def cmd_check(args: argparse.Namespace) -> int:
             worst = EXIT_INCONCLUSIVE if worst == EXIT_OK else worst
         if args.report_dir:
             out = write_check_report(result, args.report_dir / protocol)
+            print(f"report: {out}/summary.md")
+    return worst
+
+
+def cmd_target(args: argparse.Namespace) -> int:
+    from conformance.adapters.check import cmd_target as run
+
+    return run(args)
+
+
+def cmd_check_target(args: argparse.Namespace) -> int:
+    from conformance.adapters.check import print_result, run_on_target
+    from conformance.adapters.report import write_target_report
+
+    variants = parse_variants(args.variant)
+    protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
+    worst = EXIT_OK
+    for protocol in protocols:
+        run = run_on_target(
+            args.target, protocol, args.profile, max_examples=args.max_examples, seed=args.seed,
+            variants=variants, level=args.level,
+        )  # fmt: skip
+        worst = max(worst, print_result(run))
+        if args.report_dir:
+            out = write_target_report(run, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
     return worst
 

@@ -203,7 +203,13 @@ class ScenarioRunner:
             request = HeartbeatRequest(c.config.group_id, int(generation), member_id, c.config.instance_id)
         elif kind == "sync":
             request = SyncGroupRequest(
-                c.config.group_id, int(generation), member_id, (), c.config.instance_id
+                c.config.group_id,
+                int(generation),
+                member_id,
+                (),
+                c.config.instance_id,
+                "consumer",
+                c.protocol or c.config.assignors[0],
             )
         elif kind == "join":
             request = JoinGroupRequest(

@@ -58,15 +58,19 @@ def test_join_v3_adds_member_directly() -> None:
 
 def test_sync_validation_order() -> None:
     c, st, mid = formed_group()
-    bad_member = c.handle(st, SyncGroupRequest("g", 1, "nobody"), 3, 0).deliveries[0].response
+    no_proto = c.handle(st, SyncGroupRequest("g", 1, mid), 2, 0).deliveries[0].response
+    assert no_proto.error == E.INCONSISTENT_GROUP_PROTOCOL  # v5 without protocol type/name (KafkaApis L1328)
+    bad_member = c.handle(st, SyncGroupRequest("g", 1, "nobody", version=4), 3, 0).deliveries[0].response
     assert bad_member.error == E.UNKNOWN_MEMBER_ID
-    bad_gen = c.handle(st, SyncGroupRequest("g", 7, mid), 4, 0).deliveries[0].response
+    bad_gen = c.handle(st, SyncGroupRequest("g", 7, mid, version=4), 4, 0).deliveries[0].response
     assert bad_gen.error == E.ILLEGAL_GENERATION
     wrong_proto = (
-        c.handle(st, SyncGroupRequest("g", 1, mid, protocol_name="other"), 5, 0).deliveries[0].response
+        c.handle(st, SyncGroupRequest("g", 1, mid, protocol_type="consumer", protocol_name="other"), 5, 0)
+        .deliveries[0]
+        .response
     )
     assert wrong_proto.error == E.INCONSISTENT_GROUP_PROTOCOL
-    ok = c.handle(st, SyncGroupRequest("g", 1, mid, ((mid, b"a"), ("ghost", b"x"))), 6, 0)
+    ok = c.handle(st, SyncGroupRequest("g", 1, mid, ((mid, b"a"), ("ghost", b"x")), version=4), 6, 0)
     assert ok.deliveries[0].response.error == E.NONE and ok.deliveries[0].response.assignment == b"a"
     assert st.groups["g"].state == GroupState.STABLE and "ghost" not in st.groups["g"].members
 

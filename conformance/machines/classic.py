@@ -45,10 +45,28 @@ class MachineSettings:
     checker: Checker | None = None
     port_factory: Callable[..., Any] | None = None
     max_members: int = 3
+    #: model config overrides (a real target's broker settings)
+    config: dict[str, int] = field(default_factory=dict)
+    #: real-time runs: member timeouts, time steps, the simulator class (conformance/adapters/realtime.py)
+    real_time: bool = False
+    #: the first violation raised in this run (a real target cannot replay it exactly: Hypothesis's
+    #: final re-run may pass, so the run's verdict keeps what was first seen)
+    first: list[InvariantViolation] = field(default_factory=list)
+
+
+def port_findings(sim: ClassicSim | None, step: int) -> list[Violation]:
+    """Findings a real-target port recorded at this step (divergences, wire problems), as violations."""
+    take = getattr(sim.port, "take_findings", None) if sim is not None else None
+    if take is None:
+        return []
+    return [Violation(f.rule, f.message, step) for f in take()]
 
 
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
+    from conformance.adapters.realtime import MODEL_TIMING, REAL_TIMING, RealTimeSim
+
     checker = cfg.checker or Checker("classic")
+    timing = REAL_TIMING if cfg.real_time else MODEL_TIMING
 
     class ClassicMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -89,15 +107,23 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                     "name": f"c{i + 1}",
                     "assignors": [chosen],
                     "topics": sorted(topics) if (second_topic and i % 2 == 0) else ["t"],
-                    "session_timeout_ms": 6000,
-                    "rebalance_timeout_ms": 10_000,
+                    "session_timeout_ms": timing.session_timeout_ms,
+                    "rebalance_timeout_ms": timing.rebalance_timeout_ms,
                     "join_version": join_version,
                 }
                 if static[i]:
                     spec["instance_id"] = f"i{i + 1}"
                 clients.append(spec)
             variants.setdefault("join_version", str(join_version) if join_version in (3, 4, 9) else "9")
-            self.sim = make_classic_sim(topics, clients, {}, variants, port_factory=cfg.port_factory)
+            self.sim = make_classic_sim(
+                topics,
+                clients,
+                cfg.config,
+                variants,
+                port_factory=cfg.port_factory,
+                sim_class=RealTimeSim if cfg.real_time else ClassicSim,
+                request_timeout_ms=timing.request_timeout_ms,
+            )
             self.names = [c["name"] for c in clients]
             self.note(
                 f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}"
@@ -115,8 +141,12 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             shown = ", ".join(e.name for e in errors if e is not None)
             self.note(f"t={obs.now} {what}" + (f" -> {shown}" if shown else ""))
             violations = checker.check(obs, len(self.observations))
+            violations += port_findings(self.sim, len(self.observations))
             if violations:
-                raise InvariantViolation(violations, list(self.steps), list(self.observations))
+                exc = InvariantViolation(violations, list(self.steps), list(self.observations))
+                if not cfg.first:
+                    cfg.first.append(exc)
+                raise exc
 
         def client(self, i: int) -> str:
             return self.names[i % len(self.names)]
@@ -134,7 +164,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.observe(self.sim.client_step(name), f"{name} step")
 
         @precondition(lambda self: self.ready)
-        @rule(rounds=st.integers(1, 40))
+        @rule(rounds=st.integers(1, timing.max_settle_rounds))
         def settle(self, rounds: int) -> None:
             """Every running member acts in turn; idle time runs to the next deadline."""
             assert self.sim is not None
@@ -189,7 +219,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
 
         # ------------------------------------------------------------ time and faults
         @precondition(lambda self: self.ready)
-        @rule(ms=st.sampled_from((100, 1000, 3000, 6500, 10_500, 31_000)))
+        @rule(ms=st.sampled_from(timing.advances))
         def advance(self, ms: int) -> None:
             assert self.sim is not None
             self.observe(self.sim.advance(ms), f"advance {ms}ms")
@@ -208,19 +238,19 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             name = self.client(i)
             self.observe(self.sim.lose_response(name), f"{name}'s next response is lost")
 
-        @precondition(lambda self: self.ready)
+        @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_failover", True))
         @rule()
         def failover(self) -> None:
             assert self.sim is not None
             self.observe(self.sim.failover(), "coordinator failover")
 
-        @precondition(lambda self: self.ready)
+        @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_append_failure", True))
         @rule()
         def append_failure(self) -> None:
             assert self.sim is not None
             self.observe(self.sim.append_failure(), "next metadata append fails")
 
-        @precondition(lambda self: self.ready)
+        @precondition(lambda self: self.ready and self.sim.topics["t"] <= 6)
         @rule(extra=st.integers(1, 2))
         def grow_topic(self, extra: int) -> None:
             assert self.sim is not None
@@ -246,7 +276,15 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             if kind == "heartbeat":
                 req = HeartbeatRequest(c.config.group_id, gen, c.member_id, c.config.instance_id)
             else:
-                req = SyncGroupRequest(c.config.group_id, gen, c.member_id, (), c.config.instance_id)
+                req = SyncGroupRequest(
+                    c.config.group_id,
+                    gen,
+                    c.member_id,
+                    (),
+                    c.config.instance_id,
+                    "consumer",
+                    c.protocol or c.config.assignors[0],
+                )
             self.observe(self.sim.send_raw(name, req), f"{name} sends {kind} with generation {gen}")
 
         @precondition(lambda self: self.ready)
@@ -272,6 +310,11 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 c.config.join_version,
             )
             self.observe(self.sim.send_raw(name, req), f"{name} JoinGroup duplicated")
+
+        def teardown(self) -> None:
+            close = getattr(self.sim.port, "close", None) if self.sim is not None else None
+            if close is not None:
+                close()
 
         @invariant()
         def world_exists(self) -> None:

@@ -318,6 +318,9 @@ class ClassicCoordinator:
             tx.emit(PendingSync(group.group_id, frozenset(pending_sync)))
         if was_leader:
             tx.set(group, leader=new_id)
+        # the new id's heartbeat is scheduled at once with the (old) session timeout, in every state
+        # (GMM updateStaticMemberThenRebalanceOrCompleteJoin: rescheduleClassicGroupMemberHeartbeat)
+        tx.timer(group, f"expire:{new_id}", now + old.session_timeout_ms)
         if group.state == S.STABLE:
             if self.select_protocol(group, dry_run=True) == old_protocol:
                 self.persist(tx, group)
@@ -471,8 +474,16 @@ class ClassicCoordinator:
 
     # ------------------------------------------------------------------ SyncGroup
     def handle_sync_group(self, state: ClassicState, req: SyncGroupRequest, ref: int, now: int) -> Result:
-        """Validation order of seed 003 `doSyncGroup` and reference A.4."""
+        """Validation order of seed 003 `doSyncGroup` and reference A.4.
+
+        SyncGroup v5+ must carry ProtocolType and ProtocolName: KafkaApis answers
+        INCONSISTENT_GROUP_PROTOCOL before anything else when either is null (reference A.2 item 1;
+        KafkaApis.scala L1328, SyncGroupRequest.java L83 `areMandatoryProtocolTypeAndNamePresent`).
+        """
         tx = Tx(state)
+        if req.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            tx.reply(ref, SyncGroupResponse(E.INCONSISTENT_GROUP_PROTOCOL))
+            return tx.result
         group = state.groups.get(req.group_id)
         if not req.group_id:
             tx.reply(ref, SyncGroupResponse(E.INVALID_GROUP_ID))

@@ -1,0 +1,150 @@
+"""`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (issue 4).
+
+Opens the target (`open_target`), runs the classic stateful suite through the oracle port on a
+real clock, and reports both verdict levels: `protocol` (invariants and protocol-level
+divergences) and `kafka-compat` (Apache Kafka's exact choices). `--level` picks the one that
+decides the exit code. Real-time runs use smaller example counts than the in-process model
+(`REAL_PROFILES`), since every step takes real milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
+from conformance.profiles import Profile, get_profile
+
+#: Profiles against a real coordinator (examples x steps); the names match the model's profiles.
+REAL_PROFILES = {
+    "dev": Profile("dev", 4, 20),
+    "ci": Profile("ci", 12, 25),
+    "thorough": Profile("thorough", 120, 40),
+}
+LEVELS = ("protocol", "kafka-compat")
+
+
+@dataclass
+class TargetRun:
+    result: object
+    handle: object
+    wall_s: float
+    rtt_ms: list[float]
+
+
+def real_profile(name: str) -> Profile:
+    get_profile(name)  # same names, same error for an unknown one
+    return REAL_PROFILES[name]
+
+
+def run_on_target(
+    spec: str,
+    protocol: str,
+    profile_name: str,
+    *,
+    max_examples: int | None,
+    seed: int,
+    variants: dict[str, str],
+    level: str,
+) -> TargetRun:
+    from conformance.adapters import open_target
+    from conformance.run import run_check
+
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
+    if protocol != "classic":
+        raise UsageError(f"protocol {protocol!r} is not wired to real targets yet (known: classic)")
+    profile = real_profile(profile_name)
+    t0 = time.monotonic()
+    with open_target(spec) as handle:
+        caps = handle.capabilities
+        if caps is not None and "classic" not in caps.features:
+            raise TargetError(f"{handle.name}: does not offer the classic group protocol (JoinGroup)")
+        result = run_check(
+            protocol,
+            target=handle.name,
+            profile=profile,
+            max_examples=max_examples,
+            seed_value=seed,
+            variants=variants,
+            port_factory=handle.port_factory(),
+            config=handle.model_config,
+            real_time=True,
+            level=level,
+        )
+        result.target_version = handle.version
+        session = handle.session
+        result.compat = list(session.compat) if session is not None else []
+        rtt = list(session.rtt_ms) if session is not None else []
+        if handle.launcher is not None:
+            try:
+                handle.launcher.check_alive()
+            except Exception as e:  # noqa: BLE001 - a crash at the end of the run is a finding too
+                from conformance.checker import Violation
+
+                result.violations.append(Violation("target.crash", str(e), len(result.steps)))
+    return TargetRun(result, handle, time.monotonic() - t0, rtt)
+
+
+def print_result(run: TargetRun) -> int:
+    r = run.result
+    print(
+        f"{r.protocol} on {r.target} {r.target_version}: {r.verdict} at level {r.level} "  # type: ignore[attr-defined]
+        f"({r.max_examples} examples, seed {r.seed}, {r.seconds:.1f} s)"  # type: ignore[attr-defined]
+    )
+    proto_ok = not r.violations  # type: ignore[attr-defined]
+    print(f"  protocol:     {'PASSED' if proto_ok else 'FAILED'}")
+    print(
+        f"  kafka-compat: {'PASSED' if proto_ok and not r.compat else 'FAILED'} ({len(r.compat)} compat finding(s))"
+    )  # type: ignore[attr-defined]
+    for f in _uniq_compat(r.compat)[:10]:  # type: ignore[attr-defined]
+        print(f"    {f}")
+    if r.violations:  # type: ignore[attr-defined]
+        print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
+        for v in r.violations:  # type: ignore[attr-defined]
+            print(f"  {v.invariant}: {v.message}")
+        print("steps:")
+        for i, line in enumerate(r.steps, 1):  # type: ignore[attr-defined]
+            print(f"  {i:3d}. {line}")
+        return EXIT_VIOLATION
+    if r.level == "kafka-compat" and r.compat:  # type: ignore[attr-defined]
+        return EXIT_VIOLATION
+    if r.vacuous:  # type: ignore[attr-defined]
+        print(f"inconclusive: never exercised {', '.join(r.vacuous)}")  # type: ignore[attr-defined]
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
+def _uniq_compat(findings: list) -> list[str]:  # type: ignore[type-arg]
+    seen: dict[str, int] = {}
+    for f in findings:
+        text = f.message.split(": ", 1)[-1]
+        seen[text] = seen.get(text, 0) + 1
+    return [f"{t} (x{n})" for t, n in seen.items()]
+
+
+def cmd_target(args: argparse.Namespace) -> int:
+    """`groupcheck target start|stop|status NAME` through the launchers (detached)."""
+    from conformance.targets import TARGETS, get_target
+    from conformance.targets import TargetError as LauncherError
+
+    if args.name not in TARGETS:
+        raise UsageError(f"unknown target {args.name!r} (known: {', '.join(TARGETS)})")
+    target = get_target(args.name)
+    try:
+        if args.target_command == "start":
+            target.provision(900)
+            print(target.start(120, detach=True), flush=True)
+        elif args.target_command == "stop":
+            target.stop(60)
+        else:
+            bootstrap = target.detached_bootstrap()
+            print(bootstrap or f"{args.name}: not running")
+            return EXIT_OK if bootstrap else EXIT_VIOLATION
+    except LauncherError as e:
+        raise TargetError(str(e)) from e
+    return EXIT_OK
+
+
+__all__ = ["EXIT_TOOL", "cmd_target", "print_result", "run_on_target"]

@@ -1,0 +1,741 @@
+"""The oracle: a real coordinator behind the simulator's `ClassicPort`, with the model beside it.
+
+Every request goes to the target (through the `kafka` adapter) and to the reference model on the
+same inputs. The model is kept as a small set of *hypotheses* because three things are not
+decided by the inputs alone (design §2, §4):
+
+* Kafka's arbitrary choices (generated member ids, leader re-election, protocol-vote ties): every
+  choice point of the model is enumerated through a scripted `Chooser`; the target's answer keeps
+  the hypotheses that made its choice (legal) and drops the others, so the model ADOPTS it. A
+  generated member id is provisional in the model until the target's answer names it, then it is
+  renamed everywhere in that hypothesis.
+* Real time: the target's timers run on its own clock. A model timer whose deadline lies inside the
+  tolerance window around the moment of an operation (``early`` ms before, ``late`` ms after) may
+  or may not have fired in the target yet, so both outcomes are kept until an answer tells them
+  apart. Outside the window the model is exact. Verdicts therefore do not depend on scheduling luck
+  as long as the target's timers fire within ``late`` ms of their deadline.
+* Answers in flight: a model answer not yet seen from the target stays outstanding until the
+  target answers (checked then) or the answer deadline passes (a finding: the target never
+  answered). A target answer the model never gives, once every timer that could explain it has
+  certainly fired, is a finding too.
+
+When no hypothesis explains what the target did, that is a *divergence*: a finding at the
+``protocol`` level (errors, generations, members, leader legality, assignments) with the request,
+the target's answer and what each hypothesis expected. Differences that only concern Apache Kafka's
+exact choices (member id format, echoed protocol fields) are ``kafka-compat`` findings.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from conformance.adapters.codec import API_NAMES, api_key_of, decode_response, encode_request
+from conformance.adapters.kafka import KafkaAdapter
+from model.classic.coordinator import ClassicCoordinator
+from model.classic.messages import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    Request,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from model.classic.records import GroupMetadataRecord, GroupUpdated
+from model.classic.state import ClassicState, GroupState
+from model.classic.world import GroupSnap, PersistedSnap
+from model.errors import ErrorCode
+from model.result import Delivery, Result
+
+PROVISIONAL = "00000000-0000-4000-8000-"
+DEBUG = bool(os.environ.get("GROUPCHECK_ORACLE_DEBUG"))
+
+
+# ---------------------------------------------------------------------- findings
+@dataclass(frozen=True)
+class Finding:
+    """A divergence or wire problem about the target, with the level it counts at."""
+
+    level: str  # protocol | kafka-compat
+    rule: str  # e.g. oracle.JoinGroup, wire.trailing-bytes, target.crash
+    message: str
+    at_ms: int = 0
+
+
+# ---------------------------------------------------------------------- choices
+class ScriptChooser:
+    """Follows a script of option indexes, records every choice point (kind, options) it meets."""
+
+    def __init__(self) -> None:
+        self.script: tuple[int, ...] = ()
+        self.log: list[tuple[str, tuple[str, ...], int]] = []
+        self.ref = 0
+        self.counter = 0
+
+    def reset(self, script: tuple[int, ...], ref: int = 0) -> None:
+        self.script = script
+        self.log = []
+        self.ref = ref
+        self.counter = 0
+
+    def new_uuid(self) -> str:
+        """Provisional and the same in every candidate of one operation (so equal hypotheses dedupe)."""
+        self.counter += 1
+        return f"{PROVISIONAL}{self.ref:08d}{self.counter:04d}"
+
+    def pick(self, kind: str, options: Sequence[str]) -> str:
+        i = len(self.log)
+        index = self.script[i] if i < len(self.script) else 0
+        self.log.append((kind, tuple(options), index))
+        return options[index]
+
+
+# ---------------------------------------------------------------------- hypotheses
+@dataclass
+class Hypo:
+    state: ClassicState
+    durable: list[Any] = field(default_factory=list)
+    transitions: list[tuple[GroupState, GroupState]] = field(default_factory=list)
+    #: model answers the target has not given yet: ref -> (response, model time)
+    outstanding: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    matched: set[int] = field(default_factory=set)
+    choices: tuple[str, ...] = ()
+    #: how many of ``transitions`` the simulator has been shown (only the reported hypothesis advances it)
+    reported: int = 0
+    #: the model clock of this hypothesis: never behind the real clock, ahead of it by timers fired early
+    now: int = 0
+    #: provisional member ids this hypothesis has bound to the target's ids
+    bound: dict[str, str] = field(default_factory=dict)
+
+    def key(self) -> Any:
+        return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
+
+
+def rename(obj: Any, old: str, new: str) -> Any:
+    """Replace member id ``old`` by ``new`` everywhere in a model value (timer keys included)."""
+    if isinstance(obj, str):
+        if obj == old:
+            return new
+        if obj.endswith(":" + old):
+            return obj[: -len(old)] + new
+        return obj
+    if isinstance(obj, Enum | bytes | int | float | bool) or obj is None:
+        return obj
+    if isinstance(obj, dict):
+        return {rename(k, old, new): rename(v, old, new) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [rename(v, old, new) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(rename(v, old, new) for v in obj)
+    if isinstance(obj, frozenset):
+        return frozenset(rename(v, old, new) for v in obj)
+    if isinstance(obj, set):
+        return {rename(v, old, new) for v in obj}
+    if dataclasses.is_dataclass(obj):
+        return type(obj)(**{f.name: rename(getattr(obj, f.name), old, new) for f in dataclasses.fields(obj)})
+    return obj
+
+
+def _rename_hypo(h: Hypo, old: str, new: str) -> None:
+    h.state = rename(h.state, old, new)
+    h.durable = rename(h.durable, old, new)
+    h.outstanding = rename(h.outstanding, old, new)
+
+
+def _ids_in(h: Hypo) -> set[str]:
+    out: set[str] = set()
+    for g in h.state.groups.values():
+        out |= set(g.members) | set(g.pending_members)
+    return out
+
+
+# ---------------------------------------------------------------------- comparison
+class Mismatch(Exception):
+    pass
+
+
+def _bind(h: Hypo, model_id: str, target_id: str, what: str) -> None:
+    if model_id == target_id:
+        return
+    if PROVISIONAL in model_id and target_id and target_id not in _ids_in(h):
+        _rename_hypo(h, model_id, target_id)
+        h.bound = {**h.bound, model_id: target_id}
+        return
+    raise Mismatch(f"{what}: model {model_id!r}, target {target_id!r}")
+
+
+def compare(h: Hypo, ref: int, target: Any) -> None:
+    """Protocol-level equality of the model's answer to ``ref`` and the target's, binding provisional ids."""
+    model = h.outstanding[ref][0]
+    if type(model) is not type(target):
+        raise Mismatch(f"answer type {type(target).__name__}, model {type(model).__name__}")
+    if isinstance(model, JoinGroupResponse):
+        if model.error != target.error:
+            raise Mismatch(f"error {_e(target.error)}, model {_e(model.error)}")
+        if model.error in (ErrorCode.MEMBER_ID_REQUIRED, ErrorCode.NONE):
+            _bind(h, model.member_id, target.member_id, "member id")
+        if model.error != ErrorCode.NONE:
+            return
+        model = h.outstanding[ref][0]
+        if model.generation_id != target.generation_id:
+            raise Mismatch(f"generation {target.generation_id}, model {model.generation_id}")
+        if (model.protocol_name or None) != (target.protocol_name or None):
+            raise Mismatch(f"protocol {target.protocol_name!r}, model {model.protocol_name!r}")
+        _bind(h, model.leader, target.leader, "leader")
+        model = h.outstanding[ref][0]
+        if model.skip_assignment != target.skip_assignment:
+            raise Mismatch(f"skip_assignment {target.skip_assignment}, model {model.skip_assignment}")
+        mine = sorted((m.member_id, m.group_instance_id or "", m.metadata) for m in model.members)
+        theirs = sorted((m.member_id, m.group_instance_id or "", m.metadata) for m in target.members)
+        if len(mine) != len(theirs):
+            raise Mismatch(f"{len(theirs)} members listed, model {len(mine)}")
+        # bind provisional ids of listed members by (instance id, metadata) when unambiguous
+        for mid, inst, meta in mine:
+            if PROVISIONAL in mid:
+                free = [t for t in theirs if t[1] == inst and t[2] == meta and t[0] not in _ids_in(h)]
+                if len(free) == 1:
+                    _bind(h, mid, free[0][0], "listed member")
+        model = h.outstanding[ref][0]
+        mine = sorted((m.member_id, m.group_instance_id or "", m.metadata) for m in model.members)
+        if mine != theirs:
+            raise Mismatch(f"members {[m[0] for m in theirs]}, model {[m[0] for m in mine]}")
+    elif isinstance(model, SyncGroupResponse):
+        if model.error != target.error:
+            raise Mismatch(f"error {_e(target.error)}, model {_e(model.error)}")
+        if model.error == ErrorCode.NONE and model.assignment != target.assignment:
+            raise Mismatch(f"assignment {target.assignment.hex()}, model {model.assignment.hex()}")
+    elif isinstance(model, LeaveGroupResponse):
+        if model.error != target.error:
+            raise Mismatch(f"error {_e(target.error)}, model {_e(model.error)}")
+        mine = [(m.member_id, m.group_instance_id, m.error) for m in model.members]
+        theirs = [(m.member_id, m.group_instance_id, m.error) for m in target.members]
+        if mine != theirs:
+            raise Mismatch(f"members {theirs}, model {mine}")
+    elif isinstance(model, OffsetCommitResponse):
+        if sorted(model.partitions) != sorted(target.partitions):
+            raise Mismatch(f"partitions {sorted(target.partitions)}, model {sorted(model.partitions)}")
+    elif model.error != target.error:
+        raise Mismatch(f"error {_e(target.error)}, model {_e(model.error)}")
+
+
+def _e(code: Any) -> str:
+    return code.name if isinstance(code, ErrorCode) else str(code)
+
+
+def compat_notes(request: Request, version: int, target: Any) -> list[str]:
+    """Apache Kafka's exact choices that the protocol leaves open (kafka-compat level only)."""
+    out = []
+    if isinstance(target, JoinGroupResponse) and target.error in (
+        ErrorCode.NONE,
+        ErrorCode.MEMBER_ID_REQUIRED,
+    ):
+        assert isinstance(request, JoinGroupRequest)
+        prefix = (
+            request.group_instance_id if request.group_instance_id is not None else request.client_id
+        ) + "-"
+        mid = target.member_id
+        if not request.member_id and not (mid.startswith(prefix) and _is_uuid(mid[len(prefix) :])):
+            out.append(f"member id {mid!r} is not '{prefix}<UUID>' (Kafka: ClassicGroup.java L774)")
+        if version >= 7 and target.error == ErrorCode.NONE and target.protocol_type != request.protocol_type:
+            out.append(
+                f"JoinGroup v{version} protocol_type {target.protocol_type!r}, Kafka echoes {request.protocol_type!r}"
+            )
+    if isinstance(target, SyncGroupResponse) and version >= 5 and target.error == ErrorCode.NONE:
+        assert isinstance(request, SyncGroupRequest)
+        if target.protocol_type != request.protocol_type or target.protocol_name != request.protocol_name:
+            out.append(
+                f"SyncGroup v5 protocol ({target.protocol_type!r}, {target.protocol_name!r}), "
+                f"Kafka answers the group's ({request.protocol_type!r}, {request.protocol_name!r})"
+            )
+    return out
+
+
+def _is_uuid(text: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(text)
+        return True
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------- the port
+@dataclass
+class Timing:
+    """Tolerances around the target's timers (ms) and how long an answer may take."""
+
+    early_ms: int = 30
+    late_ms: int = 300
+    answer_deadline_ms: int = 8000
+    max_hypotheses: int = 24
+
+
+@dataclass
+class TargetSession:
+    """What the ports of one run share: the adapter, topic naming, the target's launcher, findings."""
+
+    adapter: KafkaAdapter
+    run_id: str
+    ensure_topic: Callable[[str], None]
+    launcher: Any = None
+    timing: Timing = field(default_factory=Timing)
+    groups: int = 0
+    rtt_ms: list[float] = field(default_factory=list)
+    compat: list[Finding] = field(default_factory=list)
+
+    def real_topic(self, name: str, partitions: int) -> str:
+        return f"gc-{self.run_id}-{name}-{partitions}"
+
+    def next_group(self) -> str:
+        self.groups += 1
+        return f"gc-{self.run_id}-g{self.groups}"
+
+
+class OraclePort:
+    """`ClassicPort` for a real coordinator plus the model hypotheses (see module docstring)."""
+
+    supports_failover = False
+    supports_append_failure = False
+
+    def __init__(self, coordinator: ClassicCoordinator, session: TargetSession) -> None:
+        self.session = session
+        self.adapter = session.adapter
+        self.timing = session.timing
+        self.chooser = ScriptChooser()
+        coordinator.chooser = self.chooser
+        self.coordinator = coordinator
+        self.max_size = coordinator.config.max_size
+        self.initial_rebalance_delay_ms = coordinator.config.initial_rebalance_delay_ms
+        self.real_group = session.next_group()
+        self.t0 = time.monotonic()
+        self.hypos: list[Hypo] = [Hypo(ClassicState())]
+        self.requests: dict[
+            int, tuple[str, Request, int, int]
+        ] = {}  # ref -> (member, model request, version, sent ms)
+        self.answers: dict[int, tuple[Any, int]] = {}  # ref -> (model-typed target answer, arrival ms)
+        self.delivered: set[int] = set()
+        self.findings: list[Finding] = []
+        self.current_member = "?"
+        self.topics: dict[str, int] = {}
+        self.log: list[str] = []
+
+    # ------------------------------------------------------------------ clock
+    def clock(self) -> int:
+        return int((time.monotonic() - self.t0) * 1000)
+
+    def sleep_until(self, ms: int) -> list[Delivery]:
+        """Wait (collecting answers) until the port clock reaches ``ms``."""
+        while True:
+            left = ms - self.clock()
+            if left <= 0:
+                return []
+            self._collect(min(left, 50) / 1000)
+
+    # ------------------------------------------------------------------ ClassicPort
+    def send(self, ref: int, request: Request, now: int) -> list[Delivery]:
+        t = self.clock()
+        key = api_key_of(request)
+        caps = self.adapter.connect()
+        version = caps.version(key, getattr(request, "version", 99 if key != 8 else 8))
+        if version is None:
+            self._finding(
+                "protocol", f"oracle.{API_NAMES[key]}", f"target offers no {API_NAMES[key]} version we speak"
+            )
+            return []
+        request = self._as_sent(request, version)
+        real = dataclasses.replace(request, group_id=self.real_group)
+        payload = encode_request(real, version, self._real_topic)
+        self.requests[ref] = (self.current_member, request, version, t)
+        client_id = request.client_id if isinstance(request, JoinGroupRequest) else self.current_member
+        self.adapter.submit(self.current_member, self.real_group, payload, ref, client_id)
+        self.log.append(f"t={t} ref {ref} {self.current_member} {API_NAMES[key]} v{version}")
+        out = self._operate(t, ("send", ref, request))
+        if isinstance(request, JoinGroupRequest) and ref not in self.answers:
+            self._barrier()
+        return out
+
+    def _barrier(self) -> None:
+        """Wait until the target shows the group as some hypothesis has it (state and member count).
+
+        A parked JoinGroup has no answer, and the target orders requests from different connections
+        as it likes; without this, the next member's request could overtake it.
+        """
+        wanted = set()
+        for h in self.hypos:
+            g = h.state.groups.get("g")
+            if g is not None:
+                wanted.add((g.state.value, len(g.members)))
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            seen = self.adapter.describe(self.real_group)
+            if seen is None:
+                return
+            if (seen[0], len(seen[1])) in wanted:
+                return
+            self._collect(0.005)
+
+    def advance(self, now: int) -> list[Delivery]:
+        return self._operate(self.clock(), ("advance",))
+
+    def failover(self, now: int) -> list[Delivery]:
+        raise NotImplementedError("coordinator failover against a real target needs a restartable target")
+
+    def inject_append_failure(self) -> None:
+        raise NotImplementedError("append failures cannot be injected into a real target")
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        self.session.ensure_topic(self.session.real_topic(topic, partitions))
+        self.topics[topic] = partitions
+        for h in self.hypos:
+            self.coordinator.create_topic(h.state, topic, partitions)
+
+    def group(self, group_id: str) -> GroupSnap | None:
+        g = self.hypos[0].state.groups.get(group_id) if self.hypos else None
+        return None if g is None else GroupSnap.of(g)
+
+    def persisted(self, group_id: str) -> PersistedSnap | None:
+        for rec in reversed(self.hypos[0].durable if self.hypos else []):
+            if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
+                return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
+        return None
+
+    def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
+        if not self.hypos:
+            return ()
+        h = self.hypos[0]
+        taken = tuple(h.transitions[h.reported :])
+        h.reported = len(h.transitions)
+        return taken
+
+    def renames(self) -> list[tuple[str, str]]:
+        """Provisional member ids the target has named since the run began (old, new)."""
+        return list(self.hypos[0].bound.items()) if self.hypos else []
+
+    def model_now(self) -> int:
+        return self.hypos[0].now if self.hypos else 0
+
+    def take_findings(self) -> list[Finding]:
+        taken, self.findings = self.findings, []
+        return taken
+
+    def close(self) -> None:
+        for member in {m for m, *_ in self.requests.values()}:
+            self.adapter.drop_member(member)
+
+    # ------------------------------------------------------------------ plumbing
+    def _as_sent(self, request: Request, version: int) -> Request:
+        """The model request as the wire carries it at ``version`` (fields a version lacks are dropped)."""
+        if isinstance(request, JoinGroupRequest):
+            r = dataclasses.replace(request, version=version)
+            if version < 5:
+                r = dataclasses.replace(r, group_instance_id=None)
+            if version == 0:
+                r = dataclasses.replace(r, rebalance_timeout_ms=-1)
+            return r
+        if isinstance(request, SyncGroupRequest):
+            r = dataclasses.replace(request, version=version)
+            if version < 5:
+                r = dataclasses.replace(r, protocol_type=None, protocol_name=None)
+            if version < 3:
+                r = dataclasses.replace(r, group_instance_id=None)
+            return r
+        if isinstance(request, LeaveGroupRequest):
+            r = dataclasses.replace(request, version=version)
+            if version < 3:
+                r = dataclasses.replace(r, members=request.members[:1])
+            return r
+        if hasattr(request, "version"):
+            r = dataclasses.replace(request, version=version)  # type: ignore[type-var]
+            if version < 3 and hasattr(r, "group_instance_id"):
+                r = dataclasses.replace(r, group_instance_id=None)  # type: ignore[type-var]
+            return r
+        return request
+
+    def _real_topic(self, name: str) -> str:
+        return (
+            self.session.real_topic(name, self.topics.get(name, 0))
+            if name in self.topics
+            else f"gc-{self.session.run_id}-missing-{name}"
+        )
+
+    def _model_topic(self, real: str, partition: int, model_topics: list[str]) -> str:
+        for name in model_topics:
+            if self._real_topic(name) == real:
+                return name
+        return real
+
+    def _finding(self, level: str, rule: str, message: str) -> None:
+        f = Finding(level, rule, message, self.clock())
+        (self.findings if level == "protocol" else self.session.compat).append(f)
+
+    def _collect(self, timeout: float) -> None:
+        for arrival in self.adapter.poll(timeout):
+            ref = arrival.tag
+            entry = self.requests.get(ref)
+            if entry is None:
+                continue
+            member, request, version, sent = entry
+            at = int((arrival.at - self.t0) * 1000)
+            if arrival.value is None:
+                self.answers[ref] = (None, at)
+                continue
+            try:
+                resp = decode_response(request, arrival.value, version, self._model_topic)
+            except Exception as e:  # noqa: BLE001 - a kio value we cannot read is a finding
+                self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
+                continue
+            self.answers[ref] = (resp, at)
+            self.session.rtt_ms.append(at - sent)
+            for note in compat_notes(request, version, resp):
+                self._finding(
+                    "kafka-compat", f"compat.{API_NAMES[api_key_of(request)]}", f"ref {ref}: {note}"
+                )
+        for wf in self.adapter.take_findings():
+            self._finding("protocol", f"wire.{wf.kind}", wf.describe())
+
+    # ------------------------------------------------------------------ hypotheses
+    def _run(
+        self, h: Hypo, t: int, op: tuple[Any, ...], k: int, j: int, script: tuple[int, ...]
+    ) -> tuple[Hypo, int, int] | None:
+        """One candidate: certain timers, k uncertain ones, the op, j uncertain ones after it."""
+        tm = self.timing
+        c = Hypo(
+            copy.deepcopy(h.state),
+            list(h.durable),
+            list(h.transitions),
+            dict(h.outstanding),
+            set(h.matched),
+            h.choices,
+            h.reported,
+            h.now,
+            h.bound,
+        )
+        self.chooser.reset(script, op[1] if op[0] == "send" else 0)
+        self._apply(c, lambda: self.coordinator.advance(c.state, t - tm.early_ms), t)
+        before = self._uncertain(c, t)
+        if k > len(before):
+            return None
+        for _ in range(k):
+            self._fire_next(c)
+        if op[0] == "send":
+            _, ref, request = op
+            at = max(t, c.now)
+            self._apply(c, lambda: self.coordinator.handle(c.state, request, ref, at), at)
+        c.now = max(c.now, t)
+        after = self._uncertain(c, t)
+        if j > len(after):
+            return None
+        for _ in range(j):
+            self._fire_next(c)
+        c.choices = h.choices + tuple(
+            f"{kind}={opts[i]}" for kind, opts, i in self.chooser.log if len(opts) > 1
+        )
+        return c, len(before), len(after)
+
+    def _uncertain(self, c: Hypo, t: int) -> list[int]:
+        tm = self.timing
+        return sorted(
+            tmr.deadline
+            for g in c.state.groups.values()
+            for tmr in g.timers.values()
+            if tmr.deadline <= t + tm.late_ms
+        )
+
+    def _fire_next(self, c: Hypo) -> None:
+        nxt = self.coordinator.next_deadline(c.state)
+        if nxt is None:
+            return
+        deadline, gid, key = nxt
+        c.now = max(c.now, deadline)
+        self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)
+
+    def _apply(self, c: Hypo, call: Callable[[], Result], t: int) -> None:
+        current = {gid: g.state for gid, g in c.state.groups.items()}
+        result = call()
+        for rec in result.records:
+            if getattr(rec, "durable", False):
+                c.durable.append(rec)
+            if isinstance(rec, GroupUpdated):
+                for name, value in rec.changes:
+                    if name == "state":
+                        c.transitions.append((current.get(rec.group_id, GroupState.EMPTY), value))
+                        current[rec.group_id] = value
+        for d in result.deliveries:
+            c.outstanding[d.ref] = (d.response, t)
+
+    def _candidates(self, h: Hypo, t: int, op: tuple[Any, ...]) -> list[Hypo]:
+        out: list[Hypo] = []
+        k = 0
+        while True:
+            j = 0
+            first = None
+            while True:
+                scripts: list[tuple[int, ...]] = [()]
+                n_after = 0
+                while scripts:
+                    script = scripts.pop()
+                    ran = self._run(h, t, op, k, j, script)
+                    if ran is None:
+                        break
+                    c, n_before, n_after = ran
+                    first = n_before
+                    out.append(c)
+                    log = self.chooser.log
+                    for i in range(len(script), len(log)):
+                        prefix = tuple(x for _, _, x in log[:i])
+                        scripts.extend(prefix + (alt,) for alt in range(1, len(log[i][1])))
+                    if len(out) > 64:
+                        return out
+                if j >= n_after:
+                    break
+                j += 1
+            if first is None or k >= first:
+                break
+            k += 1
+        return out
+
+    def _evaluate(self, c: Hypo, now: int, horizon: int) -> str | None:
+        """None when ``c`` is consistent with the target so far, else why not."""
+        pending = sorted(
+            c.outstanding.items(),
+            key=lambda kv: 0 if isinstance(kv[1][0], JoinGroupResponse) and not kv[1][0].members else 1,
+        )
+        for ref, (model, mt) in pending:
+            if ref in self.answers:
+                target, _at = self.answers[ref]
+                member, request, version, _sent = self.requests[ref]
+                if target is None:
+                    return f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): target's answer undecodable"
+                try:
+                    compare(c, ref, target)
+                except Mismatch as m:
+                    return f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): {m}"
+                c.outstanding.pop(ref, None)
+                c.matched.add(ref)
+            elif now - mt > self.timing.answer_deadline_ms:
+                member, request, version, _sent = self.requests[ref]
+                return (
+                    f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): the model answered "
+                    f"{_short(model)} at t={mt}; the target gave no answer within {self.timing.answer_deadline_ms} ms"
+                )
+        for ref, (target, at) in self.answers.items():
+            if ref in c.matched or ref in c.outstanding:
+                continue
+            if at + 2 * self.timing.early_ms < horizon:
+                member, request, version, _sent = self.requests[ref]
+                return (
+                    f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): target answered "
+                    f"{_short(target)} at t={at}; the model had not answered it by t={horizon}"
+                )
+        return None
+
+    def _operate(self, t: int, op: tuple[Any, ...]) -> list[Delivery]:
+        tm = self.timing
+        cands: list[Hypo] = []
+        for h in self.hypos:
+            cands.extend(self._candidates(h, t, op))
+        horizon = t - tm.early_ms
+        soft = t + tm.late_ms + 50
+        hard = t + tm.answer_deadline_ms
+        reasons: dict[int, str] = {}
+        while True:
+            self._collect(0)
+            now = self.clock()
+            keep = []
+            for c in cands:
+                why = self._evaluate(c, now, horizon)
+                if why is None:
+                    keep.append(c)
+                else:
+                    reasons[id(c)] = why
+            if not keep:
+                break
+            cands = keep
+            settled = [c for c in cands if not c.outstanding]
+            if len(settled) == len(cands) or (settled and now >= soft) or now >= hard:
+                break
+            self._collect(0.01)
+        if not cands or not keep:
+            self._divergence(t, op, list(reasons.values()))
+        else:
+            # prefer the hypotheses that already explain every answer the target gave
+            cands.sort(key=lambda c: sum(1 for r in self.answers if r not in c.matched))
+            self.hypos = self._dedupe(cands)
+        if DEBUG:
+            print(
+                f"[oracle t={t} {op[0]} {op[1] if len(op) > 1 else ''}] {len(self.hypos)} hypotheses; answers "
+                f"{sorted(self.answers)}; h0 matched {sorted(self.hypos[0].matched) if self.hypos else '-'} "
+                f"outstanding {sorted(self.hypos[0].outstanding) if self.hypos else '-'} choices {self.hypos[0].choices if self.hypos else ''}"
+            )
+            for h in self.hypos[:3]:
+                g = h.state.groups.get("g")
+                if g:
+                    print(
+                        f"    {g.state.value} gen {g.generation} leader {g.leader} members {sorted(g.members)}"
+                    )
+        return self._new_deliveries()
+
+    def _divergence(self, t: int, op: tuple[Any, ...], reasons: list[str]) -> None:
+        what = "time passes"
+        if op[0] == "send":
+            member, request, version, _ = self.requests[op[1]]
+            what = f"{member} sends {API_NAMES[api_key_of(request)]} v{version} (ref {op[1]})"
+        uniq = list(dict.fromkeys(reasons))
+        rule = "oracle.divergence"
+        for r in uniq:
+            for name in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit"):
+                if f" {name} v" in r:
+                    rule = f"oracle.{name}"
+                    break
+            break
+        if not self.adapter.alive():
+            launcher = self.session.launcher
+            crash = ""
+            if launcher is not None:
+                try:
+                    launcher.check_alive()
+                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
+                    crash = f": {e}"
+            self._finding("protocol", "target.crash", f"the target stopped answering at t={t}{crash}")
+        self._finding(
+            "protocol",
+            rule,
+            f"at t={t}, {what}: no model hypothesis explains the target ({len(uniq)} tried): "
+            + " | ".join(uniq[:4]),
+        )
+        # keep going on the hypotheses we had, so the run can stop at the machine's next check
+
+    def _dedupe(self, cands: list[Hypo]) -> list[Hypo]:
+        out: list[Hypo] = []
+        for c in cands:
+            mine = {r: v[0] for r, v in c.outstanding.items()}
+            if not any(
+                o.state == c.state and {r: v[0] for r, v in o.outstanding.items()} == mine for o in out
+            ):
+                out.append(c)
+        return out[: self.timing.max_hypotheses]
+
+    def _new_deliveries(self) -> list[Delivery]:
+        out = []
+        for ref, (resp, _at) in sorted(self.answers.items(), key=lambda kv: kv[1][1]):
+            if ref not in self.delivered and resp is not None:
+                self.delivered.add(ref)
+                out.append(Delivery(ref, resp))
+        return out
+
+
+def _short(resp: Any) -> str:
+    if resp is None:
+        return "nothing"
+    err = getattr(resp, "error", None)
+    name = type(resp).__name__.replace("Response", "")
+    return f"{name}({_e(err)})" if err is not None else name

@@ -1,0 +1,80 @@
+"""The simulator on a real clock, for ports backed by a real coordinator (design §4 "Time").
+
+`ClassicSim` keeps virtual time; against a real target the port's clock is the truth. This
+subclass reads the port clock before every request, and `advance(ms)` sleeps (collecting
+answers) until that much real time has passed. Only rules that need time to pass sleep; the
+timeouts the virtual members use are small (`REAL_TIMING`) so a run takes seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.classic.messages import Request
+from model.classic.sim import Advance, ClassicSim
+from model.classic.world import ClassicWorld
+from model.observation import Observation
+
+
+@dataclass(frozen=True)
+class MemberTiming:
+    """Timeouts of the virtual members and the time steps the machine may take (ms)."""
+
+    session_timeout_ms: int = 6000
+    rebalance_timeout_ms: int = 10_000
+    advances: tuple[int, ...] = (100, 1000, 3000, 6500, 10_500, 31_000)
+    max_settle_rounds: int = 40
+    request_timeout_ms: int = 30_000
+
+
+MODEL_TIMING = MemberTiming()
+#: Against real coordinators: session 1.5 s (targets are configured with a 500 ms minimum), join
+#: and sync phases bounded by 2 s, steps that cross those bounds, and a request timeout above them.
+REAL_TIMING = MemberTiming(1500, 2000, (50, 300, 800, 1600, 2300), 6, 4000)
+
+
+class RealTimeSim(ClassicSim):
+    """`ClassicSim` whose `now` is the port's clock (a port with `clock()` and `sleep_until()`)."""
+
+    def _send(self, name: str, request: Request, how: str):  # type: ignore[no-untyped-def]
+        self.port.current_member = name  # type: ignore[attr-defined]
+        self.now = max(self.now, self.port.clock())  # type: ignore[attr-defined]
+        return super()._send(name, request, how)
+
+    def snapshot(self, leader_assignment, failover):  # type: ignore[no-untyped-def]
+        """Observations carry the model clock of the reported hypothesis (monotonic, >= real time)."""
+        model_now = getattr(self.port, "model_now", None)
+        if model_now is not None:
+            self.now = max(self.now, model_now())
+        return super().snapshot(leader_assignment, failover)
+
+    def _renamed(self, world: ClassicWorld | None) -> ClassicWorld | None:
+        """The previous snapshot with the member ids the target has named since (provisional ids)."""
+        from conformance.adapters.oracle import PROVISIONAL, rename
+
+        renames = getattr(self.port, "renames", None)
+        if world is None or renames is None or PROVISIONAL not in repr(world.group):
+            return world
+        for old, new in renames():
+            world = rename(world, old, new)
+        return world
+
+    def _finish(self, before, event, deliveries, *, failover=False, replay=False):  # type: ignore[no-untyped-def]
+        return super()._finish(self._renamed(before), event, deliveries, failover=failover, replay=replay)
+
+    def advance(self, ms: int) -> Observation[ClassicWorld]:
+        """Sleep ``ms`` of real time (answers are collected meanwhile), then as `ClassicSim.advance`."""
+        start = self.now
+        self.port.sleep_until(start + max(ms, 20))  # type: ignore[attr-defined]
+        before = self.world
+        self.now = max(self.now, self.port.clock())  # type: ignore[attr-defined]
+        deliveries = self.port.advance(self.now)
+        leader_assignment = self._deliver(deliveries, replay=False)
+        for name, (_ref, sent_at) in sorted(self.awaiting.items()):
+            if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:
+                del self.awaiting[name]
+                self.clients[name].on_timeout()
+        self.world = self.snapshot(leader_assignment, False)
+        return Observation(
+            self._renamed(before), Advance(self.now - start), tuple(deliveries), self.world, self.now
+        )
