@@ -7,6 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from conformance.errors import SpecError
+from conformance.trace.classic import TracedClassicSim
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient, ClientConfig
 from model.classic.coordinator import ClassicCoordinator
@@ -67,9 +68,9 @@ def make_classic_sim(
     where: str = "settings",
     port_factory: PortFactory | None = None,
     coordinator: ClassicCoordinator | None = None,
-    sim_class: type[ClassicSim] = ClassicSim,
+    sim_class: type[TracedClassicSim] = TracedClassicSim,
     request_timeout_ms: int | None = None,
-) -> ClassicSim:
+) -> TracedClassicSim:
     cfg = classic_config(config, where)
     coord = coordinator or ClassicCoordinator(cfg, SeededChooser(seed))
     port = port_factory(coord) if port_factory else ModelPort(coord)
@@ -81,6 +82,12 @@ def make_classic_sim(
     sim = sim_class(port, made, topics=dict(topics))
     if request_timeout_ms is not None:
         sim.request_timeout_ms = request_timeout_ms
+    sim.setup = {
+        "topics": dict(sorted(topics.items())),
+        "clients": [dict(spec) for spec in clients],
+        "config": dict(config),
+    }
+    sim.variants, sim.seed = dict(variants), seed
     return sim
 
 

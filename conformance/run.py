@@ -30,11 +30,11 @@ class CheckResult:
     sometimes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    trace: Any = None  # conformance.trace.format.Trace of the shrunk counterexample
     #: kafka-compat findings (Apache Kafka's exact choices) from a real target's oracle
     compat: list[Any] = field(default_factory=list)
     level: str = "protocol"
     target_version: str = ""
-    examples_run: int = 0
 
     @property
     def verdict(self) -> str:
@@ -87,18 +87,35 @@ def run_check(
     try:
         test()
     except InvariantViolation as exc:
-        first = machine_settings.first[0] if machine_settings.first else exc
-        result.violations = first.violations
-        result.steps = first.steps
-        result.observations = first.observations
+        first = machine_settings.first[0] if real_time and machine_settings.first else exc
+        _take_violation(result, first, target, n, profile, seed_value)
     except (FlakyFailure, BaseExceptionGroup):
         if not (real_time and machine_settings.first):
             raise
-        first = machine_settings.first[0]  # the re-run against the real target went another way
-        result.violations = first.violations
-        result.steps = first.steps
-        result.observations = first.observations
+        # the re-run against the real target went another way: keep what was first seen
+        _take_violation(result, machine_settings.first[0], target, n, profile, seed_value)
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
     return result
+
+
+def _take_violation(
+    result: CheckResult, exc: Any, target: str, n: int, profile: Profile, seed_value: int
+) -> None:
+    result.violations = exc.violations
+    result.steps = exc.steps
+    result.observations = exc.observations
+    if exc.sim is not None:
+        from conformance.trace.classic import to_trace
+        from conformance.trace.format import groupcheck_version
+
+        result.trace = to_trace(
+            exc.sim,
+            target=target,
+            target_version=groupcheck_version()
+            if target == "model"
+            else (result.target_version or "unknown"),
+            origin={"kind": "check", "max_examples": n, "profile": profile.name, "seed": seed_value},
+            violations=[(v.invariant, v.message, v.step) for v in exc.violations],
+        )

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.trace.classic import TracedClassicSim
 from model.classic.messages import Request
-from model.classic.sim import Advance, ClassicSim
+from model.classic.sim import Advance
 from model.classic.world import ClassicWorld
 from model.observation import Observation
 
@@ -33,7 +34,7 @@ MODEL_TIMING = MemberTiming()
 REAL_TIMING = MemberTiming(1500, 2000, (50, 300, 800, 1600, 2300), 6, 4000)
 
 
-class RealTimeSim(ClassicSim):
+class RealTimeSim(TracedClassicSim):
     """`ClassicSim` whose `now` is the port's clock (a port with `clock()` and `sleep_until()`)."""
 
     def _send(self, name: str, request: Request, how: str):  # type: ignore[no-untyped-def]
