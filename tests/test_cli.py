@@ -38,8 +38,14 @@ def test_bad_variant_exits_2(variant: str, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_unknown_target_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "--target", "nowhere:1", "--max-examples", "1"]) == 2
+    assert main(["check", "--target", "nowhere", "--max-examples", "1"]) == 2
     assert "unknown target" in capsys.readouterr().err
+
+
+def test_unresolvable_host_port_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--target", "nowhere.invalid:1", "--max-examples", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "nowhere.invalid:1" in err and err.count("\n") == 1
 
 
 def test_scenario_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:

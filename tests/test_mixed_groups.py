@@ -450,8 +450,8 @@ def classic_group(h: Harness, members: int = 2, protocol_type: str = "consumer")
     assignments = tuple((mid, encode_assignment(Assignment(parts[mid]))) for mid in ordered)
     for mid in ordered:
         if mid != leader:
-            h.send(SyncGroupRequest("g", group.generation, mid))
-    h.send(SyncGroupRequest("g", group.generation, leader, assignments))
+            h.send(SyncGroupRequest("g", group.generation, mid, (), None, "consumer", group.protocol))
+    h.send(SyncGroupRequest("g", group.generation, leader, assignments, None, "consumer", group.protocol))
     assert h.state.classic.groups["g"].state == ClassicGroupState.STABLE
     return ordered
 

@@ -138,6 +138,8 @@ class KafkaAdapter:
                 raise TargetError(f"{where}: no answer to ApiVersions v{v} within {self.timeout_s:g}s") from e
             except ConnectionRefusedError as e:
                 raise TargetError(f"{where}: connection refused") from e
+            except socket.gaierror as e:
+                raise TargetError(f"{where}: cannot resolve host ({e.strerror or e})") from e
             except (ConnectionError, OSError):
                 versions = None  # closes the connection: no ApiVersions (Kafka < 0.10)
                 break
