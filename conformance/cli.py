@@ -29,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--variant", action="append", default=[])
     c.add_argument("--report-dir", type=Path)
     c.add_argument("--level", default="protocol", choices=["protocol", "kafka-compat"])
+    c.add_argument(
+        "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
+    )
 
     # real targets (issue 4: conformance/adapters/check.py)
     tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
@@ -140,17 +143,30 @@ def cmd_check_target(args: argparse.Namespace) -> int:
 
     variants = parse_variants(args.variant)
     protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
-    worst = EXIT_OK
+    codes, runs = [], []
     for protocol in protocols:
         run = run_on_target(
             args.target, protocol, args.profile, max_examples=args.max_examples, seed=args.seed,
             variants=variants, level=args.level,
         )  # fmt: skip
-        worst = max(worst, print_result(run))
+        runs.append(run)
+        codes.append(print_result(run))
+        if run.result.violations and run.result.trace is not None:
+            from conformance.trace.emit import default_run_dir, emit_counterexample
+
+            run_dir = args.report_dir / protocol if args.report_dir else None
+            emit_counterexample(
+                run.result.trace, run_dir or default_run_dir("check", run.result.target, protocol, args.seed)
+            )
         if args.report_dir:
             out = write_target_report(run, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
-    return worst
+    if args.publish:
+        from conformance.adapters.report import publish
+
+        path = publish(runs, args)
+        print(f"published: {path}")
+    return EXIT_VIOLATION if EXIT_VIOLATION in codes else max(codes, default=EXIT_OK)
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:

@@ -66,16 +66,48 @@ def write_target_report(run: Any, directory: Path) -> Path:
     return out
 
 
-def publish(runs: list[Any], path: Path, command: str) -> None:
-    """reports/conformance/<target>.md from one or more runs of the same target."""
+PUBLISHED = Path("reports") / "conformance"
+
+
+def publish(runs: list[Any], args: Any) -> Path:
+    """reports/conformance/<target>.md (and its counterexample traces) from the runs of one target."""
+    first = runs[0].result
+    safe = first.target.replace(":", "_").replace("/", "_")
+    path = PUBLISHED / f"{safe}.md"
+    command = (
+        f"groupcheck check --target {first.target} --protocol {args.protocol} --profile {args.profile} "
+        f"--seed {args.seed}" + (f" --max-examples {args.max_examples}" if args.max_examples else "")
+    )
+    traces = []
+    for run in runs:
+        trace = getattr(run.result, "trace", None)
+        if trace is not None:
+            from conformance.trace.format import counterexample_path, write_trace
+
+            traces.append(write_trace(trace, counterexample_path(trace, PUBLISHED / safe)))
+    write_published(runs, path, command, traces)
+    return path
+
+
+def write_published(runs: list[Any], path: Path, command: str, traces: list[Path]) -> None:
     specs = load_invariants()
     first = runs[0].result
+    handle = runs[0].handle
     lines = [
         f"# Conformance of {first.target} ({first.target_version})",
         "",
-        f"Command: `{command}`",
+        f"Command: `{command}` (wall time {runs[0].wall_s:.0f} s including start and stop).",
         "",
     ]
+    caps = getattr(handle, "capabilities", None)
+    if caps is not None:
+        lines += [f"Capabilities (ApiVersions): {caps.summary()}.", ""]
+    notes = [n for n in getattr(handle, "notes", []) if not n.startswith("run id")]
+    if notes:
+        lines += ["Notes from the adapter:", ""] + [f"- {n}" for n in notes] + [""]
+    if traces:
+        lines += ["Counterexample traces (NDJSON, `groupcheck show FILE`):", ""]
+        lines += [f"- `{t}`" for t in traces] + [""]
     for run in runs:
         r = run.result
         lv = levels(r)
