@@ -69,7 +69,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     _require_model(args.target)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
-    protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
+    protocols = ["classic", "consumer"] if args.protocol == "all" else [args.protocol]
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
