@@ -21,7 +21,7 @@ from model.choice import Chooser
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from model.consumer.records import is_durable
+from model.consumer.records import compact
 from model.consumer.state import ConsumerCoordinatorState
 from model.consumer.world import (
     AdvanceEvent,
@@ -94,7 +94,7 @@ class ModelConsumerPort:
 
     def failover(self, now: int) -> Result:
         """A new coordinator loads the durable records (B.8): soft state and timers are rebuilt."""
-        durable = [r for r in self.records if is_durable(r)]
+        durable = compact(self.records)
         self.state, armed = self.coordinator.failover(durable, now)
         self.records = durable + list(armed.records)
         return Result(deliveries=list(armed.deliveries))
@@ -184,8 +184,8 @@ class ConsumerSim:
             known_member_ids=frozenset(self.known_member_ids),
         )
 
-    def _record(self, name: str, **args: object) -> None:
-        self.actions.append(Action(name, tuple(sorted(args.items()))))
+    def _record(self, method: str, **args: object) -> None:
+        self.actions.append(Action(method, tuple(sorted(args.items()))))
 
     def _step(self, event: object, result: Result | None) -> Obs:
         before = self.world
@@ -207,7 +207,7 @@ class ConsumerSim:
 
     def client_step(self, name: str) -> Obs | None:
         """The client sends its next heartbeat if one is due; its response arrives unless lost."""
-        self._record("client_step", client=name)
+        self._record("client_step", name=name)
         return self._exchange(name)
 
     def _exchange(self, name: str) -> Obs | None:
@@ -231,13 +231,13 @@ class ConsumerSim:
         client = self.client(name)
         if client.state != ClientState.RECONCILING:
             return None
-        self._record("reconcile", client=name)
+        self._record("reconcile", name=name)
         client.complete_reconciliation()
         return self._step(ClientEvent(name, "reconciled"), None)
 
     def set_slow(self, name: str, slow: bool) -> None:
         """From now on the client's callbacks complete only on `reconcile` (or at once again)."""
-        self._record("set_slow", client=name, slow=slow)
+        self._record("set_slow", name=name, slow=slow)
         self.client(name).auto_reconcile = not slow
 
     def commit(self, name: str, offset: int = 1) -> Obs | None:
@@ -245,7 +245,7 @@ class ConsumerSim:
         request = client.commit_request(offset)
         if request is None:
             return None
-        self._record("commit", client=name, offset=offset)
+        self._record("commit", name=name, offset=offset)
         ref = self._ref()
         return self._step(
             OffsetCommitEvent(ref, request, name), self.port.offset_commit(request, ref, self.now)
@@ -253,19 +253,19 @@ class ConsumerSim:
 
     def leave(self, name: str) -> Obs | None:
         """close(): the next heartbeat is the leave (-1, or -2 for a static member)."""
-        self._record("leave", client=name)
+        self._record("leave", name=name)
         self.client(name).leave()
         return self._exchange(name)
 
     def restart(self, name: str) -> Obs:
         """The process dies and a new one starts from the same spec (a new member id for v1 dynamic)."""
-        self._record("restart", client=name)
+        self._record("restart", name=name)
         self.lose_next.discard(name)
         self.clients[name] = self._process(self.specs[name])
         return self._step(ClientEvent(name, "restart"), None)
 
     def subscribe(self, name: str, topics: tuple[str, ...]) -> Obs:
-        self._record("subscribe", client=name, topics=list(topics))
+        self._record("subscribe", name=name, topics=list(topics))
         self.client(name).subscribe(tuple(topics))
         return self._step(ClientEvent(name, f"subscribe {','.join(topics)}"), None)
 
@@ -273,12 +273,12 @@ class ConsumerSim:
 
     def lose_response(self, name: str) -> None:
         """The client's next response is lost after the coordinator applied the request."""
-        self._record("lose_response", client=name)
+        self._record("lose_response", name=name)
         self.lose_next.add(name)
 
     def stall(self, name: str, stalled: bool) -> Obs:
         """The process freezes (sends nothing, believes what it believed) or comes back."""
-        self._record("stall", client=name, stalled=stalled)
+        self._record("stall", name=name, stalled=stalled)
         client = self.client(name)
         if stalled:
             client.crash()
@@ -296,7 +296,7 @@ class ConsumerSim:
         request = self.last_request.get(name)
         if request is None:
             return None
-        self._record("duplicate", client=name)
+        self._record("duplicate", name=name)
         return self.send_raw(name, request)
 
     def stale_heartbeat(self, name: str, delta: int = -1) -> Obs | None:
@@ -304,7 +304,7 @@ class ConsumerSim:
         client = self.client(name)
         if not client.member_id or client.member_epoch <= 0:
             return None
-        self._record("stale_heartbeat", client=name, delta=delta)
+        self._record("stale_heartbeat", name=name, delta=delta)
         epoch = client.member_epoch + delta
         if epoch <= 0:  # epoch 0 would be a (legal) rejoin, not a stale heartbeat
             epoch = client.member_epoch + 1
