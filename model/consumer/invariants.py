@@ -602,7 +602,7 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
 def no_ghost_member(obs: Obs) -> list[str]:
     """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
 
-    KIP-1082 motivation (seed 004 lines 21-26; bug catalogue row 8, KAFKA-17116): with v0 the
+    Reference B.9; KIP-1082 motivation (seed 004 lines 21-26; bug catalogue row 8, KAFKA-17116): with v0 the
     coordinator generated the id, so a lost join response left a member (holding partitions until its
     session timeout) that no client knew. Checked only when the world tracks the known ids.
     """
