@@ -5,10 +5,12 @@ every consumer and mixed invariant checked after every step, and a mutant per mi
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
 
+from model.choice import SeededChooser
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -902,3 +904,61 @@ def test_sync_gives_target_mutant_makes_two_clients_own_a_partition() -> None:
     run.add_classic("c1", **classic_config())
     run.run_for(3_000)
     assert "consumer.no_double_client_assignment" in {inv for inv, _ in run.violations}
+
+
+# ------------------------------------------------------------------------------ random walks
+
+
+def random_walk(seed: int, steps: int = 120) -> tuple[MixedRun, bool]:
+    """Classic and consumer-protocol clients come and go, crash, and the coordinator fails over,
+    under a random migration policy; returns the run and whether a failover happened."""
+    rng = random.Random(seed)
+    policy = rng.choice(list(MigrationPolicy))
+    assignor = rng.choice(["range", "roundrobin", "cooperative-sticky"])  # one protocol per run
+    run = MixedRun(MixedCoordinator(MixedConfig(policy=policy), SeededChooser(seed)), INVARIANTS)
+    run.topic("t", rng.randint(2, 6))
+    failed_over = False
+    for n in range(steps):
+        live = [k for k in sorted(run.clients) if k not in run.stopped]
+        roll = rng.random()
+        if roll < 0.15 and len(live) < 5:
+            if rng.random() < 0.5:
+                run.add_classic(
+                    f"c{n}", **classic_config(assignors=(assignor,), join_version=rng.choice([3, 4, 9]))
+                )
+            else:
+                run.add_consumer(f"k{n}", topics=("t",))
+        elif roll < 0.25 and live:
+            run.stop(rng.choice(live))
+        elif roll < 0.28 and live:
+            run.crash(rng.choice(live))
+        elif roll < 0.30:
+            run.failover()
+            failed_over = True
+        else:
+            run.run_for(rng.choice([1_000, 3_000, 10_000]))
+    return run, failed_over
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_walk_holds_every_invariant_replays_and_converges(seed: int) -> None:
+    run, failed_over = random_walk(seed)
+    assert run.violations == []
+    if not failed_over:
+        assert replay(run.records) == run.state
+    run.run_for(120_000)  # quiet: every live client ends with one share of the partitions
+    live = [k for k in sorted(run.clients) if k not in run.stopped]
+    if live:
+        assert_converged(run, live, run.state.consumer.topics["t"])
+    assert run.violations == []
+
+
+@pytest.mark.slow
+def test_random_walks_exercise_upgrades_and_downgrades() -> None:
+    """Over many walks the sometimes-checks fire: upgrades, downgrades and classic rejoins happen."""
+    seen: set[str] = set()
+    for seed in range(100, 120):
+        run, _ = random_walk(seed)
+        assert run.violations == [], seed
+        seen |= run.sometimes
+    assert {"mixed.sometimes_upgrade", "mixed.sometimes_downgrade", "mixed.sometimes_classic_rejoin"} <= seen
