@@ -12,7 +12,8 @@ from hypothesis.stateful import get_state_machine_test
 
 from conformance.checker import Checker, Violation
 from conformance.errors import UsageError
-from conformance.machines.classic import InvariantViolation, MachineSettings, make_machine
+from conformance.machines import classic, consumer
+from conformance.machines.classic import InvariantViolation, MachineSettings
 from conformance.profiles import Profile
 
 
@@ -60,8 +61,9 @@ def run_check(
     real_time: bool = False,
     level: str = "protocol",
 ) -> CheckResult:
-    if protocol != "classic":
-        raise UsageError(f"protocol {protocol!r} has no state machine yet (known: classic)")
+    machines = {"classic": classic.make_machine, "consumer": consumer.make_machine}
+    if protocol not in machines:
+        raise UsageError(f"protocol {protocol!r} has no state machine (known: {', '.join(machines)})")
     variants = dict(variants or {})
     checker = Checker(protocol)
     n = max_examples if max_examples is not None else profile.max_examples
@@ -69,7 +71,7 @@ def run_check(
     machine_settings = MachineSettings(
         variants, checker, port_factory, config=dict(config or {}), real_time=real_time
     )
-    machine = make_machine(machine_settings)
+    machine = machines[protocol](machine_settings)
     test_settings = settings(
         max_examples=n,
         stateful_step_count=profile.step_count,
