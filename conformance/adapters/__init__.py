@@ -63,13 +63,30 @@ class TargetHandle:
                 raise TargetError(str(e)) from e
 
 
-def _model_config_from(settings: dict[str, Any]) -> dict[str, int]:
+#: What the model assumes for a setting a target was not started with (its own value is unknown):
+#: the test-friendly values every configurable target gets (conformance/build.py TEST_CONFIG).
+ASSUMED = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 500,
+    "group.max.session.timeout.ms": 1_800_000,
+}
+_MODEL_KEYS = {
+    "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+    "group.min.session.timeout.ms": "min_session_timeout_ms",
+    "group.max.session.timeout.ms": "max_session_timeout_ms",
+}
+
+
+def _model_config_from(settings: dict[str, Any], notes: list[str] | None = None) -> dict[str, int]:
     """The model's broker settings that match what a target was started with (reference, top section)."""
-    out = {
-        "initial_rebalance_delay_ms": int(settings.get("group.initial.rebalance.delay.ms", 3000)),
-        "min_session_timeout_ms": int(settings.get("group.min.session.timeout.ms", 6000)),
-        "max_session_timeout_ms": int(settings.get("group.max.session.timeout.ms", 1_800_000)),
-    }
+    out = {}
+    for key, model_key in _MODEL_KEYS.items():
+        if key in settings:
+            out[model_key] = int(settings[key])
+        else:
+            out[model_key] = ASSUMED[key]
+            if notes is not None:
+                notes.append(f"{key} is not settable on this target; the model assumes {ASSUMED[key]}")
     return out
 
 
@@ -146,14 +163,16 @@ def _start_launcher(name: str, start_timeout_s: float, provision_timeout_s: floa
         with contextlib.suppress(Exception):
             launcher.stop(30)
         raise _launcher_error(e) from e
+    notes: list[str] = []
     handle = TargetHandle(
         name,
         launcher.version(),
         "kafka",
         bootstrap=bootstrap,
-        model_config=_model_config_from(launcher.settings),
+        model_config=_model_config_from(launcher.settings, notes),
         launcher=launcher,
         startup_s=startup,
+        notes=notes,
     )
     handle.notes.append(f"run id {run_id}")
     handle.session_run_id = run_id  # type: ignore[attr-defined]

@@ -114,6 +114,8 @@ class Hypo:
     now: int = 0
     #: provisional member ids this hypothesis has bound to the target's ids
     bound: dict[str, str] = field(default_factory=dict)
+    #: choices this hypothesis made that the protocol allows but Apache Kafka would not (kafka-compat)
+    compat: tuple[str, ...] = ()
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -268,6 +270,36 @@ def _is_uuid(text: str) -> bool:
         return False
 
 
+def protocol_level(coordinator: ClassicCoordinator) -> ClassicCoordinator:
+    """The same coordinator (mutants included) with the protocol's freedom where Kafka is stricter.
+
+    Kafka keeps a leader that rejoined (CG L502); the protocol only needs the leader to be a joined
+    member. The oracle offers every joined member as a choice, Kafka's first; a hypothesis that
+    needs another one is legal at the protocol level and marked as a kafka-compat deviation.
+    """
+    base = type(coordinator)
+
+    class ProtocolLevel(base):  # type: ignore[valid-type, misc]
+        def elect_joined_leader(self, tx: Any, group: Any) -> bool:
+            joined = sorted(m.member_id for m in group.members.values() if m.awaiting_join is not None)
+            if not joined:
+                return False
+            leader = group.members.get(group.leader or "")
+            if leader is not None and leader.awaiting_join is not None:
+                options = [leader.member_id, *(j for j in joined if j != leader.member_id)]
+                pick = self.chooser.pick("leader-kept", options)
+                if pick != leader.member_id:
+                    tx.set(group, leader=pick)
+                return True
+            tx.set(group, leader=self.chooser.pick("leader", joined))
+            return True
+
+    ProtocolLevel.__name__ = f"ProtocolLevel{base.__name__}"
+    out = ProtocolLevel.__new__(ProtocolLevel)
+    out.__dict__.update(coordinator.__dict__)
+    return out
+
+
 # ---------------------------------------------------------------------- the port
 @dataclass
 class Timing:
@@ -311,6 +343,7 @@ class OraclePort:
         self.adapter = session.adapter
         self.timing = session.timing
         self.chooser = ScriptChooser()
+        coordinator = protocol_level(coordinator)
         coordinator.chooser = self.chooser
         self.coordinator = coordinator
         self.max_size = coordinator.config.max_size
@@ -325,6 +358,7 @@ class OraclePort:
         self.delivered: set[int] = set()
         self.findings: list[Finding] = []
         self.current_member = "?"
+        self.compat_reported = 0
         self.topics: dict[str, int] = {}
         self.log: list[str] = []
 
@@ -518,6 +552,7 @@ class OraclePort:
             h.reported,
             h.now,
             h.bound,
+            h.compat,
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
         self._apply(c, lambda: self.coordinator.advance(c.state, t - tm.early_ms), t)
@@ -668,8 +703,12 @@ class OraclePort:
             self._divergence(t, op, list(reasons.values()))
         else:
             # prefer the hypotheses that already explain every answer the target gave
-            cands.sort(key=lambda c: sum(1 for r in self.answers if r not in c.matched))
+            cands.sort(key=lambda c: (sum(1 for r in self.answers if r not in c.matched), len(c.compat)))
             self.hypos = self._dedupe(cands)
+            h0 = self.hypos[0]
+            for note in h0.compat[self.compat_reported :]:
+                self._finding("kafka-compat", "compat.JoinGroup", f"t={t}: {note}")
+            self.compat_reported = max(self.compat_reported, len(h0.compat))
         if DEBUG:
             print(
                 f"[oracle t={t} {op[0]} {op[1] if len(op) > 1 else ''}] {len(self.hypos)} hypotheses; answers "

@@ -76,6 +76,8 @@ class RealTimeSim(TracedClassicSim):
                 del self.awaiting[name]
                 self.clients[name].on_timeout()
         self.world = self.snapshot(leader_assignment, False)
-        return Observation(
+        obs = Observation(
             self._renamed(before), Advance(self.now - start), tuple(deliveries), self.world, self.now
         )
+        self._record({"op": "advance", "ms": self.now - start}, obs)
+        return obs
