@@ -3,10 +3,11 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TARGET ?= model
+TARGET ?= apache-kafka
 PROTOCOL ?= classic
 PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
+LEVEL ?= protocol
 
 .PHONY: install test lint check bench clean
 
@@ -27,7 +28,7 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
 check: $(STAMP)
-	$(BIN)/groupcheck check --target $(TARGET) --protocol $(PROTOCOL) --profile $(PROFILE) --report-dir $(REPORT_DIR)
+	$(BIN)/groupcheck check --target $(TARGET) --protocol $(PROTOCOL) --profile $(PROFILE) --level $(LEVEL) --report-dir $(REPORT_DIR)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/model_throughput.py

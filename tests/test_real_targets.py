@@ -1,0 +1,65 @@
+"""The suite against the real targets CI runs (ci profile, seed 0): what each finds must match
+specs/targets.yaml; and a target that aborts mid-run is reported as a crash with its trace."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.adapters import open_target
+from conformance.adapters.check import run_on_target
+from conformance.build import make_classic_sim
+from conformance.errors import TargetError
+from model.classic.coordinator import ClassicCoordinator
+
+pytestmark = pytest.mark.target
+EXPECTED: dict[str, Any] = yaml.safe_load(
+    (Path(__file__).resolve().parent.parent / "specs" / "targets.yaml").read_text()
+)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_ci_profile_finds_what_is_published(name: str) -> None:
+    run = run_on_target(name, "classic", "ci", max_examples=None, seed=0, variants={}, level="protocol")
+    result = run.result
+    want = EXPECTED[name]
+    verdict = "FAILED" if result.violations else "PASSED"
+    found = sorted({v.invariant for v in result.violations})
+    assert verdict == want["verdict"], (found, result.steps)
+    if verdict == "FAILED":
+        assert set(found) & set(want["finds"]), found
+        assert result.trace is not None and result.trace.steps  # a trace that replays the run
+    assert result.vacuous == [] or verdict == "FAILED"
+
+
+def test_target_that_aborts_is_a_crash_finding_with_the_steps() -> None:
+    """SIGABRT in the middle of a run (librdkafka aborts on some inputs): a finding, not a suite crash."""
+    with pytest.raises(TargetError, match="SIGABRT"), open_target("librdkafka-mock") as handle:
+        sim = make_classic_sim(
+            {"t": 2},
+            [{"name": "c1", "session_timeout_ms": 1500, "rebalance_timeout_ms": 2000, "join_version": 3}],
+            handle.model_config,
+            {},
+            port_factory=handle.port_factory(),
+            sim_class=__import__("conformance.adapters.realtime", fromlist=["RealTimeSim"]).RealTimeSim,
+        )
+        assert isinstance(sim.port.coordinator, ClassicCoordinator)
+        first = sim.client_step("c1")
+        assert first is not None and sim.port.take_findings() == []
+        proc = handle.launcher._running.procs[0]
+        os.kill(proc.pid, signal.SIGABRT)
+        assert proc.popen.wait(timeout=10) == -signal.SIGABRT  # reaped here: no race on the pid
+        sim.advance(100)
+        sim.client_step("c1")
+        sim.advance(100)
+        findings = sim.port.take_findings()
+        rules = {f.rule for f in findings}
+        assert "target.crash" in rules or any(r.startswith("wire.closed") for r in rules), findings
+        crash = [f for f in findings if f.rule == "target.crash"]
+        assert crash and "SIGABRT" in crash[0].message, findings
+        assert len(sim.log) >= 3  # the steps that led there are recorded for the trace
