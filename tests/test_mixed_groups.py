@@ -662,7 +662,16 @@ def test_downgrade_when_a_classic_static_member_replaces_the_last_consumer_membe
         assert cg.state == ClassicGroupState.STABLE and cg.generation == epoch == resp.generation_id
         assert set(cg.members) == {b.member_id, resp.member_id}
         assert frozenset(decode_assignment(cg.members[resp.member_id].assignment).partitions) == target_a
-        sync = h.send(SyncGroupRequest("g", resp.generation_id, resp.member_id, group_instance_id="i1"))
+        sync = h.send(
+            SyncGroupRequest(
+                "g",
+                resp.generation_id,
+                resp.member_id,
+                group_instance_id="i1",
+                protocol_type="consumer",
+                protocol_name=resp.protocol_name,
+            )
+        )
         assert isinstance(sync, SyncGroupResponse) and sync.error == E.NONE
         assert frozenset(decode_assignment(sync.assignment).partitions) == target_a
     assert not h.violations

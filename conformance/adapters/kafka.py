@@ -133,9 +133,21 @@ class KafkaAdapter:
             cls = payload_class(API_API_VERSIONS, v, True)
             req = build(cls, {"client_software_name": "groupcheck", "client_software_version": "0.1.0"})
             try:
-                frame = _blocking_exchange(self.host, self.port, req, self.timeout_s, self.client_id)
+                frame = _blocking_exchange(
+                    self.host, self.port, req, min(3.0, self.timeout_s), self.client_id
+                )
             except TimeoutError as e:
-                raise TargetError(f"{where}: no answer to ApiVersions v{v} within {self.timeout_s:g}s") from e
+                # Kafka < 0.10 neither answers nor closes on an unknown API key: a v0 request it knows
+                # (FindCoordinator v0) tells a broker without ApiVersions from one that hangs.
+                probe = build(payload_class(API_FIND_COORDINATOR, 0, True), {"key": "groupcheck-probe"})
+                try:
+                    _blocking_exchange(self.host, self.port, probe, self.timeout_s, self.client_id)
+                except (OSError, ConnectionError):
+                    raise TargetError(
+                        f"{where}: no answer to ApiVersions v{v} nor to FindCoordinator v0 within {self.timeout_s:g}s"
+                    ) from e
+                versions = None
+                break
             except ConnectionRefusedError as e:
                 raise TargetError(f"{where}: connection refused") from e
             except socket.gaierror as e:

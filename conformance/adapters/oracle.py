@@ -38,8 +38,10 @@ from typing import Any
 
 from conformance.adapters.codec import API_NAMES, api_key_of, decode_response, encode_request
 from conformance.adapters.kafka import KafkaAdapter
+from conformance.errors import TargetError
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (
+    HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
@@ -322,6 +324,9 @@ class TargetSession:
     timing: Timing = field(default_factory=Timing)
     groups: int = 0
     rtt_ms: list[float] = field(default_factory=list)
+    #: round-trip times of Heartbeat requests (always answered at once), in ms
+    heartbeat_rtt_ms: list[float] = field(default_factory=list)
+    ops: int = 0
     compat: list[Finding] = field(default_factory=list)
 
     def real_topic(self, name: str, partitions: int) -> str:
@@ -390,7 +395,11 @@ class OraclePort:
         payload = encode_request(real, version, self._real_topic)
         self.requests[ref] = (self.current_member, request, version, t)
         client_id = request.client_id if isinstance(request, JoinGroupRequest) else self.current_member
-        self.adapter.submit(self.current_member, self.real_group, payload, ref, client_id)
+        try:
+            self.adapter.submit(self.current_member, self.real_group, payload, ref, client_id)
+        except TargetError as e:  # cannot even connect any more: the target went away mid-run
+            self._crash(t, f"cannot send {API_NAMES[key]}: {e}")
+            return []
         self.log.append(f"t={t} ref {ref} {self.current_member} {API_NAMES[key]} v{version}")
         out = self._operate(t, ("send", ref, request))
         if isinstance(request, JoinGroupRequest) and ref not in self.answers:
@@ -528,7 +537,10 @@ class OraclePort:
                 self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
                 continue
             self.answers[ref] = (resp, at)
-            self.session.rtt_ms.append(at - sent)
+            rtt = (arrival.at - self.t0) * 1000 - sent
+            self.session.rtt_ms.append(rtt)
+            if isinstance(resp, HeartbeatResponse):
+                self.session.heartbeat_rtt_ms.append(rtt)
             for note in compat_notes(request, version, resp):
                 self._finding(
                     "kafka-compat", f"compat.{API_NAMES[api_key_of(request)]}", f"ref {ref}: {note}"
@@ -675,6 +687,7 @@ class OraclePort:
 
     def _operate(self, t: int, op: tuple[Any, ...]) -> list[Delivery]:
         tm = self.timing
+        self.session.ops += 1
         cands: list[Hypo] = []
         for h in self.hypos:
             cands.extend(self._candidates(h, t, op))
@@ -698,6 +711,9 @@ class OraclePort:
             settled = [c for c in cands if not c.outstanding]
             if len(settled) == len(cands) or (settled and now >= soft) or now >= hard:
                 break
+            if any(f.rule in ("wire.closed", "wire.truncated") for f in self.findings):
+                self._crash(t, "the target closed a connection with requests outstanding")
+                return self._new_deliveries()
             self._collect(0.01)
         if not cands or not keep:
             self._divergence(t, op, list(reasons.values()))
@@ -737,14 +753,7 @@ class OraclePort:
                     break
             break
         if not self.adapter.alive():
-            launcher = self.session.launcher
-            crash = ""
-            if launcher is not None:
-                try:
-                    launcher.check_alive()
-                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
-                    crash = f": {e}"
-            self._finding("protocol", "target.crash", f"the target stopped answering at t={t}{crash}")
+            self._crash(t, "the target stopped answering")
         self._finding(
             "protocol",
             rule,
@@ -752,6 +761,22 @@ class OraclePort:
             + " | ".join(uniq[:4]),
         )
         # keep going on the hypotheses we had, so the run can stop at the machine's next check
+
+    def _crash(self, t: int, what: str) -> None:
+        """A target that stopped answering: a finding with the launcher's crash report (exit status, log)."""
+        if any(f.rule == "target.crash" for f in self.findings):
+            return
+        crash = ""
+        launcher = self.session.launcher
+        if launcher is not None:
+            for _ in range(20):  # the process may need a moment to be reaped after closing its sockets
+                try:
+                    launcher.check_alive()
+                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
+                    crash = f": {e}"
+                    break
+                time.sleep(0.05)
+        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
 
     def _dedupe(self, cands: list[Hypo]) -> list[Hypo]:
         out: list[Hypo] = []
