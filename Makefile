@@ -9,7 +9,7 @@ PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
 LEVEL ?= protocol
 
-.PHONY: install test lint check bench clean
+.PHONY: install test lint check bench clean conformance-reports
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(STAMP) lint
 
 check: $(STAMP)
 	$(BIN)/groupcheck check --target $(TARGET) --protocol $(PROTOCOL) --profile $(PROFILE) --level $(LEVEL) --report-dir $(REPORT_DIR)
+
+# Publish reports/conformance/<target>.md for every real target (a target with findings exits 1: expected).
+REAL_TARGETS ?= apache-kafka kfake librdkafka-mock tansu kafka-0.9
+conformance-reports: $(STAMP)
+	for t in $(REAL_TARGETS); do $(BIN)/groupcheck check --target $$t --protocol classic --profile $(PROFILE) --publish || test $$? -eq 1; done
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/model_throughput.py

@@ -3,13 +3,15 @@ oracle with --groupcheck-target; the capability marker skips what a target lacks
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from model.classic.messages import JoinGroupRequest, JoinGroupResponse
 from model.classic.sim import ModelPort
 from model.errors import ErrorCode
-
-pytest_plugins = ["pytester"]
 
 USER_TEST = """
 import pytest
@@ -39,7 +41,25 @@ def test_default_coordinator_is_the_model(coordinator: object) -> None:
 
 
 @pytest.mark.target
-def test_coordinator_fixture_on_a_real_target(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_user=USER_TEST)
-    result = pytester.runpytest("--groupcheck-target", "kfake", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, skipped=1)
+def test_coordinator_fixture_on_a_real_target(tmp_path: Path) -> None:
+    """Anyone's pytest run: a test file using the fixture, run with --groupcheck-target kfake."""
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--groupcheck-target",
+            "kfake",
+            "test_user.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 passed, 1 skipped" in out.stdout
