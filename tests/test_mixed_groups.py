@@ -20,11 +20,15 @@ from model.classic.messages import (
     LeaveGroupRequest,
     LeaveGroupResponse,
     MemberIdentity,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
+from model.consumer.client import ClientState
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -432,6 +436,25 @@ def test_leave_group_batch_in_a_consumer_group() -> None:
     assert not h.violations
 
 
+def test_offset_commit_of_a_classic_member_in_a_consumer_group() -> None:
+    """B.12 / CoG validateOffsetCommit L816: a classic member commits with any version and a wrong
+    generation is ILLEGAL_GENERATION; a consumer-protocol member needs v9 and gets STALE_MEMBER_EPOCH."""
+    h = Harness()
+    b = consumer_group_with_classic(h)
+    epoch = h.member(b).member_epoch
+    part = (OffsetCommitPartition("t", 0, 42),)
+    for member_id, generation, code in [
+        (b, epoch, E.NONE),
+        (b, epoch - 1, E.ILLEGAL_GENERATION),
+        ("A", 1, E.UNSUPPORTED_VERSION),
+    ]:
+        resp = h.send(OffsetCommitRequest("g", generation, member_id, part, version=8))
+        assert isinstance(resp, OffsetCommitResponse) and resp.partitions == (("t", 0, code),), member_id
+    assert h.state.consumer.offsets["g"][("t", 0)].offset == 42
+    stale = h.send(OffsetCommitRequest("g", 0, "A", part, version=9))
+    assert isinstance(stale, OffsetCommitResponse) and stale.partitions == (("t", 0, E.STALE_MEMBER_EPOCH),)
+
+
 # ------------------------------------------------------------------------------ upgrade
 
 
@@ -524,6 +547,17 @@ def test_upgrade_refused_with_group_id_not_found(
     assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error_code == E.GROUP_ID_NOT_FOUND, why
     assert h.state == before
     assert not h.violations
+
+
+def test_upgrade_of_a_group_in_its_first_rebalance_is_an_unknown_server_error() -> None:
+    """No protocol is selected before the first join phase ends: CoG fromClassicGroup's
+    ``protocolName().get()`` throws and the runtime answers UNKNOWN_SERVER_ERROR; nothing changes."""
+    h = Harness()
+    assert h.send(jg(version=3)) is None  # parked in the initial rebalance
+    before = h.state.copy()
+    resp = h.send(join("K"))
+    assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error_code == E.UNKNOWN_SERVER_ERROR
+    assert h.state == before and not h.violations
 
 
 def test_upgrade_errors_in_order_and_failed_join_rolls_the_conversion_back() -> None:
@@ -999,14 +1033,25 @@ def random_walk(seed: int, steps: int = 120) -> tuple[MixedRun, bool]:
     return run, failed_over
 
 
-@pytest.mark.parametrize("seed", range(6))
+def is_fatal(run: MixedRun, name: str) -> bool:
+    """A consumer that failed for good; only the upgrade of a classic group still in its first
+    rebalance may do that to it (UNKNOWN_SERVER_ERROR, see ``validate_online_upgrade``)."""
+    client = run.clients[name]
+    if isinstance(client, ClassicClient) or client.state != ClientState.FATAL:
+        return False
+    last = [r for n, r in run.responses if n == name][-1]
+    assert isinstance(last, ConsumerGroupHeartbeatResponse) and last.error_code == E.UNKNOWN_SERVER_ERROR
+    return True
+
+
+@pytest.mark.parametrize("seed", [*range(6), 22])
 def test_random_walk_holds_every_invariant_replays_and_converges(seed: int) -> None:
     run, failed_over = random_walk(seed)
     assert run.violations == []
     if not failed_over:
         assert replay(run.records) == run.state
     run.run_for(120_000)  # quiet: every live client ends with one share of the partitions
-    live = [k for k in sorted(run.clients) if k not in run.stopped]
+    live = [k for k in sorted(run.clients) if k not in run.stopped and not is_fatal(run, k)]
     if live:
         assert_converged(run, live, run.state.consumer.topics["t"])
     assert run.violations == []
