@@ -6,10 +6,28 @@ every consumer and mixed invariant checked after every step, and a mutant per mi
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from conformance.cli import main
+from conformance.errors import SpecError
+from conformance.mutants.mixed import (
+    ClassicRebalanceTimer,
+    DowngradeIgnoresPolicy,
+    EmptyReplacementHonoursPolicy,
+    GenerationOffByOne,
+    HeartbeatNeverRejoins,
+    NeverDowngrades,
+    NoReplacementDowngrade,
+    SyncGivesTarget,
+    UpgradeIgnoresPolicy,
+    UpgradeKeepsClassicGroup,
+)
+from conformance.scenarios import run_scenario
+from conformance.specs import load_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
 from model.classic.messages import (
@@ -29,7 +47,7 @@ from model.classic.messages import (
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
 from model.consumer.client import ClientState
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -38,7 +56,6 @@ from model.consumer.messages import (
 )
 from model.consumer.mixed import (
     MixedConfig,
-    MixedConsumerCoordinator,
     MixedCoordinator,
 )
 from model.consumer.mixed_state import (
@@ -806,85 +823,6 @@ def test_failover_in_a_mixed_group_then_convergence() -> None:
 # ------------------------------------------------------------------------------ mutants
 
 
-class UpgradeIgnoresPolicy(MixedCoordinator):
-    def validate_online_upgrade(self, state: MixedState, group_id: str) -> None:
-        pass
-
-
-class UpgradeKeepsClassicGroup(MixedCoordinator):
-    def delete_classic_group(self, scratch: MixedState, result: Result, group_id: str) -> None:
-        pass
-
-
-class EmptyReplacementHonoursPolicy(MixedCoordinator):
-    def validate_empty_replacement(self, state: MixedState, group_id: str) -> None:
-        self.validate_online_upgrade(state, group_id)
-
-
-class _DowngradeIgnoresPolicy(MixedConsumerCoordinator):
-    def downgrade_allowed(self, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
-        others = [m for mid, m in group.members.items() if mid != leaving.member_id]
-        return leaving.classic is None and bool(others) and all(m.classic is not None for m in others)
-
-
-class DowngradeIgnoresPolicy(MixedCoordinator):
-    consumer_class = _DowngradeIgnoresPolicy
-
-
-class _NeverDowngrades(MixedConsumerCoordinator):
-    def downgrade_allowed(self, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
-        return False
-
-
-class NeverDowngrades(MixedCoordinator):
-    consumer_class = _NeverDowngrades
-
-
-class _NoReplacementDowngrade(MixedConsumerCoordinator):
-    def downgrade_on_replacement(self, before: ConsumerGroup, replaced: ConsumerMember) -> bool:
-        return False
-
-
-class NoReplacementDowngrade(MixedCoordinator):
-    consumer_class = _NoReplacementDowngrade
-
-
-class _HeartbeatNeverRejoins(MixedConsumerCoordinator):
-    def classic_heartbeat_needs_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
-        return False
-
-
-class HeartbeatNeverRejoins(MixedCoordinator):
-    consumer_class = _HeartbeatNeverRejoins
-
-
-class _GenerationOffByOne(MixedConsumerCoordinator):
-    def join_generation(self, member: ConsumerMember) -> int:
-        return member.member_epoch + 1
-
-
-class GenerationOffByOne(MixedCoordinator):
-    consumer_class = _GenerationOffByOne
-
-
-class _SyncGivesTarget(MixedConsumerCoordinator):
-    def sync_partitions(self, group: ConsumerGroup, member: ConsumerMember) -> frozenset[TopicPartition]:
-        return group.target_of(member.member_id)
-
-
-class SyncGivesTarget(MixedCoordinator):
-    consumer_class = _SyncGivesTarget
-
-
-class _ClassicRebalanceTimer(MixedConsumerCoordinator):
-    def schedule_rebalance_timeout(self, txn, member, now):  # type: ignore[no-untyped-def]
-        ConsumerCoordinator.schedule_rebalance_timeout(self, txn, member, now)
-
-
-class ClassicRebalanceTimer(MixedCoordinator):
-    consumer_class = _ClassicRebalanceTimer
-
-
 def upgrade_script(h: Harness) -> None:
     classic_group(h)
     h.send(join("K"))
@@ -1066,3 +1004,54 @@ def test_random_walks_exercise_upgrades_and_downgrades() -> None:
         assert run.violations == [], seed
         seen |= run.sometimes
     assert {"mixed.sometimes_upgrade", "mixed.sometimes_downgrade", "mixed.sometimes_classic_rejoin"} <= seen
+
+
+# ------------------------------------------------------------------------------ scenarios (CLI)
+
+
+def test_rolling_upgrade_scenario_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """`groupcheck scenario run kip-848-rolling-upgrade` passes on the model and exits 1 against
+    the mutant that never tells classic members to rejoin, naming the invariant."""
+    assert main(["scenario", "run", "kip-848-rolling-upgrade"]) == 0
+    assert "PASSED" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "scenario",
+                "run",
+                "kip-848-rolling-upgrade",
+                "--variant",
+                "mixed_mutant=heartbeat-never-rejoins",
+            ]
+        )
+        == 1
+    )
+    assert "mixed.classic_heartbeat_rule" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("clients: [{name: c1, protocol: classic, colour: red}]", "client c1: unknown key(s) ['colour']"),
+        ("clients: [{name: c1}]", "each client needs a name and protocol"),
+        ("config: {policy: sideways}", "policy 'sideways'"),
+        ("steps: [{dance: c1}]", "unknown step verb 'dance'"),
+        ("steps: [{stop: nobody}]", "unknown client 'nobody'"),
+    ],
+)
+def test_mixed_scenario_errors_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    body = {
+        "clients": "clients: [{name: c1, protocol: classic, topics: [t]}]",
+        "config": "config: {policy: bidirectional}",
+        "steps": "steps: [{run_for: 1000}]",
+    }
+    key = text.split(":", 1)[0]
+    body[key] = text
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "id: bad\ntitle: t\nsource: s\nprotocol: mixed\ntopics: {t: 2}\n" + "\n".join(body.values()) + "\n"
+    )
+    scenario = load_scenario(path)
+    with pytest.raises(SpecError, match=re.escape(message)) as err:
+        run_scenario(scenario, {})
+    assert str(path) in str(err.value)
