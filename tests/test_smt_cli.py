@@ -49,7 +49,14 @@ def test_unknown_exits_3_only_with_fail_on_unknown() -> None:
 
 def test_same_seed_same_bytes() -> None:
     """Two invocations with the same seed print the same bytes (z3's global context is per process)."""
-    argv = ["prove", "--invariant", "consumer.legal_target_assignment", "--variant", "leave_bump=false", *SMALL]
+    argv = [
+        "prove",
+        "--invariant",
+        "consumer.legal_target_assignment",
+        "--variant",
+        "leave_bump=false",
+        *SMALL,
+    ]
     cmd = [sys.executable, "-m", "conformance.cli", *argv]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
