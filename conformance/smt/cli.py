@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION
+from conformance.smt.counterexample import plain
 from conformance.smt.solver import DEFAULT_RLIMIT, DEFAULT_SEED, DEFAULT_TIMEOUT_S, Limits, Verdict
 
 
@@ -71,12 +72,18 @@ def cmd_prove(args: argparse.Namespace) -> int:
     for o in run.outcomes:
         if o.verdict == Verdict.REFUTED and o.counterexample is not None:
             print(f"\ncounterexample for {o.invariant_id} (re-checked on the model):")
-            print(json.dumps(o.counterexample, indent=2, sort_keys=True))
+            print(json.dumps(plain(o.counterexample), indent=2, sort_keys=True))
     if args.counterexamples is not None:
-        write_counterexamples(run.outcomes, args.counterexamples)
+        for path in write_counterexamples(run.outcomes, args.counterexamples):
+            print(f"counterexample: {path}")
+            if path.suffix == ".ndjson":
+                print(f"Reproduce with:\n  groupcheck replay {path} --target model")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         rows = [o.to_json(times=times) for o in run.outcomes]
+        for row in rows:
+            if "counterexample" in row:
+                row["counterexample"] = plain(row["counterexample"])
         args.json.write_text(json.dumps(rows, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if run.encoding_bugs:
         for o in run.encoding_bugs:

@@ -27,7 +27,7 @@ class Outcome:
 
     @property
     def bound(self) -> str:
-        return f"{self.members}x{self.partitions}"
+        return f"{self.members}x{self.partitions}" if self.partitions else f"{self.members}m"
 
     def to_json(self, *, times: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -101,10 +101,10 @@ ProveFn = Callable[[str, tuple[str, ...], int, int, Mapping[str, str], Limits, i
 
 def _families() -> dict[str, ProveFn]:
     """Invariant id -> the function proving it (imported lazily: z3 formulas are built on demand)."""
-    from conformance.smt import kip848_check
+    from conformance.smt import claims_check, classic_check, kip848_check
 
     out: dict[str, ProveFn] = {}
-    for module in (kip848_check,):
+    for module in (kip848_check, classic_check, claims_check):
         for inv in module.INVARIANTS:
             out[inv] = module.prove
     return out
