@@ -9,7 +9,7 @@ PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
 LEVEL ?= protocol
 
-.PHONY: install test lint check bench clean conformance-reports
+.PHONY: install test lint check bench clean proofs conformance-reports
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,9 @@ conformance-reports: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/model_throughput.py
+
+proofs: $(STAMP)
+	$(BIN)/groupcheck prove --report reports/proofs.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -53,10 +53,33 @@ VARIANTS: dict[str, VariantKey] = {
             ("consumer",),
         ),
         VariantKey(
+            "migration_policy",
+            ("disabled", "upgrade", "downgrade", "bidirectional"),
+            "group.consumer.migration.policy for mixed groups (KIP-848 B.13; Kafka 4.0 default bidirectional)",
+            ("mixed",),
+        ),
+        VariantKey(
+            "mixed_mutant",
+            (
+                "upgrade-ignores-policy",
+                "upgrade-keeps-classic-group",
+                "empty-replacement-honours-policy",
+                "downgrade-ignores-policy",
+                "never-downgrades",
+                "no-replacement-downgrade",
+                "heartbeat-never-rejoins",
+                "generation-off-by-one",
+                "sync-gives-target",
+                "classic-rebalance-timer",
+            ),
+            "run a mixed scenario against a mutant (conformance/mutants/mixed.py)",
+            ("mixed",),
+        ),
+        VariantKey(
             "mutant",
-            ("kafka-16147",),
+            ("kafka-16147", "stale-sync"),
             "run against a mutant coordinator (conformance/mutants/) instead of the reference model",
-            ("consumer",),
+            ("consumer", "classic"),
         ),
     )
 }
