@@ -105,6 +105,9 @@ def write_published(runs: list[Any], path: Path, command: str, traces: list[Path
     notes = [n for n in getattr(handle, "notes", []) if not n.startswith("run id")]
     if notes:
         lines += ["Notes from the adapter:", ""] + [f"- {n}" for n in notes] + [""]
+    expected = _expected().get(first.target)
+    if expected:
+        lines += [f"What the suite finds here (specs/targets.yaml): {expected.get('why', '')}", ""]
     if traces:
         lines += ["Counterexample traces (NDJSON, `groupcheck show FILE`):", ""]
         lines += [f"- `{t}`" for t in traces] + [""]
@@ -147,3 +150,14 @@ def write_published(runs: list[Any], path: Path, command: str, traces: list[Path
         lines.append("")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+
+
+def _expected() -> dict[str, Any]:
+    import yaml
+
+    path = Path(__file__).resolve().parent.parent.parent / "specs" / "targets.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError:
+        return {}
+    return data if isinstance(data, dict) else {}
