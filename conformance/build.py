@@ -70,13 +70,17 @@ def make_classic_sim(
     coordinator: ClassicCoordinator | None = None,
 ) -> TracedClassicSim:
     cfg = classic_config(config, where)
-    coord = coordinator or ClassicCoordinator(cfg, SeededChooser(seed))
-    port = port_factory(coord) if port_factory else ModelPort(coord)
+    mutant = _mutant(variants, "classic")
+    coord_cls = mutant.coordinator if mutant and mutant.coordinator else ClassicCoordinator
+    coord = coordinator or coord_cls(cfg, SeededChooser(seed))
+    port_cls = mutant.port if mutant and mutant.port else ModelPort
+    port = port_factory(coord) if port_factory else port_cls(coord)
+    client_cls = mutant.client if mutant and mutant.client else ClassicClient
     made = {}
     for spec in clients:
         if "name" not in spec:
             raise SpecError(f"{where}: every client needs a 'name'")
-        made[str(spec["name"])] = ClassicClient(str(spec["name"]), client_config(spec, variants, where))
+        made[str(spec["name"])] = client_cls(str(spec["name"]), client_config(spec, variants, where))
     sim = TracedClassicSim(port, made, topics=dict(topics))
     sim.setup = {
         "topics": dict(sorted(topics.items())),
@@ -85,6 +89,15 @@ def make_classic_sim(
     }
     sim.variants, sim.seed = dict(variants), seed
     return sim
+
+
+def _mutant(variants: Mapping[str, str], protocol: str) -> Any:
+    """The mutant named by ``variants['mutant']`` (conformance/mutants, issue 8), or None."""
+    if not variants.get("mutant"):
+        return None
+    from conformance.mutants import get_mutant
+
+    return get_mutant(variants["mutant"], protocol)
 
 
 def quiet_gap(sim: ClassicSim, tick_ms: int = 100) -> int:
@@ -167,19 +180,25 @@ def make_consumer_sim(
     port_factory: Callable[[Any], Any] | None = None,
 ) -> Any:
     """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory."""
-    from conformance.mutants import CONSUMER_MUTANTS
     from model.consumer.coordinator import ConsumerCoordinator
     from model.consumer.sim import ConsumerSim, ModelConsumerPort
 
     cfg = consumer_config(config, variants, where)
-    cls = CONSUMER_MUTANTS[variants["mutant"]] if "mutant" in variants else ConsumerCoordinator
+    mutant = _mutant(variants, "consumer")
+    cls = mutant.coordinator if mutant and mutant.coordinator else ConsumerCoordinator
     coord = cls(cfg, SeededChooser(seed))
-    port = port_factory(coord) if port_factory else ModelConsumerPort(coord)
+    port_cls = mutant.port if mutant and mutant.port else ModelConsumerPort
+    port = port_factory(coord) if port_factory else port_cls(coord)
     specs = {}
     for spec in clients:
         made = consumer_client_spec(spec, variants, where)
         specs[made.name] = made
-    sim = ConsumerSim(port, specs, SeededChooser(seed + 1000))
+    if mutant and mutant.client:
+        from conformance.mutants.sim import mutant_client_sim
+
+        sim = mutant_client_sim(mutant.client)(port, specs, SeededChooser(seed + 1000))
+    else:
+        sim = ConsumerSim(port, specs, SeededChooser(seed + 1000))
     for topic, n in sorted(topics.items()):
         sim.topic("create", topic, n)
     sim.actions.clear()  # the set-up is in the header, not in the steps
