@@ -23,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     m.add_argument("--report", type=Path, default=Path("reports") / "mutants.md")
     m.add_argument("--no-report", action="store_true", help="print the matrix only")
     m.add_argument("--list", action="store_true", help="list the mutants and exit")
+    m.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk")
 
 
 def machine() -> str:
@@ -56,6 +57,7 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         seed=args.seed,
         run_dir=run_dir,
         progress=lambda r: print(text_row(r), flush=True),
+        shrink=not args.no_shrink,
     )
     caught = sum(r.caught for r in rows)
     print(f"caught {caught} of {len(rows)}")

@@ -7,9 +7,9 @@ examples and seconds it took to the *first* failing step (before shrinking), and
 shrunk counterexample. `render_markdown` writes ``reports/mutants.md``.
 
 Measurement hooks, both local to a run: a port factory that counts examples (one simulator per
-example) and refuses new examples once the budget is spent (Hypothesis `assume`, so the run ends
-as a pass with what it explored), and a wrapper around `Checker.check` that notes the first
-violation's time.
+example) and a wrapper around `Checker.check` that notes the first violation's time. The budget is
+checked between whole check runs (a Hypothesis run is never cut short, so its result is the one
+``groupcheck check`` gives for that seed).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class KillRow:
     examples_run: int = 0
     budget_hit: bool = False
     seed: int = 0
+    seeds: int = 1  # check runs (seeds S, S+1, ...) until caught or out of budget
     trace_path: str | None = None
     message: str = ""
 
@@ -85,11 +86,6 @@ def _first_violation_hook(clock: _Clock) -> Iterator[None]:
 
 def _port_factory(mutant: Mutant, clock: _Clock) -> Any:
     def factory(coord: Any) -> Any:
-        if clock.first is None and clock.elapsed() > clock.budget_s:
-            from hypothesis import assume
-
-            clock.budget_hit = True
-            assume(False)  # budget spent: no new example (the run ends with what it explored)
         clock.examples += 1
         if mutant.port is not None:
             return mutant.port(coord)
@@ -112,26 +108,37 @@ def run_mutant(
     max_examples: int | None = None,
     seed: int = 0,
     run_dir: Path | None = None,
+    shrink: bool = True,
 ) -> KillRow:
-    """The suite from scratch against one mutant; the counterexample is written under ``run_dir``."""
+    """The suite from scratch against one mutant: ``groupcheck check --seed S`` (the profile's
+    examples), then seeds S+1, S+2, ... while the budget lasts; the first failure ends the run and
+    its (shrunk) counterexample is written under ``run_dir``."""
     from conformance.run import run_check
 
     mutant = get_mutant(name)
     row = KillRow(mutant.name, mutant.protocol, mutant.family, mutant.row, mutant.expect, seed=seed)
     clock = _Clock(budget_s)
     variants = with_mutant_variants({"mutant": mutant.name})
+    result = None
+    run_seed = seed
     with _first_violation_hook(clock):
-        result = run_check(
-            mutant.protocol,
-            profile=profile,
-            max_examples=max_examples,
-            seed_value=seed,
-            variants=variants,
-            port_factory=_port_factory(mutant, clock),
-        )
+        while True:
+            result = run_check(
+                mutant.protocol,
+                profile=profile,
+                max_examples=max_examples,
+                seed_value=run_seed,
+                variants=variants,
+                port_factory=_port_factory(mutant, clock),
+                shrink=shrink,
+            )
+            if result.violations or result.error or clock.elapsed() >= budget_s:
+                break
+            run_seed += 1
     row.total_seconds = clock.elapsed()
     row.examples_run = clock.examples
-    row.budget_hit = clock.budget_hit
+    row.budget_hit = not result.violations
+    row.seeds = run_seed - seed + 1
     if result.error:
         row.message = result.error
     if result.violations:
@@ -159,6 +166,7 @@ def run_matrix(
     seed: int = 0,
     run_dir: Path | None = None,
     progress: Any = None,
+    shrink: bool = True,
 ) -> list[KillRow]:
     chosen = [get_mutant(n) for n in names] if names else list(MUTANTS.values())
     if protocol and protocol != "all":
@@ -172,6 +180,7 @@ def run_matrix(
             max_examples=max_examples,
             seed=seed,
             run_dir=run_dir,
+            shrink=shrink,
         )
         rows.append(row)
         if progress is not None:
@@ -192,7 +201,7 @@ def _fmt(value: float | int | None, spec: str = "") -> str:
 
 
 def table_row(r: KillRow) -> str:
-    caught = "yes" if r.caught else ("**SURVIVED**" + (" (budget)" if r.budget_hit else ""))
+    caught = ("yes" if r.seeds == 1 else f"yes (seed +{r.seeds - 1})") if r.caught else "**SURVIVED**"
     invs = ", ".join(f"`{i}`" for i in r.invariants) or "-"
     return (
         f"| `{r.name}` | {r.protocol} | {r.family} | {r.row or '-'} | {caught} | {invs} | "
@@ -239,8 +248,8 @@ def render_markdown(rows: list[KillRow], *, command: str, machine: str) -> str:
     for r in survivors:
         m = MUTANTS[r.name]
         lines.append(
-            f"* `{r.name}` ({m.fault}; expected: {', '.join(m.expect)}): ran {r.examples_run} examples in "
-            f"{r.total_seconds:.1f} s without a violation."
+            f"* `{r.name}` ({m.fault}; expected: {', '.join(m.expect)}): ran {r.examples_run} examples "
+            f"({r.seeds} seed(s)) in {r.total_seconds:.1f} s without a violation."
         )
     missed = [r for r in caught if not r.expected_hit]
     if missed:

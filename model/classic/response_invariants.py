@@ -101,9 +101,8 @@ def instance_fencing(obs: Obs) -> Iterator[str]:
         if d.ref != ev.ref:
             continue
         r = d.response
-        errors: set[object]
         if isinstance(r, OffsetCommitResponse):
-            errors = {e for _, _, e in r.partitions} - {E.UNKNOWN_TOPIC_OR_PARTITION}
+            errors: set[object] = {e for _, _, e in r.partitions if e != E.UNKNOWN_TOPIC_OR_PARTITION}
         else:
             errors = {getattr(r, "error", None)}
         if errors - {E.FENCED_INSTANCE_ID}:

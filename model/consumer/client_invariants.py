@@ -21,7 +21,10 @@ Obs = Observation[ConsumerWorld]
 
 @invariant("consumer.responses_well_formed", "transition", "consumer")
 def responses_well_formed(obs: Obs) -> Iterator[str]:
-    """A successful heartbeat response names each topic and partition once and carries a non-negative epoch unless it answers a leave (reference D, B.10; franz-go kfake group848 D1/D2)."""
+    """A successful heartbeat response names each topic and partition once and carries a non-negative epoch unless it answers a leave.
+
+    Reference D, B.10; franz-go kfake group848 sweep tests D1/D2 (bug catalogue row 19).
+    """
     ev = obs.event
     leave = isinstance(ev, HeartbeatEvent) and ev.request.member_epoch < 0
     for d in obs.deliveries:
@@ -41,7 +44,11 @@ def responses_well_formed(obs: Obs) -> Iterator[str]:
 
 @invariant("consumer.fenced_member_releases_first", "safety", "consumer")
 def fenced_member_releases_first(obs: Obs) -> Iterator[str]:
-    """A consumer that is (re)joining owns no partitions: a fenced member releases everything before it heartbeats again (KAFKA-16251; Java ConsumerMembershipManager transitionToJoining)."""
+    """A consumer that is (re)joining owns no partitions: a fenced member releases everything before it heartbeats again.
+
+    Reference B.2 (a rejoin reports an empty owned set); KAFKA-16251 / PR #15392; Java
+    ConsumerMembershipManager transitionToJoining (bug catalogue row 9).
+    """
     for c in obs.after.clients:
         if c.state == "JOINING" and c.owned:
             yield f"{c.name} is rejoining while it still owns {sorted(c.owned)}"
@@ -49,9 +56,14 @@ def fenced_member_releases_first(obs: Obs) -> Iterator[str]:
 
 @invariant("consumer.static_close_is_temporary", "transition", "consumer")
 def static_close_is_temporary(obs: Obs) -> Iterator[str]:
-    """A static consumer closes with epoch -2 (a temporary leave that keeps its assignment), never -1 (reference B.7; Java ConsumerMembershipManager leaveGroupEpoch; Dekaf #1348)."""
+    """A static consumer closes with epoch -2 (a temporary leave that keeps its assignment), never -1.
+
+    Reference B.7; Java ConsumerMembershipManager leaveGroupEpoch; Dekaf issue #1348 (row 20).
+    A property of the consumers: hand-written requests (no client) are not checked, since the
+    coordinator must accept a static -1 as a permanent leave.
+    """
     ev = obs.event
-    if isinstance(ev, HeartbeatEvent):
+    if isinstance(ev, HeartbeatEvent) and ev.client is not None:  # sent by a virtual consumer
         r = ev.request
         if r.instance_id is not None and r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             yield f"{ev.client} (static, instance {r.instance_id}) left with epoch -1"
