@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="run the stateful suite against a target")
     c.add_argument("--target", default="model")
-    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "all"])
+    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "mixed", "all"])
     c.add_argument("--max-examples", type=int)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--profile", default="ci")
@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     spsub.add_parser("validate")
+
+    from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
+
+    add_prove_parser(sub)
     return p
 
 
@@ -69,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.mutants.command import cmd_mutants
 
         handler |= {"mutants": cmd_mutants}
+        handler["prove"] = cmd_prove
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -88,7 +93,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     _require_model(args.target)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
-    protocols = ["classic", "consumer"] if args.protocol == "all" else [args.protocol]
+    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
@@ -186,6 +191,12 @@ def cmd_specs(args: argparse.Namespace) -> int:
     scenarios = load_scenarios()
     print(f"specs valid: {len(specs)} invariants, {len(scenarios)} scenarios")
     return EXIT_OK
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from conformance.smt.cli import cmd_prove as run
+
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 from conformance.mutants import Mutant
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator, Tx
-from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupResponse
+from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, SyncGroupResponse
 from model.classic.records import MemberRemoved, MemberUpserted, PendingSync
 from model.classic.sim import ModelPort
 from model.classic.state import ClassicGroup, ClassicState, GroupState
@@ -138,6 +138,15 @@ class AcceptStaleGeneration(ClassicCoordinator):
         if group is not None:
             req = replace(req, generation_id=group.generation)
         return super().handle_heartbeat(state, req, ref, now)
+
+
+class StaleSyncAccepted(ClassicCoordinator):
+    """Generic (issue 6's z3 refutation, ``stale-sync``): SyncGroup is accepted whatever generation
+    it carries, so a leader's SyncGroup from an earlier generation installs assignments computed for
+    the old membership (E.8; `validateSyncGroup` GMM L5859)."""
+
+    def validate_sync(self, group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode:
+        return super().validate_sync(group, replace(req, generation_id=group.generation))
 
 
 class MemberListToFollowers(ClassicCoordinator):
@@ -339,6 +348,15 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "reference E.8; GroupMetadataManager.java L6005",
         ("classic.stale_generation_rejected",),
         coordinator=AcceptStaleGeneration,
+    ),
+    Mutant(
+        "stale-sync",
+        "classic",
+        "generic",
+        "SyncGroup is not checked against the generation",
+        "reference E.8, A.4; GroupMetadataManager.java L5859 validateSyncGroup (issue 6 z3 refutation)",
+        ("classic.stale_generation_rejected",),
+        coordinator=StaleSyncAccepted,
     ),
     Mutant(
         "member-list-to-followers",
