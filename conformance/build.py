@@ -71,6 +71,10 @@ def make_classic_sim(
 ) -> TracedClassicSim:
     cfg = classic_config(config, where)
     mutant = _mutant(variants, "classic")
+    if mutant is not None:  # the model variants the mutant is made of (e.g. kafka-7026: sticky v0)
+        from conformance.mutants import with_mutant_variants
+
+        variants = with_mutant_variants(variants)
     coord_cls = mutant.coordinator if mutant and mutant.coordinator else ClassicCoordinator
     coord = coordinator or coord_cls(cfg, SeededChooser(seed))
     port_cls = mutant.port if mutant and mutant.port else ModelPort

@@ -40,6 +40,7 @@ class KillRow:
     invariants: list[str] = field(default_factory=list)
     examples: int | None = None  # examples started up to and including the first failing one
     seconds: float | None = None  # wall-clock seconds from the start of the run to the first violation
+    cpu_seconds: float | None = None  # CPU seconds of this process to the first violation (load-proof)
     shrunk_steps: int | None = None
     bfs_minimal: int | None = None
     total_seconds: float = 0.0
@@ -58,6 +59,8 @@ class KillRow:
 class _Clock:
     def __init__(self, budget_s: float) -> None:
         self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
+        self.cpu_first: float | None = None
         self.budget_s = budget_s
         self.examples = 0
         self.first: tuple[float, int] | None = None
@@ -75,6 +78,7 @@ def _first_violation_hook(clock: _Clock) -> Iterator[None]:
         out = original(self, obs, step)
         if out and clock.first is None:
             clock.first = (clock.elapsed(), clock.examples)
+            clock.cpu_first = time.process_time() - clock.cpu_start
         return out
 
     Checker.check = check  # type: ignore[method-assign]
@@ -148,6 +152,7 @@ def run_mutant(
         row.shrunk_steps = len(result.trace.steps) if result.trace is not None else len(result.observations)
         if clock.first is not None:
             row.seconds, row.examples = clock.first
+            row.cpu_seconds = clock.cpu_first
         if result.trace is not None and run_dir is not None:
             from conformance.trace.format import counterexample_path, write_trace
 
