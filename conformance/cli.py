@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
+        return EXIT_TOOL
+    except BrokenPipeError:  # `groupcheck ... | head`: the reader left before the verdict was written
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return EXIT_TOOL
 
 
