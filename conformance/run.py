@@ -60,6 +60,7 @@ def run_check(
     config: dict[str, int] | None = None,
     real_time: bool = False,
     level: str = "protocol",
+    shrink: bool = True,
 ) -> CheckResult:
     machines = {
         "classic": classic.make_machine,
@@ -86,7 +87,7 @@ def run_check(
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
         # against a real target a shrink would re-run on a clock that has moved on: report as found
-        phases=[Phase.generate] if real_time else [Phase.generate, Phase.shrink],
+        phases=[Phase.generate, Phase.shrink] if shrink and not real_time else [Phase.generate],
     )
     test = seed(seed_value)(get_state_machine_test(machine, settings=test_settings))
     start = time.perf_counter()
