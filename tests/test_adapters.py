@@ -202,6 +202,6 @@ def test_oracle_catches_a_model_that_differs_from_kafka(kafka: object) -> None:
     def broken(coord: ClassicCoordinator) -> ClassicCoordinator:
         return HeartbeatIgnoresRebalance(coord.config, coord.chooser)
 
-    result = _run(kafka, 6, 3, broken)
-    assert any(v.invariant == "oracle.Heartbeat" for v in result.violations), result.violations
+    result = _run(kafka, 12, 3, broken)
+    assert any(v.invariant.startswith("oracle.") for v in result.violations), result.violations
     assert "REBALANCE_IN_PROGRESS" in " ".join(v.message for v in result.violations)

@@ -720,7 +720,15 @@ class OraclePort:
             return self._new_deliveries(everything=True)
         else:
             # prefer the hypotheses that already explain every answer the target gave
-            cands.sort(key=lambda c: (sum(1 for r in self.answers if r not in c.matched), len(c.compat)))
+            # prefer hypotheses that explain every answer the target gave and wait for none of its own
+            # (the simulator then sees a world consistent with the answers delivered so far)
+            cands.sort(
+                key=lambda c: (
+                    sum(1 for r in self.answers if r not in c.matched),
+                    len(c.outstanding),
+                    len(c.compat),
+                )
+            )
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
             for note in h0.compat[self.compat_reported :]:
