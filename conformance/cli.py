@@ -43,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     spsub.add_parser("validate")
+
+    # -- pipeline (issue 7): parser and logic in conformance/pipeline/cli.py
+    from conformance.pipeline.cli import add_parser as add_pipeline_parser
+
+    add_pipeline_parser(sub)
     return p
 
 
@@ -50,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
+        handler["pipeline"] = cmd_pipeline
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -154,6 +160,12 @@ def cmd_specs(args: argparse.Namespace) -> int:
     scenarios = load_scenarios()
     print(f"specs valid: {len(specs)} invariants, {len(scenarios)} scenarios")
     return EXIT_OK
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from conformance.pipeline.cli import run
+
+    return run(args)
 
 
 if __name__ == "__main__":
