@@ -69,7 +69,12 @@ def load_all() -> dict[str, Invariant]:
     """Import every module that registers invariants and return the registry."""
     import importlib
 
-    for name in ("model.classic.invariants", "model.consumer.invariants", "model.assignors.invariants"):
+    for name in (
+        "model.classic.invariants",
+        "model.consumer.invariants",
+        "model.assignors.invariants",
+        "model.consumer.mixed_invariants",
+    ):
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:  # a protocol package not built yet

@@ -53,6 +53,20 @@ def _heartbeat_request(obs: Obs) -> ConsumerGroupHeartbeatRequest | None:
     return obs.event.request if isinstance(obs.event, HeartbeatEvent) else None
 
 
+def _reported_owned(
+    obs: Obs, request: ConsumerGroupHeartbeatRequest | None, group_id: str, member_id: str
+) -> frozenset[TopicPartition] | None:
+    """The owned set the step's request reported for ``member_id``: a heartbeat's TopicPartitions,
+    or what another event says (a classic JoinGroup's subscription in a mixed group, B.13)."""
+    if request is not None and request.group_id == group_id and request.member_id == member_id:
+        return request.owned()
+    reported = getattr(obs.event, "reported_owned", None)
+    if callable(reported):
+        result: frozenset[TopicPartition] | None = reported(group_id, member_id)
+        return result
+    return None
+
+
 def _active_clients(world: ConsumerWorld, group_id: str) -> list[ClientView]:
     return [c for c in world.clients if c.group_id == group_id and c.active]
 
@@ -124,9 +138,7 @@ def epoch_advance_after_revocation(obs: Obs) -> list[str]:
             released = prev.held - m.held
             if not released:
                 continue
-            owned = None
-            if request is not None and request.group_id == gid and request.member_id == mid:
-                owned = request.owned()
+            owned = _reported_owned(obs, request, gid, mid)
             if owned is None or owned & released:
                 out.append(
                     f"{gid}: {mid} moved epoch {prev.member_epoch}->{m.member_epoch} releasing {sorted(released)} "
@@ -221,7 +233,16 @@ def static_instance_unique(obs: Obs) -> list[str]:
         for inst, mid in sorted(ga.static_members.items()):
             old_id = gb.static_members.get(inst)
             old = None if old_id is None else gb.members.get(old_id)
-            if old is not None and old_id != mid and old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            new = ga.members.get(mid)
+            classic = old is not None and (
+                old.classic is not None or (new is not None and new.classic is not None)
+            )
+            if (
+                old is not None
+                and old_id != mid
+                and old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                and not classic  # B.13: a classic holder or a classic joiner replaces without -2
+            ):
                 out.append(
                     f"{gid}: instance {inst} moved {old_id}->{mid} while {old_id} had epoch {old.member_epoch}"
                 )
@@ -362,8 +383,8 @@ def rebalance_timeout_fences(obs: Obs) -> list[str]:
     for gid, _, g in _pairs(obs):
         for mid in sorted(g.members):
             m = g.members[mid]
-            if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0:
-                continue
+            if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0 or m.classic is not None:
+                continue  # B.13: classic-protocol members have join and sync timers instead
             timer = g.timers.get((REBALANCE, mid))
             if timer is None or timer.epoch != m.member_epoch:
                 out.append(

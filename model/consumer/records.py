@@ -23,6 +23,7 @@ from typing import ClassVar
 from model.consumer.messages import TopicPartition
 from model.consumer.state import (
     LEAVE_GROUP_MEMBER_EPOCH,
+    ClassicMemberMetadata,
     CommittedOffset,
     ConsumerCoordinatorState,
     ConsumerGroup,
@@ -65,6 +66,8 @@ class MemberSubscriptionRecord:
     subscribed_topic_names: tuple[str, ...]
     subscribed_topic_regex: str | None
     server_assignor: str | None
+    classic_member_metadata: ClassicMemberMetadata | None = None
+    """Present iff the member uses the classic protocol (B.13)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,15 @@ class CurrentAssignmentTombstone:
     durable: ClassVar[bool] = True
     group_id: str
     member_id: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupTombstone:
+    """The group is deleted (CoG ``createGroupTombstoneRecords``): on a conversion to a classic group
+    (B.13) or when an empty consumer group is replaced by a classic one."""
+
+    durable: ClassVar[bool] = True
+    group_id: str
 
 
 @dataclass(frozen=True)
@@ -201,6 +213,7 @@ ConsumerRecord = (
     | TargetAssignmentEpochRecord
     | CurrentAssignmentRecord
     | CurrentAssignmentTombstone
+    | ConsumerGroupTombstone
     | OffsetCommitRecord
     | TopicRecord
     | TopicDeletedRecord
@@ -237,6 +250,7 @@ def member_subscription_record(group_id: str, member: ConsumerMember) -> MemberS
         subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
         subscribed_topic_regex=member.subscribed_topic_regex,
         server_assignor=member.server_assignor,
+        classic_member_metadata=member.classic,
     )
 
 
@@ -305,6 +319,7 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
                     subscribed_topic_names=frozenset(record.subscribed_topic_names),
                     subscribed_topic_regex=record.subscribed_topic_regex,
                     server_assignor=record.server_assignor,
+                    classic=record.classic_member_metadata,
                 ),
             )
         case MemberSubscriptionTombstone(member_id=member_id):
@@ -362,6 +377,8 @@ def apply(state: ConsumerCoordinatorState, record: object) -> ConsumerCoordinato
             state.topics[topic] = partitions
         case TopicDeletedRecord(topic=topic):
             state.topics.pop(topic, None)
+        case ConsumerGroupTombstone():
+            state.groups.pop(record.group_id, None)
         case OffsetCommitRecord():
             state.offsets.setdefault(record.group_id, {})[(record.topic, record.partition)] = CommittedOffset(
                 record.offset, record.leader_epoch, record.metadata

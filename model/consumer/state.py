@@ -24,6 +24,10 @@ SESSION = "session"
 """Timer kind: the member's session timeout (B.8)."""
 REBALANCE = "rebalance"
 """Timer kind: the member's rebalance (revocation) timeout (B.8)."""
+JOIN = "join"
+"""Timer kind: a classic-protocol member must rejoin within its rebalance timeout (B.13; `model.consumer.mixed`)."""
+SYNC = "sync"
+"""Timer kind: a classic-protocol member must send SyncGroup within its rebalance timeout (B.13)."""
 
 
 class MemberState(IntEnum):
@@ -58,6 +62,17 @@ def regex_matches(regex: str | None, topic: str) -> bool:
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol in a consumer group keeps (B.13): Kafka's
+    ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`` (session timeout, JoinGroup protocols)
+    plus the client id that a downgrade hands back to the classic group (CoGM ``clientId``)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    client_id: str = "consumer"
+
+
+@dataclass(frozen=True)
 class ConsumerMember:
     """A consumer-protocol member: its subscription record plus its current-assignment record (CoGM)."""
 
@@ -73,6 +88,8 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: frozenset[TopicPartition] = frozenset()
     pending_revocation: frozenset[TopicPartition] = frozenset()
+    classic: ClassicMemberMetadata | None = None
+    """Set iff the member uses the classic protocol (B.13, CoGM ``useClassicProtocol``)."""
 
     @property
     def held(self) -> frozenset[TopicPartition]:

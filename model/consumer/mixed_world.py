@@ -1,0 +1,294 @@
+"""What mixed-group invariants see, and a small deterministic runner for mixed groups (B.13).
+
+`MixedWorld` extends `ConsumerWorld` (so every consumer invariant runs unchanged over it) with a
+view of the classic groups and the migration settings. Classic clients (`model.classic.client`)
+appear among the clients with their generation as epoch, so the consumer-view invariants compare
+classic and consumer-protocol clients of one group.
+
+`MixedRun` drives classic clients and KIP-848 virtual consumers against one `MixedCoordinator` on
+a virtual clock: each tick fires due timers, then every running client (in name order) sends what
+it would send; responses, including those of parked JoinGroups, are routed back by reference.
+After every step it captures the world and checks the invariants it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from model.classic.client import ClassicClient, ClientConfig, Phase
+from model.classic.messages import JoinGroupRequest
+from model.classic.messages import Request as ClassicRequest
+from model.consumer.client import ClientView, VirtualConsumer
+from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition
+from model.consumer.mixed import MixedCoordinator
+from model.consumer.mixed_state import MigrationPolicy, MixedState
+from model.consumer.world import (
+    AdvanceEvent,
+    ClientEvent,
+    ConsumerWorld,
+    FailoverEvent,
+    GroupView,
+    HeartbeatEvent,
+    TopicEvent,
+)
+from model.embedded import EmbeddedDecodeError, decode_subscription
+from model.invariants import Invariant
+from model.observation import Observation
+from model.result import Result
+
+
+@dataclass(frozen=True)
+class ClassicRequestEvent:
+    """A classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup handled by the mixed coordinator."""
+
+    ref: int
+    request: ClassicRequest
+    client: str | None = None
+
+    def reported_owned(self, group_id: str, member_id: str) -> frozenset[TopicPartition] | None:
+        """The owned partitions a classic member reports: those of its JoinGroup subscription (GMM
+        ``classicGroupJoinToConsumerGroup`` reconciles with ``subscription.ownedPartitions``)."""
+        req = self.request
+        if not isinstance(req, JoinGroupRequest) or req.group_id != group_id or req.member_id != member_id:
+            return None
+        try:
+            return frozenset(decode_subscription(req.protocols[0][1]).owned_partitions)
+        except (EmbeddedDecodeError, IndexError):
+            return None
+
+
+@dataclass(frozen=True)
+class ClassicGroupView:
+    """Frozen summary of a classic group in the mixed shard."""
+
+    group_id: str
+    state: str
+    generation: int
+    protocol_type: str | None
+    protocol: str | None
+    members: frozenset[str]
+    assignments: Mapping[str, bytes]
+
+
+@dataclass(frozen=True)
+class MixedWorld(ConsumerWorld):
+    """A `ConsumerWorld` plus the classic groups and the migration settings."""
+
+    classic_groups: Mapping[str, ClassicGroupView] = field(default_factory=lambda: MappingProxyType({}))
+    policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
+    classic_max_size: int = 2**31 - 1
+
+
+def classic_client_view(client: ClassicClient) -> ClientView:
+    """A classic consumer seen like a KIP-848 one: generation as epoch, owned partitions."""
+    active = client.phase not in (Phase.FATAL, Phase.LEFT)
+    return ClientView(
+        client.name,
+        client.config.group_id,
+        client.member_id,
+        client.generation,
+        frozenset(client.owned),
+        client.phase.value,
+        client.config.instance_id,
+        active,
+    )
+
+
+def capture_mixed_world(
+    state: MixedState,
+    coordinator: MixedCoordinator,
+    clients: Iterable[ClassicClient | VirtualConsumer] = (),
+    *,
+    quiet_since: int | None = None,
+    convergence_bound_ms: int | None = None,
+) -> MixedWorld:
+    views = tuple(classic_client_view(c) if isinstance(c, ClassicClient) else c.view() for c in clients)
+    config = coordinator.config
+    classic = {
+        gid: ClassicGroupView(
+            gid,
+            g.state.value,
+            g.generation,
+            g.protocol_type,
+            g.protocol,
+            frozenset(g.members),
+            MappingProxyType({mid: m.assignment for mid, m in g.members.items()}),
+        )
+        for gid, g in state.classic.groups.items()
+    }
+    return MixedWorld(
+        groups=MappingProxyType({gid: GroupView.of(g) for gid, g in state.consumer.groups.items()}),
+        clients=views,
+        topics=MappingProxyType(dict(state.consumer.topics)),
+        max_size=config.consumer.max_size,
+        topic_describe_denied=config.consumer.topic_describe_denied,
+        quiet_since=quiet_since,
+        convergence_bound_ms=convergence_bound_ms,
+        classic_groups=MappingProxyType(classic),
+        policy=config.policy,
+        classic_max_size=config.classic.max_size,
+    )
+
+
+Client = ClassicClient | VirtualConsumer
+
+
+@dataclass
+class MixedRun:
+    """Classic and consumer-protocol clients against one mixed coordinator, checked every step."""
+
+    coordinator: MixedCoordinator
+    invariants: tuple[Invariant, ...] = ()
+    tick_ms: int = 1_000
+    state: MixedState = field(default_factory=MixedState)
+    now: int = 0
+    clients: dict[str, Client] = field(default_factory=dict)
+    stopped: set[str] = field(default_factory=set)
+    records: list[object] = field(default_factory=list)
+    violations: list[tuple[str, str]] = field(default_factory=list)
+    sometimes: set[str] = field(default_factory=set)
+    responses: list[tuple[str, object]] = field(default_factory=list)
+    _refs: dict[int, str] = field(default_factory=dict)
+    _next_ref: int = 1
+
+    # ---------------------------------------------------------------- set-up
+
+    def topic(self, name: str, partitions: int) -> None:
+        self._step(
+            TopicEvent("create", name, partitions),
+            lambda: self.coordinator.create_topic(self.state, name, partitions),
+        )
+
+    def add_classic(self, name: str, **config: object) -> ClassicClient:
+        client = ClassicClient(name, ClientConfig(**config))  # type: ignore[arg-type]
+        self.clients[name] = client
+        return client
+
+    def add_consumer(self, name: str, group_id: str = "g", **kw: object) -> VirtualConsumer:
+        client = VirtualConsumer(name, group_id, self.coordinator.chooser, **kw)  # type: ignore[arg-type]
+        self.clients[name] = client
+        return client
+
+    def stop(self, name: str) -> None:
+        """Shut a client down: a classic member sends LeaveGroup (dynamic), a consumer leaves with -1/-2."""
+        client = self.clients[name]
+        if isinstance(client, ClassicClient):
+            client.inflight = None
+            request = client.leave_request()
+            if request is not None:
+                self._send(name, request)
+            client.phase = Phase.LEFT
+            client.owned = ()
+        else:
+            client.inflight = None
+            client.leave()
+            leave = client.next_request(self.now)
+            if leave is not None:
+                self._send(name, leave)
+        self.stopped.add(name)
+
+    def crash(self, name: str) -> None:
+        """The client stops sending anything (its coordinator-side timers will expire)."""
+        self.stopped.add(name)
+        client = self.clients[name]
+        if isinstance(client, VirtualConsumer):
+            client.crash()
+
+    # ---------------------------------------------------------------- running
+
+    def run_for(self, ms: int) -> None:
+        end = self.now + ms
+        while self.now < end:
+            self.tick()
+
+    def tick(self) -> None:
+        self.now += self.tick_ms
+        self._step(AdvanceEvent(self.now), lambda: self.coordinator.advance(self.state, self.now))
+        for name in sorted(self.clients):
+            if name in self.stopped:
+                continue
+            client = self.clients[name]
+            request: object | None
+            if isinstance(client, ClassicClient):
+                request = client.next_request(dict(self.state.classic.topics))
+            else:
+                request = client.next_request(self.now)
+            if request is not None:
+                self._send(name, request)
+
+    def failover(self) -> None:
+        """A new coordinator loads the durable records; connections drop, in-flight requests are lost."""
+
+        def load() -> Result:
+            state, result = self.coordinator.failover(self.records, self.now)
+            self.state = state
+            self._refs.clear()
+            for client in self.clients.values():
+                if isinstance(client, ClassicClient):
+                    client.on_timeout()
+                else:
+                    client.on_request_lost(self.now)
+            return result
+
+        self._step(FailoverEvent(), load)
+
+    def _send(self, name: str, request: object) -> None:
+        ref = self._next_ref
+        self._next_ref += 1
+        self._refs[ref] = name
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            event: object = HeartbeatEvent(ref, request, name)
+        else:
+            event = ClassicRequestEvent(ref, request, name)  # type: ignore[arg-type]
+        self._step(event, lambda: self.coordinator.handle(self.state, request, ref, self.now))
+
+    def _step(self, event: object, call: Callable[[], Result]) -> None:
+        before = self.world()
+        result = call()
+        self.records.extend(result.records)
+        for delivery in result.deliveries:
+            name = self._refs.pop(delivery.ref, None)
+            if name is None:
+                continue
+            self.responses.append((name, delivery.response))
+            client = self.clients[name]
+            if name in self.stopped and not isinstance(client, VirtualConsumer):
+                continue
+            if isinstance(client, ClassicClient):
+                client.on_response(delivery.response, dict(self.state.classic.topics))
+            else:
+                client.on_response(delivery.response, self.now)
+        after = self.world()
+        obs = Observation(
+            before=before, event=event, deliveries=tuple(result.deliveries), after=after, now=self.now
+        )
+        self.last: Observation[MixedWorld] = obs
+        for inv in self.invariants:
+            found = inv.check(obs)
+            if inv.kind == "sometimes":
+                if found:
+                    self.sometimes.add(inv.id)
+            else:
+                self.violations.extend((inv.id, msg) for msg in found)
+
+    def world(self) -> MixedWorld:
+        running = [c for n, c in sorted(self.clients.items()) if n not in self.stopped]
+        return capture_mixed_world(self.state, self.coordinator, running)
+
+    # ---------------------------------------------------------------- views
+
+    def group_type(self, group_id: str = "g") -> str | None:
+        return self.state.group_type(group_id)
+
+    def owned(self) -> dict[str, frozenset[TopicPartition]]:
+        out: dict[str, frozenset[TopicPartition]] = {}
+        for name, client in sorted(self.clients.items()):
+            if name in self.stopped:
+                continue
+            out[name] = frozenset(client.owned)
+        return out
+
+
+__all__ = ["ClassicRequestEvent", "ClientEvent", "MixedRun", "MixedWorld", "capture_mixed_world"]
