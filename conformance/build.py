@@ -7,6 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from conformance.errors import SpecError
+from conformance.trace.classic import TracedClassicSim
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient, ClientConfig
 from model.classic.coordinator import ClassicCoordinator
@@ -67,7 +68,7 @@ def make_classic_sim(
     where: str = "settings",
     port_factory: PortFactory | None = None,
     coordinator: ClassicCoordinator | None = None,
-) -> ClassicSim:
+) -> TracedClassicSim:
     cfg = classic_config(config, where)
     coord = coordinator or ClassicCoordinator(cfg, SeededChooser(seed))
     port = port_factory(coord) if port_factory else ModelPort(coord)
@@ -76,7 +77,14 @@ def make_classic_sim(
         if "name" not in spec:
             raise SpecError(f"{where}: every client needs a 'name'")
         made[str(spec["name"])] = ClassicClient(str(spec["name"]), client_config(spec, variants, where))
-    return ClassicSim(port, made, topics=dict(topics))
+    sim = TracedClassicSim(port, made, topics=dict(topics))
+    sim.setup = {
+        "topics": dict(sorted(topics.items())),
+        "clients": [dict(spec) for spec in clients],
+        "config": dict(config),
+    }
+    sim.variants, sim.seed = dict(variants), seed
+    return sim
 
 
 def quiet_gap(sim: ClassicSim, tick_ms: int = 100) -> int:

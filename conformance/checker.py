@@ -27,6 +27,9 @@ class Checker:
     sometimes: list[Invariant] = field(default_factory=list)
     client_invariants: list[Invariant] = field(default_factory=list)
     hits: dict[str, int] = field(default_factory=dict)
+    #: what the last `check` ran and which `sometimes` entries it saw (for trace step lines)
+    last_checked: tuple[str, ...] = ()
+    last_sometimes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         load_all()
@@ -39,16 +42,21 @@ class Checker:
 
     def check(self, obs: Observation[Any], step: int) -> list[Violation]:
         out: list[Violation] = []
+        checked = [inv.id for inv in self.invariants]
+        seen = []
         for inv in self.invariants:
             out.extend(Violation(inv.id, msg, step) for msg in inv.check(obs))
         for inv in self.sometimes:
             if any(True for _ in inv.check(obs)):
                 self.hits[inv.id] += 1
+                seen.append(inv.id)
         if self.client_invariants:
             assignment_obs = client_observation(obs)
             if assignment_obs is not None:
                 for inv in self.client_invariants:
+                    checked.append(inv.id)
                     out.extend(Violation(inv.id, msg, step) for msg in inv.check(assignment_obs))
+        self.last_checked, self.last_sometimes = tuple(checked), tuple(seen)
         return out
 
     def vacuous(self) -> list[str]:

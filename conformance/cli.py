@@ -36,9 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("id")
     r.add_argument("--target", default="model")
     r.add_argument("--variant", action="append", default=[])
+    r.add_argument("--report-dir", type=Path)
 
     e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
     e.add_argument("id")
+
+    # -- traces (conformance/trace): replay, show, explore
+    rp = sub.add_parser("replay", help="re-run a trace file on a target: FIXED / FAILED / ERROR")
+    rp.add_argument("file")
+    rp.add_argument("--target", default="model")
+    rp.add_argument("--variant", action="append", default=[])
+    rp.add_argument("--output", type=Path, help="write the replay's own trace under this run directory")
 
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
@@ -54,7 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        from conformance.trace import commands as trace_commands
+
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
+        handler |= {"replay": trace_commands.cmd_replay}
         handler["pipeline"] = cmd_pipeline
         return handler[args.command](args)
     except ToolError as exc:
@@ -97,6 +108,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("steps:")
             for i, line in enumerate(result.steps, 1):
                 print(f"  {i:3d}. {line}")
+            if result.trace is not None:
+                from conformance.trace.emit import default_run_dir, emit_counterexample
+
+                run_dir = args.report_dir / protocol if args.report_dir else None
+                emit_counterexample(
+                    result.trace, run_dir or default_run_dir("check", args.target, protocol, args.seed)
+                )
             worst = max(worst, EXIT_VIOLATION)
         elif result.vacuous:
             print(f"inconclusive: never exercised {', '.join(result.vacuous)}")
@@ -136,6 +154,12 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         print("steps:")
         for entry in result.log:
             print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
+    if result.violations:
+        from conformance.trace.emit import default_run_dir, emit_counterexample
+        from conformance.trace.scenario import scenario_trace
+
+        run_dir = args.report_dir or default_run_dir(f"scenario-{sc.id}", args.target, sc.protocol)
+        emit_counterexample(scenario_trace(result, target=args.target), run_dir)
     return EXIT_OK if result.passed else EXIT_VIOLATION
 
 

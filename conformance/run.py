@@ -29,6 +29,7 @@ class CheckResult:
     sometimes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    trace: Any = None  # conformance.trace.format.Trace of the shrunk counterexample
 
     @property
     def verdict(self) -> str:
@@ -77,6 +78,17 @@ def run_check(
         result.violations = exc.violations
         result.steps = exc.steps
         result.observations = exc.observations
+        if exc.sim is not None:
+            from conformance.trace.classic import to_trace
+            from conformance.trace.format import groupcheck_version
+
+            result.trace = to_trace(
+                exc.sim,
+                target=target,
+                target_version=groupcheck_version() if target == "model" else "unknown",
+                origin={"kind": "check", "max_examples": n, "profile": profile.name, "seed": seed_value},
+                violations=[(v.invariant, v.message, v.step) for v in exc.violations],
+            )
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()

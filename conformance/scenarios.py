@@ -8,16 +8,16 @@ without doing what it says.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.build import make_classic_sim, settle_round
 from conformance.checker import Checker, Violation
 from conformance.errors import SpecError
 from conformance.specs import Scenario
+from conformance.trace.classic import TracedClassicSim
 from model.classic.client import ClassicClient, Phase
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
-from model.classic.sim import ClassicSim
 from model.errors import ErrorCode
 from model.observation import Observation
 
@@ -38,6 +38,7 @@ class ScenarioResult:
     failed_expectations: list[str] = field(default_factory=list)
     log: list[StepLog] = field(default_factory=list)
     observations: list[Observation[Any]] = field(default_factory=list)
+    sim: Any = None  # the TracedClassicSim: its log is the run's trace
 
     @property
     def passed(self) -> bool:
@@ -52,7 +53,7 @@ class ScenarioRunner:
             )
         self.scenario = scenario
         self.variants = {**scenario.variants, **variants}
-        self.sim: ClassicSim = make_classic_sim(
+        self.sim: TracedClassicSim = make_classic_sim(
             scenario.topics,
             scenario.clients,
             scenario.config,
@@ -61,7 +62,7 @@ class ScenarioRunner:
             port_factory=port_factory,
         )
         self.checker = Checker("classic")
-        self.result = ScenarioResult(scenario, self.variants)
+        self.result = ScenarioResult(scenario, self.variants, sim=self.sim)
         self.tick_ms = int(scenario.config.get("tick_ms", 100)) if "tick_ms" in scenario.config else 100
         self.last_error: dict[str, ErrorCode] = {}
 
@@ -71,7 +72,14 @@ class ScenarioRunner:
             return
         self.result.observations.append(obs)
         step = len(self.result.observations)
-        self.result.violations.extend(self.checker.check(obs, step))
+        found = self.checker.check(obs, step)
+        self.result.violations.extend(found)
+        self.sim.note_checks(
+            obs,
+            self.checker.last_checked,
+            [(v.invariant, v.message) for v in found],
+            self.checker.last_sometimes,
+        )
         for d in obs.deliveries:
             name = self.sim.owner_of_ref.get(d.ref)
             err = getattr(d.response, "error", None)
@@ -153,11 +161,11 @@ class ScenarioRunner:
             self._obs(sim.failover())
         elif verb == "create_topic":
             self._obs(sim.create_topic(str(arg["topic"]), int(arg["partitions"])))
-            for c in sim.clients.values():
+            for name, c in sorted(sim.clients.items()):
                 if c.member_id and c.member_id == c.leader and arg["topic"] in c.config.topics:
-                    c.needs_rejoin = (
-                        True  # the leader notices the metadata change (seed 000 "Topic Metadata Change")
-                    )
+                    sim.rejoin(
+                        name
+                    )  # the leader notices the metadata change (seed 000 "Topic Metadata Change")
         elif verb == "append_failure":
             self._obs(sim.append_failure())
         elif verb == "lose_response":
@@ -170,19 +178,13 @@ class ScenarioRunner:
             self._client(arg, where)
             self._obs(sim.leave(str(arg)))
         elif verb == "restart":
-            old = self._client(arg, where)
-            sim.clients[old.name] = ClassicClient(old.name, old.config)
-            sim.awaiting.pop(old.name, None)
+            sim.restart(self._client(arg, where).name)
         elif verb == "rejoin":
-            self._client(arg, where).needs_rejoin = True
+            sim.rejoin(self._client(arg, where).name)
         elif verb == "subscribe":
-            c = self._client(arg["client"], where)
-            c.config = replace(c.config, topics=tuple(arg["topics"]))
-            c.needs_rejoin = True
+            sim.subscribe(self._client(arg["client"], where).name, tuple(arg["topics"]))
         elif verb == "protocols":
-            c = self._client(arg["client"], where)
-            c.config = replace(c.config, assignors=tuple(arg["assignors"]))
-            c.needs_rejoin = True
+            sim.set_protocols(self._client(arg["client"], where).name, tuple(arg["assignors"]))
         elif verb == "send":
             self._send(arg, where)
         elif verb == "expect":

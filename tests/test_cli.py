@@ -10,8 +10,12 @@ from conformance import specs
 from conformance.cli import main
 
 
-def test_kafka_7026_v0_exits_1_naming_single_owner(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scenario", "run", "kafka-7026", "--variant", "sticky=v0"]) == 1
+def test_kafka_7026_v0_exits_1_naming_single_owner(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert (
+        main(["scenario", "run", "kafka-7026", "--variant", "sticky=v0", "--report-dir", str(tmp_path)]) == 1
+    )
     out = capsys.readouterr().out
     assert "single_owner" in out
     assert "kafka-7026.yaml" in out  # the steps are printed with their spec lines

@@ -10,7 +10,7 @@ appends, coordinator failover, topic changes. Every invariant is checked after e
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
@@ -18,9 +18,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from conformance.build import make_classic_sim, settle_round
 from conformance.checker import Checker, Violation
+from conformance.trace.classic import TracedClassicSim
 from model.classic.client import Phase
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
-from model.classic.sim import ClassicSim
 from model.observation import Observation
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -29,10 +29,17 @@ ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 class InvariantViolation(AssertionError):
     """A conformance failure: carries the violated invariant ids and the steps that led there."""
 
-    def __init__(self, violations: list[Violation], steps: list[str], observations: list[Observation[Any]]):
+    def __init__(
+        self,
+        violations: list[Violation],
+        steps: list[str],
+        observations: list[Observation[Any]],
+        sim: TracedClassicSim | None = None,
+    ):
         self.violations = violations
         self.steps = steps
         self.observations = observations
+        self.sim = sim  # its log is the counterexample trace (conformance.trace)
         ids = sorted({v.invariant for v in violations})
         super().__init__(f"violated {', '.join(ids)}: {violations[0].message}")
 
@@ -53,7 +60,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
     class ClassicMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.sim: ClassicSim | None = None
+            self.sim: TracedClassicSim | None = None
             self.names: list[str] = []
             self.steps: list[str] = []
             self.observations: list[Observation[Any]] = []
@@ -115,8 +122,15 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             shown = ", ".join(e.name for e in errors if e is not None)
             self.note(f"t={obs.now} {what}" + (f" -> {shown}" if shown else ""))
             violations = checker.check(obs, len(self.observations))
+            if self.sim is not None:
+                self.sim.note_checks(
+                    obs,
+                    checker.last_checked,
+                    [(v.invariant, v.message) for v in violations],
+                    checker.last_sometimes,
+                )
             if violations:
-                raise InvariantViolation(violations, list(self.steps), list(self.observations))
+                raise InvariantViolation(violations, list(self.steps), list(self.observations), self.sim)
 
         def client(self, i: int) -> str:
             return self.names[i % len(self.names)]
@@ -166,13 +180,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         def restart(self, i: int) -> None:
             """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
             assert self.sim is not None
-            from model.classic.client import ClassicClient
-
             name = self.client(i)
-            old = self.sim.clients[name]
-            self.sim.clients[name] = ClassicClient(name, old.config)
-            self.sim.awaiting.pop(name, None)
-            self.sim.stalled.discard(name)
+            self.sim.restart(name)
             self.note(f"{name} restart")
 
         @precondition(lambda self: self.ready)
@@ -183,8 +192,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             c = self.sim.clients[name]
             topics = tuple(sorted(self.sim.topics)) if both else ("t",)
             if topics != c.config.topics:
-                c.config = replace(c.config, topics=topics)
-                c.needs_rejoin = True
+                self.sim.subscribe(name, topics)
                 self.note(f"{name} subscribes to {topics}")
 
         # ------------------------------------------------------------ time and faults
@@ -226,9 +234,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             assert self.sim is not None
             n = self.sim.topics["t"] + extra
             self.observe(self.sim.create_topic("t", n), f"topic t grows to {n} partitions")
-            for c in self.sim.clients.values():
+            for name, c in sorted(self.sim.clients.items()):
                 if c.member_id and c.member_id == c.leader:
-                    c.needs_rejoin = True
+                    self.sim.rejoin(name)
 
         # ------------------------------------------------------------ adversaries
         @precondition(lambda self: self.ready)

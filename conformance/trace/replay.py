@@ -1,0 +1,125 @@
+"""`groupcheck replay`: re-run a trace's ops and judge the target again (design §5).
+
+Verdicts: FAILED (an invariant is violated again; exit 1), FIXED (the recorded violation no longer
+happens; exit 0), PASSED (a passing trace still passes; exit 0), ERROR (the trace cannot be
+replayed; exit 2). On the model with the recorded variants the replay must be exact: every event
+and every response equal to the recording, or the trace is stale and the verdict is ERROR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.checker import Checker, Violation
+from conformance.errors import ToolError, UsageError
+from conformance.trace.codec import dumps, encode
+from conformance.trace.format import Trace
+
+VERDICT_EXIT = {"PASSED": 0, "FIXED": 0, "FAILED": 1, "ERROR": 2}
+
+
+@dataclass
+class ReplayResult:
+    trace: Trace
+    target: str
+    variants: dict[str, str]
+    verdict: str = "ERROR"
+    violations: list[Violation] = field(default_factory=list)
+    exact: bool = True
+    difference: str | None = None
+    error: str | None = None
+    observations: list[Any] = field(default_factory=list)
+    sim: Any = None
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+
+def replay(
+    trace: Trace,
+    *,
+    target: str = "model",
+    variants: dict[str, str] | None = None,
+    port_factory: Any = None,
+) -> ReplayResult:
+    """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given)."""
+    merged = {**trace.header["variants"], **(variants or {})}
+    result = ReplayResult(trace, target, merged)
+    if trace.protocol != "classic":
+        raise UsageError(
+            f"{trace.path}:1: replay of {trace.protocol} traces needs the consumer state machine (not on main yet)"
+        )
+    from conformance.build import make_classic_sim
+    from conformance.trace.classic import apply_op
+
+    setup = trace.header["setup"]
+    where = f"{trace.path}:1"
+    try:
+        sim = make_classic_sim(
+            {str(k): int(v) for k, v in setup.get("topics", {}).items()},
+            list(setup.get("clients", [])),
+            dict(setup.get("config", {})),
+            merged,
+            seed=int(trace.header["seed"]),
+            where=where,
+            port_factory=port_factory,
+        )
+    except ToolError as exc:
+        result.error = str(exc)
+        return result
+    result.sim = sim
+    checker = Checker("classic")
+    strict = target == "model" and merged == trace.header["variants"]
+    for step in trace.steps:
+        where = f"{trace.path}:{step.line}"
+        try:
+            obs = apply_op(sim, step.action, where)
+        except ToolError as exc:
+            result.error = str(exc)
+            return result
+        except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
+            result.error = f"{where}: replaying {step.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+            return result
+        if result.exact:
+            diff = _difference(step, obs)
+            if diff is not None:
+                result.exact = False
+                result.difference = f"{where}: step {step.n}: {diff}"
+        if obs is None:
+            continue
+        result.observations.append(obs)
+        found = checker.check(obs, step.n)
+        sim.note_checks(
+            obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
+        )
+        result.violations.extend(found)
+    if strict and not result.exact:
+        result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
+        return result
+    if result.violations:
+        result.verdict = "FAILED"
+    else:
+        result.verdict = "FIXED" if trace.verdict == "FAILED" else "PASSED"
+    return result
+
+
+def _difference(step: Any, obs: Any) -> str | None:
+    """How the replayed step differs from the recorded one (None: identical)."""
+    if step.event is None:
+        return None if obs is None else "an event happened where the recording has none"
+    if obs is None:
+        return "the recorded event did not happen (the member had nothing to send)"
+    if dumps(encode(obs.event)) != dumps(encode(step.event)):
+        return f"event differs: recorded {_short(step.event)}, replayed {_short(obs.event)}"
+    got = dumps(encode(tuple(obs.deliveries)))
+    if step.actual is not None and got != dumps(encode(step.actual)):
+        return "responses differ from the recorded ones"
+    return None
+
+
+def _short(event: Any) -> str:
+    request = getattr(event, "request", None)
+    name = type(event).__name__
+    return f"{name}({type(request).__name__})" if request is not None else name

@@ -1,0 +1,19 @@
+"""The trace of a named scenario run (the header's origin names the scenario file)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.trace.classic import to_trace
+from conformance.trace.format import Trace, groupcheck_version
+
+
+def scenario_trace(result: Any, *, target: str = "model") -> Trace:
+    sc = result.scenario
+    return to_trace(
+        result.sim,
+        target=target,
+        target_version=groupcheck_version() if target == "model" else "unknown",
+        origin={"kind": "scenario", "id": sc.id, "source": sc.source},
+        violations=[(v.invariant, v.message, v.step) for v in result.violations],
+    )
