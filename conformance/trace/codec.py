@@ -35,7 +35,7 @@ MODULES: tuple[tuple[str, str], ...] = (
 )
 
 #: Only these dataclasses of the modules above are codec types (worlds and snapshots are not).
-_SKIP = frozenset({"GroupView", "ConsumerWorld", "ClassicSim", "ModelPort", "Result"})
+_SKIP = frozenset({"GroupView", "ConsumerWorld", "ClassicSim", "ModelPort", "Result", "ConsumerSim"})
 
 
 class CodecError(ValueError):
