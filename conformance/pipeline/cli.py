@@ -34,11 +34,27 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--max-counterexamples", type=int, default=20)
     r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model")
     r.add_argument("file", type=Path)
+    c = psub.add_parser("coordlog", help="export, decode and audit a broker's __consumer_offsets")
+    where = c.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap", help="audit the log of a running broker (e.g. after a conformance run)")
+    where.add_argument(
+        "--start", choices=["apache-kafka"], help="start this target, run real groups on it, audit"
+    )
+    c.add_argument(
+        "--topic", default="groupcheck-orders", help="topic of the workload (created with --start)"
+    )
+    c.add_argument("--group", action="append", default=None, help="audit only these groups (default: all)")
+    c.add_argument("--pace", type=float, default=3.0, help="seconds between workload phases")
+    c.add_argument("--out", type=Path, default=Path("reports/runs/coordlog"))
 
 
 def run(args: argparse.Namespace) -> int:
     if args.pipeline_command == "replay":
         return _replay(args)
+    if args.pipeline_command == "coordlog":
+        from conformance.pipeline.coordreport import run_coordlog
+
+        return run_coordlog(args)
     try:
         from conformance.pipeline import jobs
         from conformance.pipeline.session import get_session
