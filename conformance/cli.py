@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     spsub.add_parser("validate")
 
+    from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
+
+    add_prove_parser(sub)
+
     # -- pipeline (issue 7): parser and logic in conformance/pipeline/cli.py
     from conformance.pipeline.cli import add_parser as add_pipeline_parser
 
@@ -66,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
         handler |= {"replay": trace_commands.cmd_replay}
+        handler["prove"] = cmd_prove
         handler["pipeline"] = cmd_pipeline
         return handler[args.command](args)
     except ToolError as exc:
@@ -184,6 +189,12 @@ def cmd_specs(args: argparse.Namespace) -> int:
     scenarios = load_scenarios()
     print(f"specs valid: {len(specs)} invariants, {len(scenarios)} scenarios")
     return EXIT_OK
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from conformance.smt.cli import cmd_prove as run
+
+    return run(args)
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
