@@ -18,7 +18,8 @@ from conformance.checker import Checker
 from conformance.pipeline import codec
 from model.observation import Observation
 
-KNOWN_PROTOCOLS = ("classic",)
+KNOWN_PROTOCOLS = ("classic", "consumer")
+WORLD_TYPES = {"classic": "ClassicWorld", "consumer": "ConsumerWorld"}
 
 
 @dataclass
@@ -68,8 +69,10 @@ def audit_trace(trace_id: str, rows: Iterable[Mapping[str, Any]]) -> TraceAudit:
                 codec.loads(str(row["world"])),
                 int(row["now"]),
             )
-            if type(obs.after).__name__ != "ClassicWorld":
-                raise codec.LakeFormatError(f"world is a {type(obs.after).__name__}, expected ClassicWorld")
+            if type(obs.after).__name__ != WORLD_TYPES[protocol]:
+                raise codec.LakeFormatError(
+                    f"world is a {type(obs.after).__name__}, expected {WORLD_TYPES[protocol]}"
+                )
         except (codec.LakeFormatError, TypeError, ValueError) as exc:
             out.quarantined.append((step, f"malformed row: {exc}"))
             before = None

@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     psub = p.add_subparsers(dest="pipeline_command", required=True, parser_class=type(p))
     s = psub.add_parser("swarm", help="N seeded model runs on Spark into a Parquet trace lake")
     s.add_argument("--runs", type=int, required=True)
-    s.add_argument("--protocol", default="classic", choices=["classic"])
+    s.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--steps", type=int, default=80, help="steps per run")
     s.add_argument("--variant", action="append", default=[], help="pin a variant for every run (KEY=VALUE)")
@@ -32,6 +32,10 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--out", type=Path, help="report directory (default: <path>-audit)")
     a.add_argument("--ownerless-bound-ms", type=int, default=None)
     a.add_argument("--max-counterexamples", type=int, default=20)
+    m = psub.add_parser("metrics", help="rebalance length, partitions moved, time without owner, coverage")
+    m.add_argument("path")
+    m.add_argument("--master")
+    m.add_argument("--out", type=Path, help="report directory (default: <path>-metrics)")
     r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model")
     r.add_argument("file", type=Path)
     c = psub.add_parser("coordlog", help="export, decode and audit a broker's __consumer_offsets")
@@ -72,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
             steps=args.steps, overwrite=args.overwrite,
         )  # fmt: skip
         print(f"swarm: {s.runs} runs, {s.rows} rows in {s.seconds:.1f} s -> {s.out}")
+        return EXIT_OK
+    if args.pipeline_command == "metrics":
+        mout = args.out or Path(str(args.path).rstrip("/") + "-metrics")
+        results = jobs.metrics(get_session(args.master, "groupcheck-metrics"), args.path, mout)
+        write_metrics_report(results, args.path, mout)
+        print(f"metrics of {args.path}: {mout / 'summary.md'}")
         return EXIT_OK
     out = args.out or Path(str(args.path).rstrip("/") + "-audit")
     spark = get_session(args.master, "groupcheck-audit")
@@ -133,6 +143,32 @@ def write_audit_report(summary: Any, out: Path) -> None:
         lines += ["", "Counterexamples (replay with `groupcheck pipeline replay FILE`):", ""]
         lines += [f"- `counterexamples/{Path(p).name}`" for p in summary.counterexamples]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_metrics_report(results: dict[str, list[dict[str, Any]]], lake: str, out: Path) -> None:
+    titles = {
+        "rebalances": "Rebalance length (steps and virtual ms per rebalance)",
+        "moved": "Partitions moved per completed rebalance (Stable owner changed between generations)",
+        "ownerless": "Time without an owner while Stable (virtual ms per span)",
+        "coverage": "Coverage of the abstract state graph (protocol, group state, members, members in sync)",
+    }
+    lines = [f"# Pipeline metrics: `{lake}`", ""]
+    for name, rows in results.items():
+        lines += [f"## {titles[name]}", ""]
+        if not rows:
+            lines += ["(no rows)", ""]
+            continue
+        cols = list(rows[0])
+        lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in rows:
+            lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
+        lines.append("")
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:,.1f}" if isinstance(v, float) else str(v)
 
 
 def _replay(args: argparse.Namespace) -> int:

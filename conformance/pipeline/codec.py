@@ -2,7 +2,7 @@
 
 The lake stores each step's world, event and deliveries as JSON text (columns `world`, `event`,
 `deliveries`). Dataclasses carry their class as ``"@": "module:Name"``; enums, bytes, frozensets,
-sets, lists and dicts are tagged; tuples are plain JSON arrays (the model's containers are tuples).
+sets, lists, dicts and read-only mappings are tagged; tuples are plain JSON arrays (the model's containers are tuples).
 Decoding only resolves classes from the `model` package, so a lake cannot make the auditor import
 arbitrary code; anything else is a `LakeFormatError` naming the offending tag.
 Output is deterministic: sorted keys, frozensets in a canonical order, no whitespace.
@@ -16,6 +16,7 @@ import enum
 import importlib
 import json
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 
@@ -24,11 +25,11 @@ class LakeFormatError(ValueError):
 
 
 def to_jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, enum.Enum):
+    if isinstance(value, enum.Enum):  # before int: IntEnum members must come back as members
         cls = type(value)
         return {"@e": f"{cls.__module__}:{cls.__qualname__}", "v": value.value}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
     if isinstance(value, bytes):
         return {"@b": base64.b64encode(value).decode("ascii")}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -44,9 +45,9 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, frozenset | set):
         items = sorted((to_jsonable(v) for v in value), key=_canonical)
         return {"@fs" if isinstance(value, frozenset) else "@s": items}
-    if isinstance(value, dict):
+    if isinstance(value, dict | MappingProxyType):
         pairs = sorted(([to_jsonable(k), to_jsonable(v)] for k, v in value.items()), key=_canonical)
-        return {"@d": pairs}
+        return {"@d" if isinstance(value, dict) else "@mp": pairs}
     raise TypeError(f"cannot encode {type(value).__name__} for the trace lake")
 
 
@@ -105,6 +106,8 @@ def from_jsonable(value: Any) -> Any:
         return [from_jsonable(v) for v in value["@l"]]
     if "@d" in value:
         return {from_jsonable(k): from_jsonable(v) for k, v in value["@d"]}
+    if "@mp" in value:
+        return MappingProxyType({from_jsonable(k): from_jsonable(v) for k, v in value["@mp"]})
     raise LakeFormatError(f"untagged JSON object with keys {sorted(value)[:5]}")
 
 

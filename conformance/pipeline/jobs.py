@@ -258,3 +258,20 @@ def _write_counterexamples(df: DataFrame, summary: AuditSummary, directory: Path
             lines[-1] = json.dumps(verdict, sort_keys=True, separators=(",", ":"))
         written.append(str(write_counterexample(directory, lines, inv)))
     return sorted(set(written))
+
+
+# ---------------------------------------------------------------------- metrics
+def metrics(spark: SparkSession, path: str, out: Path) -> dict[str, list[dict[str, Any]]]:
+    """Run every metrics query; each result is written as Parquet and returned as rows."""
+    from conformance.pipeline.metrics import QUERIES, metrics_sql
+
+    df = read_lake(spark, path)
+    df.where("trace_id IS NOT NULL AND step IS NOT NULL AND now IS NOT NULL").createOrReplaceTempView("lake")
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name in QUERIES:
+        res = spark.sql(metrics_sql(name))
+        rows = [r.asDict() for r in res.collect()]
+        res.coalesce(1).write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
+        results[name] = rows
+    return results

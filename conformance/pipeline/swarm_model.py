@@ -1,6 +1,6 @@
 """Swarm exploration of the model: one seeded run per configuration, every step a lake row.
 
-Plain Python (no pyspark): Spark executors, a multiprocessing pool and the tests all call
+Protocols: classic here, KIP-848 consumer in `swarm_consumer`. Plain Python (no pyspark): Spark executors, a multiprocessing pool and the tests all call
 `run_one`. Each run draws its own configuration from the swarm distribution (swarm testing,
 Groce et al. ISSTA 2012: every run enables a random subset of fault kinds, so rare interleavings
 are not drowned by always-on faults): members, topics, partitions, assignor, variants and fault
@@ -74,15 +74,24 @@ def draw_config(
     topics = {"t": rng.randint(1, 8)}
     if rng.random() < 0.4:
         topics["u"] = rng.randint(1, 4)
-    assignor = rng.choice(ASSIGNORS)
-    if pinned.get("assignor") and pinned["assignor"] != "mixed":
-        assignor = pinned["assignor"]
-    variants = dict(DEFAULT_VARIANTS)
-    variants["join_version"] = rng.choice(("9", "9", "4", "3"))
-    variants.update({k: v for k, v in pinned.items() if k != "assignor"})
-    variants["assignor"] = assignor
+    if protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import FAULTS as CONSUMER_FAULTS
+        from conformance.pipeline.swarm_consumer import consumer_variants
+
+        assignor = "uniform"  # the coordinator's default server assignor
+        variants = consumer_variants(rng, pinned)
+        kinds = CONSUMER_FAULTS
+    else:
+        assignor = rng.choice(ASSIGNORS)
+        if pinned.get("assignor") and pinned["assignor"] != "mixed":
+            assignor = pinned["assignor"]
+        variants = dict(DEFAULT_VARIANTS)
+        variants["join_version"] = rng.choice(("9", "9", "4", "3"))
+        variants.update({k: v for k, v in pinned.items() if k != "assignor"})
+        variants["assignor"] = assignor
+        kinds = FAULTS
     static = tuple(rng.random() < 0.3 for _ in range(members))
-    faults = tuple(f for f in FAULTS if rng.random() < 0.5)
+    faults = tuple(f for f in kinds if rng.random() < 0.5)
     subscriptions = tuple(
         tuple(sorted(topics)) if ("u" in topics and rng.random() < 0.5) else ("t",) for _ in range(members)
     )
@@ -211,6 +220,11 @@ class _Driver:
 
 def observations(cfg: SwarmConfig) -> tuple[Any, list[tuple[Observation[Any], str]]]:
     """The initial world and the run's observations with the action that produced each (deterministic)."""
+    if cfg.protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import ConsumerDriver
+
+        cdriver = ConsumerDriver(cfg)
+        return cdriver.initial, cdriver.run()
     driver = _Driver(cfg)
     return driver.initial, driver.run()
 
@@ -258,8 +272,11 @@ def observation_row(
 def run_one(cfg: SwarmConfig) -> Iterator[dict[str, Any]]:
     config_json = cfg.to_json()
     initial, observed = observations(cfg)
+    make_row = observation_row
+    if cfg.protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import consumer_row as make_row
     for step, (obs, action) in enumerate(observed, 1):
-        row = observation_row(cfg, config_json, step, obs, action)
+        row = make_row(cfg, config_json, step, obs, action)
         row["before"] = codec.dumps(initial) if step == 1 else None
         yield row
 

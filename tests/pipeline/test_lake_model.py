@@ -199,3 +199,18 @@ def test_cli_replay_exit_codes(v0_rows, tmp_path: Path, capsys):
     assert "FAILED: client.assignment_single_owner" in capsys.readouterr().out
     assert main(["pipeline", "replay", str(tmp_path / "nope.ndjson")]) == 2
     assert main(["pipeline", "swarm", "--runs", "1", "--variant", "sticky=v9"]) == 2
+
+
+def test_consumer_swarm_round_trips_and_its_audit_catches_kafka_16147():
+    _initial, observed = observations(draw_config(2, 1, "consumer"))
+    assert observed and all(codec.loads(codec.dumps(o.after)) == o.after for o, _ in observed[::10])
+    rows = list(run_one(draw_config(2, 1, "consumer")))
+    assert rows == list(run_one(draw_config(2, 1, "consumer"))) and rows[0]["protocol"] == "consumer"
+    clean = set()
+    broken = set()
+    for i in range(4):
+        clean |= {v[1] for v in audit_trace("c", run_one(draw_config(2, i, "consumer"))).violations}
+        mutant = draw_config(2, i, "consumer", {"mutant": "kafka-16147"})
+        broken |= {v[1] for v in audit_trace("m", run_one(mutant)).violations}
+    assert not clean
+    assert "consumer.single_partition_holder" in broken

@@ -90,3 +90,16 @@ def test_quarantine_counts_bad_rows_and_wrong_schema_is_a_tool_error(spark, tmp_
     pq.write_table(t, retyped / "x.parquet")
     with pytest.raises(UsageError, match="column 'step' has type string, expected integer"):
         audit(spark, str(retyped), tmp_path / "audit3")
+
+
+def test_metrics_and_coverage_over_the_lake(spark, v0_lake, tmp_path):
+    from conformance.pipeline.jobs import metrics
+
+    results = metrics(spark, str(v0_lake), tmp_path / "metrics")
+    rebalances = {r["assignor"]: r for r in results["rebalances"]}
+    assert set(rebalances) == {"sticky"} and rebalances["sticky"]["rebalances"] > 8
+    assert rebalances["sticky"]["avg_steps"] >= 1
+    assert results["moved"] and results["moved"][0]["stable_generations"] > 0
+    cov = results["coverage"][0]
+    assert cov["protocol"] == "classic" and 5 < cov["states"] <= cov["transitions"] + 1
+    assert (tmp_path / "metrics" / "coverage.parquet").exists()
