@@ -274,16 +274,20 @@ def main() -> None:
     ap.add_argument("--sizes", default="1e6,1e7")
     ap.add_argument("--big", default="1e8", help="rows for the no-OOM run (0: skip)")
     ap.add_argument("--base-runs", type=int, default=2000)
-    ap.add_argument("--registry-rows-runs", type=int, default=500, help="runs for the registry audit")
-    ap.add_argument("--swarm-runs", type=int, default=1000)
+    ap.add_argument(
+        "--registry-rows-runs", type=int, default=500, help="runs for the registry audit (0: skip)"
+    )
+    ap.add_argument("--swarm-runs", type=int, default=1000, help="0: skip")
     ap.add_argument("--work", type=Path, default=Path("/tmp/groupcheck-bench"))
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1:])
         return
     a.work.mkdir(parents=True, exist_ok=True)
     lines = [
+        "Command: `.venv/bin/python benchmarks/pipeline.py " + " ".join(sys.argv[1:]) + "`",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"{round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GiB, Python {platform.python_version()}",
         f"Load average at start: {loadavg()}",
@@ -301,31 +305,31 @@ def main() -> None:
     for n in sizes:
         path = str(make_scaled(a.work, base, n))
         for engine in ("spark-windows", "duckdb-windows", "python-windows"):
-            r = measure(engine, path)
+            r = measure(engine, path, timeout_s=a.timeout)
             table.append(_row(n, engine, r))
             print(table[-1], flush=True)
     big = int(float(a.big))
     if big:
         path = str(make_scaled(a.work, base, big))
         for engine in ("spark-windows", "duckdb-windows"):
-            r = measure(engine, path, timeout_s=5400)
+            r = measure(engine, path, timeout_s=max(a.timeout, 1800))
             table.append(_row(big, engine, r))
             print(table[-1], flush=True)
     reg = [
         "| rows | engine | seconds | rows/s | violations | peak RSS MiB | load avg |",
         "|---|---|---|---|---|---|---|",
     ]
-    reg_base = make_base(a.work, a.registry_rows_runs)
+    reg_base = make_base(a.work, a.registry_rows_runs) if a.registry_rows_runs else None
     n = a.registry_rows_runs * 80
-    for engine in ("spark-registry", "python-registry"):
-        reg.append(_row(n, engine, measure(engine, str(reg_base))))
+    for engine in ("spark-registry", "python-registry") if reg_base else ():
+        reg.append(_row(n, engine, measure(engine, str(reg_base), timeout_s=a.timeout)))
         print(reg[-1], flush=True)
     sw = [
         "| runs | engine | seconds | runs/s | rows | peak RSS MiB | load avg |",
         "|---|---|---|---|---|---|---|",
     ]
-    for engine in ("spark-swarm", "pool-swarm"):
-        r = measure(engine, str(a.swarm_runs), str(a.work / f"swarm-{engine}"))
+    for engine in ("spark-swarm", "pool-swarm") if a.swarm_runs else ():
+        r = measure(engine, str(a.swarm_runs), str(a.work / f"swarm-{engine}"), timeout_s=a.timeout)
         rate = f"{a.swarm_runs / r['seconds']:,.1f}" if "seconds" in r else "-"
         sw.append(
             f"| {a.swarm_runs} | {engine} | {r.get('seconds', 0):.1f} | {rate} | {r.get('rows', r.get('error'))} "

@@ -36,6 +36,10 @@ def add_parser(sub: Any) -> None:
     m.add_argument("path")
     m.add_argument("--master")
     m.add_argument("--out", type=Path, help="report directory (default: <path>-metrics)")
+    im = psub.add_parser("import", help="convert groupcheck NDJSON traces into a trace lake")
+    im.add_argument("traces", nargs="+", type=Path)
+    im.add_argument("--out", type=Path, required=True)
+    im.add_argument("--overwrite", action="store_true")
     r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model")
     r.add_argument("file", type=Path)
     c = psub.add_parser("coordlog", help="export, decode and audit a broker's __consumer_offsets")
@@ -55,6 +59,12 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.pipeline_command == "replay":
         return _replay(args)
+    if args.pipeline_command == "import":
+        from conformance.pipeline.importer import import_traces
+
+        n, rows = import_traces(list(args.traces), args.out, args.overwrite)
+        print(f"import: {n} trace(s), {rows} rows -> {args.out}")
+        return EXIT_OK
     if args.pipeline_command == "coordlog":
         from conformance.pipeline.coordreport import run_coordlog
 

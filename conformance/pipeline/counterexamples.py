@@ -120,6 +120,10 @@ def replay_file(path: Path) -> ReplayResult:
     from conformance.pipeline.swarm_model import config_from_json, observations
 
     header, steps, verdict = read_counterexample(path)
+    if "source" in header["config"]:
+        raise UsageError(
+            f"{path}:1: imported from {header['config']['source']}: replay that trace with groupcheck replay"
+        )
     cfg = config_from_json(json.dumps(header["config"]))
     cfg = type(cfg)(**{**cfg.__dict__, "steps": len(steps)})
     _initial, observed = observations(cfg)

@@ -214,3 +214,31 @@ def test_consumer_swarm_round_trips_and_its_audit_catches_kafka_16147():
         broken |= {v[1] for v in audit_trace("m", run_one(mutant)).violations}
     assert not clean
     assert "consumer.single_partition_holder" in broken
+
+
+def test_ndjson_traces_import_into_the_lake_and_audit_the_same(tmp_path: Path):
+    import pyarrow.parquet as pq
+
+    from conformance.cli import main
+    from conformance.pipeline.importer import import_traces
+
+    assert (
+        main(
+            ["scenario", "run", "kafka-7026", "--variant", "sticky=v0", "--report-dir", str(tmp_path / "sc")]
+        )
+        == 1
+    )
+    traces = sorted((tmp_path / "sc").rglob("*.ndjson"))
+    assert traces
+    n, rows = import_traces(traces, tmp_path / "lake")
+    table = pq.read_table(tmp_path / "lake")
+    assert n == len(traces) and table.num_rows == rows > 0 and table.schema.equals(schema.LAKE_SCHEMA)
+    got = table.to_pylist()
+    audit = audit_trace(got[0]["trace_id"], got)
+    assert "classic.single_owner_consumer" in {v[1] for v in audit.violations} and not audit.quarantined
+    step, inv, msg = next(v for v in audit.violations if v[1] == "classic.single_owner_consumer")
+    cx = write_counterexample(tmp_path / "cx", counterexample_lines(got, inv, step, msg), inv)
+    with pytest.raises(UsageError, match="replay that trace with groupcheck replay"):
+        replay_file(cx)
+    with pytest.raises(UsageError, match="not empty"):
+        import_traces(traces, tmp_path / "lake")
