@@ -77,7 +77,7 @@ VARIANTS: dict[str, VariantKey] = {
         ),
         VariantKey(
             "mutant",
-            ("kafka-16147", "stale-sync"),
+            ("kafka-16147", "stale-sync", "leave-no-bump", "no-epoch-check"),
             "run against a mutant coordinator (conformance/mutants/) instead of the reference model",
             ("consumer", "classic"),
         ),

@@ -4,9 +4,15 @@ Sources: ../shared/reference/bug-catalogue.md row 5 (KAFKA-16147 / PR #15212).""
 
 from __future__ import annotations
 
-from model.consumer.coordinator import ConsumerCoordinator
-from model.consumer.messages import TopicPartition
-from model.consumer.state import ConsumerGroup
+from model.consumer.coordinator import ConsumerCoordinator, _Txn
+from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition
+from model.consumer.records import (
+    CurrentAssignmentTombstone,
+    MemberSubscriptionTombstone,
+    SubscriptionMetadataRecord,
+    TargetAssignmentMemberTombstone,
+)
+from model.consumer.state import REBALANCE, SESSION, ConsumerGroup, ConsumerMember
 
 
 class PendingRevocationIsFree(ConsumerCoordinator):
@@ -19,6 +25,32 @@ class PendingRevocationIsFree(ConsumerCoordinator):
         return -1
 
 
+class LeaveWithoutBump(ConsumerCoordinator):
+    """A fence (leave -1, session or rebalance timeout) that does not bump the group epoch, so the
+    departed member's partitions stay outside every target (reference B.4, GMM L3087; issue 6)."""
+
+    def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
+        gid = txn.group_id
+        txn.emit(CurrentAssignmentTombstone(gid, member.member_id))
+        txn.emit(TargetAssignmentMemberTombstone(gid, member.member_id))
+        txn.emit(MemberSubscriptionTombstone(gid, member.member_id))
+        group = txn.require_group()
+        metadata = self.compute_subscription_metadata(txn.scratch, group)
+        if metadata != group.subscription_metadata:
+            txn.emit(SubscriptionMetadataRecord(gid, tuple(sorted(metadata.items()))))
+        for kind in (SESSION, REBALANCE):
+            self.cancel_timer(txn, kind, member.member_id)
+
+
+class NoEpochCheck(ConsumerCoordinator):
+    """Heartbeat member epochs are not validated (reference B.6 row 12, GMM L1362; issue 6)."""
+
+    def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
+        return None
+
+
 CONSUMER_MUTANTS: dict[str, type[ConsumerCoordinator]] = {
     "kafka-16147": PendingRevocationIsFree,
+    "leave-no-bump": LeaveWithoutBump,
+    "no-epoch-check": NoEpochCheck,
 }

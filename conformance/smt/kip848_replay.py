@@ -2,10 +2,10 @@
 model does not confirm).
 
 A counterexample is a list of heartbeats (and leaves) of members ``m0..m{M-1}`` of group ``g`` on
-topic ``t`` with P partitions, plus the target assignment the solver picked whenever one was due.
-The model's coordinator runs them with a *scripted* server assignor (Kafka accepts custom
-assignors through ``group.consumer.assignors``; the z3 encoding allows any legal one) and, for a
-broken variant, with the one rule overridden that the variant breaks. After every step the model's
+topic ``t`` with P partitions; the members ask for the ``range`` server assignor, whose targets the
+bounded model checker computes exactly. The model's coordinator runs them, for a broken variant
+with the one rule overridden that the variant breaks. (The differential test also scripts the
+targets: the inductive proofs allow any legal assignor.) After every step the model's
 group is compared with the solver's state (a mismatch is an encoding bug), and the registry's own
 predicate must report the violation.
 """
@@ -16,19 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.mutants.consumer import LeaveWithoutBump, NoEpochCheck, PendingRevocationIsFree
 from conformance.smt.kip848 import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Txn
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition, to_topic_partitions
-from model.consumer.records import (
-    CurrentAssignmentTombstone,
-    MemberSubscriptionTombstone,
-    SubscriptionMetadataRecord,
-    TargetAssignmentMemberTombstone,
-)
 from model.consumer.state import (
-    REBALANCE,
-    SESSION,
     ConsumerCoordinatorState,
     ConsumerGroup,
     ConsumerMember,
@@ -52,36 +45,34 @@ class ScriptedCoordinator(ConsumerCoordinator):
     def run_assignor(
         self, name: str, members: Mapping[str, AssignmentMember], topics: Mapping[str, int], homogeneous: bool
     ) -> GroupAssignment:
-        if self.next_target is None:
-            raise AssertionError("the counterexample has no target for this heartbeat")
+        if self.next_target is None:  # the members' own choice (``range``, named in their joins)
+            return super().run_assignor(name, members, topics, homogeneous)
         return {mid: self.next_target.get(mid, frozenset()) for mid in members}
 
     def current_partition_epoch(self, group: ConsumerGroup, tp: TopicPartition) -> int:
-        if self.variant.reconcile_pending == "ignore" and any(
-            tp in m.pending_revocation for m in group.members.values()
-        ):
-            return NO_EPOCH  # broken: a partition pending revocation counts as free
+        if self.variant.reconcile_pending == "ignore":  # the registered KAFKA-16147 mutant's rule
+            return PendingRevocationIsFree.current_partition_epoch(self, group, tp)
         return super().current_partition_epoch(group, tp)
 
     def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
         if self.variant.epoch_check:
             super().validate_member_epoch(member, request)
+        else:
+            NoEpochCheck.validate_member_epoch(self, member, request)
 
     def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
         if self.variant.leave_bump:
             super().fence_member(txn, member)
-            return
-        # broken: GMM L3087 without the group-epoch record
-        gid = txn.group_id
-        txn.emit(CurrentAssignmentTombstone(gid, member.member_id))
-        txn.emit(TargetAssignmentMemberTombstone(gid, member.member_id))
-        txn.emit(MemberSubscriptionTombstone(gid, member.member_id))
-        group = txn.require_group()
-        metadata = self.compute_subscription_metadata(txn.scratch, group)
-        if metadata != group.subscription_metadata:
-            txn.emit(SubscriptionMetadataRecord(gid, tuple(sorted(metadata.items()))))
-        for kind in (SESSION, REBALANCE):
-            self.cancel_timer(txn, kind, member.member_id)
+        else:
+            LeaveWithoutBump.fence_member(self, txn, member)
+
+
+MUTANT_OF: dict[tuple[str, str], str] = {
+    ("reconcile_pending", "ignore"): "kafka-16147",
+    ("leave_bump", "false"): "leave-no-bump",
+    ("epoch_check", "false"): "no-epoch-check",
+}
+"""The registered mutant (`conformance.mutants`, ``--variant mutant=NAME``) of each broken variant."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +111,7 @@ def request_of(step: HeartbeatStep) -> ConsumerGroupHeartbeatRequest:
             0,
             rebalance_timeout_ms=60_000,
             subscribed_topic_names=(TOPIC,),
+            server_assignor="range",
             topic_partitions=owned,
         )
     return ConsumerGroupHeartbeatRequest(GROUP, mid, step.epoch, topic_partitions=owned)
