@@ -100,7 +100,9 @@ def test_written_counterexample_replays(invariant: str, variant: str, tmp_path, 
     assert main(["prove", "--replay", str(path)]) == 1
     assert "FAILED" in capsys.readouterr().out
     # the same inputs on the correct rules: the violation is gone
-    data = path.read_text(encoding="utf-8").replace(f'"{variant.split("=")[0]}": "{variant.split("=")[1]}"', "")
+    data = path.read_text(encoding="utf-8").replace(
+        f'"{variant.split("=")[0]}": "{variant.split("=")[1]}"', ""
+    )
     fixed = tmp_path / "fixed.json"
     fixed.write_text(data, encoding="utf-8")
     assert main(["prove", "--replay", str(fixed)]) == 0
