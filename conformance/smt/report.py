@@ -95,8 +95,9 @@ def write_report(path: Path, limits: Limits, depth: int = 6) -> Path:
         "",
         "Re-run a counterexample on the model: `groupcheck replay reports/proofs/<file>.ndjson` (classic traces,",
         "recorded against `--variant mutant=stale-sync`) or `groupcheck prove --replay reports/proofs/<file>.json`",
-        "(KIP-848 requests, replayed against the registered mutants `kafka-16147`, `leave-no-bump`,",
-        "`no-epoch-check`; client assignor inputs). The same requests on the correct model pass.",
+        "(KIP-848 requests, replayed with the rules of the registered mutants `kafka-16147` and",
+        "`skip-fencing-check`, or a fence without the epoch bump; client assignor inputs). The same requests",
+        "on the correct model pass.",
         "",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
