@@ -47,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--target", default="model")
     rp.add_argument("--variant", action="append", default=[])
     rp.add_argument("--output", type=Path, help="write the replay's own trace under this run directory")
+    sh = sub.add_parser("show", help="render a trace: step table, Mermaid sequence diagram, SVG or PNG")
+    sh.add_argument("file")
+    sh.add_argument("--format", default="text", choices=["text", "mermaid", "svg", "png"])
+    sh.add_argument("--output", type=Path)
+    sh.add_argument("--steps", help="only steps FROM:TO")
 
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
@@ -60,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.trace import commands as trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
-        handler |= {"replay": trace_commands.cmd_replay}
+        handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)

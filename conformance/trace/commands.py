@@ -58,3 +58,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
         emit_counterexample(again, Path(args.output))
     return result.exit_code
+
+
+def _window(spec: str | None) -> tuple[int, int] | None:
+    if spec is None:
+        return None
+    first, sep, last = spec.partition(":")
+    try:
+        lo = int(first) if first else 1
+        hi = int(last) if sep and last else (lo if not sep else 10**9)
+    except ValueError:
+        raise UsageError(f"--steps {spec!r}: expected FROM:TO (step numbers)") from None
+    return lo, hi
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from conformance.trace import render
+    from conformance.trace.format import read_trace
+
+    path = Path(args.file)
+    trace = read_trace(path)
+    window = _window(args.steps)
+    if args.format in ("svg", "png"):
+        out = args.output or path.with_suffix(f".{args.format}")
+        render.image(trace, out, args.format, window)
+        print(f"wrote {out}")
+        return 0
+    body = render.text(trace, window) if args.format == "text" else render.mermaid(trace, window)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(body)
+        print(f"wrote {args.output}")
+    else:
+        print(body, end="")
+    return 0
