@@ -1,7 +1,7 @@
 """Steps per second of seeded random walks on the reference model, with and without invariant checks.
 
 Goal (issue: classic foundation): >= 20k steps/s per core without checks. Run:
-    .venv/bin/python benchmarks/model_throughput.py [--steps N] [--protocol classic]
+    .venv/bin/python benchmarks/model_throughput.py [--steps N] [--protocol classic|consumer|all]
 Prints a Markdown table; results are recorded in benchmarks/results/model_throughput.md.
 """
 
@@ -12,7 +12,7 @@ import platform
 import random
 import time
 
-from conformance.build import make_classic_sim
+from conformance.build import make_classic_sim, make_consumer_sim
 from conformance.checker import Checker
 
 
@@ -44,19 +44,61 @@ def classic_walk(steps: int, check: bool, seed: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def consumer_walk(steps: int, check: bool, seed: int) -> float:
+    """The KIP-848 twin: heartbeats, time, stalls, lost responses, slow callbacks, failovers."""
+    rng = random.Random(seed)
+    clients = [
+        {"name": f"c{i}", "topics": ["t", "u"] if i % 2 else ["t"], "instance_id": "s" if i == 2 else None}
+        for i in range(4)
+    ]
+    sim = make_consumer_sim({"t": 4, "u": 2}, clients, {}, {}, seed=seed)
+    checker = Checker("consumer") if check else None
+    names = sorted(sim.clients)
+    done = 0
+    start = time.perf_counter()
+    while done < steps:
+        r = rng.random()
+        name = rng.choice(names)
+        if r < 0.75:
+            obs = sim.client_step(name)
+        elif r < 0.88:
+            obs = sim.advance(rng.choice((100, 500, 1000, 3100)))
+        elif r < 0.92:
+            obs = sim.stall(name, not sim.clients[name].crashed)
+        elif r < 0.95:
+            sim.lose_response(name)
+            obs = sim.client_step(name)
+        elif r < 0.98:
+            obs = sim.reconcile(name)
+        else:
+            obs = sim.failover()
+        if obs is None:
+            continue
+        done += 1
+        if checker is not None:
+            checker.check(obs, done)
+    return steps / (time.perf_counter() - start)
+
+
+WALKS = {"classic": classic_walk, "consumer": consumer_walk}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--protocol", choices=["classic", "consumer", "all"], default="all")
     args = ap.parse_args()
     print(
         f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}, 1 core used"
     )
     print("| protocol | invariant checks | steps | steps/s |")
     print("|---|---|---|---|")
-    for check in (False, True):
-        rate = classic_walk(args.steps, check, args.seed)
-        print(f"| classic | {'on' if check else 'off'} | {args.steps} | {rate:,.0f} |")
+    protocols = list(WALKS) if args.protocol == "all" else [args.protocol]
+    for protocol in protocols:
+        for check in (False, True):
+            rate = WALKS[protocol](args.steps, check, args.seed)
+            print(f"| {protocol} | {'on' if check else 'off'} | {args.steps} | {rate:,.0f} |")
 
 
 if __name__ == "__main__":

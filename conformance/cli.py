@@ -85,7 +85,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     _require_model(args.target)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
-    protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
+    protocols = ["classic", "consumer"] if args.protocol == "all" else [args.protocol]
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
@@ -153,7 +153,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         print("steps:")
         for entry in result.log:
             print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
-    if result.violations:
+    if result.violations and sc.protocol == "classic":  # consumer traces: see conformance/trace (issue 5)
         from conformance.trace.emit import default_run_dir, emit_counterexample
         from conformance.trace.scenario import scenario_trace
 

@@ -11,7 +11,8 @@ from hypothesis.stateful import get_state_machine_test
 
 from conformance.checker import Checker, Violation
 from conformance.errors import UsageError
-from conformance.machines.classic import InvariantViolation, MachineSettings, make_machine
+from conformance.machines import classic, consumer
+from conformance.machines.classic import InvariantViolation, MachineSettings
 from conformance.profiles import Profile
 
 
@@ -52,13 +53,14 @@ def run_check(
     variants: dict[str, str] | None = None,
     port_factory: Any = None,
 ) -> CheckResult:
-    if protocol != "classic":
-        raise UsageError(f"protocol {protocol!r} has no state machine yet (known: classic)")
+    machines = {"classic": classic.make_machine, "consumer": consumer.make_machine}
+    if protocol not in machines:
+        raise UsageError(f"protocol {protocol!r} has no state machine (known: {', '.join(machines)})")
     variants = dict(variants or {})
     checker = Checker(protocol)
     n = max_examples if max_examples is not None else profile.max_examples
     result = CheckResult(protocol, target, seed_value, n, variants)
-    machine = make_machine(MachineSettings(variants, checker, port_factory))
+    machine = machines[protocol](MachineSettings(variants, checker, port_factory))
     test_settings = settings(
         max_examples=n,
         stateful_step_count=profile.step_count,

@@ -269,4 +269,8 @@ class ScenarioRunner:
 
 
 def run_scenario(scenario: Scenario, variants: dict[str, str], **kw: Any) -> ScenarioResult:
+    if scenario.protocol == "consumer":
+        from conformance.consumer_scenarios import ConsumerScenarioRunner
+
+        return ConsumerScenarioRunner(scenario, variants, **kw).run()
     return ScenarioRunner(scenario, variants, **kw).run()

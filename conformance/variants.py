@@ -52,6 +52,12 @@ VARIANTS: dict[str, VariantKey] = {
             "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (seed 004)",
             ("consumer",),
         ),
+        VariantKey(
+            "mutant",
+            ("kafka-16147",),
+            "run against a mutant coordinator (conformance/mutants/) instead of the reference model",
+            ("consumer",),
+        ),
     )
 }
 

@@ -1047,6 +1047,16 @@ def test_every_invariant_can_fail() -> None:
         violations("consumer.sometimes_static_rejoin", obs_of(h.world(), w2)),
     )
 
+    # KIP-1082 ghosts: a v0 join whose response is lost leaves a member no client knows
+    ghosts = ghost_run(0)
+    known = frozenset(c.member_id for c in ghosts.clients)
+    ghost_world = replace(ghosts.world(), known_member_ids=known)
+    expect("consumer.no_ghost_member", violations("consumer.no_ghost_member", obs_of(ghost_world)))
+    clean = ghost_run(1)
+    clean_world = replace(clean.world(), known_member_ids=frozenset(c.member_id for c in clean.clients))
+    assert not violations("consumer.no_ghost_member", obs_of(clean_world))
+    assert not violations("consumer.no_ghost_member", obs_of(ghosts.world()))  # untracked: not checked
+
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
 
@@ -1073,6 +1083,7 @@ def test_invariant_registry_entries() -> None:
         "consumer.valid_partition_epoch",
         "consumer.member_epoch_monotonic",
         "consumer.eventual_convergence",
+        "consumer.no_ghost_member",
         "consumer.sometimes_revocation",
         "consumer.sometimes_static_rejoin",
     }

@@ -5,10 +5,13 @@ every consumer and mixed invariant checked after every step, and a mutant per mi
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
 
+from model.choice import SeededChooser
+from model.classic.client import ClassicClient
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -264,8 +267,9 @@ def test_join_protocol_must_be_shared_by_every_classic_member_and_group_full() -
 
 def test_static_classic_join_takes_over_the_instance_and_checks_known_ids() -> None:
     """GMM getOrMaybeSubscribeStaticConsumerGroupMember with useClassicProtocol: an unknown member id
-    takes over the instance (no -2 needed); a known id must hold it (FENCED_INSTANCE_ID)."""
-    h = Harness()
+    takes over the instance (no -2 needed); a known id must hold it (FENCED_INSTANCE_ID). (Policy
+    ``upgrade``: with downgrades allowed, replacing the only consumer-protocol member downgrades.)"""
+    h = Harness(MixedCoordinator(MixedConfig(policy=MigrationPolicy.UPGRADE)))
     ok(h.send(join("A", instance_id="i1")))
     first = h.send(jg(instance="i1", version=9))
     assert isinstance(first, JoinGroupResponse) and first.error == E.NONE
@@ -633,6 +637,37 @@ def test_downgrade_by_session_timeout_of_the_last_consumer_member() -> None:
     assert not h.violations
 
 
+@pytest.mark.parametrize("policy", [MigrationPolicy.BIDIRECTIONAL, MigrationPolicy.UPGRADE])
+def test_downgrade_when_a_classic_static_member_replaces_the_last_consumer_member(
+    policy: MigrationPolicy,
+) -> None:
+    """@1eb7644 L1078 validateOnlineDowngradeWithReplacedMemberId + convertToClassicGroup with a
+    joining member: it takes the replaced member's target, the group stays Stable (no rebalance) at
+    the group epoch before the join; its SyncGroup at that generation gets the assignment."""
+    h = Harness(MixedCoordinator(MixedConfig(policy=policy)))
+    ok(h.send(join("A", instance_id="i1")))
+    b = h.send(jg(version=3))
+    assert isinstance(b, JoinGroupResponse)
+    ok(h.send(SyncGroupRequest("g", h.member(b.member_id).member_epoch, b.member_id)))
+    target_a = h.group.target_of("A")
+    epoch = h.group.group_epoch
+    resp = h.send(jg(instance="i1"))
+    assert isinstance(resp, JoinGroupResponse) and resp.error == E.NONE
+    if policy == MigrationPolicy.UPGRADE:
+        assert h.state.group_type("g") == "consumer" and "A" not in h.group.members
+        assert h.member(resp.member_id).classic is not None
+    else:
+        assert h.state.group_type("g") == "classic"
+        cg = h.state.classic.groups["g"]
+        assert cg.state == ClassicGroupState.STABLE and cg.generation == epoch == resp.generation_id
+        assert set(cg.members) == {b.member_id, resp.member_id}
+        assert frozenset(decode_assignment(cg.members[resp.member_id].assignment).partitions) == target_a
+        sync = h.send(SyncGroupRequest("g", resp.generation_id, resp.member_id, group_instance_id="i1"))
+        assert isinstance(sync, SyncGroupResponse) and sync.error == E.NONE
+        assert frozenset(decode_assignment(sync.assignment).partitions) == target_a
+    assert not h.violations
+
+
 # ------------------------------------------------------------------------------ replay, failover
 
 
@@ -771,6 +806,15 @@ class NeverDowngrades(MixedCoordinator):
     consumer_class = _NeverDowngrades
 
 
+class _NoReplacementDowngrade(MixedConsumerCoordinator):
+    def downgrade_on_replacement(self, before: ConsumerGroup, replaced: ConsumerMember) -> bool:
+        return False
+
+
+class NoReplacementDowngrade(MixedCoordinator):
+    consumer_class = _NoReplacementDowngrade
+
+
 class _HeartbeatNeverRejoins(MixedConsumerCoordinator):
     def classic_heartbeat_needs_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
         return False
@@ -815,6 +859,12 @@ def upgrade_script(h: Harness) -> None:
 def downgrade_script(h: Harness) -> None:
     mixed_group(h)
     h.send(beat("A", -1))
+
+
+def replacement_script(h: Harness) -> None:
+    ok(h.send(join("A", instance_id="i1")))
+    h.send(jg(version=3))
+    h.send(jg(instance="i1"))
 
 
 def empty_script(h: Harness) -> None:
@@ -871,6 +921,7 @@ def cooperative_revocation_script(h: Harness) -> None:
             "mixed.downgrade_rules",
         ),
         (NeverDowngrades, MixedConfig(), downgrade_script, "mixed.downgrade_rules"),
+        (NoReplacementDowngrade, MixedConfig(), replacement_script, "mixed.downgrade_rules"),
         (HeartbeatNeverRejoins, MixedConfig(), rejoin_script, "mixed.classic_heartbeat_rule"),
         (GenerationOffByOne, MixedConfig(), rejoin_script, "mixed.classic_generation_is_member_epoch"),
         (SyncGivesTarget, MixedConfig(), revocation_script, "mixed.classic_sync_gives_assigned"),
@@ -902,3 +953,71 @@ def test_sync_gives_target_mutant_makes_two_clients_own_a_partition() -> None:
     run.add_classic("c1", **classic_config())
     run.run_for(3_000)
     assert "consumer.no_double_client_assignment" in {inv for inv, _ in run.violations}
+
+
+# ------------------------------------------------------------------------------ random walks
+
+
+def instance_of(client: object) -> str | None:
+    if isinstance(client, ClassicClient):
+        return client.config.instance_id
+    return getattr(client, "instance_id", None)
+
+
+def random_walk(seed: int, steps: int = 120) -> tuple[MixedRun, bool]:
+    """Classic and consumer-protocol clients come and go, crash, and the coordinator fails over,
+    under a random migration policy; returns the run and whether a failover happened."""
+    rng = random.Random(seed)
+    policy = rng.choice(list(MigrationPolicy))
+    assignor = rng.choice(["range", "roundrobin", "cooperative-sticky"])  # one protocol per run
+    run = MixedRun(MixedCoordinator(MixedConfig(policy=policy), SeededChooser(seed)), INVARIANTS)
+    run.topic("t", rng.randint(2, 6))
+    failed_over = False
+    for n in range(steps):
+        live = [k for k in sorted(run.clients) if k not in run.stopped]
+        roll = rng.random()
+        if roll < 0.15 and len(live) < 5:
+            used = {instance_of(run.clients[k]) for k in live}
+            free = [i for i in ("i1", "i2") if i not in used]
+            inst = rng.choice(free) if free and rng.random() < 0.4 else None  # static, maybe a replacement
+            if rng.random() < 0.5:
+                config = classic_config(
+                    assignors=(assignor,), join_version=rng.choice([3, 4, 9]), instance_id=inst
+                )
+                run.add_classic(f"c{n}", **config)
+            else:
+                run.add_consumer(f"k{n}", topics=("t",), instance_id=inst)
+        elif roll < 0.25 and live:
+            run.stop(rng.choice(live))
+        elif roll < 0.28 and live:
+            run.crash(rng.choice(live))
+        elif roll < 0.30:
+            run.failover()
+            failed_over = True
+        else:
+            run.run_for(rng.choice([1_000, 3_000, 10_000]))
+    return run, failed_over
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_walk_holds_every_invariant_replays_and_converges(seed: int) -> None:
+    run, failed_over = random_walk(seed)
+    assert run.violations == []
+    if not failed_over:
+        assert replay(run.records) == run.state
+    run.run_for(120_000)  # quiet: every live client ends with one share of the partitions
+    live = [k for k in sorted(run.clients) if k not in run.stopped]
+    if live:
+        assert_converged(run, live, run.state.consumer.topics["t"])
+    assert run.violations == []
+
+
+@pytest.mark.slow
+def test_random_walks_exercise_upgrades_and_downgrades() -> None:
+    """Over many walks the sometimes-checks fire: upgrades, downgrades and classic rejoins happen."""
+    seen: set[str] = set()
+    for seed in range(100, 120):
+        run, _ = random_walk(seed)
+        assert run.violations == [], seed
+        seen |= run.sometimes
+    assert {"mixed.sometimes_upgrade", "mixed.sometimes_downgrade", "mixed.sometimes_classic_rejoin"} <= seen

@@ -13,7 +13,6 @@ CASES = [
         sc, exp, id=f"{sid}[{','.join(f'{k}={v}' for k, v in sorted((exp.get('variants') or {}).items()))}]"
     )
     for sid, sc in sorted(SCENARIOS.items())
-    if sc.protocol == "classic"
     for exp in sc.expect
 ]
 
@@ -49,5 +48,10 @@ def test_required_scenarios_exist() -> None:
         "failover-4-after-sync-persisted",
         "kip-394-handshake",
         "static-member-replacement",
+        "kip-1082-ghost-member",
+        "kafka-16147",
+        "kip-848-static-temporary-leave",
+        "kip-848-rebalance-timeout-fencing",
+        "kip-848-partition-growth",
     }
     assert required <= set(SCENARIOS)

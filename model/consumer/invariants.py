@@ -598,6 +598,25 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
     return out
 
 
+@invariant("consumer.no_ghost_member", "safety", "consumer")
+def no_ghost_member(obs: Obs) -> list[str]:
+    """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
+
+    Reference B.9; KIP-1082 motivation (seed 004 lines 21-26; bug catalogue row 8, KAFKA-17116): with v0 the
+    coordinator generated the id, so a lost join response left a member (holding partitions until its
+    session timeout) that no client knew. Checked only when the world tracks the known ids.
+    """
+    known = obs.after.known_member_ids
+    if known is None:
+        return []
+    out: list[str] = []
+    for gid, _, g in _pairs(obs):
+        for mid in sorted(set(g.members) - known):
+            held = sorted(g.members[mid].assigned)
+            out.append(f"{gid}: member {mid} is known to no client" + (f" and holds {held}" if held else ""))
+    return out
+
+
 @invariant("consumer.eventual_convergence", "liveness", "consumer")
 def eventual_convergence(obs: Obs) -> list[str]:
     """Once perturbations stop for the convergence bound, every active client is a STABLE member at the assignment epoch owning exactly its assigned partitions, and the group has no other members.

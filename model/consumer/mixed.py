@@ -147,6 +147,8 @@ class Downgrade:
     members: tuple[ConsumerMember, ...]
     targets: tuple[tuple[str, frozenset[tuple[str, int]]], ...]
     now: int
+    rebalance: bool = True
+    """A leave/fence downgrade rebalances; a static replacement does not (@1eb7644 L1104)."""
 
 
 def subscription_version(metadata: bytes) -> int:
@@ -331,6 +333,7 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
 
     def classic_join(self, txn: _Txn, req: JoinGroupRequest, now: int) -> JoinGroupResponse:
         group = txn.require_group()
+        before = group.clone()
         unknown = req.member_id == ""
         member_id = new_member_id(self.chooser) if unknown else req.member_id
         self.check_group_capacity(group, member_id)
@@ -364,9 +367,17 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
             self.compute_target_assignment(txn)
         current = txn.require_group().members[member_id]
         reconciled = self.reconcile_member(txn, current, frozenset(subscription.owned_partitions), now)
-        self.cancel_timer(txn, JOIN, member_id)
-        self.schedule_session_timeout(txn, member_id, now)
-        txn.emit(TimerScheduled(txn.group_id, SYNC, member_id, now + req.effective_rebalance_timeout_ms))
+        replaced = None if req.group_instance_id is None else before.static_member(req.group_instance_id)
+        if (
+            replaced is not None
+            and replaced.member_id != member_id
+            and self.downgrade_on_replacement(before, replaced)
+        ):
+            self.downgrade_replacing(txn, before, replaced, reconciled, now)
+        else:
+            self.cancel_timer(txn, JOIN, member_id)
+            self.schedule_session_timeout(txn, member_id, now)
+            txn.emit(TimerScheduled(txn.group_id, SYNC, member_id, now + req.effective_rebalance_timeout_ms))
         return JoinGroupResponse(
             E.NONE,
             generation_id=self.join_generation(reconciled),
@@ -375,6 +386,30 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
             leader="",
             member_id=member_id,
         )
+
+    def downgrade_on_replacement(self, before: ConsumerGroup, replaced: ConsumerMember) -> bool:
+        """``validateOnlineDowngradeWithReplacedMemberId`` (@1eb7644 L1078), on the group as it was
+        before the join: the replaced member is the only consumer-protocol member, the policy allows
+        downgrades, and the group fits ``group.max.size``."""
+        if replaced.classic is not None:
+            return False
+        if any(m.classic is None for mid, m in before.members.items() if mid != replaced.member_id):
+            return False
+        return self.policy.downgrade_enabled and len(before.members) <= self.classic_max_size
+
+    def downgrade_replacing(
+        self, txn: _Txn, before: ConsumerGroup, replaced: ConsumerMember, joining: ConsumerMember, now: int
+    ) -> None:
+        """``convertToClassicGroup`` with a joining member: it takes the replaced member's target
+        (CG ``fromConsumerGroup``); the group epoch is the one before this join; no rebalance."""
+        others = tuple(m for mid, m in sorted(before.members.items()) if mid != replaced.member_id)
+        targets = [(m.member_id, before.target_of(m.member_id)) for m in others]
+        targets.append((joining.member_id, before.target_of(replaced.member_id)))
+        members = tuple(sorted((*others, joining), key=lambda m: m.member_id))
+        self.downgrades.append(
+            Downgrade(txn.group_id, before.group_epoch, members, tuple(sorted(targets)), now, rebalance=False)
+        )
+        txn.emit(ConsumerGroupTombstone(txn.group_id))
 
     def check_classic_protocols(self, group: ConsumerGroup, req: JoinGroupRequest) -> None:
         """CoG ``supportsClassicProtocols``: type ``consumer`` and one name every classic member has."""
@@ -560,13 +595,17 @@ class MixedCoordinator:
                 result.records.append(tombstone)
             result.extend(self.classic.handle_join_group(state.classic, req, ref, now))
             return result
-        return self.consumer.run_classic(
+        return self._consumer_call(
             state,
-            req.group_id,
-            ref,
             now,
-            lambda txn: self.consumer.classic_join(txn, req, now),
-            lambda code: JoinGroupResponse(code, member_id=req.member_id),
+            lambda: self.consumer.run_classic(
+                state,
+                req.group_id,
+                ref,
+                now,
+                lambda txn: self.consumer.classic_join(txn, req, now),
+                lambda code: JoinGroupResponse(code, member_id=req.member_id),
+            ),
         )
 
     def handle_sync_group(self, state: MixedState, req: SyncGroupRequest, ref: int, now: int) -> Result:
@@ -811,7 +850,8 @@ class MixedCoordinator:
         self.classic.persist(tx, group)
         for mid in sorted(group.members):
             tx.timer(group, f"expire:{mid}", plan.now + group.members[mid].session_timeout_ms)
-        self.classic.prepare_rebalance(tx, group, plan.now)
+        if plan.rebalance:
+            self.classic.prepare_rebalance(tx, group, plan.now)
         return tx.result
 
     # ------------------------------------------------------------------ time, topics, failover

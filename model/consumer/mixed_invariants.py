@@ -257,12 +257,24 @@ def upgrade_refused(obs: Obs) -> list[str]:
     return out
 
 
+def _replacing_join(obs: Obs, gb: GroupView, consumer_member: str) -> JoinGroupRequest | None:
+    """The step's classic JoinGroup, if it takes over the static instance of ``consumer_member``."""
+    event = _classic_event(obs)
+    if event is None or not isinstance(event.request, JoinGroupRequest):
+        return None
+    req = event.request
+    if req.group_id != gb.group_id or req.group_instance_id is None or req.member_id != "":
+        return None
+    return req if gb.static_members.get(req.group_instance_id) == consumer_member else None
+
+
 @invariant("mixed.downgrade_rules", "transition", "mixed")
 def downgrade_rules(obs: Obs) -> list[str]:
-    """A consumer group becomes a classic group only when its last consumer-protocol member leaves or is fenced, the policy allows downgrades, and the remaining classic members (at least one) fit group.max.size; and a leave with epoch -1 of that last member under those conditions does downgrade.
+    """A consumer group becomes a classic group only when its last consumer-protocol member leaves, is fenced or is replaced by a classic static member, the policy allows downgrades and the classic members fit group.max.size; and a leave (-1) or a static replacement of that last member under those conditions does downgrade.
 
-    Reference B.13 (GMM L960 ``validateOnlineDowngradeWithFencedMember``, ``convertToClassicGroup``;
-    CG ``fromConsumerGroup``: Stable, generation = group epoch).
+    Reference B.13 (GMM L960 ``validateOnlineDowngradeWithFencedMember``, @1eb7644 L1078
+    ``validateOnlineDowngradeWithReplacedMemberId``, ``convertToClassicGroup``; CG
+    ``fromConsumerGroup``: Stable, generation = group epoch).
     """
     if obs.before is None:
         return []
@@ -274,17 +286,22 @@ def downgrade_rules(obs: Obs) -> list[str]:
             continue
         consumer_members = sorted(mid for mid, m in gb.members.items() if m.classic is None)
         classic_members = {mid for mid, m in gb.members.items() if m.classic is not None}
-        eligible = (
-            len(consumer_members) == 1
-            and classic_members
-            and world.policy.downgrade_enabled
-            and len(classic_members) <= world.classic_max_size
-        )
+        replacing = None if len(consumer_members) != 1 else _replacing_join(obs, gb, consumer_members[0])
+        if replacing is not None:
+            eligible = world.policy.downgrade_enabled and len(gb.members) <= world.classic_max_size
+        else:
+            eligible = bool(
+                len(consumer_members) == 1
+                and classic_members
+                and world.policy.downgrade_enabled
+                and len(classic_members) <= world.classic_max_size
+            )
         ca = world.classic_groups.get(gid)
         if ca is not None and gid not in world.groups:
             if not eligible:
                 out.append(f"{gid}: downgraded although not allowed (policy {world.policy.value})")
-            if ca.members != classic_members:
+            joined = ca.members - set(gb.members)
+            if ca.members - joined != classic_members or len(joined) > (replacing is not None):
                 out.append(
                     f"{gid}: downgraded members {sorted(ca.members)} != classic members {sorted(classic_members)}"
                 )
@@ -293,8 +310,15 @@ def downgrade_rules(obs: Obs) -> list[str]:
                     f"{gid}: downgraded with generation {ca.generation} < group epoch {gb.group_epoch}"
                 )
             continue
+        if not eligible:
+            continue
         event = obs.event
-        if not eligible or not isinstance(event, HeartbeatEvent):
+        if replacing is not None and isinstance(event, ClassicRequestEvent):
+            answer = _response(obs, event.ref)
+            if isinstance(answer, JoinGroupResponse) and answer.error == ErrorCode.NONE:
+                out.append(f"{gid}: last consumer-protocol member replaced by a classic member, no downgrade")
+            continue
+        if not isinstance(event, HeartbeatEvent):
             continue
         req = event.request
         response = heartbeat_response(obs)

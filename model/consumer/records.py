@@ -407,3 +407,47 @@ def rebuild(records: Iterable[object]) -> ConsumerCoordinatorState:
     # A loaded group starts with its metadata refresh due (MG: the refresh deadline starts expired);
     # that is the default of a group created by replay, since refresh records are volatile.
     return replay(r for r in records if is_durable(r))
+
+
+def compaction_key(record: object) -> tuple[object, ...]:
+    """The key a durable record is compacted under in ``__consumer_offsets`` (Kafka's record keys:
+    ConsumerGroupMetadataKey, ...PartitionMetadataKey, ...MemberMetadataKey,
+    ...TargetAssignmentMetadataKey, ...TargetAssignmentMemberKey, ...CurrentMemberAssignmentKey,
+    OffsetCommitKey; group-coordinator/src/main/resources/common/message/). A tombstone shares its
+    record's key. Topic records are keyed by topic name (the metadata image)."""
+    match record:
+        case OffsetCommitRecord(group_id=g, topic=t, partition=p):
+            return ("offset", g, t, p)
+        case TopicRecord(topic=t) | TopicDeletedRecord(topic=t):
+            return ("topic", t)
+        case GroupEpochRecord(group_id=g):
+            return ("group", g)
+        case SubscriptionMetadataRecord(group_id=g):
+            return ("partition-metadata", g)
+        case TargetAssignmentEpochRecord(group_id=g):
+            return ("target-epoch", g)
+        case (
+            MemberSubscriptionRecord(group_id=g, member_id=m)
+            | MemberSubscriptionTombstone(group_id=g, member_id=m)
+        ):
+            return ("member", g, m)
+        case (
+            TargetAssignmentMemberRecord(group_id=g, member_id=m)
+            | TargetAssignmentMemberTombstone(group_id=g, member_id=m)
+        ):
+            return ("target", g, m)
+        case (
+            CurrentAssignmentRecord(group_id=g, member_id=m)
+            | CurrentAssignmentTombstone(group_id=g, member_id=m)
+        ):
+            return ("current", g, m)
+    return ("unkeyed", id(record))
+
+
+def compact(records: Iterable[object]) -> list[object]:
+    """Log compaction: the durable records with only the latest per key, in log order. Loading the
+    compacted log rebuilds the same state as loading all of it (each key's record sets its own
+    fields), so a long run's failovers stay cheap."""
+    durable = [r for r in records if is_durable(r)]
+    last = {compaction_key(r): i for i, r in enumerate(durable)}
+    return [r for i, r in enumerate(durable) if last[compaction_key(r)] == i]

@@ -133,6 +133,8 @@ class ConsumerWorld:
     """Time of the last perturbation (None: unknown, convergence not checked)."""
     convergence_bound_ms: int | None = None
     """How long after the last perturbation every active client must have converged."""
+    known_member_ids: frozenset[str] | None = None
+    """Every member id some client process has ever known (None: not tracked, not checked)."""
 
     def group(self, group_id: str) -> GroupView | None:
         return self.groups.get(group_id)
@@ -145,6 +147,7 @@ def capture_world(
     config: ConsumerCoordinatorConfig | None = None,
     quiet_since: int | None = None,
     convergence_bound_ms: int | None = None,
+    known_member_ids: frozenset[str] | None = None,
 ) -> ConsumerWorld:
     """Snapshot ``state`` and the clients' views."""
     views = tuple(c.view() if isinstance(c, VirtualConsumer) else c for c in clients)
@@ -156,6 +159,7 @@ def capture_world(
         topic_describe_denied=frozenset() if config is None else config.topic_describe_denied,
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
+        known_member_ids=known_member_ids,
     )
 
 

@@ -1,0 +1,241 @@
+"""A Hypothesis RuleBasedStateMachine over the KIP-848 consumer protocol (issue 3; design §4).
+
+Virtual members behave like the KIP-848 Java consumer (`model.consumer.client`): they reconcile,
+acknowledge a revocation by omitting the partitions, rejoin with epoch 0 and the same member id
+after being fenced. Faults and adversaries share the group: a response lost after the coordinator
+applied the request, a duplicated heartbeat, a heartbeat with a stale epoch, members stalled past
+their session or rebalance timeout, slow revocation callbacks, restarts, coordinator failover and
+topic changes. Every invariant is checked after every step; `converge` lets perturbations stop and
+checks `consumer.eventual_convergence`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from conformance.build import consumer_settle_bound, make_consumer_sim
+from conformance.checker import Checker
+from conformance.machines.classic import InvariantViolation, MachineSettings
+from model.consumer.sim import ConsumerSim
+from model.consumer.world import HeartbeatEvent
+from model.observation import Observation
+
+SERVER_ASSIGNORS = (None, "uniform", "range")
+
+
+def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
+    checker = cfg.checker or Checker("consumer")
+
+    class ConsumerMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sim: ConsumerSim | None = None
+            self.names: list[str] = []
+            self.steps: list[str] = []
+            self.observations: list[Observation[Any]] = []
+
+        # ------------------------------------------------------------ set-up
+        @initialize(
+            members=st.integers(2, cfg.max_members + 1),
+            partitions=st.integers(1, 4),
+            second_topic=st.booleans(),
+            static=st.lists(st.booleans(), min_size=cfg.max_members + 1, max_size=cfg.max_members + 1),
+            assignor=st.sampled_from(SERVER_ASSIGNORS),
+            rebalance_timeout_ms=st.sampled_from((1500, 4000)),
+        )
+        def setup(
+            self,
+            members: int,
+            partitions: int,
+            second_topic: bool,
+            static: list[bool],
+            assignor: str | None,
+            rebalance_timeout_ms: int,
+        ) -> None:
+            topics = {"t": partitions}
+            if second_topic:
+                topics["u"] = 2
+            clients = []
+            for i in range(members):
+                spec: dict[str, Any] = {
+                    "name": f"c{i + 1}",
+                    "topics": ["t", "u"] if (second_topic and i % 2 == 0) else ["t"],
+                    "rebalance_timeout_ms": rebalance_timeout_ms,
+                    "server_assignor": assignor if i == 0 else None,
+                }
+                if static[i]:
+                    spec["instance_id"] = f"i{i + 1}"
+                clients.append(spec)
+            self.sim = make_consumer_sim(topics, clients, {}, cfg.variants, port_factory=cfg.port_factory)
+            self.names = [c["name"] for c in clients]
+            self.note(
+                f"setup {members} members x {topics}, server assignor {assignor}, static {static[:members]}, "
+                f"rebalance timeout {rebalance_timeout_ms} ms"
+            )
+
+        # ------------------------------------------------------------ plumbing
+        def note(self, text: str) -> None:
+            self.steps.append(text)
+
+        def observe(self, obs: Observation[Any] | None, what: str | None = None) -> None:
+            if obs is None:
+                return
+            self.observations.append(obs)
+            self.note(f"t={obs.now} {what or self._describe(obs)}")
+            violations = checker.check(obs, len(self.observations))
+            if violations:
+                raise InvariantViolation(violations, list(self.steps), list(self.observations))
+
+        def observe_all(self, observations: Iterable[Observation[Any]]) -> None:
+            for obs in observations:
+                self.observe(obs)
+
+        @staticmethod
+        def _describe(obs: Observation[Any]) -> str:
+            ev = obs.event
+            if isinstance(ev, HeartbeatEvent):
+                r = ev.request
+                got = next((d.response for d in obs.deliveries if d.ref == ev.ref), None)
+                outcome = "" if got is None else f" -> {got.error_code.name} epoch {got.member_epoch}"
+                return f"{ev.client} heartbeat epoch {r.member_epoch}{outcome}"
+            return type(ev).__name__
+
+        def client(self, i: int) -> str:
+            return self.names[i % len(self.names)]
+
+        @property
+        def ready(self) -> bool:
+            return self.sim is not None
+
+        # ------------------------------------------------------------ well-behaved members
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def step(self, i: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.client_step(self.client(i)))
+
+        @precondition(lambda self: self.ready)
+        @rule(rounds=st.integers(1, 8), tick=st.sampled_from((100, 250, 500)))
+        def run(self, rounds: int, tick: int) -> None:
+            """Every member heartbeats when due, then time moves on; repeated."""
+            assert self.sim is not None
+            for _ in range(rounds):
+                for name in self.names:
+                    self.observe(self.sim.client_step(name))
+                self.observe(self.sim.advance(tick))
+
+        @precondition(lambda self: self.ready)
+        @rule()
+        def converge(self) -> None:
+            """Perturbations stop; from the bound on, every step must show a converged group."""
+            assert self.sim is not None
+            self.note("perturbations stop")
+            self.observe_all(self.sim.settle(consumer_settle_bound(self.sim), 500))
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def reconcile(self, i: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.reconcile(self.client(i)), f"{self.client(i)} callbacks done")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), slow=st.booleans())
+        def slow_callbacks(self, i: int, slow: bool) -> None:
+            assert self.sim is not None
+            self.sim.set_slow(self.client(i), slow)
+            self.note(f"{self.client(i)} callbacks {'slow' if slow else 'immediate'}")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def commit(self, i: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.commit(self.client(i), len(self.observations)), f"{self.client(i)} commits")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def leave(self, i: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.leave(self.client(i)), f"{self.client(i)} leaves")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def restart(self, i: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.restart(self.client(i)), f"{self.client(i)} restarts")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def bounce(self, i: int) -> None:
+            """A rolling restart: close() (a static member leaves with -2), a new process joins."""
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.leave(name), f"{name} closes")
+            self.observe(self.sim.restart(name), f"{name} restarts")
+            self.observe(self.sim.client_step(name))
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), both=st.booleans())
+        def subscribe(self, i: int, both: bool) -> None:
+            """Change the subscription (a member that left joins again)."""
+            assert self.sim is not None
+            topics = ("t", "u") if both else ("t",)
+            self.observe(self.sim.subscribe(self.client(i), topics), f"{self.client(i)} subscribes {topics}")
+
+        # ------------------------------------------------------------ time and faults
+        @precondition(lambda self: self.ready)
+        @rule(ms=st.sampled_from((100, 500, 1600, 3100, 4100)))
+        def advance(self, ms: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.advance(ms), f"advance {ms} ms")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), stalled=st.booleans())
+        def stall(self, i: int, stalled: bool) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.stall(name, stalled), f"{name} {'stalls' if stalled else 'resumes'}")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def lose_response(self, i: int) -> None:
+            assert self.sim is not None
+            self.sim.lose_response(self.client(i))
+            self.note(f"{self.client(i)}'s next response is lost")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7))
+        def duplicate(self, i: int) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.duplicate(self.client(i)), f"{self.client(i)}'s last heartbeat again")
+
+        @precondition(lambda self: self.ready)
+        @rule(i=st.integers(0, 7), delta=st.sampled_from((-1, 1)))
+        def stale_heartbeat(self, i: int, delta: int) -> None:
+            assert self.sim is not None
+            name = self.client(i)
+            self.observe(self.sim.stale_heartbeat(name, delta), f"{name} heartbeats with epoch {delta:+d}")
+
+        @precondition(lambda self: self.ready)
+        @rule()
+        def failover(self) -> None:
+            assert self.sim is not None
+            self.observe(self.sim.failover(), "coordinator failover")
+
+        @precondition(lambda self: self.ready)
+        @rule(action=st.sampled_from(("grow", "create", "delete")))
+        def topic_change(self, action: str) -> None:
+            assert self.sim is not None
+            topics = self.sim.port.coordinator_state().topics
+            if action == "grow":
+                n = topics["t"] + 1
+                self.observe(self.sim.topic("add_partitions", "t", n), f"topic t grows to {n}")
+            elif action == "create" and "u" not in topics:
+                self.observe(self.sim.topic("create", "u", 2), "topic u created")
+            elif action == "delete" and "u" in topics:
+                self.observe(self.sim.topic("delete", "u"), "topic u deleted")
+
+    return ConsumerMachine

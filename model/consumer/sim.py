@@ -1,0 +1,375 @@
+"""A deterministic simulator: KIP-848 virtual consumers against a coordinator port.
+
+The consumer-protocol twin of `model.classic.sim` (design §4): the Hypothesis machine, the
+scenarios, explore and the Spark swarm drive it. The coordinator sits behind `ConsumerPort`;
+`ModelConsumerPort` runs the reference model in process and the adapter layer plugs a real
+coordinator (plus the oracle) into the same seam. Time is virtual (``now`` in ms). Every step
+yields an `Observation[ConsumerWorld]`; every action is appended to ``actions`` so a run can be
+written down and replayed exactly.
+
+Faults (issue 3): a response lost after the coordinator applied the request, a duplicated
+heartbeat, a heartbeat with a stale epoch, a member stalled past its session or rebalance timeout,
+coordinator failover, topic creation/deletion/growth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from model.choice import Chooser
+from model.consumer.client import ClientState, VirtualConsumer
+from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from model.consumer.records import compact
+from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.world import (
+    AdvanceEvent,
+    ClientEvent,
+    ConsumerWorld,
+    FailoverEvent,
+    HeartbeatEvent,
+    OffsetCommitEvent,
+    TopicEvent,
+    capture_world,
+    observe,
+)
+from model.observation import Observation
+from model.result import Result
+
+Obs = Observation[ConsumerWorld]
+
+
+# ---------------------------------------------------------------------------------------- port
+
+
+class ConsumerPort(Protocol):
+    """What the simulator needs from a coordinator (the model, or a real target plus the oracle)."""
+
+    config: ConsumerCoordinatorConfig
+
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result: ...
+
+    def offset_commit(self, request: object, ref: int, now: int) -> Result: ...
+
+    def advance(self, now: int) -> Result: ...
+
+    def topic(self, action: str, topic: str, partitions: int) -> Result: ...
+
+    def failover(self, now: int) -> Result: ...
+
+    def coordinator_state(self) -> ConsumerCoordinatorState:
+        """The coordinator view the invariants read (the model's own, or the oracle's)."""
+        ...
+
+
+class ModelConsumerPort:
+    """The reference model in process: the `model` target (always available, must always pass)."""
+
+    def __init__(self, coordinator: ConsumerCoordinator) -> None:
+        self.coordinator = coordinator
+        self.config = coordinator.config
+        self.state = ConsumerCoordinatorState()
+        self.records: list[object] = []
+
+    def _keep(self, result: Result) -> Result:
+        self.records += result.records
+        return result
+
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result:
+        return self._keep(self.coordinator.handle_consumer_group_heartbeat(self.state, request, ref, now))
+
+    def offset_commit(self, request: object, ref: int, now: int) -> Result:
+        return self._keep(self.coordinator.handle_offset_commit(self.state, request, ref, now))  # type: ignore[arg-type]
+
+    def advance(self, now: int) -> Result:
+        return self._keep(self.coordinator.advance(self.state, now))
+
+    def topic(self, action: str, topic: str, partitions: int) -> Result:
+        if action == "create":
+            return self._keep(self.coordinator.create_topic(self.state, topic, partitions))
+        if action == "delete":
+            return self._keep(self.coordinator.delete_topic(self.state, topic))
+        return self._keep(self.coordinator.add_partitions(self.state, topic, partitions))
+
+    def failover(self, now: int) -> Result:
+        """A new coordinator loads the durable records (B.8): soft state and timers are rebuilt."""
+        durable = compact(self.records)
+        self.state, armed = self.coordinator.failover(durable, now)
+        self.records = durable + list(armed.records)
+        return Result(deliveries=list(armed.deliveries))
+
+    def coordinator_state(self) -> ConsumerCoordinatorState:
+        return self.state
+
+
+# ---------------------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class Action:
+    """One simulator call, as written to a trace: ``name`` is the method, ``args`` its arguments."""
+
+    name: str
+    args: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """How to (re)create one virtual consumer (a restart makes a new process from the same spec)."""
+
+    name: str
+    topics: tuple[str, ...] = ("t",)
+    instance_id: str | None = None
+    version: int = 1
+    rebalance_timeout_ms: int = 1500
+    server_assignor: str | None = None
+    regex: str | None = None
+
+
+# ---------------------------------------------------------------------------------------- simulator
+
+
+@dataclass
+class ConsumerSim:
+    port: ConsumerPort
+    specs: dict[str, ClientSpec]
+    chooser: Chooser
+    """Draws the client-generated (KIP-1082) member ids of new processes."""
+    group_id: str = "g"
+    now: int = 0
+    next_ref: int = 1
+    clients: dict[str, VirtualConsumer] = field(default_factory=dict)
+    lose_next: set[str] = field(default_factory=set)
+    last_request: dict[str, ConsumerGroupHeartbeatRequest] = field(default_factory=dict)
+    known_member_ids: set[str] = field(default_factory=set)
+    quiet_since: int | None = None
+    convergence_bound_ms: int | None = None
+    actions: list[Action] = field(default_factory=list)
+    world: ConsumerWorld | None = None
+
+    def __post_init__(self) -> None:
+        for name in sorted(self.specs):
+            self.clients[name] = self._process(self.specs[name])
+        self.world = self.snapshot()
+
+    # ---------------------------------------------------------------- plumbing
+
+    def _process(self, spec: ClientSpec) -> VirtualConsumer:
+        client = VirtualConsumer(
+            spec.name,
+            self.group_id,
+            self.chooser,
+            topics=spec.topics,
+            regex=spec.regex,
+            instance_id=spec.instance_id,
+            version=spec.version,
+            rebalance_timeout_ms=spec.rebalance_timeout_ms,
+            server_assignor=spec.server_assignor,
+        )
+        if client.member_id:
+            self.known_member_ids.add(client.member_id)
+        return client
+
+    def snapshot(self) -> ConsumerWorld:
+        for c in self.clients.values():
+            if c.member_id:
+                self.known_member_ids.add(c.member_id)
+        return capture_world(
+            self.port.coordinator_state(),
+            [self.clients[n] for n in sorted(self.clients)],
+            config=self.port.config,
+            quiet_since=self.quiet_since,
+            convergence_bound_ms=self.convergence_bound_ms,
+            known_member_ids=frozenset(self.known_member_ids),
+        )
+
+    def _record(self, method: str, **args: object) -> None:
+        self.actions.append(Action(method, tuple(sorted(args.items()))))
+
+    def _step(self, event: object, result: Result | None) -> Obs:
+        before = self.world
+        self.world = self.snapshot()
+        return observe(before, event, result, self.world, self.now)
+
+    def _ref(self) -> int:
+        ref = self.next_ref
+        self.next_ref += 1
+        return ref
+
+    def client(self, name: str) -> VirtualConsumer:
+        client = self.clients.get(name)
+        if client is None:
+            raise KeyError(f"unknown client {name!r} (known: {', '.join(sorted(self.clients))})")
+        return client
+
+    # ---------------------------------------------------------------- well-behaved clients
+
+    def client_step(self, name: str) -> Obs | None:
+        """The client sends its next heartbeat if one is due; its response arrives unless lost."""
+        self._record("client_step", name=name)
+        return self._exchange(name)
+
+    def _exchange(self, name: str) -> Obs | None:
+        client = self.client(name)
+        request = client.next_request(self.now)
+        if request is None:
+            return None
+        ref = self._ref()
+        self.last_request[name] = request
+        result = self.port.heartbeat(request, ref, self.now)
+        response = next((d.response for d in result.deliveries if d.ref == ref), None)
+        if name in self.lose_next or not isinstance(response, ConsumerGroupHeartbeatResponse):
+            self.lose_next.discard(name)
+            client.on_request_lost(self.now)
+        else:
+            client.on_response(response, self.now)
+        return self._step(HeartbeatEvent(ref, request, name), result)
+
+    def reconcile(self, name: str) -> Obs | None:
+        """Slow revocation/assignment callbacks finish (only matters for ``auto_reconcile=False``)."""
+        client = self.client(name)
+        if client.state != ClientState.RECONCILING:
+            return None
+        self._record("reconcile", name=name)
+        client.complete_reconciliation()
+        return self._step(ClientEvent(name, "reconciled"), None)
+
+    def set_slow(self, name: str, slow: bool) -> None:
+        """From now on the client's callbacks complete only on `reconcile` (or at once again)."""
+        self._record("set_slow", name=name, slow=slow)
+        self.client(name).auto_reconcile = not slow
+
+    def commit(self, name: str, offset: int = 1) -> Obs | None:
+        client = self.client(name)
+        request = client.commit_request(offset)
+        if request is None:
+            return None
+        self._record("commit", name=name, offset=offset)
+        ref = self._ref()
+        return self._step(
+            OffsetCommitEvent(ref, request, name), self.port.offset_commit(request, ref, self.now)
+        )
+
+    def leave(self, name: str) -> Obs | None:
+        """close(): the next heartbeat is the leave (-1, or -2 for a static member)."""
+        self._record("leave", name=name)
+        self.client(name).leave()
+        return self._exchange(name)
+
+    def restart(self, name: str) -> Obs:
+        """The process dies and a new one starts from the same spec (a new member id for v1 dynamic)."""
+        self._record("restart", name=name)
+        self.lose_next.discard(name)
+        self.clients[name] = self._process(self.specs[name])
+        return self._step(ClientEvent(name, "restart"), None)
+
+    def subscribe(self, name: str, topics: tuple[str, ...]) -> Obs:
+        self._record("subscribe", name=name, topics=list(topics))
+        self.client(name).subscribe(tuple(topics))
+        return self._step(ClientEvent(name, f"subscribe {','.join(topics)}"), None)
+
+    # ---------------------------------------------------------------- faults and adversaries
+
+    def lose_response(self, name: str) -> None:
+        """The client's next response is lost after the coordinator applied the request."""
+        self._record("lose_response", name=name)
+        self.lose_next.add(name)
+
+    def stall(self, name: str, stalled: bool) -> Obs:
+        """The process freezes (sends nothing, believes what it believed) or comes back."""
+        self._record("stall", name=name, stalled=stalled)
+        client = self.client(name)
+        if stalled:
+            client.crash()
+        else:
+            client.resume()
+        return self._step(ClientEvent(name, "stall" if stalled else "resume"), None)
+
+    def send_raw(self, name: str, request: ConsumerGroupHeartbeatRequest) -> Obs:
+        """A request on the client's behalf whose response the client never sees (duplicate, zombie)."""
+        ref = self._ref()
+        return self._step(HeartbeatEvent(ref, request, name), self.port.heartbeat(request, ref, self.now))
+
+    def duplicate(self, name: str) -> Obs | None:
+        """The client's last heartbeat arrives a second time (a network-level retry)."""
+        request = self.last_request.get(name)
+        if request is None:
+            return None
+        self._record("duplicate", name=name)
+        return self.send_raw(name, request)
+
+    def stale_heartbeat(self, name: str, delta: int = -1) -> Obs | None:
+        """A heartbeat with the client's id but an epoch other than its own (a zombie thread)."""
+        client = self.client(name)
+        if not client.member_id or client.member_epoch <= 0:
+            return None
+        self._record("stale_heartbeat", name=name, delta=delta)
+        epoch = client.member_epoch + delta
+        if epoch <= 0:  # epoch 0 would be a (legal) rejoin, not a stale heartbeat
+            epoch = client.member_epoch + 1
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id,
+            member_id=client.member_id,
+            member_epoch=epoch,
+            instance_id=client.instance_id,
+            version=client.version,
+        )
+        return self.send_raw(name, request)
+
+    # ---------------------------------------------------------------- time and environment
+
+    def advance(self, ms: int) -> Obs:
+        self._record("advance", ms=ms)
+        return self._advance(ms)
+
+    def _advance(self, ms: int) -> Obs:
+        self.now += ms
+        return self._step(AdvanceEvent(self.now), self.port.advance(self.now))
+
+    def topic(self, action: str, topic: str, partitions: int = 0) -> Obs:
+        """Create a topic, delete it, or grow it to ``partitions`` (action create|delete|add_partitions)."""
+        self._record("topic", action=action, topic=topic, partitions=partitions)
+        return self._step(TopicEvent(action, topic, partitions), self.port.topic(action, topic, partitions))
+
+    def failover(self) -> Obs:
+        self._record("failover")
+        return self._step(FailoverEvent(), self.port.failover(self.now))
+
+    # ---------------------------------------------------------------- convergence
+
+    def settle(self, bound_ms: int, tick_ms: int, extra_rounds: int = 3) -> list[Obs]:
+        """Perturbations stop: every running client heartbeats and finishes its callbacks, time runs
+        in ``tick_ms`` steps, and from ``bound_ms`` on every step is checked for convergence
+        (`consumer.eventual_convergence`, Vanlightly's EventuallyConverges on the virtual clock)."""
+        self._record("settle", bound_ms=bound_ms, tick_ms=tick_ms, extra_rounds=extra_rounds)
+        out: list[Obs] = []
+        self.quiet_since, self.convergence_bound_ms = self.now, bound_ms
+        end = self.now + bound_ms + extra_rounds * tick_ms
+        try:
+            while self.now < end:
+                for name in sorted(self.clients):
+                    c = self.clients[name]
+                    if c.state == ClientState.RECONCILING and not c.crashed:
+                        c.complete_reconciliation()
+                    obs = self._exchange(name)
+                    if obs is not None:
+                        out.append(obs)
+                out.append(self._advance(tick_ms))
+        finally:
+            self.quiet_since = self.convergence_bound_ms = None
+        return out
+
+    def replay(self, actions: list[Action]) -> list[Obs]:
+        """Re-run recorded actions (the trace format's consumer steps); exact on the model."""
+        out: list[Obs] = []
+        for action in actions:
+            args = dict(action.args)
+            if action.name == "subscribe":
+                args["topics"] = tuple(args["topics"])  # type: ignore[arg-type]
+            result = getattr(self, action.name)(**args)
+            if isinstance(result, list):
+                out += result
+            elif result is not None:
+                out.append(result)
+        return out
