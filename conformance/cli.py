@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--profile", default="ci")
     c.add_argument("--variant", action="append", default=[])
     c.add_argument("--report-dir", type=Path)
+    c.add_argument(
+        "--coverage", type=Path, help="an explore graph: report coverage (and picture with --report-dir)"
+    )
 
     s = sub.add_parser("scenario", help="list or run named scenarios")
     ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
@@ -47,11 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--target", default="model")
     rp.add_argument("--variant", action="append", default=[])
     rp.add_argument("--output", type=Path, help="write the replay's own trace under this run directory")
+    rp.add_argument(
+        "--coverage", type=Path, help="an explore graph (explore --graph): report the run's coverage"
+    )
+    rp.add_argument("--coverage-picture", type=Path, help="with --coverage: draw the covered state machine")
     sh = sub.add_parser("show", help="render a trace: step table, Mermaid sequence diagram, SVG or PNG")
     sh.add_argument("file")
     sh.add_argument("--format", default="text", choices=["text", "mermaid", "svg", "png"])
     sh.add_argument("--output", type=Path)
     sh.add_argument("--steps", help="only steps FROM:TO")
+    ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
+    ex.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    ex.add_argument("--members", type=int, default=2)
+    ex.add_argument("--partitions", type=int, default=2)
+    ex.add_argument("--depth", type=int, default=12)
+    ex.add_argument("--budget", type=float, default=600.0, help="seconds")
+    ex.add_argument("--ops", help="comma-separated op alphabet (default step,advance,stall,resume)")
+    ex.add_argument("--variant", action="append", default=[])
+    ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
+    ex.add_argument("--report-dir", type=Path)
 
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
@@ -66,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
         handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
+        handler |= {"explore": trace_commands.cmd_explore}
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -86,6 +104,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = ["classic", "consumer"] if args.protocol == "all" else [args.protocol]
+    from conformance.trace.commands import _coverage
+
+    coverage = _coverage(args.coverage)
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
@@ -95,6 +116,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             max_examples=args.max_examples,
             seed_value=args.seed,
             variants=variants,
+            coverage=coverage if protocol == "classic" else None,
         )
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
@@ -121,6 +143,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.report_dir:
             out = write_check_report(result, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
+        if coverage is not None and protocol == "classic":
+            from conformance.trace.commands import report_coverage
+
+            report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
     return worst
 
 

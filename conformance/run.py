@@ -52,6 +52,7 @@ def run_check(
     seed_value: int = 0,
     variants: dict[str, str] | None = None,
     port_factory: Any = None,
+    coverage: Any = None,
 ) -> CheckResult:
     machines = {"classic": classic.make_machine, "consumer": consumer.make_machine}
     if protocol not in machines:
@@ -60,7 +61,7 @@ def run_check(
     checker = Checker(protocol)
     n = max_examples if max_examples is not None else profile.max_examples
     result = CheckResult(protocol, target, seed_value, n, variants)
-    machine = machines[protocol](MachineSettings(variants, checker, port_factory))
+    machine = machines[protocol](MachineSettings(variants, checker, port_factory, coverage=coverage))
     test_settings = settings(
         max_examples=n,
         stateful_step_count=profile.step_count,

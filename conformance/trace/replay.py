@@ -43,6 +43,7 @@ def replay(
     target: str = "model",
     variants: dict[str, str] | None = None,
     port_factory: Any = None,
+    coverage: Any = None,
 ) -> ReplayResult:
     """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given)."""
     merged = {**trace.header["variants"], **(variants or {})}
@@ -70,6 +71,8 @@ def replay(
         result.error = str(exc)
         return result
     result.sim = sim
+    if coverage is not None:
+        coverage.start(sim)
     checker = Checker("classic")
     strict = target == "model" and merged == trace.header["variants"]
     for step in trace.steps:
@@ -82,6 +85,8 @@ def replay(
         except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
             result.error = f"{where}: replaying {step.action.get('op')!r} raised {type(exc).__name__}: {exc}"
             return result
+        if coverage is not None:
+            coverage.visit(sim)
         if result.exact:
             diff = _difference(step, obs)
             if diff is not None:
