@@ -273,4 +273,8 @@ def run_scenario(scenario: Scenario, variants: dict[str, str], **kw: Any) -> Sce
         from conformance.consumer_scenarios import ConsumerScenarioRunner
 
         return ConsumerScenarioRunner(scenario, variants, **kw).run()
+    if scenario.protocol == "mixed":
+        from conformance.mixed_scenarios import MixedScenarioRunner
+
+        return MixedScenarioRunner(scenario, variants, **kw).run()
     return ScenarioRunner(scenario, variants, **kw).run()

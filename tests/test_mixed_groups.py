@@ -6,10 +6,28 @@ every consumer and mixed invariant checked after every step, and a mutant per mi
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from conformance.cli import main
+from conformance.errors import SpecError
+from conformance.mutants.mixed import (
+    ClassicRebalanceTimer,
+    DowngradeIgnoresPolicy,
+    EmptyReplacementHonoursPolicy,
+    GenerationOffByOne,
+    HeartbeatNeverRejoins,
+    NeverDowngrades,
+    NoReplacementDowngrade,
+    SyncGivesTarget,
+    UpgradeIgnoresPolicy,
+    UpgradeKeepsClassicGroup,
+)
+from conformance.scenarios import run_scenario
+from conformance.specs import load_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
 from model.classic.messages import (
@@ -20,12 +38,16 @@ from model.classic.messages import (
     LeaveGroupRequest,
     LeaveGroupResponse,
     MemberIdentity,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.client import ClientState
+from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -34,7 +56,6 @@ from model.consumer.messages import (
 )
 from model.consumer.mixed import (
     MixedConfig,
-    MixedConsumerCoordinator,
     MixedCoordinator,
 )
 from model.consumer.mixed_state import (
@@ -432,6 +453,25 @@ def test_leave_group_batch_in_a_consumer_group() -> None:
     assert not h.violations
 
 
+def test_offset_commit_of_a_classic_member_in_a_consumer_group() -> None:
+    """B.12 / CoG validateOffsetCommit L816: a classic member commits with any version and a wrong
+    generation is ILLEGAL_GENERATION; a consumer-protocol member needs v9 and gets STALE_MEMBER_EPOCH."""
+    h = Harness()
+    b = consumer_group_with_classic(h)
+    epoch = h.member(b).member_epoch
+    part = (OffsetCommitPartition("t", 0, 42),)
+    for member_id, generation, code in [
+        (b, epoch, E.NONE),
+        (b, epoch - 1, E.ILLEGAL_GENERATION),
+        ("A", 1, E.UNSUPPORTED_VERSION),
+    ]:
+        resp = h.send(OffsetCommitRequest("g", generation, member_id, part, version=8))
+        assert isinstance(resp, OffsetCommitResponse) and resp.partitions == (("t", 0, code),), member_id
+    assert h.state.consumer.offsets["g"][("t", 0)].offset == 42
+    stale = h.send(OffsetCommitRequest("g", 0, "A", part, version=9))
+    assert isinstance(stale, OffsetCommitResponse) and stale.partitions == (("t", 0, E.STALE_MEMBER_EPOCH),)
+
+
 # ------------------------------------------------------------------------------ upgrade
 
 
@@ -524,6 +564,17 @@ def test_upgrade_refused_with_group_id_not_found(
     assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error_code == E.GROUP_ID_NOT_FOUND, why
     assert h.state == before
     assert not h.violations
+
+
+def test_upgrade_of_a_group_in_its_first_rebalance_is_an_unknown_server_error() -> None:
+    """No protocol is selected before the first join phase ends: CoG fromClassicGroup's
+    ``protocolName().get()`` throws and the runtime answers UNKNOWN_SERVER_ERROR; nothing changes."""
+    h = Harness()
+    assert h.send(jg(version=3)) is None  # parked in the initial rebalance
+    before = h.state.copy()
+    resp = h.send(join("K"))
+    assert isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error_code == E.UNKNOWN_SERVER_ERROR
+    assert h.state == before and not h.violations
 
 
 def test_upgrade_errors_in_order_and_failed_join_rolls_the_conversion_back() -> None:
@@ -772,85 +823,6 @@ def test_failover_in_a_mixed_group_then_convergence() -> None:
 # ------------------------------------------------------------------------------ mutants
 
 
-class UpgradeIgnoresPolicy(MixedCoordinator):
-    def validate_online_upgrade(self, state: MixedState, group_id: str) -> None:
-        pass
-
-
-class UpgradeKeepsClassicGroup(MixedCoordinator):
-    def delete_classic_group(self, scratch: MixedState, result: Result, group_id: str) -> None:
-        pass
-
-
-class EmptyReplacementHonoursPolicy(MixedCoordinator):
-    def validate_empty_replacement(self, state: MixedState, group_id: str) -> None:
-        self.validate_online_upgrade(state, group_id)
-
-
-class _DowngradeIgnoresPolicy(MixedConsumerCoordinator):
-    def downgrade_allowed(self, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
-        others = [m for mid, m in group.members.items() if mid != leaving.member_id]
-        return leaving.classic is None and bool(others) and all(m.classic is not None for m in others)
-
-
-class DowngradeIgnoresPolicy(MixedCoordinator):
-    consumer_class = _DowngradeIgnoresPolicy
-
-
-class _NeverDowngrades(MixedConsumerCoordinator):
-    def downgrade_allowed(self, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
-        return False
-
-
-class NeverDowngrades(MixedCoordinator):
-    consumer_class = _NeverDowngrades
-
-
-class _NoReplacementDowngrade(MixedConsumerCoordinator):
-    def downgrade_on_replacement(self, before: ConsumerGroup, replaced: ConsumerMember) -> bool:
-        return False
-
-
-class NoReplacementDowngrade(MixedCoordinator):
-    consumer_class = _NoReplacementDowngrade
-
-
-class _HeartbeatNeverRejoins(MixedConsumerCoordinator):
-    def classic_heartbeat_needs_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
-        return False
-
-
-class HeartbeatNeverRejoins(MixedCoordinator):
-    consumer_class = _HeartbeatNeverRejoins
-
-
-class _GenerationOffByOne(MixedConsumerCoordinator):
-    def join_generation(self, member: ConsumerMember) -> int:
-        return member.member_epoch + 1
-
-
-class GenerationOffByOne(MixedCoordinator):
-    consumer_class = _GenerationOffByOne
-
-
-class _SyncGivesTarget(MixedConsumerCoordinator):
-    def sync_partitions(self, group: ConsumerGroup, member: ConsumerMember) -> frozenset[TopicPartition]:
-        return group.target_of(member.member_id)
-
-
-class SyncGivesTarget(MixedCoordinator):
-    consumer_class = _SyncGivesTarget
-
-
-class _ClassicRebalanceTimer(MixedConsumerCoordinator):
-    def schedule_rebalance_timeout(self, txn, member, now):  # type: ignore[no-untyped-def]
-        ConsumerCoordinator.schedule_rebalance_timeout(self, txn, member, now)
-
-
-class ClassicRebalanceTimer(MixedCoordinator):
-    consumer_class = _ClassicRebalanceTimer
-
-
 def upgrade_script(h: Harness) -> None:
     classic_group(h)
     h.send(join("K"))
@@ -999,14 +971,25 @@ def random_walk(seed: int, steps: int = 120) -> tuple[MixedRun, bool]:
     return run, failed_over
 
 
-@pytest.mark.parametrize("seed", range(6))
+def is_fatal(run: MixedRun, name: str) -> bool:
+    """A consumer that failed for good; only the upgrade of a classic group still in its first
+    rebalance may do that to it (UNKNOWN_SERVER_ERROR, see ``validate_online_upgrade``)."""
+    client = run.clients[name]
+    if isinstance(client, ClassicClient) or client.state != ClientState.FATAL:
+        return False
+    last = [r for n, r in run.responses if n == name][-1]
+    assert isinstance(last, ConsumerGroupHeartbeatResponse) and last.error_code == E.UNKNOWN_SERVER_ERROR
+    return True
+
+
+@pytest.mark.parametrize("seed", [*range(6), 22])
 def test_random_walk_holds_every_invariant_replays_and_converges(seed: int) -> None:
     run, failed_over = random_walk(seed)
     assert run.violations == []
     if not failed_over:
         assert replay(run.records) == run.state
     run.run_for(120_000)  # quiet: every live client ends with one share of the partitions
-    live = [k for k in sorted(run.clients) if k not in run.stopped]
+    live = [k for k in sorted(run.clients) if k not in run.stopped and not is_fatal(run, k)]
     if live:
         assert_converged(run, live, run.state.consumer.topics["t"])
     assert run.violations == []
@@ -1021,3 +1004,54 @@ def test_random_walks_exercise_upgrades_and_downgrades() -> None:
         assert run.violations == [], seed
         seen |= run.sometimes
     assert {"mixed.sometimes_upgrade", "mixed.sometimes_downgrade", "mixed.sometimes_classic_rejoin"} <= seen
+
+
+# ------------------------------------------------------------------------------ scenarios (CLI)
+
+
+def test_rolling_upgrade_scenario_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """`groupcheck scenario run kip-848-rolling-upgrade` passes on the model and exits 1 against
+    the mutant that never tells classic members to rejoin, naming the invariant."""
+    assert main(["scenario", "run", "kip-848-rolling-upgrade"]) == 0
+    assert "PASSED" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "scenario",
+                "run",
+                "kip-848-rolling-upgrade",
+                "--variant",
+                "mixed_mutant=heartbeat-never-rejoins",
+            ]
+        )
+        == 1
+    )
+    assert "mixed.classic_heartbeat_rule" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("clients: [{name: c1, protocol: classic, colour: red}]", "client c1: unknown key(s) ['colour']"),
+        ("clients: [{name: c1}]", "each client needs a name and protocol"),
+        ("config: {policy: sideways}", "policy 'sideways'"),
+        ("steps: [{dance: c1}]", "unknown step verb 'dance'"),
+        ("steps: [{stop: nobody}]", "unknown client 'nobody'"),
+    ],
+)
+def test_mixed_scenario_errors_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    body = {
+        "clients": "clients: [{name: c1, protocol: classic, topics: [t]}]",
+        "config": "config: {policy: bidirectional}",
+        "steps": "steps: [{run_for: 1000}]",
+    }
+    key = text.split(":", 1)[0]
+    body[key] = text
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "id: bad\ntitle: t\nsource: s\nprotocol: mixed\ntopics: {t: 2}\n" + "\n".join(body.values()) + "\n"
+    )
+    scenario = load_scenario(path)
+    with pytest.raises(SpecError, match=re.escape(message)) as err:
+        run_scenario(scenario, {})
+    assert str(path) in str(err.value)

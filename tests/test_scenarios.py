@@ -30,6 +30,7 @@ def test_scenario_expectation(scenario, expectation) -> None:  # type: ignore[no
     if expectation.get("passes"):
         assert result.passed, f"violations {violated}, failed expectations {result.failed_expectations}"
     else:
+        assert not result.passed, "expected the scenario to fail"
         for inv in expectation["violated"]:
             assert inv in violated, f"expected {inv} to be violated, got {violated}"
 
@@ -53,5 +54,7 @@ def test_required_scenarios_exist() -> None:
         "kip-848-static-temporary-leave",
         "kip-848-rebalance-timeout-fencing",
         "kip-848-partition-growth",
+        "kip-848-rolling-upgrade",
+        "kip-848-rolling-downgrade",
     }
     assert required <= set(SCENARIOS)

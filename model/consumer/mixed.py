@@ -51,9 +51,19 @@ those of the reference for 4.0.0 where it gives them, else of apache/kafka trunk
 * Empty groups of the other type are replaced silently, whatever the policy
   (``maybeDeleteEmptyClassicGroup`` / ``maybeDeleteEmptyConsumerGroup`` @1eb7644 L6016, L6032).
 
-Not modelled (documented divergences): the downgrade triggered by a classic static member replacing
-the last consumer-protocol member (``validateOnlineDowngradeWithReplacedMemberId``); OffsetCommit
-routing across the two group types; later versions' batch downgrade on an admin LeaveGroup.
+* A classic static JoinGroup that replaces the last consumer-protocol member downgrades too when the
+  policy allows and the group fits ``group.max.size`` (@1eb7644 L1078
+  ``validateOnlineDowngradeWithReplacedMemberId``): the joiner takes the replaced member's target
+  and the classic group stays Stable (no rebalance).
+* Upgrading a classic group still in its first rebalance (no protocol selected) fails with
+  UNKNOWN_SERVER_ERROR: CoG ``fromClassicGroup`` calls ``protocolName().get()`` unguarded.
+* OffsetCommit from a classic member of a consumer group follows CoG ``validateOffsetCommit`` L816
+  (any version, ILLEGAL_GENERATION on a wrong generation).
+
+Divergences (documented): committed offsets live in the store of the group's current type and do
+not follow a conversion (Kafka keeps one offset store per group id); Kafka 4.1+'s batch downgrade
+on an admin LeaveGroup and its rebalance after a replacement with a changed subscription are not
+modelled (4.0 behaviour).
 """
 
 from __future__ import annotations
@@ -76,13 +86,21 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from model.classic.messages import OffsetCommitRequest as ClassicOffsetCommitRequest
+from model.classic.messages import OffsetCommitResponse as ClassicOffsetCommitResponse
 from model.classic.records import GroupCreated, MemberUpserted
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
 from model.classic.state import Member as ClassicMember
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Rejected, _Txn
 from model.consumer.ids import new_member_id
-from model.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from model.consumer.mixed_state import ClassicGroupTombstone, MigrationPolicy, MixedState
 from model.consumer.mixed_state import apply as mixed_apply
 from model.consumer.mixed_state import rebuild as mixed_rebuild
@@ -119,7 +137,7 @@ from model.embedded import (
     encode_assignment,
 )
 from model.errors import ErrorCode
-from model.result import Result
+from model.result import Delivery, Result
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 """``ConsumerProtocol.PROTOCOL_TYPE``."""
@@ -263,6 +281,28 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
         return len(others) <= self.classic_max_size
 
     # ------------------------------------------------------------------ shared pieces
+
+    def offset_commit_group_error(
+        self, state: ConsumerCoordinatorState, request: OffsetCommitRequest
+    ) -> ErrorCode | None:
+        """CoG ``validateOffsetCommit`` (L642-674, L816): a classic member may use any version and a
+        wrong generation is ILLEGAL_GENERATION (``validateMemberEpoch(..., useClassicProtocol)``)."""
+        group = state.groups.get(request.group_id)
+        member = None if group is None else group.members.get(request.member_id)
+        error = super().offset_commit_group_error(state, request)
+        if (
+            member is None
+            or member.classic is None
+            or error
+            not in (
+                E.UNSUPPORTED_VERSION,
+                E.STALE_MEMBER_EPOCH,
+            )
+        ):
+            return error
+        if request.generation_id_or_member_epoch != member.member_epoch:
+            return E.ILLEGAL_GENERATION
+        return None
 
     def precheck(self, request: ConsumerGroupHeartbeatRequest) -> None:
         """B.6 rows 1-6 in the order of ``consumer_group_heartbeat`` (before group resolution)."""
@@ -571,7 +611,39 @@ class MixedCoordinator:
             return self.handle_heartbeat(state, request, ref, now)
         if isinstance(request, LeaveGroupRequest):
             return self.handle_leave_group(state, request, ref, now)
+        if isinstance(request, ClassicOffsetCommitRequest):
+            return self.handle_classic_offset_commit(state, request, ref, now)
+        if isinstance(request, OffsetCommitRequest):
+            return self.consumer.handle_offset_commit(state.consumer, request, ref, now)
         raise TypeError(f"not a request the mixed coordinator serves: {request!r}")
+
+    def handle_classic_offset_commit(
+        self, state: MixedState, req: ClassicOffsetCommitRequest, ref: int, now: int
+    ) -> Result:
+        """A classic client's OffsetCommit: to its classic group, or, in a consumer group, through
+        the consumer engine's B.12 rules (ILLEGAL_GENERATION for a classic member, any version)."""
+        if req.group_id not in state.consumer.groups:
+            return self.classic.handle_offset_commit(state.classic, req, ref, now)
+        topics: dict[str, list[OffsetCommitRequestPartition]] = {}
+        for p in req.partitions:
+            topics.setdefault(p.topic, []).append(
+                OffsetCommitRequestPartition(p.partition, p.offset, -1, p.metadata)
+            )
+        inner = OffsetCommitRequest(
+            req.group_id,
+            tuple(OffsetCommitRequestTopic(t, tuple(ps)) for t, ps in topics.items()),
+            req.generation_id,
+            req.member_id,
+            req.group_instance_id,
+            version=req.version,
+        )
+        result = self.consumer.handle_offset_commit(state.consumer, inner, ref, now)
+        (delivery,) = result.deliveries
+        codes = delivery.response.errors()
+        answer = ClassicOffsetCommitResponse(
+            tuple((p.topic, p.partition, codes[(p.topic, p.partition)]) for p in req.partitions)
+        )
+        return Result([Delivery(ref, answer)], result.records)
 
     def _consumer_group(self, state: MixedState, group_id: str) -> ConsumerGroup | None:
         return state.consumer.groups.get(group_id)
@@ -712,12 +784,17 @@ class MixedCoordinator:
             raise _Rejected(E.GROUP_ID_NOT_FOUND, "group does not use the consumer embedded protocol")
         if len(group.members) > self.config.consumer.max_size:
             raise _Rejected(E.GROUP_ID_NOT_FOUND, "group larger than group.consumer.max.size")
+        if group.protocol is None:
+            # A group in its first rebalance has no protocol yet: CoG ``fromClassicGroup`` calls
+            # ``protocolName().get()``, whose NoSuchElementException the runtime answers with
+            # UNKNOWN_SERVER_ERROR (no validation guards against it, 4.0 and @1eb7644).
+            raise _Rejected(E.UNKNOWN_SERVER_ERROR, "classic group has no selected protocol yet")
         for member in group.members.values():
             try:
                 if member.assignment:
                     if decode_assignment(member.assignment).user_data:
                         raise _Rejected(E.GROUP_ID_NOT_FOUND, "a custom assignor's user data would be lost")
-                decode_subscription(member.metadata(group.protocol or ""))
+                decode_subscription(member.metadata(group.protocol))
             except EmbeddedDecodeError:
                 raise _Rejected(E.GROUP_ID_NOT_FOUND, "malformed embedded consumer protocol") from None
 

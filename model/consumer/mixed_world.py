@@ -150,6 +150,8 @@ class MixedRun:
     violations: list[tuple[str, str]] = field(default_factory=list)
     sometimes: set[str] = field(default_factory=set)
     responses: list[tuple[str, object]] = field(default_factory=list)
+    keep_observations: bool = False
+    observations: list[Observation[MixedWorld]] = field(default_factory=list)
     _refs: dict[int, str] = field(default_factory=dict)
     _next_ref: int = 1
 
@@ -265,6 +267,8 @@ class MixedRun:
             before=before, event=event, deliveries=tuple(result.deliveries), after=after, now=self.now
         )
         self.last: Observation[MixedWorld] = obs
+        if self.keep_observations:
+            self.observations.append(obs)
         for inv in self.invariants:
             found = inv.check(obs)
             if inv.kind == "sometimes":
