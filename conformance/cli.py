@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report-dir", type=Path)
 
     e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
-    e.add_argument("id")
+    e.add_argument("id", nargs="?")
+    e.add_argument("--write-catalogue", action="store_true", help="regenerate reports/invariants.md")
 
     # -- traces (conformance/trace): replay, show, explore
     rp = sub.add_parser("replay", help="re-run a trace file on a target: FIXED / FAILED / ERROR")
@@ -191,6 +192,13 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from conformance.specs import load_invariants
 
+    if args.write_catalogue:
+        from conformance.trace.catalogue import write
+
+        print(f"wrote {write()}")
+        return EXIT_OK
+    if args.id is None:
+        raise UsageError("usage: explain ID (or --write-catalogue)")
     specs = load_invariants()
     spec = specs.get(args.id)
     if spec is None:
@@ -199,6 +207,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(f"  statement: {spec.statement}")
     print(f"  source:    {spec.source}")
     print(f"  checkers:  {', '.join(spec.checkers)}")
+    from conformance.trace.commands import explain_example
+
+    explain_example(spec.id)
     return EXIT_OK
 
 

@@ -169,3 +169,19 @@ def cmd_explore(args: argparse.Namespace) -> int:
         print(f"  - {inv_id}: BFS-minimal length {len(found.path)} ops: {found.message}")
         emit_counterexample(found_trace(result, found), run_dir)
     return 1
+
+
+def explain_example(inv_id: str) -> None:
+    """`explain`: the shortest committed counterexample of ``inv_id``, its last steps as a table."""
+    from conformance.trace import render
+    from conformance.trace.catalogue import ROOT, shortest
+    from conformance.trace.format import read_trace
+
+    ex = shortest(inv_id)
+    if ex is None:
+        print("  counterexample: none committed (tests/regressions/, reports/counterexamples/)")
+        return
+    print(f"  counterexample: {ex.path} ({ex.steps} steps; groupcheck show {ex.path})")
+    trace = read_trace(ROOT / ex.path)
+    table = render.text(trace, (max(1, ex.steps - 11), ex.steps)).splitlines()
+    print("\n".join(f"    {line}" for line in table[2:]))
