@@ -169,7 +169,7 @@ def make_consumer_sim(
     """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory."""
     from conformance.mutants import CONSUMER_MUTANTS
     from model.consumer.coordinator import ConsumerCoordinator
-    from model.consumer.sim import ConsumerSim, ModelConsumerPort
+    from model.consumer.sim import ModelConsumerPort
 
     cfg = consumer_config(config, variants, where)
     cls = CONSUMER_MUTANTS[variants["mutant"]] if "mutant" in variants else ConsumerCoordinator
@@ -179,10 +179,19 @@ def make_consumer_sim(
     for spec in clients:
         made = consumer_client_spec(spec, variants, where)
         specs[made.name] = made
-    sim = ConsumerSim(port, specs, SeededChooser(seed + 1000))
+    from conformance.trace.consumer import TracedConsumerSim
+
+    sim = TracedConsumerSim(port, specs, SeededChooser(seed + 1000))
     for topic, n in sorted(topics.items()):
         sim.topic("create", topic, n)
     sim.actions.clear()  # the set-up is in the header, not in the steps
+    sim.log.clear()
+    sim.setup = {
+        "topics": dict(sorted(topics.items())),
+        "clients": [dict(spec) for spec in clients],
+        "config": dict(config),
+    }
+    sim.variants, sim.seed = dict(variants), seed
     return sim
 
 

@@ -82,9 +82,11 @@ def run_check(
         result.steps = exc.steps
         result.observations = exc.observations
         if exc.sim is not None:
-            from conformance.trace.classic import to_trace
+            from conformance.trace import classic as classic_trace
+            from conformance.trace import consumer as consumer_trace
             from conformance.trace.format import groupcheck_version
 
+            to_trace = consumer_trace.to_trace if protocol == "consumer" else classic_trace.to_trace
             result.trace = to_trace(
                 exc.sim,
                 target=target,

@@ -34,7 +34,7 @@ class InvariantViolation(AssertionError):
         violations: list[Violation],
         steps: list[str],
         observations: list[Observation[Any]],
-        sim: TracedClassicSim | None = None,
+        sim: Any = None,
     ):
         self.violations = violations
         self.steps = steps

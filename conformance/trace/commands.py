@@ -79,7 +79,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.coverage_picture:
             print(f"  coverage picture: {coverage.picture(args.coverage_picture)}")
     if args.output and result.sim is not None:
-        from conformance.trace.classic import to_trace
+        from conformance.trace import classic, consumer
+
+        to_trace = consumer.to_trace if trace.protocol == "consumer" else classic.to_trace
 
         again = to_trace(
             result.sim,

@@ -149,3 +149,17 @@ def action(op: dict[str, Any]) -> str:
         "rejoin": f"{client} asks to rejoin",
     }
     return words.get(str(kind), str(kind))
+
+
+def event(ev: Any, op: dict[str, Any]) -> str:
+    """An event without a request (time, faults, client-side happenings) in words."""
+    kind = type(ev).__name__
+    if kind == "AdvanceEvent":
+        return f"time moves to {ev.now} ms"
+    if kind == "ClientEvent":
+        return f"{ev.client} {ev.action}"
+    if kind == "TopicEvent":
+        return f"topic {ev.topic}: {ev.action}" + (f" ({ev.partitions} partitions)" if ev.partitions else "")
+    if kind in ("FailoverEvent", "Failover"):
+        return "coordinator failover"
+    return action(op) if op.get("op") != "cont" else kind

@@ -93,11 +93,9 @@ def _step_rows(step: Step, names: describe.Names, owner: dict[int, str], bad: bo
             Row(step.n, step.now, "msg", prefix + describe.request(request, names), event.client, COORD, bad)
         )
     else:
-        out.append(
-            Row(
-                step.n, step.now, "note", describe.action(step.action), step.action.get("client", ""), "", bad
-            )
-        )
+        words = describe.action(step.action) if event is None else describe.event(event, step.action)
+        who = step.action.get("client") or getattr(event, "client", "") or ""
+        out.append(Row(step.n, step.now, "note", words, who, "", bad))
     expected = {d.ref: d.response for d in step.expected or ()}
     for d in step.actual or ():
         to = owner.get(d.ref, "?")
@@ -199,7 +197,7 @@ def image(trace: Trace, path: Path, fmt: str, window: tuple[int, int] | None = N
     for r in data:
         if r.kind in ("msg", "reply"):
             span = abs(x[r.src if r.src in x else COORD] - x.get(r.dst, x[COORD]))
-            chars = max(24, int(span / 0.075))
+            chars = max(24, int(span / 0.066))
         else:
             chars = int((width - left) / 0.075)
         wrapped = textwrap.wrap(r.text, chars) or [""]
