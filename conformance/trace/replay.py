@@ -41,12 +41,13 @@ def replay(
     trace: Trace,
     *,
     target: str = "model",
-    variants: dict[str, str] | None = None,
+    variants: dict[str, str | None] | None = None,
     port_factory: Any = None,
     coverage: Any = None,
 ) -> ReplayResult:
     """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given)."""
     merged = {**trace.header["variants"], **(variants or {})}
+    merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
     if trace.protocol == "consumer":
         return _replay_consumer(
