@@ -131,5 +131,20 @@ def test_cli_explore_writes_traces_graph_and_replay_reports_coverage(
         assert main(["replay", str(t), "--coverage", str(graph)]) == 1
         shown = capsys.readouterr().out
         assert "coverage of the explored graph" in shown and "0 states reached outside" in shown
-    assert main(["explore", "--protocol", "consumer"]) == 2
+    assert main(["explore", "--protocol", "consumer", "--ops", "x"]) == 2
     assert main(["explore", "--ops", "step,teleport"]) == 2
+
+
+def test_consumer_explore_finds_kafka_16147_only_in_the_mutant(tmp_path: Path) -> None:
+    from conformance.trace.consumer_explore import consumer_found_trace, explore_consumer
+
+    model = explore_consumer(2, 2, depth=5)
+    assert not model.found and model.levels_done == 5
+    mutant = explore_consumer(2, 2, depth=5, variants={"mutant": "kafka-16147"})
+    hit = mutant.found["consumer.single_partition_holder"]
+    assert len(hit.path) == 5  # BFS-minimal: join, join, heartbeat, time, heartbeat
+    trace = consumer_found_trace(mutant, hit)
+    assert "consumer.single_partition_holder" in trace.violated
+    again = replay(read_trace(write_trace(trace, tmp_path / "c.ndjson")))
+    assert again.verdict == "FAILED" and again.exact
+    assert replay(read_trace(tmp_path / "c.ndjson"), variants={"mutant": None}).verdict == "FIXED"

@@ -132,22 +132,30 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from conformance.trace.emit import emit_counterexample
     from conformance.trace.explore import ALL_OPS, DEFAULT_OPS, explore_classic, found_trace, save_graph
 
-    if args.protocol != "classic":
-        raise UsageError(
-            "explore --protocol consumer: not built yet (the consumer simulator landed late); available: classic"
-        )
-    ops = DEFAULT_OPS if not args.ops else tuple(o.strip() for o in args.ops.split(",") if o.strip())
-    unknown = sorted(set(ops) - set(ALL_OPS))
-    if unknown:
-        raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_OPS)})")
     variants = parse_variants(args.variant)
-    result = explore_classic(
-        args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget, ops=ops
-    )
+    if args.protocol == "consumer":
+        from conformance.trace.consumer_explore import CONSUMER_OPS, consumer_found_trace, explore_consumer
+
+        if args.ops:
+            raise UsageError(f"--ops: the consumer explorer uses {','.join(CONSUMER_OPS)}")
+        result = explore_consumer(
+            args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget
+        )
+        make_trace = consumer_found_trace
+    else:
+        ops = DEFAULT_OPS if not args.ops else tuple(o.strip() for o in args.ops.split(",") if o.strip())
+        unknown = sorted(set(ops) - set(ALL_OPS))
+        if unknown:
+            raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_OPS)})")
+        result = explore_classic(
+            args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget, ops=ops
+        )
+        make_trace = found_trace
     shown = ", ".join(f"{k}={v}" for k, v in sorted(variants.items())) or "none"
     rate = result.states / result.seconds if result.seconds else 0.0
     print(
-        f"explore classic: {args.members} members x {args.partitions} partitions, variants {shown}, ops {','.join(ops)}"
+        f"explore {args.protocol}: {args.members} members x {args.partitions} partitions, variants {shown}, "
+        f"ops {','.join(result.ops)}"
     )
     bound = "complete (no new states)" if result.complete else f"depth {result.levels_done} of {args.depth}"
     if result.budget_hit:
@@ -157,9 +165,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"  {result.states} distinct abstract states, {result.transitions} transitions, "
         f"{result.seconds:.1f} s ({rate:.0f} states/s)"
     )
-    run_dir = (
-        args.report_dir or Path("reports") / "runs" / f"explore-classic-m{args.members}-p{args.partitions}"
-    )
+    name = f"explore-{args.protocol}-m{args.members}-p{args.partitions}"
+    run_dir = args.report_dir or Path("reports") / "runs" / name
     if args.graph:
         save_graph(result, args.graph)
         print(f"  graph: {args.graph}")
@@ -169,7 +176,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     print(f"  violations (BFS-shortest, in ops): {len(result.found)}")
     for inv_id, found in sorted(result.found.items()):
         print(f"  - {inv_id}: BFS-minimal length {len(found.path)} ops: {found.message}")
-        emit_counterexample(found_trace(result, found), run_dir)
+        emit_counterexample(make_trace(result, found), run_dir)
     return 1
 
 
