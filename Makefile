@@ -8,7 +8,7 @@ PROTOCOL ?= classic
 PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
 
-.PHONY: install test lint check bench clean
+.PHONY: install test lint check bench clean proofs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,6 +31,9 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/model_throughput.py
+
+proofs: $(STAMP)
+	$(BIN)/groupcheck prove --report reports/proofs.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

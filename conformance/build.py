@@ -58,6 +58,12 @@ def client_config(spec: Mapping[str, Any], variants: Mapping[str, str], where: s
     )
 
 
+def _classic_mutants() -> dict[str, type[ClassicCoordinator]]:
+    from conformance.mutants import CLASSIC_MUTANTS
+
+    return CLASSIC_MUTANTS
+
+
 def make_classic_sim(
     topics: Mapping[str, int],
     clients: Sequence[Mapping[str, Any]],
@@ -70,6 +76,8 @@ def make_classic_sim(
     coordinator: ClassicCoordinator | None = None,
 ) -> TracedClassicSim:
     cfg = classic_config(config, where)
+    if coordinator is None and variants.get("mutant") in _classic_mutants():  # issue 6 refutations
+        coordinator = _classic_mutants()[variants["mutant"]](cfg, SeededChooser(seed))
     coord = coordinator or ClassicCoordinator(cfg, SeededChooser(seed))
     port = port_factory(coord) if port_factory else ModelPort(coord)
     made = {}

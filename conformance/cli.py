@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     spsub.add_parser("validate")
+
+    from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
+
+    add_prove_parser(sub)
     return p
 
 
@@ -85,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
         handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
         handler |= {"explore": trace_commands.cmd_explore}
+        handler["prove"] = cmd_prove
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -220,6 +225,12 @@ def cmd_specs(args: argparse.Namespace) -> int:
     scenarios = load_scenarios()
     print(f"specs valid: {len(specs)} invariants, {len(scenarios)} scenarios")
     return EXIT_OK
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from conformance.smt.cli import cmd_prove as run
+
+    return run(args)
 
 
 if __name__ == "__main__":

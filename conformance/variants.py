@@ -77,9 +77,9 @@ VARIANTS: dict[str, VariantKey] = {
         ),
         VariantKey(
             "mutant",
-            ("kafka-16147",),
+            ("kafka-16147", "stale-sync"),
             "run against a mutant coordinator (conformance/mutants/) instead of the reference model",
-            ("consumer",),
+            ("consumer", "classic"),
         ),
     )
 }

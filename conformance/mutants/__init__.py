@@ -6,6 +6,7 @@ model. ``--variant mutant=NAME`` runs a check or scenario against it.
 
 from __future__ import annotations
 
+from conformance.mutants.classic import CLASSIC_MUTANTS
 from conformance.mutants.consumer import CONSUMER_MUTANTS
 
-__all__ = ["CONSUMER_MUTANTS"]
+__all__ = ["CLASSIC_MUTANTS", "CONSUMER_MUTANTS"]

@@ -1,0 +1,234 @@
+"""Inductive steps and bounded model checking for the classic encoding (`conformance.smt.classic`).
+
+Both classic invariants are transition invariants: the obligation is checked for every rule from
+any state satisfying the lemmas the catalogue lists, and the lemmas are checked preserved. A failed
+step starts bounded model checking from the empty group with two member slots (enough for the
+generation and sync rules, and the size at which every leader election is forced, so the model's
+seeded choices and the solver's agree); its counterexample is run on the model
+(`conformance.smt.classic_replay`), compared state by state, and written as a trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import z3
+
+from conformance.smt import classic as C
+from conformance.smt.classic_replay import Action, new_driver, same, trace_of
+from conformance.smt.outcome import Outcome
+from conformance.smt.solver import Limits, Verdict, check, make_solver
+
+INVARIANTS: tuple[str, ...] = tuple(sorted(C.ENCODERS))
+BMC_MEMBERS = 2
+
+
+def _choices_in_range(step: C.Step, members: int) -> Any:
+    return z3.And([z3.And(v >= 0, v < members) for k, v in step.inputs.items() if k.endswith("choice")])
+
+
+def _lemmas(lemmas: tuple[str, ...]) -> list[tuple[str, Any]]:
+    out = []
+    for name in lemmas:
+        if name not in C.LEMMAS:
+            raise KeyError(f"unknown classic lemma {name!r}")
+        out.append((name, C.LEMMAS[name]))
+    return out
+
+
+def base_case(invariant_id: str, lemmas: tuple[str, ...], members: int, limits: Limits) -> Outcome:
+    start = time.perf_counter()
+    g = C.fresh_group("init", members)
+    s = make_solver(limits)
+    s.add(C.initial(g), z3.Not(z3.And([f(g) for _, f in _lemmas(lemmas)] or [z3.BoolVal(True)])))
+    result, reason = check(s)
+    verdict = Verdict.CONFIRMED if result == z3.unsat else Verdict.UNKNOWN
+    detail = "" if result == z3.unsat else (reason or "lemmas do not hold initially")
+    return Outcome(
+        invariant_id, "initial", members, 0, verdict, time.perf_counter() - start, detail, lemmas=lemmas
+    )
+
+
+def inductive_step(
+    invariant_id: str,
+    transition: str,
+    lemmas: tuple[str, ...],
+    members: int,
+    variant: Mapping[str, str],
+    limits: Limits,
+) -> Outcome:
+    start = time.perf_counter()
+    enc = C.ENCODERS[invariant_id]
+    pre = C.fresh_group("pre", members)
+    step = C.TRANSITIONS[transition](pre, 0, "in", dict(variant))
+    named = _lemmas(lemmas)
+    s = make_solver(limits)
+    s.add([f(pre) for _, f in named])
+    s.add(step.guard, _choices_in_range(step, members))
+    obligations = [(n, f(step.post)) for n, f in named] + [(f"{invariant_id} (step)", enc.step(pre, 0, step))]
+    s.add(z3.Not(z3.And([f for _, f in obligations])))
+    result, reason = check(s)
+    seconds = time.perf_counter() - start
+    if result == z3.unsat:
+        return Outcome(invariant_id, transition, members, 0, Verdict.CONFIRMED, seconds, lemmas=lemmas)
+    if result == z3.unknown:
+        return Outcome(invariant_id, transition, members, 0, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas)
+    model = s.model()
+    failed = tuple(n for n, f in obligations if not z3.is_true(model.eval(f, model_completion=True)))
+    return Outcome(
+        invariant_id,
+        transition,
+        members,
+        0,
+        Verdict.UNKNOWN,
+        seconds,
+        f"not inductive: {transition} can break {', '.join(failed)}",
+        lemmas=lemmas,
+        failed=failed,
+    )
+
+
+def _options(g: C.Group, k: int, members: int, variant: Mapping[str, str]) -> list[tuple[str, int, C.Step]]:
+    out = []
+    for kind in ("join", "sync", "leave"):
+        for i in range(members):
+            out.append((kind, i, C.TRANSITIONS[kind](g, i, f"s{k}_{kind}{i}", dict(variant))))
+    for kind in ("timer", "failover"):
+        out.append((kind, -1, C.TRANSITIONS[kind](g, 0, f"s{k}_{kind}", dict(variant))))
+    return out
+
+
+def bmc(invariant_id: str, variant: Mapping[str, str], limits: Limits, depth: int) -> Outcome:
+    start = time.perf_counter()
+    members = BMC_MEMBERS
+    enc = C.ENCODERS[invariant_id]
+    frames = [C.fresh_group("f0", members)]
+    s = make_solver(limits)
+    s.add(C.initial(frames[0]))
+    chosen: list[tuple[Any, list[tuple[str, int, C.Step]]]] = []
+    for k in range(1, depth + 1):
+        pre = frames[-1]
+        post = C.fresh_group(f"f{k}", members)
+        options = _options(pre, k, members, variant)
+        sel = z3.Int(f"sel{k}")
+        s.add(sel >= 0, sel < len(options))
+        for n, (_, _, st) in enumerate(options):
+            s.add(
+                z3.Implies(
+                    sel == n, z3.And(st.guard, _choices_in_range(st, members), C.group_eq(post, st.post))
+                )
+            )
+        frames.append(post)
+        chosen.append((sel, options))
+        s.push()
+        s.add(z3.Or([z3.And(sel == n, z3.Not(enc.step(pre, i, st))) for n, (_, i, st) in enumerate(options)]))
+        result, reason = check(s)
+        if result == z3.sat:
+            model = s.model()
+            actions = []
+            for sel_k, opts in chosen:
+                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
+                generation = (
+                    model.eval(st.inputs["generation"], model_completion=True).as_long()
+                    if kind == "sync"
+                    else 0
+                )
+                actions.append(Action(kind, i, generation))
+            states = [C.evaluate(model, f) for f in frames]
+            return confirm(invariant_id, actions, states, variant, time.perf_counter() - start)
+        s.pop()
+        if result == z3.unknown:
+            return Outcome(
+                invariant_id, "bmc", members, 0, Verdict.UNKNOWN, time.perf_counter() - start, reason
+            )
+    return Outcome(
+        invariant_id,
+        "bmc",
+        members,
+        0,
+        Verdict.CONFIRMED,
+        time.perf_counter() - start,
+        f"no violation within {depth} steps",
+    )
+
+
+def confirm(
+    invariant_id: str,
+    actions: list[Action],
+    states: list[C.ConcreteGroup],
+    variant: Mapping[str, str],
+    seconds: float,
+) -> Outcome:
+    driver = new_driver(BMC_MEMBERS, dict(variant))
+    mismatches = []
+    for n, action in enumerate(actions, start=1):
+        driver.apply(action)
+        got = driver.abstract()
+        if n < len(states) and not same(got, states[n]):
+            mismatches.append(f"step {n} ({action.kind}): model {got} != solver {states[n]}")
+    found = [v for v in driver.violations if v.invariant == invariant_id]
+    trace = trace_of(driver, invariant_id)
+    cx = {
+        "protocol": "classic",
+        "steps": [a.to_json() for a in actions],
+        "violations": [f"step {v.step}: {v.message}" for v in found],
+        "trace": trace,
+    }
+    if mismatches or not found:
+        why = "; ".join(mismatches) or "the model's predicate reports no violation"
+        return Outcome(
+            invariant_id,
+            "bmc",
+            BMC_MEMBERS,
+            0,
+            Verdict.UNKNOWN,
+            seconds,
+            f"ENCODING BUG: z3 counterexample not confirmed by the model: {why}",
+            cx,
+            encoding_bug=True,
+        )
+    return Outcome(
+        invariant_id,
+        "bmc",
+        BMC_MEMBERS,
+        0,
+        Verdict.REFUTED,
+        seconds,
+        f"{len(actions)} steps; model confirms: step {found[0].step}: {found[0].message}",
+        cx,
+    )
+
+
+def prove(
+    invariant_id: str,
+    lemmas: tuple[str, ...],
+    members: int,
+    partitions: int,
+    variant: Mapping[str, str],
+    limits: Limits,
+    depth: int,
+) -> list[Outcome]:
+    """Base case and every rule at ``members`` slots (partitions play no part in these rules)."""
+    rows = [base_case(invariant_id, lemmas, members, limits)]
+    for transition in C.ENCODERS[invariant_id].transitions:
+        rows.append(inductive_step(invariant_id, transition, lemmas, members, variant, limits))
+    if any(r.verdict != Verdict.CONFIRMED for r in rows):
+        own = f"{invariant_id} (step)"
+        if any(own in r.failed or (r.verdict != Verdict.CONFIRMED and not r.failed) for r in rows):
+            rows.append(bmc(invariant_id, variant, limits, depth))
+        else:
+            broken = sorted({f for r in rows for f in r.failed})
+            rows.append(
+                Outcome(
+                    invariant_id,
+                    "bmc",
+                    members,
+                    0,
+                    Verdict.UNKNOWN,
+                    0.0,
+                    f"not searched: only lemmas fail under this variant ({', '.join(broken)})",
+                )
+            )
+    return rows

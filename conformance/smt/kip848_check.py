@@ -1,0 +1,323 @@
+"""Inductive steps and bounded model checking for the KIP-848 encoding (`conformance.smt.kip848`).
+
+Induction: for each rule R, ``S(pre) ∧ guard_R ∧ ¬(S(post) ∧ step obligation)`` must be unsat, where S
+is the invariant with the strengthening lemmas the catalogue lists for it; the base case is
+``initial ⇒ S``. Slots are interchangeable (every formula is symmetric in the member slots), so a
+per-member rule is checked for slot 0.
+
+Bounded model checking: heartbeats and leaves (`step_heartbeat`, `step_leave`) unrolled from the
+empty group for 1..k steps until the invariant fails; the trace is replayed on the model
+(`conformance.smt.kip848_replay`) and reported REFUTED only if the model confirms it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import z3
+
+from conformance.smt import kip848 as K
+from conformance.smt.kip848_replay import HeartbeatStep, replay
+from conformance.smt.outcome import Outcome
+from conformance.smt.solver import Limits, Verdict, check, make_solver
+
+
+def strengthening(invariant_id: str, lemmas: tuple[str, ...]) -> list[tuple[str, K.StateFormula]]:
+    """The invariant's state formula (if any) and its lemmas, by id."""
+    out: list[tuple[str, K.StateFormula]] = []
+    enc = K.ENCODERS[invariant_id]
+    if enc.state is not None:
+        out.append((invariant_id, enc.state))
+    for lemma in lemmas:
+        if lemma in K.LEMMAS:
+            out.append((lemma, K.LEMMAS[lemma]))
+        elif lemma in K.ENCODERS and K.ENCODERS[lemma].state is not None:
+            out.append((lemma, K.ENCODERS[lemma].state))  # type: ignore[arg-type]
+        else:
+            raise KeyError(f"unknown KIP-848 lemma {lemma!r}")
+    return out
+
+
+def _failed(model: z3.ModelRef, named: list[tuple[str, Any]]) -> list[str]:
+    return [name for name, f in named if not z3.is_true(model.eval(f, model_completion=True))]
+
+
+def base_case(
+    invariant_id: str, lemmas: tuple[str, ...], members: int, partitions: int, limits: Limits
+) -> Outcome:
+    start = time.perf_counter()
+    g = K.fresh_group("init", members, partitions)
+    named = [(n, f(g)) for n, f in strengthening(invariant_id, lemmas)]
+    s = make_solver(limits)
+    s.add(K.initial(g))
+    s.add(z3.Not(z3.And([f for _, f in named])))
+    result, reason = check(s)
+    seconds = time.perf_counter() - start
+    if result == z3.unsat:
+        return Outcome(
+            invariant_id, "initial", members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
+        )
+    if result == z3.sat:
+        failed = _failed(s.model(), named)
+        return Outcome(
+            invariant_id,
+            "initial",
+            members,
+            partitions,
+            Verdict.UNKNOWN,
+            seconds,
+            f"does not hold initially: {', '.join(failed)}",
+            lemmas=lemmas,
+        )
+    return Outcome(
+        invariant_id, "initial", members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+    )
+
+
+def inductive_step(
+    invariant_id: str,
+    transition: str,
+    lemmas: tuple[str, ...],
+    members: int,
+    partitions: int,
+    variant: K.Variant,
+    limits: Limits,
+) -> Outcome:
+    """CONFIRMED when the rule preserves the invariant and its lemmas; UNKNOWN (with the failing
+    conjuncts) when a counterexample to induction exists or the solver gave up."""
+    start = time.perf_counter()
+    enc = K.ENCODERS[invariant_id]
+    pre = K.fresh_group("pre", members, partitions)
+    step = K.TRANSITIONS[transition](pre, 0, "in", variant)
+    formulas = strengthening(invariant_id, lemmas)
+    s = make_solver(limits)
+    s.add([f(pre) for _, f in formulas])
+    s.add(step.guard)
+    named = [(n, f(step.post)) for n, f in formulas]
+    if enc.step is not None:
+        named.append((f"{invariant_id} (step)", enc.step(pre, 0, step)))
+    s.add(z3.Not(z3.And([f for _, f in named])))
+    result, reason = check(s)
+    seconds = time.perf_counter() - start
+    if result == z3.unsat:
+        return Outcome(
+            invariant_id, transition, members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
+        )
+    if result == z3.sat:
+        failed = _failed(s.model(), named)
+        detail = f"not inductive: {transition} can break {', '.join(failed)}"
+        return Outcome(
+            invariant_id,
+            transition,
+            members,
+            partitions,
+            Verdict.UNKNOWN,
+            seconds,
+            detail,
+            lemmas=lemmas,
+            failed=tuple(failed),
+        )
+    return Outcome(
+        invariant_id, transition, members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+    )
+
+
+# ----------------------------------------------------------------------------- bounded model checking
+
+
+def _options(g: K.Group, s: int, variant: K.Variant) -> list[tuple[str, int, K.Step]]:
+    out = []
+    for i in range(len(g.members)):
+        out.append(("heartbeat", i, K.step_heartbeat(g, i, f"s{s}_hb{i}", variant)))
+        out.append(("leave", i, K.step_leave(g, i, f"s{s}_lv{i}", variant)))
+    return out
+
+
+def _bits(model: z3.ModelRef, x: Any, width: int) -> frozenset[int]:
+    return K.bits_of(int(model.eval(x, model_completion=True).as_long()), width)
+
+
+def bmc(
+    invariant_id: str,
+    members: int,
+    partitions: int,
+    variant: K.Variant,
+    limits: Limits,
+    depth: int,
+) -> Outcome:
+    """Search 1..depth heartbeat/leave steps from the empty group for a violation; replay it."""
+    start = time.perf_counter()
+    enc = K.ENCODERS[invariant_id]
+    frames = [K.fresh_group("f0", members, partitions)]
+    s = make_solver(limits)
+    s.add(K.initial(frames[0]))
+    chosen: list[list[tuple[str, int, K.Step]]] = []
+    selectors = []
+    for k in range(1, depth + 1):
+        pre = frames[-1]
+        post = K.fresh_group(f"f{k}", members, partitions)
+        options = _options(pre, k, variant)
+        sel = z3.Int(f"sel{k}")
+        s.add(sel >= 0, sel < len(options))
+        for n, (_, _, st) in enumerate(options):
+            s.add(z3.Implies(sel == n, z3.And(st.guard, K.group_eq(post, st.post))))
+        frames.append(post)
+        chosen.append(options)
+        selectors.append(sel)
+        bad = []
+        if enc.state is not None:
+            bad.append(z3.Not(enc.state(post)))
+        if enc.step is not None:
+            bad += [z3.And(sel == n, z3.Not(enc.step(pre, i, st))) for n, (_, i, st) in enumerate(options)]
+        s.push()
+        s.add(z3.Or(bad))
+        result, reason = check(s)
+        if result == z3.sat:
+            model = s.model()
+            steps = []
+            for opts, sel_k in zip(chosen, selectors, strict=True):
+                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
+                if kind == "leave":
+                    steps.append(HeartbeatStep("leave", i))
+                    continue
+                null = z3.is_true(model.eval(st.inputs["owned_null"], model_completion=True))
+                due = z3.is_true(model.eval(st.outputs["target_due"], model_completion=True))
+                steps.append(
+                    HeartbeatStep(
+                        "heartbeat",
+                        i,
+                        model.eval(st.inputs["epoch"], model_completion=True).as_long(),
+                        None if null else _bits(model, st.inputs["owned"], partitions),
+                        tuple(_bits(model, st.inputs[f"target{j}"], partitions) for j in range(members))
+                        if due
+                        else None,
+                    )
+                )
+            states = [K.evaluate(model, f) for f in frames]
+            seconds = time.perf_counter() - start
+            return confirm(invariant_id, steps, states, variant, members, partitions, seconds)
+        s.pop()
+        if result == z3.unknown:
+            return Outcome(
+                invariant_id, "bmc", members, partitions, Verdict.UNKNOWN, time.perf_counter() - start, reason
+            )
+    return Outcome(
+        invariant_id,
+        "bmc",
+        members,
+        partitions,
+        Verdict.CONFIRMED,
+        time.perf_counter() - start,
+        f"no violation within {depth} steps",
+    )
+
+
+def confirm(
+    invariant_id: str,
+    steps: list[HeartbeatStep],
+    states: list[K.ConcreteGroup],
+    variant: K.Variant,
+    members: int,
+    partitions: int,
+    seconds: float,
+) -> Outcome:
+    """REFUTED only if the model, run on the same steps, reaches the same states and its predicate fails."""
+    result = replay(steps, invariant_id, variant, members, partitions, states)
+    cx = {
+        "protocol": "consumer",
+        "group": "g",
+        "topic": "t",
+        "partitions": partitions,
+        "steps": [s.to_json() for s in steps],
+        "violations": result.violations,
+    }
+    if result.mismatches or not result.violations:
+        why = "; ".join(result.mismatches) or "the model's predicate reports no violation"
+        return Outcome(
+            invariant_id,
+            "bmc",
+            members,
+            partitions,
+            Verdict.UNKNOWN,
+            seconds,
+            f"ENCODING BUG: z3 counterexample not confirmed by the model: {why}",
+            cx,
+            encoding_bug=True,
+        )
+    return Outcome(
+        invariant_id,
+        "bmc",
+        members,
+        partitions,
+        Verdict.REFUTED,
+        seconds,
+        f"{len(steps)} steps; model confirms: {result.violations[0]}",
+        cx,
+    )
+
+
+# ----------------------------------------------------------------------------- one invariant
+
+INVARIANTS: tuple[str, ...] = tuple(sorted(K.ENCODERS))
+
+STEP_TRANSITIONS: dict[str, tuple[str, ...]] = {
+    inv: ("heartbeat",) if K.ENCODERS[inv].state is None else tuple(K.TRANSITIONS) for inv in K.ENCODERS
+}
+"""Rules each invariant is checked against (a pure transition invariant only on heartbeats)."""
+
+
+def variant_of(variant: Mapping[str, str]) -> K.Variant:
+    return K.Variant(
+        reconcile_pending=variant.get("reconcile_pending", "respect"),
+        leave_bump=variant.get("leave_bump", "true") == "true",
+        epoch_check=variant.get("epoch_check", "true") == "true",
+    )
+
+
+def prove(
+    invariant_id: str,
+    lemmas: tuple[str, ...],
+    members: int,
+    partitions: int,
+    variant: Mapping[str, str],
+    limits: Limits,
+    depth: int,
+) -> list[Outcome]:
+    """Base case, the inductive step of every rule, and bounded model checking when a step fails."""
+    v = variant_of(variant)
+    rows = [base_case(invariant_id, lemmas, members, partitions, limits)]
+    for transition in STEP_TRANSITIONS[invariant_id]:
+        rows.append(inductive_step(invariant_id, transition, lemmas, members, partitions, v, limits))
+    if any(r.verdict != Verdict.CONFIRMED for r in rows):
+        rows.append(search(invariant_id, rows, members, partitions, v, limits, depth))
+    return rows
+
+
+def search(
+    invariant_id: str,
+    rows: list[Outcome],
+    members: int,
+    partitions: int,
+    variant: K.Variant,
+    limits: Limits,
+    depth: int,
+) -> Outcome:
+    """Bounded model checking when some step can break the invariant itself; when only lemmas break,
+    the invariant's status follows theirs and no search is made (it stays UNKNOWN)."""
+    own = {invariant_id, f"{invariant_id} (step)"}
+    if any(own & set(r.failed) for r in rows) or any(
+        not r.failed for r in rows if r.verdict != Verdict.CONFIRMED
+    ):
+        return bmc(invariant_id, members, partitions, variant, limits, depth)
+    broken = sorted({f for r in rows for f in r.failed})
+    return Outcome(
+        invariant_id,
+        "bmc",
+        members,
+        partitions,
+        Verdict.UNKNOWN,
+        0.0,
+        f"not searched: only lemmas fail under this variant ({', '.join(broken)})",
+    )
