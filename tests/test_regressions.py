@@ -33,3 +33,14 @@ def test_regression_is_fixed_by_the_fix(entry: dict[str, Any]) -> None:
     result = replay(read_trace(HERE / entry["file"]), variants=dict(entry["fixed_by"]))
     assert entry["invariant"] not in {v.invariant for v in result.violations}
     assert result.verdict == "FIXED", [v.invariant for v in result.violations]
+
+
+REPORTED = sorted((Path(__file__).parent.parent / "reports" / "counterexamples").glob("*.ndjson"))
+
+
+@pytest.mark.parametrize("path", REPORTED, ids=lambda p: p.name)
+def test_published_counterexamples_replay_exactly(path: Path) -> None:
+    trace = read_trace(path)
+    result = replay(trace)
+    assert result.verdict == "FAILED" and result.exact, result.error or result.difference
+    assert set(trace.violated) <= {v.invariant for v in result.violations}
