@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="run the stateful suite against a target")
     c.add_argument("--target", default="model")
-    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "all"])
+    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "mixed", "all"])
     c.add_argument("--max-examples", type=int)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--profile", default="ci")
@@ -109,7 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     _require_model(args.target)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
-    protocols = ["classic", "consumer"] if args.protocol == "all" else [args.protocol]
+    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
     from conformance.trace.commands import _coverage
 
     coverage = _coverage(args.coverage)

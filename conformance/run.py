@@ -11,7 +11,7 @@ from hypothesis.stateful import get_state_machine_test
 
 from conformance.checker import Checker, Violation
 from conformance.errors import UsageError
-from conformance.machines import classic, consumer
+from conformance.machines import classic, consumer, mixed
 from conformance.machines.classic import InvariantViolation, MachineSettings
 from conformance.profiles import Profile
 
@@ -54,7 +54,11 @@ def run_check(
     port_factory: Any = None,
     coverage: Any = None,
 ) -> CheckResult:
-    machines = {"classic": classic.make_machine, "consumer": consumer.make_machine}
+    machines = {
+        "classic": classic.make_machine,
+        "consumer": consumer.make_machine,
+        "mixed": mixed.make_machine,
+    }
     if protocol not in machines:
         raise UsageError(f"protocol {protocol!r} has no state machine (known: {', '.join(machines)})")
     variants = dict(variants or {})

@@ -1,0 +1,169 @@
+"""A Hypothesis RuleBasedStateMachine over KIP-848 mixed groups (reference B.13; issue 3).
+
+Classic consumers (`model.classic.client`, eager or cooperative, dynamic or static, JoinGroup v3/v4/v9)
+and KIP-848 consumers (`model.consumer.client`) share one group id on a `MixedCoordinator` under a
+drawn ``group.consumer.migration.policy``: members come and go (LeaveGroup, leave with -1/-2),
+crash, the coordinator fails over, time passes. The group is upgraded, downgraded and replaced as
+the rules allow. Every consumer and mixed invariant is checked after every step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from conformance.checker import Checker
+from conformance.errors import UsageError
+from conformance.machines.classic import InvariantViolation, MachineSettings
+from conformance.mutants.mixed import MIXED_MUTANTS
+from model.choice import SeededChooser
+from model.consumer.mixed import MixedConfig, MixedCoordinator
+from model.consumer.mixed_state import MigrationPolicy
+from model.consumer.mixed_world import MixedRun
+from model.observation import Observation
+
+CLASSIC_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
+MAX_LIVE = 5
+
+
+def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
+    mixed_checker = cfg.checker or Checker("mixed")
+    consumer_checker = Checker("consumer")
+    if cfg.port_factory is not None:
+        raise UsageError("the mixed-group suite runs on the model target only")
+    mutant = cfg.variants.get("mixed_mutant")
+    coordinator_cls = MIXED_MUTANTS[mutant] if mutant else MixedCoordinator
+    fixed_policy = cfg.variants.get("migration_policy")
+
+    class MixedMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.run: MixedRun | None = None
+            self.assignor = "range"
+            self.count = 0
+            self.steps: list[str] = []
+            self.observations: list[Observation[Any]] = []
+
+        @initialize(
+            policy=st.sampled_from([p.value for p in MigrationPolicy]),
+            assignor=st.sampled_from(CLASSIC_ASSIGNORS),
+            partitions=st.integers(2, 6),
+            first=st.lists(st.booleans(), min_size=2, max_size=3),
+            seed=st.integers(0, 2**16),
+        )
+        def setup(self, policy: str, assignor: str, partitions: int, first: list[bool], seed: int) -> None:
+            chosen = MigrationPolicy(fixed_policy or policy)
+            config = MixedConfig(policy=chosen)
+            self.run = MixedRun(coordinator_cls(config, SeededChooser(seed)), (), keep_observations=True)
+            self.assignor = assignor  # one classic protocol per run, so classic members can share a group
+            self.steps.append(f"setup policy {chosen.value}, classic assignor {assignor}, t:{partitions}")
+            self._do(lambda: self._topic(partitions))
+            for classic in first:
+                self._add(classic, None, 9)
+
+        # ------------------------------------------------------------ plumbing
+        def _topic(self, partitions: int) -> None:
+            assert self.run is not None
+            self.run.topic("t", partitions)
+
+        def _do(self, action: Any) -> None:
+            assert self.run is not None
+            mark = len(self.run.observations)
+            action()
+            fresh = self.run.observations[mark:]
+            del self.run.observations[:]  # keep memory flat; the machine keeps its own list
+            for obs in fresh:
+                self.observations.append(obs)
+                step = len(self.observations)
+                found = consumer_checker.check(obs, step) + mixed_checker.check(obs, step)
+                if found:
+                    raise InvariantViolation(found, list(self.steps), list(self.observations))
+
+        def _live(self) -> list[str]:
+            assert self.run is not None
+            return [n for n in sorted(self.run.clients) if n not in self.run.stopped]
+
+        def _add(self, classic: bool, instance: str | None, join_version: int) -> None:
+            assert self.run is not None
+            self.count += 1
+            if classic:
+                name = f"c{self.count}"
+                self.run.add_classic(
+                    name,
+                    topics=("t",),
+                    assignors=(self.assignor,),
+                    instance_id=instance,
+                    join_version=join_version,
+                    session_timeout_ms=10_000,
+                    rebalance_timeout_ms=20_000,
+                )
+            else:
+                name = f"k{self.count}"
+                self.run.add_consumer(name, topics=("t",), instance_id=instance)
+            self.steps.append(f"start {name}" + (f" (instance {instance})" if instance else ""))
+
+        @property
+        def ready(self) -> bool:
+            return self.run is not None
+
+        # ------------------------------------------------------------ rules
+        @precondition(lambda self: self.ready and len(self._live()) < MAX_LIVE)
+        @rule(classic=st.booleans(), static=st.booleans(), join_version=st.sampled_from((3, 4, 9)))
+        def start(self, classic: bool, static: bool, join_version: int) -> None:
+            assert self.run is not None
+            used = set()
+            for n in self._live():
+                c = self.run.clients[n]
+                used.add(
+                    getattr(c, "instance_id", None)
+                    or getattr(getattr(c, "config", None), "instance_id", None)
+                )
+            free = [i for i in ("i1", "i2") if i not in used]
+            self._add(classic, free[0] if static and free else None, join_version)
+
+        @precondition(lambda self: self.ready and bool(self._live()))
+        @rule(i=st.integers(0, 7))
+        def stop(self, i: int) -> None:
+            assert self.run is not None
+            live = self._live()
+            name = live[i % len(live)]
+            self.steps.append(f"stop {name}")
+            self._do(lambda: self.run.stop(name) if self.run else None)
+
+        @precondition(lambda self: self.ready and bool(self._live()))
+        @rule(i=st.integers(0, 7))
+        def roll(self, i: int) -> None:
+            """One step of a rolling upgrade or downgrade: a member is replaced by one speaking the
+            other protocol, then the group settles for a while."""
+            assert self.run is not None
+            live = self._live()
+            name = live[i % len(live)]
+            self.steps.append(f"roll {name}")
+            self._do(lambda: self.run.stop(name) if self.run else None)
+            self._add(name.startswith("k"), None, 9)
+            self._do(lambda: self.run.run_for(20_000) if self.run else None)
+
+        @precondition(lambda self: self.ready and bool(self._live()))
+        @rule(i=st.integers(0, 7))
+        def crash(self, i: int) -> None:
+            assert self.run is not None
+            live = self._live()
+            name = live[i % len(live)]
+            self.steps.append(f"crash {name}")
+            self.run.crash(name)
+
+        @precondition(lambda self: self.ready)
+        @rule(ms=st.sampled_from((1_000, 3_000, 10_000, 30_000)))
+        def run_for(self, ms: int) -> None:
+            self.steps.append(f"run {ms} ms")
+            self._do(lambda: self.run.run_for(ms) if self.run else None)
+
+        @precondition(lambda self: self.ready)
+        @rule()
+        def failover(self) -> None:
+            self.steps.append("coordinator failover")
+            self._do(lambda: self.run.failover() if self.run else None)
+
+    return MixedMachine
