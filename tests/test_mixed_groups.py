@@ -719,6 +719,30 @@ def test_downgrade_when_a_classic_static_member_replaces_the_last_consumer_membe
     assert not h.violations
 
 
+def test_downgrade_after_two_consumer_members_expire_in_one_advance() -> None:
+    """Found by `check --protocol mixed` (300 examples): two consumer-protocol members' session
+    timers fire at the same deadline; the first fence only removes, the second downgrades."""
+    h = Harness()
+    ok(h.send(join("A")))
+    ok(h.send(join("B")))
+    c = h.send(jg(version=3))
+    assert isinstance(c, JoinGroupResponse)
+    for t in range(5_000, 45_000, 5_000):
+        h.advance(t)
+        m = h.member(c.member_id)
+        if (SYNC, m.member_id) in h.group.timers:
+            ok(h.send(SyncGroupRequest("g", m.member_epoch, m.member_id)))
+        hb = h.send(HeartbeatRequest("g", m.member_epoch, m.member_id))
+        if isinstance(hb, HeartbeatResponse) and hb.error == E.REBALANCE_IN_PROGRESS:
+            ok(h.send(jg(m.member_id)))
+    epoch = h.group.group_epoch
+    h.advance(45_000)  # A and B expire together
+    assert h.state.group_type("g") == "classic"
+    cg = h.state.classic.groups["g"]
+    assert set(cg.members) == {c.member_id} and cg.generation == epoch + 1
+    assert not h.violations
+
+
 # ------------------------------------------------------------------------------ replay, failover
 
 

@@ -1,9 +1,11 @@
 """KIP-848 mixed groups (reference §B.13): classic members in consumer groups, online upgrade and
 downgrade, as a coordinator facade that routes both APIs for one shard.
 
-Facts from Apache Kafka's group coordinator, ``GroupMetadataManager.java`` (GMM). Line numbers are
-those of the reference for 4.0.0 where it gives them, else of apache/kafka trunk at 1eb7644 (Oct
-2024, "@1eb7644") whose mixed-group code is the same apart from what is noted here:
+Facts from Apache Kafka's group coordinator, ``GroupMetadataManager.java`` (GMM), CoG / CG as in the
+reference. Line numbers are the reference's (Kafka 4.0.0) where it gives them, else those of
+apache/kafka trunk at 1eb7644 (Oct 2024, "@1eb7644"), the version read for this module; the
+reference's B.13 states the same rules for 4.0. Where a later ConsumerGroup.java / GMM read through
+the search index (version not pinned) differs, it says so:
 
 * classic JoinGroup to a non-empty consumer group (GMM ``classicGroupJoin`` @1eb7644 L3995 →
   ``classicGroupJoinToConsumerGroup`` L1902): group full → GROUP_MAX_SIZE_REACHED; protocol type
@@ -40,8 +42,9 @@ those of the reference for 4.0.0 where it gives them, else of apache/kafka trunk
   ``group.consumer.max.size``; else GROUP_ID_NOT_FOUND. Parked JoinGroup/SyncGroup requests are
   answered REBALANCE_IN_PROGRESS; every member keeps its last assignment as assigned and target
   partitions at epoch = generation, STABLE; group epoch = assignment epoch = generation. A member's
-  assignment carrying user data (a custom assignor) also refuses the upgrade (Kafka 4.0 CoG
-  ``fromClassicGroup``; an empty assignment is accepted there, not yet @1eb7644).
+  assignment carrying user data (a custom assignor) also refuses the upgrade, and an empty
+  assignment (a member that never synced) is accepted (later CoG ``fromClassicGroup``; @1eb7644
+  would fail to parse the empty assignment).
 * Online downgrade (reference GMM L960; @1eb7644 ``validateOnlineDowngradeWithFencedMember`` L1050,
   ``convertToClassicGroup`` L1104; CG ``fromConsumerGroup`` L1367): when a consumer-protocol member
   leaves or is fenced and every other member uses the classic protocol, there is at least one, the
@@ -50,20 +53,20 @@ those of the reference for 4.0.0 where it gives them, else of apache/kafka trunk
   rebalance starts.
 * Empty groups of the other type are replaced silently, whatever the policy
   (``maybeDeleteEmptyClassicGroup`` / ``maybeDeleteEmptyConsumerGroup`` @1eb7644 L6016, L6032).
-
 * A classic static JoinGroup that replaces the last consumer-protocol member downgrades too when the
   policy allows and the group fits ``group.max.size`` (@1eb7644 L1078
   ``validateOnlineDowngradeWithReplacedMemberId``): the joiner takes the replaced member's target
   and the classic group stays Stable (no rebalance).
 * Upgrading a classic group still in its first rebalance (no protocol selected) fails with
-  UNKNOWN_SERVER_ERROR: CoG ``fromClassicGroup`` calls ``protocolName().get()`` unguarded.
+  UNKNOWN_SERVER_ERROR: CoG ``fromClassicGroup`` calls ``protocolName().get()`` unguarded (both
+  versions read); the model's reading of how the runtime answers that exception.
 * OffsetCommit from a classic member of a consumer group follows CoG ``validateOffsetCommit`` L816
   (any version, ILLEGAL_GENERATION on a wrong generation).
 
 Divergences (documented): committed offsets live in the store of the group's current type and do
 not follow a conversion (Kafka keeps one offset store per group id); Kafka 4.1+'s batch downgrade
-on an admin LeaveGroup and its rebalance after a replacement with a changed subscription are not
-modelled (4.0 behaviour).
+on an admin LeaveGroup (``validateOnlineDowngradeWithFencedMembers``) and its rebalance after a
+replacement with a changed subscription are not modelled.
 """
 
 from __future__ import annotations

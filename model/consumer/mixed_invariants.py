@@ -21,7 +21,7 @@ from model.classic.messages import (
 from model.consumer.messages import ConsumerGroupHeartbeatResponse
 from model.consumer.mixed_world import ClassicRequestEvent, MixedWorld
 from model.consumer.state import JOIN, LEAVE_GROUP_MEMBER_EPOCH, REBALANCE, SYNC, MemberState
-from model.consumer.world import GroupView, HeartbeatEvent
+from model.consumer.world import AdvanceEvent, GroupView, HeartbeatEvent
 from model.embedded import EmbeddedDecodeError, decode_assignment
 from model.errors import ErrorCode
 from model.invariants import invariant
@@ -298,13 +298,25 @@ def downgrade_rules(obs: Obs) -> list[str]:
             )
         ca = world.classic_groups.get(gid)
         if ca is not None and gid not in world.groups:
-            if not eligible:
-                out.append(f"{gid}: downgraded although not allowed (policy {world.policy.value})")
             joined = ca.members - set(gb.members)
-            if ca.members - joined != classic_members or len(joined) > (replacing is not None):
+            if isinstance(obs.event, AdvanceEvent):
+                # timers fire one after another in one step: several consumer-protocol members may
+                # be fenced (the last one downgrades) and classic members may expire first
+                eligible = (
+                    world.policy.downgrade_enabled
+                    and bool(ca.members)
+                    and len(ca.members) <= world.classic_max_size
+                )
+                if not ca.members <= classic_members:
+                    out.append(
+                        f"{gid}: downgraded with members {sorted(ca.members - classic_members)} not classic"
+                    )
+            elif ca.members - joined != classic_members or len(joined) > (replacing is not None):
                 out.append(
                     f"{gid}: downgraded members {sorted(ca.members)} != classic members {sorted(classic_members)}"
                 )
+            if not eligible:
+                out.append(f"{gid}: downgraded although not allowed (policy {world.policy.value})")
             if ca.generation < gb.group_epoch or ca.protocol_type != CONSUMER:
                 out.append(
                     f"{gid}: downgraded with generation {ca.generation} < group epoch {gb.group_epoch}"
