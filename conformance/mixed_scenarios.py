@@ -5,7 +5,8 @@ session_timeout_ms, rebalance_timeout_ms) or KIP-848 consumers (``protocol: cons
 instance_id); ``start: false`` defines one that a ``start`` step launches later. Verbs (one per
 step): ``run_for: MS``, ``start: NAME``, ``stop: NAME`` (LeaveGroup / leave with -1 or -2),
 ``crash: NAME``, ``failover: {}``, ``expect: {...}``. Every consumer and mixed invariant is checked
-after every step. Expectations: ``group_type`` (classic | consumer | none), ``state``, ``generation``
+after every step, and on classic groups the classic invariants that read only the group
+(`CLASSIC_STATE_INVARIANTS`). Expectations: ``group_type`` (classic | consumer | none), ``state``, ``generation``
 (classic) / ``group_epoch`` (consumer), ``members``, ``classic_members`` (classic-protocol members
 of a consumer group), ``converged`` (these clients own every partition of the topics exactly once)
 and ``owns_nothing`` (these clients own no partition).
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checker import Checker
+from conformance.checker import Checker, Violation
 from conformance.errors import SpecError
 from conformance.mutants.mixed import MIXED_MUTANTS
 from conformance.scenarios import ScenarioResult, StepLog
@@ -26,8 +27,8 @@ from conformance.specs import Scenario
 from model.choice import SeededChooser
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MigrationPolicy
-from model.consumer.mixed_world import MixedRun
-from model.invariants import Invariant
+from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS, MixedRun, check_invariant
+from model.invariants import REGISTRY, Invariant
 
 CLASSIC_KEYS = {
     "name",
@@ -70,6 +71,7 @@ class MixedScenarioRunner:
         cls = MIXED_MUTANTS[mutant] if mutant else MixedCoordinator
         coordinator = cls(MixedConfig(policy=policy), SeededChooser(0))
         self.checkers = (Checker("consumer"), Checker("mixed"))
+        self.classic_invariants = [REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS]
         invariants: tuple[Invariant, ...] = ()  # the runner checks through the Checkers, not MixedRun
         self.run_ = MixedRun(
             coordinator,
@@ -129,6 +131,8 @@ class MixedScenarioRunner:
             step = len(self.result.observations)
             for checker in self.checkers:
                 self.result.violations.extend(checker.check(obs, step))
+            for inv in self.classic_invariants:
+                self.result.violations.extend(Violation(inv.id, m, step) for m in check_invariant(inv, obs))
 
     def _client(self, name: Any, where: str) -> str:
         if str(name) not in self.specs:

@@ -30,6 +30,7 @@ from conformance.scenarios import run_scenario
 from conformance.specs import load_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
+from model.classic.coordinator import Tx
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -55,6 +56,7 @@ from model.consumer.messages import (
     to_topic_partitions,
 )
 from model.consumer.mixed import (
+    Downgrade,
     MixedConfig,
     MixedCoordinator,
 )
@@ -65,19 +67,30 @@ from model.consumer.mixed_state import (
     rebuild,
     replay,
 )
-from model.consumer.mixed_world import ClassicRequestEvent, MixedRun, MixedWorld, capture_mixed_world
+from model.consumer.mixed_world import (
+    CLASSIC_STATE_INVARIANTS,
+    ClassicRequestEvent,
+    MixedRun,
+    MixedWorld,
+    capture_mixed_world,
+    check_invariant,
+)
 from model.consumer.records import ConsumerGroupTombstone
 from model.consumer.state import JOIN, REBALANCE, SESSION, SYNC, ConsumerGroup, ConsumerMember, MemberState
 from model.consumer.world import AdvanceEvent, HeartbeatEvent
 from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
 from model.errors import ErrorCode
-from model.invariants import Invariant, for_protocol, load_all
+from model.invariants import REGISTRY, Invariant, for_protocol, load_all
 from model.observation import Observation
 from model.result import Result
 
 E = ErrorCode
 load_all()
-INVARIANTS: tuple[Invariant, ...] = tuple(for_protocol("consumer")) + tuple(for_protocol("mixed"))
+INVARIANTS: tuple[Invariant, ...] = (
+    tuple(for_protocol("consumer"))
+    + tuple(for_protocol("mixed"))
+    + tuple(REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS)
+)
 
 
 def P(topic: str, *parts: int) -> frozenset[TopicPartition]:
@@ -157,7 +170,7 @@ class Harness:
         obs = Observation(before, event, tuple(result.deliveries), self.world(), self.now)
         for inv in INVARIANTS:
             if inv.kind != "sometimes":
-                self.violations.extend((inv.id, m) for m in inv.check(obs))
+                self.violations.extend((inv.id, m) for m in check_invariant(inv, obs))
         return result
 
     def send(self, request: object) -> object:
@@ -847,6 +860,18 @@ def test_failover_in_a_mixed_group_then_convergence() -> None:
 # ------------------------------------------------------------------------------ mutants
 
 
+class DowngradeForgetsLeader(MixedCoordinator):
+    """A downgrade whose classic group has no leader (CG ``fromConsumerGroup`` adds members, and the
+    first added leads)."""
+
+    def convert_to_classic_group(self, state: MixedState, plan: Downgrade) -> Result:
+        result = super().convert_to_classic_group(state, plan)
+        tx = Tx(state.classic)
+        tx.set(state.classic.groups[plan.group_id], leader=None)
+        result.extend(tx.result)
+        return result
+
+
 def upgrade_script(h: Harness) -> None:
     classic_group(h)
     h.send(join("K"))
@@ -917,6 +942,7 @@ def cooperative_revocation_script(h: Harness) -> None:
             "mixed.downgrade_rules",
         ),
         (NeverDowngrades, MixedConfig(), downgrade_script, "mixed.downgrade_rules"),
+        (DowngradeForgetsLeader, MixedConfig(), downgrade_script, "classic.leader_is_member"),
         (NoReplacementDowngrade, MixedConfig(), replacement_script, "mixed.downgrade_rules"),
         (HeartbeatNeverRejoins, MixedConfig(), rejoin_script, "mixed.classic_heartbeat_rule"),
         (GenerationOffByOne, MixedConfig(), rejoin_script, "mixed.classic_generation_is_member_epoch"),

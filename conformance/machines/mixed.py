@@ -4,7 +4,8 @@ Classic consumers (`model.classic.client`, eager or cooperative, dynamic or stat
 and KIP-848 consumers (`model.consumer.client`) share one group id on a `MixedCoordinator` under a
 drawn ``group.consumer.migration.policy``: members come and go (LeaveGroup, leave with -1/-2),
 crash, the coordinator fails over, time passes. The group is upgraded, downgraded and replaced as
-the rules allow. Every consumer and mixed invariant is checked after every step.
+the rules allow. Every consumer and mixed invariant, and the classic invariants that read only the
+group (`CLASSIC_STATE_INVARIANTS`, on classic groups), are checked after every step.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conformance.checker import Checker
+from conformance.checker import Checker, Violation
 from conformance.errors import UsageError
 from conformance.machines.classic import InvariantViolation, MachineSettings
 from conformance.mutants.mixed import MIXED_MUTANTS
 from model.choice import SeededChooser
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MigrationPolicy
-from model.consumer.mixed_world import MixedRun
+from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS, MixedRun, check_invariant
+from model.invariants import REGISTRY
 from model.observation import Observation
 
 CLASSIC_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
@@ -31,6 +33,7 @@ MAX_LIVE = 5
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
     mixed_checker = cfg.checker or Checker("mixed")
     consumer_checker = Checker("consumer")
+    classic_invariants = [REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS]
     if cfg.port_factory is not None:
         raise UsageError("the mixed-group suite runs on the model target only")
     mutant = cfg.variants.get("mixed_mutant")
@@ -78,6 +81,11 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 self.observations.append(obs)
                 step = len(self.observations)
                 found = consumer_checker.check(obs, step) + mixed_checker.check(obs, step)
+                found += [
+                    Violation(inv.id, m, step)
+                    for inv in classic_invariants
+                    for m in check_invariant(inv, obs)
+                ]
                 if found:
                     raise InvariantViolation(found, list(self.steps), list(self.observations))
 
