@@ -58,12 +58,6 @@ def client_config(spec: Mapping[str, Any], variants: Mapping[str, str], where: s
     )
 
 
-def _classic_mutants() -> dict[str, type[ClassicCoordinator]]:
-    from conformance.mutants import CLASSIC_MUTANTS
-
-    return CLASSIC_MUTANTS
-
-
 def make_classic_sim(
     topics: Mapping[str, int],
     clients: Sequence[Mapping[str, Any]],
@@ -76,15 +70,21 @@ def make_classic_sim(
     coordinator: ClassicCoordinator | None = None,
 ) -> TracedClassicSim:
     cfg = classic_config(config, where)
-    if coordinator is None and variants.get("mutant") in _classic_mutants():  # issue 6 refutations
-        coordinator = _classic_mutants()[variants["mutant"]](cfg, SeededChooser(seed))
-    coord = coordinator or ClassicCoordinator(cfg, SeededChooser(seed))
-    port = port_factory(coord) if port_factory else ModelPort(coord)
+    mutant = _mutant(variants, "classic")
+    if mutant is not None:  # the model variants the mutant is made of (e.g. kafka-7026: sticky v0)
+        from conformance.mutants import with_mutant_variants
+
+        variants = with_mutant_variants(variants)
+    coord_cls = mutant.coordinator if mutant and mutant.coordinator else ClassicCoordinator
+    coord = coordinator or coord_cls(cfg, SeededChooser(seed))
+    port_cls = mutant.port if mutant and mutant.port else ModelPort
+    port = port_factory(coord) if port_factory else port_cls(coord)
+    client_cls = mutant.client if mutant and mutant.client else ClassicClient
     made = {}
     for spec in clients:
         if "name" not in spec:
             raise SpecError(f"{where}: every client needs a 'name'")
-        made[str(spec["name"])] = ClassicClient(str(spec["name"]), client_config(spec, variants, where))
+        made[str(spec["name"])] = client_cls(str(spec["name"]), client_config(spec, variants, where))
     sim = TracedClassicSim(port, made, topics=dict(topics))
     sim.setup = {
         "topics": dict(sorted(topics.items())),
@@ -93,6 +93,15 @@ def make_classic_sim(
     }
     sim.variants, sim.seed = dict(variants), seed
     return sim
+
+
+def _mutant(variants: Mapping[str, str], protocol: str) -> Any:
+    """The mutant named by ``variants['mutant']`` (conformance/mutants, issue 8), or None."""
+    if not variants.get("mutant"):
+        return None
+    from conformance.mutants import get_mutant
+
+    return get_mutant(variants["mutant"], protocol)
 
 
 def quiet_gap(sim: ClassicSim, tick_ms: int = 100) -> int:
@@ -175,21 +184,29 @@ def make_consumer_sim(
     port_factory: Callable[[Any], Any] | None = None,
 ) -> Any:
     """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory."""
-    from conformance.mutants import CONSUMER_MUTANTS
     from model.consumer.coordinator import ConsumerCoordinator
     from model.consumer.sim import ModelConsumerPort
 
     cfg = consumer_config(config, variants, where)
-    cls = CONSUMER_MUTANTS[variants["mutant"]] if "mutant" in variants else ConsumerCoordinator
+    mutant = _mutant(variants, "consumer")
+    cls = mutant.coordinator if mutant and mutant.coordinator else ConsumerCoordinator
     coord = cls(cfg, SeededChooser(seed))
-    port = port_factory(coord) if port_factory else ModelConsumerPort(coord)
+    port_cls = mutant.port if mutant and mutant.port else ModelConsumerPort
+    port = port_factory(coord) if port_factory else port_cls(coord)
     specs = {}
     for spec in clients:
         made = consumer_client_spec(spec, variants, where)
         specs[made.name] = made
     from conformance.trace.consumer import TracedConsumerSim
 
-    sim = TracedConsumerSim(port, specs, SeededChooser(seed + 1000))
+    if mutant and mutant.client:
+        from conformance.mutants.sim import mutant_client_sim
+
+        # recorded too: the trace layer's log on top of the mutant client's processes
+        cls = type("TracedMutantClientSim", (TracedConsumerSim, mutant_client_sim(mutant.client)), {})
+        sim = cls(port, specs, SeededChooser(seed + 1000))
+    else:
+        sim = TracedConsumerSim(port, specs, SeededChooser(seed + 1000))
     for topic, n in sorted(topics.items()):
         sim.topic("create", topic, n)
     sim.actions.clear()  # the set-up is in the header, not in the steps

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
     ex.add_argument("--report-dir", type=Path)
 
+    # -- suite power (conformance/mutants, issue 8)
+    from conformance.mutants.command import add_parser as add_mutants_parser
+
+    add_mutants_parser(sub)
+
     sp = sub.add_parser("specs", help="validate the spec files")
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     spsub.add_parser("validate")
@@ -89,10 +95,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
         handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
         handler |= {"explore": trace_commands.cmd_explore}
+        from conformance.mutants.command import cmd_mutants
+
+        handler |= {"mutants": cmd_mutants}
         handler["prove"] = cmd_prove
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
+        return EXIT_TOOL
+    except BrokenPipeError:  # `groupcheck ... | head`: the reader left before the verdict was written
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return EXIT_TOOL
 
 

@@ -53,6 +53,7 @@ def run_check(
     variants: dict[str, str] | None = None,
     port_factory: Any = None,
     coverage: Any = None,
+    shrink: bool = True,
 ) -> CheckResult:
     machines = {
         "classic": classic.make_machine,
@@ -75,7 +76,7 @@ def run_check(
         print_blob=False,
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
+        phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
     )
     test = seed(seed_value)(get_state_machine_test(machine, settings=test_settings))
     start = time.perf_counter()

@@ -53,6 +53,7 @@ class ScenarioRunner:
             )
         self.scenario = scenario
         self.variants = {**scenario.variants, **variants}
+        self.previous_member_id: dict[str, str] = {}
         self.sim: TracedClassicSim = make_classic_sim(
             scenario.topics,
             scenario.clients,
@@ -178,7 +179,9 @@ class ScenarioRunner:
             self._client(arg, where)
             self._obs(sim.leave(str(arg)))
         elif verb == "restart":
-            sim.restart(self._client(arg, where).name)
+            old = self._client(arg, where)
+            self.previous_member_id[old.name] = old.member_id  # `send` with member_id: previous
+            sim.restart(old.name)
         elif verb == "rejoin":
             sim.rejoin(self._client(arg, where).name)
         elif verb == "subscribe":
@@ -199,6 +202,8 @@ class ScenarioRunner:
         if generation == "stale":
             generation = (group.generation if group else 0) - 1
         member_id = str(arg.get("member_id", c.member_id))
+        if member_id == "previous":  # the member id of the client's process before its last restart
+            member_id = self.previous_member_id.get(c.name, "")
         kind = arg["request"]
         request: Any
         if kind == "heartbeat":

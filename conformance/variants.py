@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from conformance.errors import UsageError
+from conformance.mutants import MUTANTS, with_mutant_variants
 
 
 @dataclass(frozen=True)
@@ -77,16 +78,18 @@ VARIANTS: dict[str, VariantKey] = {
         ),
         VariantKey(
             "mutant",
-            ("kafka-16147", "stale-sync"),
-            "run against a mutant coordinator (conformance/mutants/) instead of the reference model",
-            ("consumer", "classic"),
+            tuple(sorted(MUTANTS)),
+            "run against a mutant (conformance/mutants/, issue 8) instead of the reference model",
+            ("classic", "consumer"),
         ),
     )
 }
 
 
 def parse_variants(items: Iterable[str]) -> dict[str, str]:
-    """Parse KEY=VALUE items; unknown keys or values are a usage error naming the item."""
+    """Parse KEY=VALUE items; unknown keys or values are a usage error naming the item.
+
+    ``mutant=NAME`` brings the model variants that mutant is made of (e.g. kafka-7026: sticky v0)."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -98,4 +101,4 @@ def parse_variants(items: Iterable[str]) -> dict[str, str]:
         if value not in spec.values:
             raise UsageError(f"variant {key}={value!r}: expected one of {', '.join(spec.values)}")
         out[key] = value
-    return out
+    return with_mutant_variants(out)

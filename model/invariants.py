@@ -74,6 +74,8 @@ def load_all() -> dict[str, Invariant]:
         "model.consumer.invariants",
         "model.assignors.invariants",
         "model.consumer.mixed_invariants",
+        "model.classic.response_invariants",  # issue 8: added by the kill matrix
+        "model.consumer.client_invariants",  # issue 8
     ):
         try:
             importlib.import_module(name)

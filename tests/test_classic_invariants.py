@@ -186,3 +186,57 @@ def test_every_classic_invariant_has_a_failing_case_here() -> None:
     for i in REGISTRY.values():
         if i.protocol == "classic" and i.kind != "sometimes":
             assert f"inv.{i.predicate.__name__}" in source, f"{i.id} has no failing case"
+
+
+# ---------------------------------------------------------------------- issue 8: added by the kill matrix
+from model.classic import response_invariants as rinv  # noqa: E402
+from model.classic.messages import SyncGroupRequest  # noqa: E402
+
+
+def test_parked_requests_answered_and_one_response(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    m1, m2 = g.members
+    parked = replace(stable.after, group=replace(g, members=(replace(m1, awaiting_sync=5), m2)))
+    dropped = Observation(parked, Advance(0), (), stable.after, 0)
+    assert fails(rinv.parked_requests_answered, dropped)
+    answered = replace(dropped, deliveries=(Delivery(5, SyncGroupResponse(ErrorCode.NONE)),))
+    assert not fails(rinv.parked_requests_answered, answered)
+    superseded = Observation(parked, Advance(0), (), replace(parked), 0)
+    assert not fails(rinv.parked_requests_answered, superseded)
+    twice = (Delivery(3, HeartbeatResponse(ErrorCode.NONE)), Delivery(3, HeartbeatResponse(ErrorCode.NONE)))
+    assert fails(rinv.one_response_per_request, replace(stable, deliveries=twice))
+    assert not fails(rinv.one_response_per_request, replace(stable, deliveries=twice[:1]))
+
+
+def test_stable_state_persisted(stable) -> None:  # type: ignore[no-untyped-def]
+    assert not fails(rinv.stable_state_persisted, stable)
+    p = stable.after.persisted
+    moved = replace(stable, after=replace(stable.after, persisted=replace(p, generation=p.generation - 1)))
+    assert fails(rinv.stable_state_persisted, moved)
+    other = replace(p, assignments=(("someone-else", b""),) + p.assignments[1:])
+    assert fails(rinv.stable_state_persisted, replace(stable, after=replace(stable.after, persisted=other)))
+
+
+def test_instance_fencing(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    m1 = g.members[0]
+    static = replace(stable.after, group=replace(g, static_members=(("i1", m1.member_id),)))
+    zombie = Send("c1", 9, HeartbeatRequest("g", g.generation, "old-id", "i1"))
+    unknown = Observation(
+        static, zombie, (Delivery(9, HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID)),), static, 0
+    )
+    assert fails(rinv.instance_fencing, unknown)
+    fenced = replace(unknown, deliveries=(Delivery(9, HeartbeatResponse(ErrorCode.FENCED_INSTANCE_ID)),))
+    assert not fails(rinv.instance_fencing, fenced)
+
+
+def test_leader_sync_covers_members(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    m1, m2 = g.members
+    before = replace(stable.after, group=replace(g, state=S.COMPLETING_REBALANCE, leader=m1.member_id))
+    after = replace(stable.after, transitions=((S.COMPLETING_REBALANCE, S.STABLE),))
+    sync = SyncGroupRequest("g", g.generation, m1.member_id, ((m1.member_id, b""),))
+    short = Observation(before, Send("c1", 4, sync), (), after, 0)
+    assert fails(rinv.leader_sync_covers_members, short)
+    full = replace(sync, assignments=((m1.member_id, b""), (m2.member_id, b"")))
+    assert not fails(rinv.leader_sync_covers_members, replace(short, event=Send("c1", 4, full)))

@@ -60,7 +60,7 @@ from model.consumer.world import (
 from model.errors import ErrorCode
 from model.invariants import REGISTRY, for_protocol
 from model.observation import Observation
-from model.result import Result
+from model.result import Delivery, Result
 
 E = ErrorCode
 ALL_IDS = sorted(inv.id for inv in for_protocol("consumer"))
@@ -1057,6 +1057,29 @@ def test_every_invariant_can_fail() -> None:
     assert not violations("consumer.no_ghost_member", obs_of(clean_world))
     assert not violations("consumer.no_ghost_member", obs_of(ghosts.world()))  # untracked: not checked
 
+    # issue 8 (kill matrix): response shape and the virtual consumers (model/consumer/client_invariants.py)
+    bad = ConsumerGroupHeartbeatResponse(
+        member_id="m1", member_epoch=1, assignment=(TopicPartitions("t", (0, 0)),)
+    )
+    hb_obs = Observation(good, HeartbeatEvent(1, beat("m1", 1), "c1"), (Delivery(1, bad),), good, 0)
+    expect("consumer.responses_well_formed", violations("consumer.responses_well_formed", hb_obs))
+    fine = replace(bad, assignment=(TopicPartitions("t", (0, 1)),))
+    assert not violations("consumer.responses_well_formed", replace(hb_obs, deliveries=(Delivery(1, fine),)))
+    joining = replace(good, clients=(replace(c1, state="JOINING"),))
+    expect(
+        "consumer.fenced_member_releases_first",
+        violations("consumer.fenced_member_releases_first", obs_of(joining)),
+    )
+    released = replace(good, clients=(replace(c1, state="JOINING", owned=frozenset()),))
+    assert not violations("consumer.fenced_member_releases_first", obs_of(released))
+    static_leave = HeartbeatEvent(2, beat("s", -1, instance_id="i"), "c1")
+    expect(
+        "consumer.static_close_is_temporary",
+        violations("consumer.static_close_is_temporary", Observation(good, static_leave, (), good, 0)),
+    )
+    temporary = HeartbeatEvent(2, beat("s", -2, instance_id="i"), "c1")
+    assert not violations("consumer.static_close_is_temporary", Observation(good, temporary, (), good, 0))
+
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
 
@@ -1086,6 +1109,10 @@ def test_invariant_registry_entries() -> None:
         "consumer.no_ghost_member",
         "consumer.sometimes_revocation",
         "consumer.sometimes_static_rejoin",
+        # issue 8 (kill matrix): model/consumer/client_invariants.py
+        "consumer.responses_well_formed",
+        "consumer.fenced_member_releases_first",
+        "consumer.static_close_is_temporary",
     }
     assert set(ALL_IDS) == expected
     for inv_id in expected:

@@ -782,6 +782,21 @@ def test_replay_rebuilds_the_same_state_and_failover_loads_both_group_types() ->
     assert state.group_type("g") == "classic" and not result.deliveries
 
 
+def test_load_arms_consumer_session_and_rebalance_timers_for_classic_members_too() -> None:
+    """GMM onLoaded (@1eb7644 L3811-3826): every member gets the consumer-group session timeout and
+    every UNREVOKED_PARTITIONS member a rebalance timer, whatever protocol it speaks."""
+    h = Harness()
+    b = classic_holds_everything(h)
+    h.send(jg(b, owned=tuple(sorted(P("t", 0, 1, 2, 3)))))
+    assert h.member(b).state == MemberState.UNREVOKED_PARTITIONS
+    assert (REBALANCE, b) not in h.group.timers
+    h.now = 1_000
+    state, _ = h.coord.failover(h.records, h.now)
+    timers = state.consumer.groups["g"].timers
+    assert timers[(SESSION, b)].deadline == 1_000 + 45_000
+    assert timers[(REBALANCE, b)].deadline == 1_000 + 30_000
+
+
 # ------------------------------------------------------------------------------ whole runs
 
 

@@ -20,7 +20,13 @@ from conformance.build import make_classic_sim, settle_round
 from conformance.checker import Checker, Violation
 from conformance.trace.classic import TracedClassicSim
 from model.classic.client import Phase
-from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from model.classic.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    SyncGroupRequest,
+)
 from model.observation import Observation
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -65,6 +71,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.names: list[str] = []
             self.steps: list[str] = []
             self.observations: list[Observation[Any]] = []
+            #: previous processes of restarted static members: (name, member id, instance id)
+            self.incarnations: list[tuple[str, str, str]] = []
 
         # ------------------------------------------------------------ set-up
         @initialize(
@@ -186,6 +194,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
             assert self.sim is not None
             name = self.client(i)
+            old = self.sim.clients[name]
+            if old.config.instance_id is not None and old.member_id:
+                self.incarnations.append((name, old.member_id, old.config.instance_id))
             self.sim.restart(name)
             self.note(f"{name} restart")
 
@@ -285,6 +296,49 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 c.config.join_version,
             )
             self.observe(self.sim.send_raw(name, req), f"{name} JoinGroup duplicated")
+
+        @precondition(lambda self: self.ready and bool(self.incarnations))
+        @rule(i=st.integers(0, 7), kind=st.sampled_from(("heartbeat", "sync", "commit", "join")))
+        def old_incarnation(self, i: int, kind: str) -> None:
+            """A restarted static member's previous process still sends with its old member id (a
+            zombie; KIP-345 fencing, KAFKA-8225). Issue 8: added when the kafka-8225 mutant survived."""
+            assert self.sim is not None and self.sim.world is not None
+            name, member_id, instance_id = self.incarnations[i % len(self.incarnations)]
+            c = self.sim.clients[name]
+            group = self.sim.world.group
+            gen = group.generation if group else 0
+            req: Any
+            if kind == "heartbeat":
+                req = HeartbeatRequest(c.config.group_id, gen, member_id, instance_id)
+            elif kind == "sync":
+                req = SyncGroupRequest(
+                    c.config.group_id,
+                    gen,
+                    member_id,
+                    (),
+                    instance_id,
+                    "consumer",
+                    c.protocol or c.config.assignors[0],
+                )
+            elif kind == "commit":
+                req = OffsetCommitRequest(
+                    c.config.group_id, gen, member_id, (OffsetCommitPartition("t", 0, 0),), instance_id
+                )
+            else:
+                protocols = tuple((a, b"") for a in c.config.assignors)
+                req = JoinGroupRequest(
+                    c.config.group_id,
+                    member_id,
+                    "consumer",
+                    protocols,
+                    c.config.session_timeout_ms,
+                    c.config.rebalance_timeout_ms,
+                    instance_id,
+                    None,
+                    c.config.client_id,
+                    c.config.join_version,
+                )
+            self.observe(self.sim.send_raw(name, req), f"{name}'s old process ({member_id}) sends {kind}")
 
         @invariant()
         def world_exists(self) -> None:

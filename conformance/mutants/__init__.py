@@ -1,12 +1,101 @@
-"""Mutant coordinators: the model with one named fault, to show the suite has teeth (issue 8).
+"""Mutants: the model with one named fault, to show the suite has teeth (issue 8).
 
-Each mutant is a small subclass of a model coordinator overriding one rule, never a copy of the
-model. ``--variant mutant=NAME`` runs a check or scenario against it.
+Each mutant is a small subclass of a model class overriding one rule (a coordinator, a virtual
+client, an assignor or the in-process port), or a variant flag of the model; never a copy of the
+model. Catalogue mutants reproduce a row of ``../shared/reference/bug-catalogue.md``; generic mutants
+are the classic faults of a group coordinator (skip a generation bump, accept a stale generation, ...).
+
+A mutant is a *target*: ``--variant mutant=NAME`` (recorded in the trace header, so a counterexample
+replays against the same mutant) builds the simulator on the mutant instead of the reference model;
+the suite drives it exactly as it drives any coordinator. ``groupcheck mutants`` runs the suite from
+scratch against every mutant and prints the kill matrix (`conformance.mutants.matrix`).
 """
 
 from __future__ import annotations
 
-from conformance.mutants.classic import CLASSIC_MUTANTS
-from conformance.mutants.consumer import CONSUMER_MUTANTS
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["CLASSIC_MUTANTS", "CONSUMER_MUTANTS"]
+from conformance.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One named fault. ``expect`` names the invariants the kill matrix expects to catch it."""
+
+    name: str
+    protocol: str  # classic | consumer
+    family: str  # catalogue | generic
+    fault: str  # one sentence: what is wrong
+    source: str  # catalogue row / Kafka issue, or the reference section of the rule it breaks
+    expect: tuple[str, ...]
+    row: int | None = None  # bug-catalogue row
+    coordinator: type | None = None  # subclass of the protocol's coordinator
+    client: type | None = None  # subclass of the protocol's virtual client
+    port: Callable[[Any], Any] | None = None  # port class taking the coordinator (ModelPort subclass)
+    variants: tuple[tuple[str, str], ...] = field(default=())  # model variants the fault is made of
+
+
+def _registry() -> dict[str, Mutant]:
+    from conformance.mutants.classic import CLASSIC_MUTANTS
+    from conformance.mutants.consumer import CONSUMER_MUTANT_LIST
+
+    out: dict[str, Mutant] = {}
+    for m in (*CLASSIC_MUTANTS, *CONSUMER_MUTANT_LIST):
+        if m.name in out:
+            raise ValueError(f"mutant {m.name} defined twice")
+        out[m.name] = m
+    return out
+
+
+MUTANTS: dict[str, Mutant] = _registry()
+
+
+#: Bug-catalogue rows without a mutant, and why (kept honest by tests/test_mutants.py).
+UNMODELLED_ROWS: dict[int, str] = {
+    4: "KAFKA-15106/15170 (cooperative-sticky balance predicate, transferring-ownership bookkeeping): "
+    "the model's sticky core is its own algorithm, not Java's, so the buggy predicate has no counterpart "
+    "to mutate, and no balance invariant exists for the client-side sticky assignors yet",
+    6: "KAFKA-19449: the reference model follows Kafka 4.0, which has this behaviour (own pending "
+    "revocations count as unreleased; `own_pending_is_free` is the later fix), and in the model it only "
+    "delays reconciliation by one heartbeat, so no liveness bound is broken",
+    7: "KAFKA-19233: the reference model follows Kafka 4.0 (reference B.6 row 12 note: an epoch-0 rejoin "
+    "of a member still holding a higher epoch is FENCED_MEMBER_EPOCH until session expiry), so the "
+    "buggy behaviour is the model's own; a 'rejoin always possible' invariant would flag the reference",
+    15: "KAFKA-20983/20985 (classic static client: a suppressed leave wiped the member id, a blind "
+    "rejoin fenced its own attempt): the virtual classic client has no leave-suppression path to mutate",
+    18: "two coordinators for one group (KafScale #121, redpanda #386): needs a split-brain port that "
+    "routes members to two coordinator states; not built yet",
+    21: "KAFKA-8104 (classic client race on the generation reset): the virtual classic client is "
+    "single-threaded, so the race has no counterpart to mutate",
+}
+
+
+def get_mutant(name: str, protocol: str | None = None) -> Mutant:
+    """The named mutant; a usage error naming the known ones, or the protocol mismatch."""
+    mutant = MUTANTS.get(name)
+    if mutant is None:
+        raise UsageError(f"unknown mutant {name!r} (known: {', '.join(sorted(MUTANTS))})")
+    if protocol is not None and mutant.protocol != protocol:
+        raise UsageError(f"mutant {name} is a {mutant.protocol} mutant, not {protocol}")
+    return mutant
+
+
+def with_mutant_variants(variants: Mapping[str, str]) -> dict[str, str]:
+    """``variants`` plus the model variants the named mutant is made of (explicit values win)."""
+    out = dict(variants)
+    name = out.get("mutant")
+    if name:
+        for key, value in get_mutant(name).variants:
+            out.setdefault(key, value)
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CONSUMER_MUTANTS":  # coordinator classes by name (the consumer machine's first hook)
+        return {m.name: m.coordinator for m in MUTANTS.values() if m.protocol == "consumer" and m.coordinator}
+    raise AttributeError(name)
+
+
+__all__ = ["MUTANTS", "Mutant", "get_mutant", "with_mutant_variants"]

@@ -1,26 +1,406 @@
-"""Classic coordinator mutants (issue 6 refutations; reference A.4, E.8).
+"""Classic-protocol mutants: catalogue rows on the classic coordinator and its assignors, and the
+generic coordinator faults of issue 8.
 
-``stale-sync``: SyncGroup skips the generation check (`validateSyncGroup` GMM L5859), so a leader's
-SyncGroup from an earlier generation installs assignments computed for the old membership.
+Each class overrides one rule of `model.classic.coordinator.ClassicCoordinator` (or of the
+in-process port, or of the virtual client's assignor) and says which bug it reproduces. Sources:
+``../shared/reference/bug-catalogue.md`` (rows cited per mutant), reference A.1-A.8 and E.1-E.14.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from model.classic.coordinator import ClassicCoordinator
-from model.classic.messages import SyncGroupRequest
-from model.classic.state import ClassicGroup
+from conformance.mutants import Mutant
+from model.classic.client import ClassicClient
+from model.classic.coordinator import ClassicCoordinator, Tx
+from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, SyncGroupResponse
+from model.classic.records import MemberRemoved, MemberUpserted, PendingSync
+from model.classic.sim import ModelPort
+from model.classic.state import ClassicGroup, ClassicState, GroupState
 from model.errors import ErrorCode
+from model.result import Result
+
+S = GroupState
+E = ErrorCode
+
+
+# ---------------------------------------------------------------------------------- catalogue
+
+
+class DuplicateStaticJoin(ClassicCoordinator):
+    """KAFKA-8500 (row 11): an unknown-id JoinGroup for a known group.instance.id during
+    PreparingRebalance adds a second member instead of replacing the first (KIP-345, GMM L5519)."""
+
+    def replace_static_member(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
+    ) -> None:
+        if group.state == S.PREPARING_REBALANCE:
+            self.add_member_and_rebalance(tx, group, req, new_id, ref, now)
+            return
+        super().replace_static_member(tx, group, req, new_id, ref, now)
+
+
+class StaticRejoinWithoutRebalance(ClassicCoordinator):
+    """KAFKA-9801 (row 12): a static member that rejoins while the group is CompletingRebalance gets
+    a new member id and an answer at once, without a rebalance, so the leader's assignment (computed
+    for the old id) leaves it with nothing (PR #8405; A.3.1 says: rebalance)."""
+
+    def replace_static_member(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
+    ) -> None:
+        if group.state != S.COMPLETING_REBALANCE:
+            super().replace_static_member(tx, group, req, new_id, ref, now)
+            return
+        assert req.group_instance_id is not None
+        old_id = group.static_members[req.group_instance_id]
+        old = group.members[old_id]
+        if old.awaiting_sync is not None:
+            tx.reply(old.awaiting_sync, SyncGroupResponse(E.FENCED_INSTANCE_ID))
+        tx.emit(MemberRemoved(group.group_id, old_id))
+        tx.timer(group, f"expire:{old_id}", None)
+        new = replace(old, member_id=new_id, protocols=req.protocols, awaiting_join=None, awaiting_sync=None)
+        tx.emit(MemberUpserted(group.group_id, new))
+        if old_id in group.pending_sync:
+            tx.emit(PendingSync(group.group_id, frozenset((group.pending_sync - {old_id}) | {new_id})))
+        if group.leader == old_id:
+            tx.set(group, leader=new_id)
+        tx.timer(group, f"expire:{new_id}", now + new.session_timeout_ms)
+        tx.reply(ref, self.join_response(group, new_id, full=False))
+
+
+class StaticRejoinNotPersisted(ClassicCoordinator):
+    """KAFKA-10284 (row 13): the new member id of a static member that rejoined a Stable group is
+    not persisted, so a failover loads the old id and fences the live member (PR #9270)."""
+
+    _skip = False
+
+    def replace_static_member(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
+    ) -> None:
+        self._skip = True
+        try:
+            super().replace_static_member(tx, group, req, new_id, ref, now)
+        finally:
+            self._skip = False
+
+    def persist(self, tx: Tx, group: ClassicGroup) -> bool:
+        return True if self._skip else super().persist(tx, group)
+
+
+class NoInstanceFencing(ClassicCoordinator):
+    """KAFKA-8225 (row 14): requests are validated by member id only; a zombie holding an old member
+    id of a replaced static member is not answered FENCED_INSTANCE_ID (KIP-345; CG L790)."""
+
+    def validate_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
+        return super().validate_member(group, member_id, None)
+
+
+class PendingMemberNeverExpires(ClassicCoordinator):
+    """KAFKA-7824 (row 16): a KIP-394 MEMBER_ID_REQUIRED id is parked without its expiry timer, so
+    clients that never come back leave pending members behind for ever (GMM L4665, L5085)."""
+
+    def require_known_member_id(
+        self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
+    ) -> None:
+        super().require_known_member_id(tx, group, req, new_id, ref, now)
+        tx.timer(group, f"pending:{new_id}", None)
+
+
+class RemovalSkipsJoinCheck(ClassicCoordinator):
+    """KAFKA-7909 (row 17): a member removed during PreparingRebalance does not re-check whether
+    the join phase can complete, so the group waits for the rebalance timeout (PR #6251; GMM L4528)."""
+
+    def after_member_removed(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        if group.state == S.PREPARING_REBALANCE:
+            return
+        super().after_member_removed(tx, group, now)
+
+
+# ---------------------------------------------------------------------------------- generic
+
+
+class SkipGenerationBump(ClassicCoordinator):
+    """Generic: a completed join phase keeps the old generation (E.2; CG L1283 initNextGeneration)."""
+
+    def complete_join(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        before, was = group.generation, group.state
+        super().complete_join(tx, group, now)
+        if was == S.PREPARING_REBALANCE and group.generation == before + 1 and before > 0:
+            tx.set(group, generation=before)
+
+
+class AcceptStaleGeneration(ClassicCoordinator):
+    """Generic: Heartbeat is not checked against the generation (E.8; GMM L6005)."""
+
+    def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
+        group = state.groups.get(req.group_id)
+        if group is not None:
+            req = replace(req, generation_id=group.generation)
+        return super().handle_heartbeat(state, req, ref, now)
 
 
 class StaleSyncAccepted(ClassicCoordinator):
-    """SyncGroup accepted whatever generation it carries (the E.8 check removed)."""
+    """Generic (issue 6's z3 refutation, ``stale-sync``): SyncGroup is accepted whatever generation
+    it carries, so a leader's SyncGroup from an earlier generation installs assignments computed for
+    the old membership (E.8; `validateSyncGroup` GMM L5859)."""
 
     def validate_sync(self, group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode:
         return super().validate_sync(group, replace(req, generation_id=group.generation))
 
 
-CLASSIC_MUTANTS: dict[str, type[ClassicCoordinator]] = {
-    "stale-sync": StaleSyncAccepted,
-}
+class MemberListToFollowers(ClassicCoordinator):
+    """Generic: every member gets the member list in its JoinGroup response (seed 000 Phase 1; CG L1302)."""
+
+    def join_response(self, group: ClassicGroup, member_id: str, *, full: bool) -> Any:
+        return super().join_response(group, member_id, full=True)
+
+
+class DropParkedResponse(ClassicCoordinator):
+    """Generic: when the leader's assignment is installed, followers' parked SyncGroups are forgotten,
+    never answered (GMM L5684 propagateAssignment)."""
+
+    def propagate_assignment(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        for member in list(group.members.values()):
+            if member.awaiting_sync is not None and member.member_id != group.leader:
+                tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None)))
+        super().propagate_assignment(tx, group, now)
+
+
+class AnswerTwice(ClassicCoordinator):
+    """Generic: a Heartbeat is answered twice (a response written to the connection two times)."""
+
+    def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
+        result = super().handle_heartbeat(state, req, ref, now)
+        result.deliveries.extend([d for d in result.deliveries if d.ref == ref])
+        return result
+
+
+class ForgetAssignmentOnLoad(ModelPort):
+    """Generic: a coordinator that loads the group after failover forgets the persisted member
+    assignments (seed 000 'Handling Coordinator Failures'; GMM L4343 replay)."""
+
+    def failover(self, now: int) -> list[Any]:
+        deliveries = super().failover(now)
+        for group in self.state.groups.values():
+            for mid, member in list(group.members.items()):
+                group.members[mid] = replace(member, assignment=b"")
+        return deliveries
+
+
+class SessionTimerOffByOne(ClassicCoordinator):
+    """Generic: a heartbeat re-arms the member's expiry one millisecond past its session timeout
+    (E.14; GMM L5004)."""
+
+    def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
+        result = super().handle_heartbeat(state, req, ref, now + 1)
+        return result
+
+
+# ---------------------------------------------------------------------------------- clients
+
+
+class NoVoidingClient(ClassicClient):
+    """KAFKA-12984 (row 2): the leader's cooperative-sticky assignor keeps the first of two
+    equal-generation claims on one partition instead of voiding both (PR #10985; reference C.3)."""
+
+    def _assignor(self, name: str):  # type: ignore[no-untyped-def]
+        assignor = super()._assignor(name)
+        if name != "cooperative-sticky":
+            return assignor
+        return _FirstClaimWins(assignor.adjust)
+
+
+def _first_claim_wins() -> type:
+    from model.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from model.embedded import Subscription
+
+    class FirstClaimWins(CooperativeStickyAssignor):
+        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> Any:
+            seen: dict[Any, int] = {}
+            kept: dict[str, Subscription] = {}
+            for member, sub in subscriptions.items():
+                owned = []
+                for tp in sub.owned_partitions:
+                    if seen.get(tp) == sub.generation_id:
+                        continue  # a second claim at the same generation is dropped, not voided
+                    seen.setdefault(tp, sub.generation_id)
+                    owned.append(tp)
+                kept[member] = replace(sub, owned_partitions=tuple(owned))
+            return super().assign(partitions_per_topic, kept)
+
+    return FirstClaimWins
+
+
+_FirstClaimWins = _first_claim_wins()
+
+
+CLASSIC_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "kafka-7026",
+        "classic",
+        "catalogue",
+        "the sticky leader honours a rejoining member's stale claim (user data V0, no generation)",
+        "bug catalogue row 1: KAFKA-7026 / apache/kafka PR #5291 (KIP-341)",
+        (
+            "client.assignment_single_owner",
+            "classic.single_owner_consumer",
+            "client.sticky_stale_claim_loses",
+        ),
+        row=1,
+        variants=(("assignor", "sticky"), ("sticky", "v0")),
+    ),
+    Mutant(
+        "kafka-12984",
+        "classic",
+        "catalogue",
+        "cooperative-sticky keeps one of two equal-generation claims instead of voiding both",
+        "bug catalogue row 2: KAFKA-12984 / apache/kafka PR #10985",
+        ("client.sticky_stale_claim_loses", "classic.single_owner_consumer"),
+        row=2,
+        client=NoVoidingClient,
+        variants=(("assignor", "cooperative-sticky"),),
+    ),
+    Mutant(
+        "kafka-14639",
+        "classic",
+        "catalogue",
+        "cooperative-sticky revokes and assigns a partition in one rebalance (no adjust step)",
+        "bug catalogue row 3: KAFKA-14639 / apache/kafka PR #13550 (KIP-429)",
+        ("client.cooperative_no_direct_transfer",),
+        row=3,
+        variants=(("assignor", "cooperative-sticky"), ("cooperative_adjust", "false")),
+    ),
+    Mutant(
+        "kafka-8500",
+        "classic",
+        "catalogue",
+        "two unknown-id joins for one group.instance.id during PreparingRebalance make two members",
+        "bug catalogue row 11: KAFKA-8500 / apache/kafka PR #6899 (KIP-345)",
+        ("classic.static_instance_unique",),
+        row=11,
+        coordinator=DuplicateStaticJoin,
+    ),
+    Mutant(
+        "kafka-9801",
+        "classic",
+        "catalogue",
+        "a static rejoin during CompletingRebalance changes the member id without a rebalance",
+        "bug catalogue row 12: KAFKA-9801 / apache/kafka PR #8405",
+        ("classic.leader_sync_covers_members",),
+        row=12,
+        coordinator=StaticRejoinWithoutRebalance,
+    ),
+    Mutant(
+        "kafka-10284",
+        "classic",
+        "catalogue",
+        "the new member id of a static rejoin to a Stable group is not persisted",
+        "bug catalogue row 13: KAFKA-10284 / apache/kafka PR #9270",
+        ("classic.stable_state_persisted",),
+        row=13,
+        coordinator=StaticRejoinNotPersisted,
+    ),
+    Mutant(
+        "kafka-8225",
+        "classic",
+        "catalogue",
+        "a request naming a group.instance.id held by another member id is not fenced",
+        "bug catalogue row 14: KAFKA-8225 / apache/kafka PR #6650 (KIP-345)",
+        ("classic.instance_fencing",),
+        row=14,
+        coordinator=NoInstanceFencing,
+    ),
+    Mutant(
+        "kafka-7824",
+        "classic",
+        "catalogue",
+        "KIP-394 pending member ids never expire",
+        "bug catalogue row 16: KAFKA-7824 / apache/kafka PR #6058 (KIP-394)",
+        ("classic.session_expiry_armed",),
+        row=16,
+        coordinator=PendingMemberNeverExpires,
+    ),
+    Mutant(
+        "kafka-7909",
+        "classic",
+        "catalogue",
+        "removing a member during PreparingRebalance does not re-check join completion",
+        "bug catalogue row 17: KAFKA-7909 / apache/kafka PR #6251; streamnative/kop PR #380",
+        ("classic.join_completes_when_all_joined",),
+        row=17,
+        coordinator=RemovalSkipsJoinCheck,
+    ),
+    Mutant(
+        "skip-generation-bump",
+        "classic",
+        "generic",
+        "a completed join phase keeps the old generation",
+        "reference E.2; ClassicGroup.java initNextGeneration",
+        ("classic.generation_bump_once",),
+        coordinator=SkipGenerationBump,
+    ),
+    Mutant(
+        "accept-stale-generation",
+        "classic",
+        "generic",
+        "Heartbeat is not checked against the generation",
+        "reference E.8; GroupMetadataManager.java L6005",
+        ("classic.stale_generation_rejected",),
+        coordinator=AcceptStaleGeneration,
+    ),
+    Mutant(
+        "stale-sync",
+        "classic",
+        "generic",
+        "SyncGroup is not checked against the generation",
+        "reference E.8, A.4; GroupMetadataManager.java L5859 validateSyncGroup (issue 6 z3 refutation)",
+        ("classic.stale_generation_rejected",),
+        coordinator=StaleSyncAccepted,
+    ),
+    Mutant(
+        "member-list-to-followers",
+        "classic",
+        "generic",
+        "followers receive the member list in JoinGroup",
+        "seed 000 'Phase 1'; reference A.3",
+        ("classic.followers_get_no_member_list",),
+        coordinator=MemberListToFollowers,
+    ),
+    Mutant(
+        "drop-parked-response",
+        "classic",
+        "generic",
+        "followers' parked SyncGroups are forgotten when the leader's assignment is installed",
+        "reference A.4; GroupMetadataManager.java L5684 propagateAssignment",
+        ("classic.parked_requests_answered",),
+        coordinator=DropParkedResponse,
+    ),
+    Mutant(
+        "answer-twice",
+        "classic",
+        "generic",
+        "a Heartbeat is answered twice",
+        "Kafka wire protocol: one response per request, in order",
+        ("classic.one_response_per_request",),
+        coordinator=AnswerTwice,
+    ),
+    Mutant(
+        "forget-persisted-field",
+        "classic",
+        "generic",
+        "after failover the loaded group has forgotten the persisted member assignments",
+        "seed 000 'Handling Coordinator Failures'; GroupMetadataManager.java L4343",
+        ("classic.stable_state_persisted",),
+        port=ForgetAssignmentOnLoad,
+    ),
+    Mutant(
+        "timer-off-by-one",
+        "classic",
+        "generic",
+        "a heartbeat re-arms the expiry timer 1 ms past the session timeout",
+        "reference E.14, A.8; GroupMetadataManager.java L5004",
+        ("classic.session_expiry_armed",),
+        coordinator=SessionTimerOffByOne,
+    ),
+)

@@ -1,17 +1,35 @@
-"""KIP-848 coordinator mutants (bug catalogue rows on the consumer protocol).
+"""KIP-848 mutants: catalogue rows on the consumer protocol (coordinator and virtual consumer) and a
+generic fencing fault.
 
-Sources: ../shared/reference/bug-catalogue.md row 5 (KAFKA-16147 / PR #15212)."""
+Each class overrides one rule of `model.consumer.coordinator.ConsumerCoordinator` or of
+`model.consumer.client.VirtualConsumer`. Sources: ``../shared/reference/bug-catalogue.md`` (rows
+cited per mutant), reference B.2-B.12, E.15-E.28.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from conformance.mutants import Mutant
+from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
-from model.consumer.messages import TopicPartition
-from model.consumer.state import ConsumerGroup
+from model.consumer.ids import new_member_id
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartition,
+    TopicPartitions,
+)
+from model.consumer.state import LEAVE_GROUP_MEMBER_EPOCH, ConsumerGroup, ConsumerMember
+from model.result import Result
+
+# ---------------------------------------------------------------------------------- coordinator
 
 
 class PendingRevocationIsFree(ConsumerCoordinator):
-    """KAFKA-16147: a partition pending revocation loses its partition epoch, so the coordinator
-    hands it to its new owner while the old one still holds it (reference B.5; bug catalogue)."""
+    """KAFKA-16147 (row 5): a partition pending revocation loses its partition epoch, so the coordinator
+    hands it to its new owner while the old one still holds it (reference B.5; PR #15212)."""
 
     def current_partition_epoch(self, group: ConsumerGroup, tp: TopicPartition) -> int:
         if any(tp in m.assigned for m in group.members.values()):
@@ -19,6 +37,158 @@ class PendingRevocationIsFree(ConsumerCoordinator):
         return -1
 
 
-CONSUMER_MUTANTS: dict[str, type[ConsumerCoordinator]] = {
-    "kafka-16147": PendingRevocationIsFree,
-}
+class JoinAlwaysNewId(ConsumerCoordinator):
+    """KAFKA-17116 (row 8): every epoch-0 join gets a coordinator-generated member id, as v0 did, so
+    a join whose response is lost leaves a ghost member and each retry adds one (KIP-1082, B.9)."""
+
+    def assign_member_id(self, request: ConsumerGroupHeartbeatRequest) -> str:
+        if request.member_epoch == 0:
+            return new_member_id(self.chooser)
+        return super().assign_member_id(request)
+
+
+class CommitOnlyWhenReconciled(ConsumerCoordinator):
+    """KAFKA-20066 (row 10): commit validation stricter than the exact epoch: a member still
+    reconciling (its epoch is current but its assignment is not) is fenced (KIP-1251; B.12)."""
+
+    def offset_commit_group_error(self, state: Any, request: Any) -> Any:
+        error = super().offset_commit_group_error(state, request)
+        group = state.groups.get(request.group_id)
+        member = None if group is None else group.members.get(request.member_id)
+        if error is None and member is not None and member.state.value != "STABLE":
+            from model.errors import ErrorCode
+
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return error
+
+
+class DuplicatedPartitionInResponse(ConsumerCoordinator):
+    """Row 19 (franz-go kfake group848 D2): the assignment in a heartbeat response lists one partition
+    twice (reference D: TopicPartitions is a set of partitions per topic)."""
+
+    def handle_consumer_group_heartbeat(
+        self, state: Any, request: ConsumerGroupHeartbeatRequest, ref: int, now: int
+    ) -> Result:
+        result = super().handle_consumer_group_heartbeat(state, request, ref, now)
+        for i, d in enumerate(result.deliveries):
+            r = d.response
+            if isinstance(r, ConsumerGroupHeartbeatResponse) and r.assignment:
+                first = r.assignment[0]
+                if first.partitions:
+                    doubled = TopicPartitions(first.topic, (*first.partitions, first.partitions[0]))
+                    result.deliveries[i] = replace(
+                        d, response=replace(r, assignment=(doubled, *r.assignment[1:]))
+                    )
+        return result
+
+
+class NoEpochCheck(ConsumerCoordinator):
+    """Generic (skip a fencing check): heartbeats are not validated against the member epoch (B.6 row
+    12; GMM L1362)."""
+
+    def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
+        return None
+
+
+# ---------------------------------------------------------------------------------- clients
+
+
+class RejoinsBeforeReleasing(VirtualConsumer):
+    """KAFKA-16251 (row 9): a fenced consumer sends its rejoin while its partitions are still being
+    released (it keeps consuming them until the join is answered) (PR #15392; client.py docstring)."""
+
+    def _rejoin(self) -> None:
+        keep = self.owned
+        super()._rejoin()
+        self.owned = keep
+
+    def next_request(self, now: int) -> ConsumerGroupHeartbeatRequest | None:
+        keep = self.owned if self.state == ClientState.JOINING else None
+        request = super().next_request(now)
+        if keep is not None and request is not None:
+            self.owned = keep  # the join reports nothing owned, but the callbacks have not run yet
+        return request
+
+
+class StaticLeavesWithMinusOne(VirtualConsumer):
+    """Dekaf issue #1348 (row 20): a static member closes with epoch -1 (a permanent leave) instead
+    of -2, so every restart rebalances (KIP-848 B.7; Kafka ConsumerMembershipManager leaveGroupEpoch)."""
+
+    def _leave_request(self) -> ConsumerGroupHeartbeatRequest | None:
+        request = super()._leave_request()
+        if request is not None and self.instance_id is not None:
+            request = replace(request, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+        return request
+
+
+CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
+    Mutant(
+        "kafka-16147",
+        "consumer",
+        "catalogue",
+        "a partition pending revocation is re-assigned before the revocation completes",
+        "bug catalogue row 5: KAFKA-16147 / apache/kafka PR #15212",
+        ("consumer.single_partition_holder", "consumer.assign_only_free", "consumer.valid_partition_epoch"),
+        row=5,
+        coordinator=PendingRevocationIsFree,
+    ),
+    Mutant(
+        "kafka-17116",
+        "consumer",
+        "catalogue",
+        "every epoch-0 join gets a new coordinator-generated member id (ghosts on lost responses)",
+        "bug catalogue row 8: KAFKA-17116 / apache/kafka PR #17549 (KIP-1082)",
+        ("consumer.no_ghost_member",),
+        row=8,
+        coordinator=JoinAlwaysNewId,
+    ),
+    Mutant(
+        "kafka-16251",
+        "consumer",
+        "catalogue",
+        "a fenced consumer rejoins before it has released its partitions",
+        "bug catalogue row 9: KAFKA-16251 / apache/kafka PR #15392",
+        ("consumer.fenced_member_releases_first", "consumer.no_double_client_assignment"),
+        row=9,
+        client=RejoinsBeforeReleasing,
+    ),
+    Mutant(
+        "kafka-20066",
+        "consumer",
+        "catalogue",
+        "a commit with the member's exact epoch is rejected while the member is reconciling",
+        "bug catalogue row 10: KAFKA-20066 / apache/kafka PRs #21508, #21692 (KIP-1251)",
+        ("consumer.offset_commit_exact_epoch",),
+        row=10,
+        coordinator=CommitOnlyWhenReconciled,
+    ),
+    Mutant(
+        "kfake-d2",
+        "consumer",
+        "catalogue",
+        "a heartbeat response lists one assigned partition twice",
+        "bug catalogue row 19: franz-go kfake group848 sweep test D2",
+        ("consumer.responses_well_formed",),
+        row=19,
+        coordinator=DuplicatedPartitionInResponse,
+    ),
+    Mutant(
+        "dekaf-1348",
+        "consumer",
+        "catalogue",
+        "a static member closes with epoch -1 instead of -2",
+        "bug catalogue row 20: Dekaf issue #1348",
+        ("consumer.static_close_is_temporary",),
+        row=20,
+        client=StaticLeavesWithMinusOne,
+    ),
+    Mutant(
+        "skip-fencing-check",
+        "consumer",
+        "generic",
+        "heartbeats are not validated against the member epoch",
+        "reference B.6 row 12, E.18; GroupMetadataManager.java L1362",
+        ("consumer.epoch_fencing",),
+        coordinator=NoEpochCheck,
+    ),
+)

@@ -318,9 +318,14 @@ class ClassicCoordinator:
             tx.emit(PendingSync(group.group_id, frozenset(pending_sync)))
         if was_leader:
             tx.set(group, leader=new_id)
+        # the new id's heartbeat is scheduled at once with the (old) session timeout, in every state
+        # (GMM updateStaticMemberThenRebalanceOrCompleteJoin: rescheduleClassicGroupMemberHeartbeat)
+        tx.timer(group, f"expire:{new_id}", now + old.session_timeout_ms)
         if group.state == S.STABLE:
             if self.select_protocol(group, dry_run=True) == old_protocol:
-                self.persist(tx, group)
+                if not self.persist(tx, group):
+                    self.revert_static_replacement(tx, group, old, new_id, ref, now)
+                    return
                 tx.timer(group, f"expire:{new_id}", now + new.session_timeout_ms)
                 if req.version >= 9:
                     is_leader = group.leader == new_id
@@ -339,6 +344,33 @@ class ClassicCoordinator:
         else:
             tx.emit(MemberUpserted(group.group_id, replace(new, awaiting_join=ref)))
             self.maybe_complete_join(tx, group, now)
+
+    def revert_static_replacement(
+        self, tx: Tx, group: ClassicGroup, old: Member, new_id: str, ref: int, now: int
+    ) -> None:
+        """The append of a Stable static replacement failed: the old member id is restored and the
+        join answered with the append error (GMM updateStaticMemberThenRebalanceOrCompleteJoin,
+        "Reverting to old member id"; COEH L52-76 maps the failure to COORDINATOR_NOT_AVAILABLE)."""
+        pending = new_id in group.pending_sync
+        tx.emit(MemberRemoved(group.group_id, new_id))
+        tx.timer(group, f"expire:{new_id}", None)
+        tx.emit(MemberUpserted(group.group_id, replace(old, awaiting_join=None, awaiting_sync=None)))
+        if pending:
+            tx.emit(PendingSync(group.group_id, frozenset(group.pending_sync | {old.member_id})))
+        if group.leader == new_id:
+            tx.set(group, leader=old.member_id)
+        tx.timer(group, f"expire:{old.member_id}", now + old.session_timeout_ms)
+        tx.reply(
+            ref,
+            JoinGroupResponse(
+                E.COORDINATOR_NOT_AVAILABLE,
+                generation_id=group.generation,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol,
+                leader=group.leader or "",
+                member_id="",
+            ),
+        )
 
     # ------------------------------------------------------------------ rebalance
     def prepare_rebalance(self, tx: Tx, group: ClassicGroup, now: int) -> None:

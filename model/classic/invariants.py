@@ -412,3 +412,7 @@ def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
     for d in obs.deliveries:
         if getattr(d.response, "error", None) == E.MEMBER_ID_REQUIRED:
             yield "member id required"
+
+
+# Issue 8 (kill matrix): response and durability invariants register with the rest.
+from model.classic import response_invariants as _response_invariants  # noqa: E402, F401

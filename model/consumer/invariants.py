@@ -695,3 +695,7 @@ def sometimes_static_rejoin(obs: Obs) -> list[str]:
                 if old.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and new.member_epoch >= 0:
                     out.append(f"{gid}: instance {inst} rejoined as {mid} (was {old_id})")
     return out
+
+
+# Issue 8 (kill matrix): response-shape and virtual-consumer invariants register with the rest.
+from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401

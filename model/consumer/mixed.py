@@ -66,7 +66,8 @@ the search index (version not pinned) differs, it says so:
 Divergences (documented): committed offsets live in the store of the group's current type and do
 not follow a conversion (Kafka keeps one offset store per group id); Kafka 4.1+'s batch downgrade
 on an admin LeaveGroup (``validateOnlineDowngradeWithFencedMembers``) and its rebalance after a
-replacement with a changed subscription are not modelled.
+replacement with a changed subscription are not modelled. A rebalance timer armed at load for a
+classic member is cancelled when it reconciles (GMM leaves it to fire as a no-op).
 """
 
 from __future__ import annotations
@@ -201,6 +202,7 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
         self.classic_max_size = classic_max_size
         self.downgrades: list[Downgrade] = []
         self._now = 0
+        self._loading = False
 
     # ------------------------------------------------------------------ consumer-protocol overrides
 
@@ -224,15 +226,29 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
         return self.session_timeout_ms(txn.group_id)
 
     def schedule_session_timeout(self, txn: _Txn, member_id: str, now: int) -> None:
-        """Classic members use their JoinGroup session timeout (``classicProtocolSessionTimeout``)."""
-        txn.emit(
-            TimerScheduled(txn.group_id, SESSION, member_id, now + self.session_timeout_for(txn, member_id))
+        """Classic members use their JoinGroup session timeout (``classicProtocolSessionTimeout``),
+        except at load: GMM ``onLoaded`` (@1eb7644 L3816) arms the consumer-group session timeout
+        for every member, classic or not, until its next request re-arms its own."""
+        timeout = (
+            self.session_timeout_ms(txn.group_id)
+            if self._loading
+            else self.session_timeout_for(txn, member_id)
         )
+        txn.emit(TimerScheduled(txn.group_id, SESSION, member_id, now + timeout))
 
     def schedule_rebalance_timeout(self, txn: _Txn, member: ConsumerMember, now: int) -> None:
-        """Only consumer-protocol members get a rebalance timer (GMM ``maybeReconcile``)."""
-        if member.classic is None:
+        """Only consumer-protocol members get a rebalance timer from reconciliation (GMM
+        ``maybeReconcile``); ``onLoaded`` arms it for every UNREVOKED_PARTITIONS member."""
+        if member.classic is None or self._loading:
             super().schedule_rebalance_timeout(txn, member, now)
+
+    def on_loaded(self, state: ConsumerCoordinatorState, now: int) -> Result:
+        """GMM ``onLoaded`` (@1eb7644 L3811-3826), with the two timer rules above."""
+        self._loading = True
+        try:
+            return super().on_loaded(state, now)
+        finally:
+            self._loading = False
 
     def on_rebalance_timeout(self, txn: _Txn, timer: Timer) -> None:
         """Join and sync timers fence the classic member (``consumerGroupFenceMemberOperation``)."""

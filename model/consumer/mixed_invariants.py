@@ -21,7 +21,7 @@ from model.classic.messages import (
 from model.consumer.messages import ConsumerGroupHeartbeatResponse
 from model.consumer.mixed_world import ClassicRequestEvent, MixedWorld
 from model.consumer.state import JOIN, LEAVE_GROUP_MEMBER_EPOCH, REBALANCE, SYNC, MemberState
-from model.consumer.world import AdvanceEvent, GroupView, HeartbeatEvent
+from model.consumer.world import AdvanceEvent, FailoverEvent, GroupView, HeartbeatEvent
 from model.embedded import EmbeddedDecodeError, decode_assignment
 from model.errors import ErrorCode
 from model.invariants import invariant
@@ -383,24 +383,29 @@ def empty_group_replaced(obs: Obs) -> list[str]:
 
 @invariant("mixed.classic_member_timers", "liveness", "mixed")
 def classic_member_timers(obs: Obs) -> list[str]:
-    """A classic member of a consumer group has no rebalance timer and is not kept past its join or sync deadline.
+    """A classic member of a consumer group is given no rebalance timer except by a coordinator load, and is not kept past its join or sync deadline.
 
     Reference B.13 (GMM ``maybeReconcile``: classic members only have join and sync timers;
+    ``onLoaded`` arms the rebalance timer of every UNREVOKED_PARTITIONS member;
     ``scheduleConsumerGroupJoinTimeoutIfAbsent``, ``scheduleConsumerGroupSyncTimeout`` fence).
     """
     out: list[str] = []
+    loaded = isinstance(obs.event, FailoverEvent)
     for gid in sorted(obs.after.groups):
         g = obs.after.groups[gid]
+        gb = None if obs.before is None else obs.before.groups.get(gid)
         for mid in sorted(g.members):
             if g.members[mid].classic is None:
                 continue
-            if (REBALANCE, mid) in g.timers:
-                out.append(f"{gid}: classic member {mid} has a rebalance timer")
+            timer = g.timers.get((REBALANCE, mid))
+            previous = None if gb is None else gb.timers.get((REBALANCE, mid))
+            if timer is not None and timer != previous and not loaded:
+                out.append(f"{gid}: classic member {mid} was given a rebalance timer")
             for kind in (JOIN, SYNC):
-                timer = g.timers.get((kind, mid))
-                if timer is not None and timer.deadline < obs.now:
+                t = g.timers.get((kind, mid))
+                if t is not None and t.deadline < obs.now:
                     out.append(
-                        f"{gid}: classic member {mid} still present at {obs.now}, {kind} deadline {timer.deadline}"
+                        f"{gid}: classic member {mid} still present at {obs.now}, {kind} deadline {t.deadline}"
                     )
     return out
 

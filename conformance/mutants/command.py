@@ -1,0 +1,72 @@
+"""`groupcheck mutants`: print the kill matrix and write it to reports/mutants.md (issue 8)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+from conformance.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    m = sub.add_parser("mutants", help="run the suite from scratch against every mutant: the kill matrix")
+    m.add_argument("--protocol", default="all", choices=["classic", "consumer", "all"])
+    m.add_argument("--mutant", action="append", default=[], help="only this mutant (repeatable)")
+    m.add_argument("--budget", type=float, default=60.0, help="seconds per mutant (default 60)")
+    m.add_argument("--max-examples", type=int, help="examples per mutant (default: the profile's)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--profile", default="ci")
+    m.add_argument("--report", type=Path, default=Path("reports") / "mutants.md")
+    m.add_argument("--no-report", action="store_true", help="print the matrix only")
+    m.add_argument("--list", action="store_true", help="list the mutants and exit")
+    m.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk")
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def cmd_mutants(args: argparse.Namespace) -> int:
+    from conformance.mutants import MUTANTS, get_mutant
+    from conformance.mutants.matrix import render_markdown, run_matrix, text_row
+    from conformance.profiles import get_profile
+
+    if args.list:
+        for m in MUTANTS.values():
+            if args.protocol in ("all", m.protocol):
+                row = f"row {m.row}" if m.row else "generic"
+                print(f"{m.name:26s} {m.protocol:8s} {row:8s} {m.fault}")
+        return EXIT_OK
+    if args.budget <= 0:
+        raise UsageError("--budget must be positive (seconds per mutant)")
+    for name in args.mutant:
+        get_mutant(name)
+    profile = get_profile(args.profile)
+    run_dir = Path("reports") / "runs" / f"mutants-seed{args.seed}"
+    print(f"kill matrix: budget {args.budget:g} s per mutant, profile {profile.name}, seed {args.seed}")
+    rows = run_matrix(
+        args.mutant or None,
+        protocol=args.protocol,
+        profile=profile,
+        budget_s=args.budget,
+        max_examples=args.max_examples,
+        seed=args.seed,
+        run_dir=run_dir,
+        progress=lambda r: print(text_row(r), flush=True),
+        shrink=not args.no_shrink,
+    )
+    caught = sum(r.caught for r in rows)
+    print(f"caught {caught} of {len(rows)}")
+    for r in rows:
+        if r.trace_path:
+            print(f"  {r.name}: counterexample {r.trace_path}")
+    if not args.no_report:
+        command = "groupcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a)
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(render_markdown(rows, command=command, machine=machine()))
+        print(f"report: {args.report}")
+    return EXIT_OK if caught == len(rows) else EXIT_VIOLATION

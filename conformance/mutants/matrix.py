@@ -1,0 +1,268 @@
+"""The kill matrix: the stateful suite, from scratch, against every mutant (issue 8).
+
+For each mutant, `run_mutant` runs exactly what ``groupcheck check --protocol P --variant
+mutant=NAME --seed S --max-examples N`` runs (random exploration, not the mutant's named scenario),
+capped by a time budget, and records: caught or not, the invariant(s) that caught it, how many
+examples and seconds it took to the *first* failing step (before shrinking), and the length of the
+shrunk counterexample. `render_markdown` writes ``reports/mutants.md``.
+
+Measurement hooks, both local to a run: a port factory that counts examples (one simulator per
+example) and a wrapper around `Checker.check` that notes the first violation's time. The budget is
+checked between whole check runs (a Hypothesis run is never cut short, so its result is the one
+``groupcheck check`` gives for that seed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.checker import Checker
+from conformance.mutants import MUTANTS, Mutant, get_mutant, with_mutant_variants
+from conformance.profiles import Profile
+
+#: Why a mutant is allowed to survive, when it does (filled from runs: never hide a survivor).
+BFS_NOTE = "n/a: `groupcheck explore` (BFS) is not on main yet"
+
+
+@dataclass
+class KillRow:
+    name: str
+    protocol: str
+    family: str
+    row: int | None
+    expect: tuple[str, ...]
+    caught: bool = False
+    invariants: list[str] = field(default_factory=list)
+    examples: int | None = None  # examples started up to and including the first failing one
+    seconds: float | None = None  # wall-clock seconds from the start of the run to the first violation
+    cpu_seconds: float | None = None  # CPU seconds of this process to the first violation (load-proof)
+    shrunk_steps: int | None = None
+    bfs_minimal: int | None = None
+    total_seconds: float = 0.0
+    examples_run: int = 0
+    budget_hit: bool = False
+    seed: int = 0
+    seeds: int = 1  # check runs (seeds S, S+1, ...) until caught or out of budget
+    trace_path: str | None = None
+    message: str = ""
+
+    @property
+    def expected_hit(self) -> bool:
+        return bool(set(self.invariants) & set(self.expect))
+
+
+class _Clock:
+    def __init__(self, budget_s: float) -> None:
+        self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
+        self.cpu_first: float | None = None
+        self.budget_s = budget_s
+        self.examples = 0
+        self.first: tuple[float, int] | None = None
+        self.budget_hit = False
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+
+@contextlib.contextmanager
+def _first_violation_hook(clock: _Clock) -> Iterator[None]:
+    original = Checker.check
+
+    def check(self: Checker, obs: Any, step: int) -> Any:
+        out = original(self, obs, step)
+        if out and clock.first is None:
+            clock.first = (clock.elapsed(), clock.examples)
+            clock.cpu_first = time.process_time() - clock.cpu_start
+        return out
+
+    Checker.check = check  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Checker.check = original  # type: ignore[method-assign]
+
+
+def _port_factory(mutant: Mutant, clock: _Clock) -> Any:
+    def factory(coord: Any) -> Any:
+        clock.examples += 1
+        if mutant.port is not None:
+            return mutant.port(coord)
+        if mutant.protocol == "classic":
+            from model.classic.sim import ModelPort
+
+            return ModelPort(coord)
+        from model.consumer.sim import ModelConsumerPort
+
+        return ModelConsumerPort(coord)
+
+    return factory
+
+
+def run_mutant(
+    name: str,
+    *,
+    profile: Profile,
+    budget_s: float = 60.0,
+    max_examples: int | None = None,
+    seed: int = 0,
+    run_dir: Path | None = None,
+    shrink: bool = True,
+) -> KillRow:
+    """The suite from scratch against one mutant: ``groupcheck check --seed S`` (the profile's
+    examples), then seeds S+1, S+2, ... while the budget lasts; the first failure ends the run and
+    its (shrunk) counterexample is written under ``run_dir``."""
+    from conformance.run import run_check
+
+    mutant = get_mutant(name)
+    row = KillRow(mutant.name, mutant.protocol, mutant.family, mutant.row, mutant.expect, seed=seed)
+    clock = _Clock(budget_s)
+    variants = with_mutant_variants({"mutant": mutant.name})
+    result = None
+    run_seed = seed
+    with _first_violation_hook(clock):
+        while True:
+            result = run_check(
+                mutant.protocol,
+                profile=profile,
+                max_examples=max_examples,
+                seed_value=run_seed,
+                variants=variants,
+                port_factory=_port_factory(mutant, clock),
+                shrink=shrink,
+            )
+            if result.violations or result.error or clock.elapsed() >= budget_s:
+                break
+            run_seed += 1
+    row.total_seconds = clock.elapsed()
+    row.examples_run = clock.examples
+    row.budget_hit = not result.violations
+    row.seeds = run_seed - seed + 1
+    if result.error:
+        row.message = result.error
+    if result.violations:
+        row.caught = True
+        row.invariants = sorted({v.invariant for v in result.violations})
+        row.message = result.violations[0].message
+        row.shrunk_steps = len(result.trace.steps) if result.trace is not None else len(result.observations)
+        if clock.first is not None:
+            row.seconds, row.examples = clock.first
+            row.cpu_seconds = clock.cpu_first
+        if result.trace is not None and run_dir is not None:
+            from conformance.trace.format import counterexample_path, write_trace
+
+            path = write_trace(result.trace, counterexample_path(result.trace, run_dir / mutant.name))
+            row.trace_path = str(path)
+    return row
+
+
+def run_matrix(
+    names: list[str] | None = None,
+    *,
+    protocol: str | None = None,
+    profile: Profile,
+    budget_s: float = 60.0,
+    max_examples: int | None = None,
+    seed: int = 0,
+    run_dir: Path | None = None,
+    progress: Any = None,
+    shrink: bool = True,
+) -> list[KillRow]:
+    chosen = [get_mutant(n) for n in names] if names else list(MUTANTS.values())
+    if protocol and protocol != "all":
+        chosen = [m for m in chosen if m.protocol == protocol]
+    rows = []
+    for mutant in chosen:
+        row = run_mutant(
+            mutant.name,
+            profile=profile,
+            budget_s=budget_s,
+            max_examples=max_examples,
+            seed=seed,
+            run_dir=run_dir,
+            shrink=shrink,
+        )
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+    return rows
+
+
+# ---------------------------------------------------------------------------------- rendering
+
+HEADER = (
+    "| mutant | protocol | family | row | caught | invariant(s) | examples to 1st failure | "
+    "s to 1st failure | shrunk steps | BFS-minimal |"
+)
+
+
+def _fmt(value: float | int | None, spec: str = "") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table_row(r: KillRow) -> str:
+    caught = ("yes" if r.seeds == 1 else f"yes (seed +{r.seeds - 1})") if r.caught else "**SURVIVED**"
+    invs = ", ".join(f"`{i}`" for i in r.invariants) or "-"
+    return (
+        f"| `{r.name}` | {r.protocol} | {r.family} | {r.row or '-'} | {caught} | {invs} | "
+        f"{_fmt(r.examples)} | {_fmt(r.seconds, '.2f')} | {_fmt(r.shrunk_steps)} | "
+        f"{_fmt(r.bfs_minimal)} |"
+    )
+
+
+def text_row(r: KillRow) -> str:
+    caught = "caught" if r.caught else "SURVIVED"
+    invs = ",".join(r.invariants) or "-"
+    return (
+        f"{r.name:26s} {r.protocol:8s} {caught:8s} ex={_fmt(r.examples):>4s} "
+        f"t={_fmt(r.seconds, '.2f'):>6s}s shrunk={_fmt(r.shrunk_steps):>3s}  {invs}"
+    )
+
+
+def render_markdown(rows: list[KillRow], *, command: str, machine: str) -> str:
+    caught = [r for r in rows if r.caught]
+    lines = [
+        "# Kill matrix: the suite against every mutant",
+        "",
+        "Generated by `groupcheck mutants` (conformance/mutants/matrix.py); do not edit by hand.",
+        "Each mutant is the reference model with one named fault (`conformance/mutants/`); the suite",
+        "runs from scratch (random exploration, not the named scenario), exactly as",
+        "`groupcheck check --protocol P --variant mutant=NAME --seed S` does.",
+        "",
+        f"Command: `{command}`  ",
+        f"Machine: {machine}  ",
+        f"Caught: {len(caught)} of {len(rows)}.",
+        "",
+        "Columns: *examples / s to 1st failure* = Hypothesis examples started and wall-clock seconds until",
+        "the first violated invariant (before shrinking); *shrunk steps* = steps of the shrunk counterexample;",
+        f"*BFS-minimal* = shortest violating run from `groupcheck explore` ({BFS_NOTE}).",
+        "",
+        HEADER,
+        "|" + "---|" * 10,
+    ]
+    lines += [table_row(r) for r in rows]
+    survivors = [r for r in rows if not r.caught]
+    lines += ["", "## Survivors", ""]
+    if not survivors:
+        lines.append("None.")
+    for r in survivors:
+        m = MUTANTS[r.name]
+        lines.append(
+            f"* `{r.name}` ({m.fault}; expected: {', '.join(m.expect)}): ran {r.examples_run} examples "
+            f"({r.seeds} seed(s)) in {r.total_seconds:.1f} s without a violation."
+        )
+    missed = [r for r in caught if not r.expected_hit]
+    if missed:
+        lines += ["", "## Caught by another invariant than expected", ""]
+        for r in missed:
+            lines.append(f"* `{r.name}`: expected {', '.join(r.expect)}; caught by {', '.join(r.invariants)}")
+    lines += ["", "## The mutants", "", "| mutant | fault | source |", "|---|---|---|"]
+    for r in rows:
+        m = MUTANTS[r.name]
+        lines.append(f"| `{m.name}` | {m.fault} | {m.source} |")
+    return "\n".join(lines) + "\n"
