@@ -52,6 +52,7 @@ def run_check(
     seed_value: int = 0,
     variants: dict[str, str] | None = None,
     port_factory: Any = None,
+    coverage: Any = None,
     shrink: bool = True,
 ) -> CheckResult:
     machines = {
@@ -65,7 +66,7 @@ def run_check(
     checker = Checker(protocol)
     n = max_examples if max_examples is not None else profile.max_examples
     result = CheckResult(protocol, target, seed_value, n, variants)
-    machine = machines[protocol](MachineSettings(variants, checker, port_factory))
+    machine = machines[protocol](MachineSettings(variants, checker, port_factory, coverage=coverage))
     test_settings = settings(
         max_examples=n,
         stateful_step_count=profile.step_count,
@@ -86,9 +87,11 @@ def run_check(
         result.steps = exc.steps
         result.observations = exc.observations
         if exc.sim is not None:
-            from conformance.trace.classic import to_trace
+            from conformance.trace import classic as classic_trace
+            from conformance.trace import consumer as consumer_trace
             from conformance.trace.format import groupcheck_version
 
+            to_trace = consumer_trace.to_trace if protocol == "consumer" else classic_trace.to_trace
             result.trace = to_trace(
                 exc.sim,
                 target=target,

@@ -40,7 +40,7 @@ class InvariantViolation(AssertionError):
         violations: list[Violation],
         steps: list[str],
         observations: list[Observation[Any]],
-        sim: TracedClassicSim | None = None,
+        sim: Any = None,
     ):
         self.violations = violations
         self.steps = steps
@@ -58,6 +58,7 @@ class MachineSettings:
     checker: Checker | None = None
     port_factory: Callable[..., Any] | None = None
     max_members: int = 3
+    coverage: Any = None  # conformance.trace.coverage.Coverage: abstract states reached (classic)
 
 
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
@@ -114,6 +115,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             variants.setdefault("join_version", str(join_version) if join_version in (3, 4, 9) else "9")
             self.sim = make_classic_sim(topics, clients, {}, variants, port_factory=cfg.port_factory)
             self.names = [c["name"] for c in clients]
+            if cfg.coverage is not None:
+                cfg.coverage.start(self.sim)
             self.note(
                 f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}"
             )
@@ -126,6 +129,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             if obs is None:
                 return
             self.observations.append(obs)
+            if cfg.coverage is not None and self.sim is not None:
+                cfg.coverage.visit(self.sim)
             errors = [getattr(d.response, "error", None) for d in obs.deliveries]
             shown = ", ".join(e.name for e in errors if e is not None)
             self.note(f"t={obs.now} {what}" + (f" -> {shown}" if shown else ""))
