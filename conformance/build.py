@@ -189,7 +189,7 @@ def make_consumer_sim(
 ) -> Any:
     """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory."""
     from model.consumer.coordinator import ConsumerCoordinator
-    from model.consumer.sim import ConsumerSim, ModelConsumerPort
+    from model.consumer.sim import ModelConsumerPort
 
     cfg = consumer_config(config, variants, where)
     mutant = _mutant(variants, "consumer")
@@ -201,15 +201,26 @@ def make_consumer_sim(
     for spec in clients:
         made = consumer_client_spec(spec, variants, where)
         specs[made.name] = made
+    from conformance.trace.consumer import TracedConsumerSim
+
     if mutant and mutant.client:
         from conformance.mutants.sim import mutant_client_sim
 
-        sim = mutant_client_sim(mutant.client)(port, specs, SeededChooser(seed + 1000))
+        # recorded too: the trace layer's log on top of the mutant client's processes
+        cls = type("TracedMutantClientSim", (TracedConsumerSim, mutant_client_sim(mutant.client)), {})
+        sim = cls(port, specs, SeededChooser(seed + 1000))
     else:
-        sim = ConsumerSim(port, specs, SeededChooser(seed + 1000))
+        sim = TracedConsumerSim(port, specs, SeededChooser(seed + 1000))
     for topic, n in sorted(topics.items()):
         sim.topic("create", topic, n)
     sim.actions.clear()  # the set-up is in the header, not in the steps
+    sim.log.clear()
+    sim.setup = {
+        "topics": dict(sorted(topics.items())),
+        "clients": [dict(spec) for spec in clients],
+        "config": dict(config),
+    }
+    sim.variants, sim.seed = dict(variants), seed
     return sim
 
 

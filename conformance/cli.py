@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     tgsub = tg.add_subparsers(dest="target_command", required=True, parser_class=_Parser)
     for verb in ("start", "stop", "status"):
         tgsub.add_parser(verb).add_argument("name")
+    c.add_argument(
+        "--coverage", type=Path, help="an explore graph: report coverage (and picture with --report-dir)"
+    )
 
     s = sub.add_parser("scenario", help="list or run named scenarios")
     ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
@@ -50,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report-dir", type=Path)
 
     e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
-    e.add_argument("id")
+    e.add_argument("id", nargs="?")
+    e.add_argument("--write-catalogue", action="store_true", help="regenerate reports/invariants.md")
 
     # -- traces (conformance/trace): replay, show, explore
     rp = sub.add_parser("replay", help="re-run a trace file on a target: FIXED / FAILED / ERROR")
@@ -58,6 +62,25 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--target", default="model")
     rp.add_argument("--variant", action="append", default=[])
     rp.add_argument("--output", type=Path, help="write the replay's own trace under this run directory")
+    rp.add_argument(
+        "--coverage", type=Path, help="an explore graph (explore --graph): report the run's coverage"
+    )
+    rp.add_argument("--coverage-picture", type=Path, help="with --coverage: draw the covered state machine")
+    sh = sub.add_parser("show", help="render a trace: step table, Mermaid sequence diagram, SVG or PNG")
+    sh.add_argument("file")
+    sh.add_argument("--format", default="text", choices=["text", "mermaid", "svg", "png"])
+    sh.add_argument("--output", type=Path)
+    sh.add_argument("--steps", help="only steps FROM:TO")
+    ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
+    ex.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    ex.add_argument("--members", type=int, default=2)
+    ex.add_argument("--partitions", type=int, default=2)
+    ex.add_argument("--depth", type=int, default=12)
+    ex.add_argument("--budget", type=float, default=600.0, help="seconds")
+    ex.add_argument("--ops", help="comma-separated op alphabet (default step,advance,stall,resume)")
+    ex.add_argument("--variant", action="append", default=[])
+    ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
+    ex.add_argument("--report-dir", type=Path)
 
     # -- suite power (conformance/mutants, issue 8)
     from conformance.mutants.command import add_parser as add_mutants_parser
@@ -71,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
 
     add_prove_parser(sub)
+
+    # -- pipeline (issue 7): parser and logic in conformance/pipeline/cli.py
+    from conformance.pipeline.cli import add_parser as add_pipeline_parser
+
+    add_pipeline_parser(sub)
     return p
 
 
@@ -80,12 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.trace import commands as trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
-        handler |= {"replay": trace_commands.cmd_replay}
+        handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
+        handler |= {"explore": trace_commands.cmd_explore}
         from conformance.mutants.command import cmd_mutants
 
         handler |= {"mutants": cmd_mutants}
         handler["prove"] = cmd_prove
         handler |= {"target": cmd_target}
+        handler["pipeline"] = cmd_pipeline
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -111,6 +141,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    from conformance.trace.commands import _coverage
+
+    coverage = _coverage(args.coverage)
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
@@ -120,6 +153,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             max_examples=args.max_examples,
             seed_value=args.seed,
             variants=variants,
+            coverage=coverage if protocol == "classic" else None,
         )
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
@@ -146,6 +180,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.report_dir:
             out = write_check_report(result, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
+        if coverage is not None and protocol == "classic":
+            from conformance.trace.commands import report_coverage
+
+            report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
     return worst
 
 
@@ -220,7 +258,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         print("steps:")
         for entry in result.log:
             print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
-    if result.violations and sc.protocol == "classic":  # consumer traces: see conformance/trace (issue 5)
+    if result.violations and sc.protocol in ("classic", "consumer") and result.sim is not None:
         from conformance.trace.emit import default_run_dir, emit_counterexample
         from conformance.trace.scenario import scenario_trace
 
@@ -232,6 +270,13 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from conformance.specs import load_invariants
 
+    if args.write_catalogue:
+        from conformance.trace.catalogue import write
+
+        print(f"wrote {write()}")
+        return EXIT_OK
+    if args.id is None:
+        raise UsageError("usage: explain ID (or --write-catalogue)")
     specs = load_invariants()
     spec = specs.get(args.id)
     if spec is None:
@@ -240,6 +285,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(f"  statement: {spec.statement}")
     print(f"  source:    {spec.source}")
     print(f"  checkers:  {', '.join(spec.checkers)}")
+    from conformance.trace.commands import explain_example
+
+    explain_example(spec.id)
     return EXIT_OK
 
 
@@ -254,6 +302,12 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 def cmd_prove(args: argparse.Namespace) -> int:
     from conformance.smt.cli import cmd_prove as run
+
+    return run(args)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from conformance.pipeline.cli import run
 
     return run(args)
 

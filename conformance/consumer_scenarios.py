@@ -38,7 +38,7 @@ class ConsumerScenarioRunner:
             port_factory=port_factory,
         )
         self.checker = Checker("consumer")
-        self.result = ScenarioResult(scenario, self.variants)
+        self.result = ScenarioResult(scenario, self.variants, sim=self.sim)
         self.last_error: dict[str, ErrorCode] = {}
 
     # ---------------------------------------------------------------- plumbing
@@ -46,7 +46,16 @@ class ConsumerScenarioRunner:
         if obs is None:
             return
         self.result.observations.append(obs)
-        self.result.violations.extend(self.checker.check(obs, len(self.result.observations)))
+        found = self.checker.check(obs, len(self.result.observations))
+        self.result.violations.extend(found)
+        note = getattr(self.sim, "note_checks", None)  # a TracedConsumerSim: its log is the trace
+        if note is not None:
+            note(
+                obs,
+                self.checker.last_checked,
+                [(v.invariant, v.message) for v in found],
+                self.checker.last_sometimes,
+            )
         client = getattr(obs.event, "client", None)
         ref = getattr(obs.event, "ref", None)
         for d in obs.deliveries:

@@ -60,6 +60,7 @@ def run_check(
     config: dict[str, int] | None = None,
     real_time: bool = False,
     level: str = "protocol",
+    coverage: Any = None,
     shrink: bool = True,
 ) -> CheckResult:
     machines = {
@@ -74,7 +75,7 @@ def run_check(
     n = max_examples if max_examples is not None else profile.max_examples
     result = CheckResult(protocol, target, seed_value, n, variants, level=level)
     machine_settings = MachineSettings(
-        variants, checker, port_factory, config=dict(config or {}), real_time=real_time
+        variants, checker, port_factory, config=dict(config or {}), real_time=real_time, coverage=coverage
     )
     machine = machines[protocol](machine_settings)
     test_settings = settings(
@@ -114,9 +115,11 @@ def _take_violation(
     result.steps = exc.steps
     result.observations = exc.observations
     if exc.sim is not None:
-        from conformance.trace.classic import to_trace
+        from conformance.trace import classic as classic_trace
+        from conformance.trace import consumer as consumer_trace
         from conformance.trace.format import groupcheck_version
 
+        to_trace = consumer_trace.to_trace if result.protocol == "consumer" else classic_trace.to_trace
         result.trace = to_trace(
             exc.sim,
             target=target,

@@ -52,9 +52,9 @@ def test_same_seed_same_bytes() -> None:
     argv = [
         "prove",
         "--invariant",
-        "consumer.legal_target_assignment",
+        "consumer.epoch_fencing",
         "--variant",
-        "leave_bump=false",
+        "epoch_check=false",
         *SMALL,
     ]
     cmd = [sys.executable, "-m", "conformance.cli", *argv]
@@ -83,3 +83,33 @@ def test_catalogue_rejects_z3_without_encoder(tmp_path) -> None:  # type: ignore
     path.write_text(broken, encoding="utf-8")
     with pytest.raises(SpecError, match="no z3 encoder"):
         validate(path)
+
+
+@pytest.mark.parametrize(
+    ("invariant", "variant"),
+    [
+        ("consumer.single_partition_holder", "reconcile_pending=ignore"),
+        ("client.sticky_stale_claim_loses", "sticky=v0"),
+    ],
+)
+def test_written_counterexample_replays(invariant: str, variant: str, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["prove", "--invariant", invariant, "--variant", variant, "--members", "2", "--partitions", "2"]
+    assert main([*argv, "--counterexamples", str(tmp_path)]) == 1
+    (path,) = tmp_path.glob("*.json")
+    assert "groupcheck prove --replay" in capsys.readouterr().out
+    assert main(["prove", "--replay", str(path)]) == 1
+    assert "FAILED" in capsys.readouterr().out
+    # the same inputs on the correct rules: the violation is gone
+    data = path.read_text(encoding="utf-8").replace(
+        f'"{variant.split("=")[0]}": "{variant.split("=")[1]}"', ""
+    )
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(data, encoding="utf-8")
+    assert main(["prove", "--replay", str(fixed)]) == 0
+
+
+def test_replay_of_a_malformed_file_exits_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"protocol": "consumer"}', encoding="utf-8")
+    assert main(["prove", "--replay", str(bad)]) == 2
+    assert "lacks field 'invariant'" in capsys.readouterr().err

@@ -30,7 +30,7 @@ KIP848 = sorted(K.ENCODERS)
 
 
 def test_all_kip848_invariants_confirmed_at_a_small_bound() -> None:
-    run = run_prove(KIP848, {}, 2, 3, LIMITS)
+    run = run_prove(KIP848, {}, 2, 2, LIMITS)
     assert {inv: run.verdict_of(inv) for inv in KIP848} == {inv: Verdict.CONFIRMED for inv in KIP848}
     # every rule was checked, not just the base case
     rules = {(o.invariant_id, o.transition) for o in run.outcomes}
@@ -169,10 +169,10 @@ def _solve_step(pre: K.ConcreteGroup, make_step, fixed) -> tuple[K.ConcreteGroup
     return K.evaluate(model, post), model, step
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 def test_heartbeat_encoding_agrees_with_the_model(seed: int) -> None:
     rng = random.Random(seed)
-    for _ in range(60):
+    for _ in range(80):
         state, pre = _random_group(rng)
         i = rng.randrange(M)
         slot = pre.members[i]

@@ -40,7 +40,7 @@ class InvariantViolation(AssertionError):
         violations: list[Violation],
         steps: list[str],
         observations: list[Observation[Any]],
-        sim: TracedClassicSim | None = None,
+        sim: Any = None,
     ):
         self.violations = violations
         self.steps = steps
@@ -65,6 +65,8 @@ class MachineSettings:
     #: the first violation raised in this run (a real target cannot replay it exactly: Hypothesis's
     #: final re-run may pass, so the run's verdict keeps what was first seen)
     first: list[InvariantViolation] = field(default_factory=list)
+
+    coverage: Any = None  # conformance.trace.coverage.Coverage: abstract states reached (classic)
 
 
 def port_findings(sim: TracedClassicSim | None, step: int) -> list[Violation]:
@@ -140,6 +142,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 request_timeout_ms=timing.request_timeout_ms,
             )
             self.names = [c["name"] for c in clients]
+            if cfg.coverage is not None:
+                cfg.coverage.start(self.sim)
             self.note(
                 f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}"
             )
@@ -152,6 +156,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             if obs is None:
                 return
             self.observations.append(obs)
+            if cfg.coverage is not None and self.sim is not None:
+                cfg.coverage.visit(self.sim)
             errors = [getattr(d.response, "error", None) for d in obs.deliveries]
             shown = ", ".join(e.name for e in errors if e is not None)
             self.note(f"t={obs.now} {what}" + (f" -> {shown}" if shown else ""))

@@ -87,8 +87,16 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.observations.append(obs)
             self.note(f"t={obs.now} {what or self._describe(obs)}")
             violations = checker.check(obs, len(self.observations))
+            note = getattr(self.sim, "note_checks", None)  # a TracedConsumerSim: its log is the trace
+            if note is not None:
+                note(
+                    obs,
+                    checker.last_checked,
+                    [(v.invariant, v.message) for v in violations],
+                    checker.last_sometimes,
+                )
             if violations:
-                raise InvariantViolation(violations, list(self.steps), list(self.observations))
+                raise InvariantViolation(violations, list(self.steps), list(self.observations), self.sim)
 
         def observe_all(self, observations: Iterable[Observation[Any]]) -> None:
             for obs in observations:

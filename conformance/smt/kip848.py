@@ -13,6 +13,7 @@ A slot holds one member or nothing (``present``). The encoding follows the model
   partition assigned while some member exists (Kafka accepts custom server assignors through
   ``group.consumer.assignors``);
 * ``join``: a new member with epoch 0 and nothing held; its subscription bumps the group epoch (B.4);
+* ``bump``: a subscription or metadata change bumps the group epoch (B.4);
 * ``fence``: a leave with epoch -1, a session timeout or a rebalance timeout, which all reach
   `ConsumerCoordinator.fence_member` (GMM `consumerGroupFenceMember` L3087): tombstones and +1;
 * ``static_leave``: epoch -2 (B.7, GMM L3018): epoch -2, pending revocations dropped, no bump;
@@ -222,7 +223,9 @@ def free_partitions(g: Group, variant: Variant) -> Any:
     """Partitions with no partition epoch (CoG `currentPartitionEpoch` = -1)."""
     free = from_bits([pe == NO_EPOCH for pe in g.pe])
     if variant.reconcile_pending == "ignore":
-        free = free | union([z3.If(m.present, m.pending, zero(g.width)) for m in g.members], g.width)
+        # KAFKA-16147 (`conformance.mutants.consumer.PendingRevocationIsFree`): only a partition
+        # someone has *assigned* keeps its epoch; one that is only pending revocation reads as free
+        free = free | ~union([z3.If(m.present, m.assigned, zero(g.width)) for m in g.members], g.width)
     return free
 
 
@@ -302,6 +305,31 @@ def legal_target(g: Group, targets: Sequence[Any], present: Sequence[Any]) -> An
     return z3.And(out)
 
 
+def range_targets(present: Sequence[Any], width: int) -> tuple[Any, ...]:
+    """The model's ``range`` assignor for one topic (RA L272; `model.consumer.assignors.range_assignor`):
+    members in member-id order (``m0 < m1 < ...``) get contiguous ranges, the first P mod n one more.
+    Bounded model checking uses it so that counterexamples need no scripted assignor."""
+    n = len(present)
+    out = []
+    for i in range(n):
+        t: Any = zero(width)
+        for mask in range(1, 1 << n):
+            if not mask >> i & 1:
+                continue
+            order = [j for j in range(n) if mask >> j & 1]
+            quota, extra = divmod(width, len(order))
+            start = 0
+            for k, j in enumerate(order):
+                size = quota + (1 if k < extra else 0)
+                if j == i:
+                    value = sum(1 << p for p in range(start, start + size))
+                start += size
+            same = z3.And([present[j] if mask >> j & 1 else z3.Not(present[j]) for j in range(n)])
+            t = z3.If(same, bv(value, width), t)
+        out.append(t)
+    return tuple(out)
+
+
 def with_target(g: Group, targets: Sequence[Any]) -> Group:
     ms = tuple(
         Member(m.present, m.state, m.epoch, m.prev, m.assigned, m.pending, t)
@@ -348,6 +376,12 @@ def step_join(g: Group, i: int, tag: str) -> Step:
     return Step(z3.Not(g.members[i].present), post)
 
 
+def step_bump(g: Group, tag: str) -> Step:
+    """A group-epoch bump without a membership change: a subscription change or new subscription
+    metadata (B.4; GMM L2294, L4161)."""
+    return Step(z3.BoolVal(True), Group(g.members, g.group_epoch + 1, g.assignment_epoch, g.pe))
+
+
 def fenced_group(g: Group, i: int, variant: Variant) -> Group:
     m = g.members[i]
     gone = absent_member(g.width)
@@ -378,7 +412,7 @@ def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any) -> Any:
     )
 
 
-def step_heartbeat(g: Group, i: int, tag: str, variant: Variant) -> Step:
+def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str = "any") -> Step:
     """One ConsumerGroupHeartbeat of slot i with epoch ``e`` >= 0 (B.2). A join (epoch 0 of an absent
     slot) reports an empty owned set (B.6 row 6). Output ``accepted``: the response has no error."""
     w = g.width
@@ -406,6 +440,9 @@ def step_heartbeat(g: Group, i: int, tag: str, variant: Variant) -> Step:
         z3.Implies(e == 0, z3.And(z3.Not(owned_null), owned == 0)),
         z3.Implies(due, legal_target(g1, targets, [x.present for x in g1.members])),
     )
+    if assignor == "range":
+        ranged = range_targets([x.present for x in g1.members], w)
+        guard = z3.And(guard, z3.Implies(due, z3.And([t == r for t, r in zip(targets, ranged, strict=True)])))
     inputs: dict[str, Any] = {"epoch": e, "owned": owned, "owned_null": owned_null}
     inputs.update({f"target{j}": t for j, t in enumerate(targets)})
     return Step(guard, post, inputs, {"accepted": accepted, "target_due": due})
@@ -420,6 +457,7 @@ TransitionFn = Callable[[Group, int, str, Variant], Step]
 
 TRANSITIONS: dict[str, TransitionFn] = {
     "join": lambda g, i, tag, v: step_join(g, i, tag),
+    "bump": lambda g, i, tag, v: step_bump(g, tag),
     "target": lambda g, i, tag, v: step_target(g, tag),
     "reconcile": step_reconcile,
     "fence": step_fence,

@@ -2,10 +2,10 @@
 model does not confirm).
 
 A counterexample is a list of heartbeats (and leaves) of members ``m0..m{M-1}`` of group ``g`` on
-topic ``t`` with P partitions, plus the target assignment the solver picked whenever one was due.
-The model's coordinator runs them with a *scripted* server assignor (Kafka accepts custom
-assignors through ``group.consumer.assignors``; the z3 encoding allows any legal one) and, for a
-broken variant, with the one rule overridden that the variant breaks. After every step the model's
+topic ``t`` with P partitions; the members ask for the ``range`` server assignor, whose targets the
+bounded model checker computes exactly. The model's coordinator runs them, for a broken variant
+with the one rule overridden that the variant breaks. (The differential test also scripts the
+targets: the inductive proofs allow any legal assignor.) After every step the model's
 group is compared with the solver's state (a mismatch is an encoding bug), and the registry's own
 predicate must report the violation.
 """
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.mutants.consumer import NoEpochCheck, PendingRevocationIsFree
 from conformance.smt.kip848 import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Txn
@@ -26,13 +27,7 @@ from model.consumer.records import (
     SubscriptionMetadataRecord,
     TargetAssignmentMemberTombstone,
 )
-from model.consumer.state import (
-    REBALANCE,
-    SESSION,
-    ConsumerCoordinatorState,
-    ConsumerGroup,
-    ConsumerMember,
-)
+from model.consumer.state import REBALANCE, SESSION, ConsumerCoordinatorState, ConsumerGroup, ConsumerMember
 from model.consumer.world import HeartbeatEvent, capture_world, observe
 from model.invariants import load_all
 from model.observation import Observation
@@ -52,26 +47,41 @@ class ScriptedCoordinator(ConsumerCoordinator):
     def run_assignor(
         self, name: str, members: Mapping[str, AssignmentMember], topics: Mapping[str, int], homogeneous: bool
     ) -> GroupAssignment:
-        if self.next_target is None:
-            raise AssertionError("the counterexample has no target for this heartbeat")
+        if self.next_target is None:  # the members' own choice (``range``, named in their joins)
+            return super().run_assignor(name, members, topics, homogeneous)
         return {mid: self.next_target.get(mid, frozenset()) for mid in members}
 
     def current_partition_epoch(self, group: ConsumerGroup, tp: TopicPartition) -> int:
-        if self.variant.reconcile_pending == "ignore" and any(
-            tp in m.pending_revocation for m in group.members.values()
-        ):
-            return NO_EPOCH  # broken: a partition pending revocation counts as free
+        if self.variant.reconcile_pending == "ignore":  # the registered KAFKA-16147 mutant's rule
+            return PendingRevocationIsFree.current_partition_epoch(self, group, tp)
         return super().current_partition_epoch(group, tp)
 
     def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
         if self.variant.epoch_check:
             super().validate_member_epoch(member, request)
+        else:
+            NoEpochCheck.validate_member_epoch(self, member, request)
 
     def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
         if self.variant.leave_bump:
             super().fence_member(txn, member)
-            return
-        # broken: GMM L3087 without the group-epoch record
+        else:
+            LeaveWithoutBump.fence_member(self, txn, member)
+
+
+MUTANT_OF: dict[tuple[str, str], str] = {
+    ("reconcile_pending", "ignore"): "kafka-16147",
+    ("epoch_check", "false"): "skip-fencing-check",
+}
+"""The registered mutant (`conformance.mutants`, ``--variant mutant=NAME``) of a broken variant, where
+one exists; ``leave_bump=false`` is `LeaveWithoutBump` below, used by these replays only."""
+
+
+class LeaveWithoutBump(ConsumerCoordinator):
+    """A fence (leave -1, session or rebalance timeout) that does not bump the group epoch, so the
+    departed member's partitions stay outside every target (reference B.4, GMM L3087)."""
+
+    def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
         gid = txn.group_id
         txn.emit(CurrentAssignmentTombstone(gid, member.member_id))
         txn.emit(TargetAssignmentMemberTombstone(gid, member.member_id))
@@ -120,6 +130,7 @@ def request_of(step: HeartbeatStep) -> ConsumerGroupHeartbeatRequest:
             0,
             rebalance_timeout_ms=60_000,
             subscribed_topic_names=(TOPIC,),
+            server_assignor="range",
             topic_partitions=owned,
         )
     return ConsumerGroupHeartbeatRequest(GROUP, mid, step.epoch, topic_partitions=owned)

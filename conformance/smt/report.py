@@ -91,7 +91,15 @@ def write_report(path: Path, limits: Limits, depth: int = 6) -> Path:
                 f"| `{key}={value}` ({PROVE_VARIANTS[key].help}) | `{inv}` | **{vrun.verdict_of(inv).value}** "
                 f"| {where} | {vrun.seconds:.2f} |"
             )
-    lines.append("")
+    lines += [
+        "",
+        "Re-run a counterexample on the model: `groupcheck replay reports/proofs/<file>.ndjson` (classic traces,",
+        "recorded against `--variant mutant=stale-sync`) or `groupcheck prove --replay reports/proofs/<file>.json`",
+        "(KIP-848 requests, replayed with the rules of the registered mutants `kafka-16147` and",
+        "`skip-fencing-check`, or a fence without the epoch bump; client assignor inputs). The same requests",
+        "on the correct model pass.",
+        "",
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

@@ -31,11 +31,12 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("model.classic.sim", "classic."),
     ("model.consumer.messages", "consumer."),
     ("model.consumer.world", "consumer."),
+    ("model.consumer.mixed_world", "consumer."),
     ("model.consumer.sim", "consumer."),
 )
 
-#: Only these dataclasses of the modules above are codec types (worlds and snapshots are not).
-_SKIP = frozenset({"GroupView", "ConsumerWorld", "ClassicSim", "ModelPort", "Result", "ConsumerSim"})
+#: Worlds, snapshots, simulators and settings are not codec types: only messages and events are.
+_SKIP_SUFFIXES = ("World", "View", "Run", "Sim", "Port", "Config", "Result", "Snap", "State")
 
 
 class CodecError(ValueError):
@@ -61,7 +62,7 @@ def _load() -> None:
                 isinstance(obj, type)
                 and dataclasses.is_dataclass(obj)
                 and obj.__module__ == module_name
-                and name not in _SKIP
+                and not name.endswith(_SKIP_SUFFIXES)
             ):
                 tag = prefix + name
                 _TYPES[tag] = obj

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.checker import Checker, Violation
-from conformance.errors import ToolError, UsageError
+from conformance.errors import ToolError
 from conformance.trace.codec import dumps, encode
 from conformance.trace.format import Trace
 
@@ -41,15 +41,17 @@ def replay(
     trace: Trace,
     *,
     target: str = "model",
-    variants: dict[str, str] | None = None,
+    variants: dict[str, str | None] | None = None,
     port_factory: Any = None,
+    coverage: Any = None,
 ) -> ReplayResult:
     """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given)."""
     merged = {**trace.header["variants"], **(variants or {})}
+    merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
-    if trace.protocol != "classic":
-        raise UsageError(
-            f"{trace.path}:1: replay of {trace.protocol} traces needs the consumer state machine (not on main yet)"
+    if trace.protocol == "consumer":
+        return _replay_consumer(
+            trace, result, port_factory, target == "model" and merged == trace.header["variants"]
         )
     from conformance.build import make_classic_sim
     from conformance.trace.classic import apply_op
@@ -70,6 +72,8 @@ def replay(
         result.error = str(exc)
         return result
     result.sim = sim
+    if coverage is not None:
+        coverage.start(sim)
     checker = Checker("classic")
     strict = target == "model" and merged == trace.header["variants"]
     for step in trace.steps:
@@ -82,6 +86,8 @@ def replay(
         except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
             result.error = f"{where}: replaying {step.action.get('op')!r} raised {type(exc).__name__}: {exc}"
             return result
+        if coverage is not None:
+            coverage.visit(sim)
         if result.exact:
             diff = _difference(step, obs)
             if diff is not None:
@@ -123,3 +129,73 @@ def _short(event: Any) -> str:
     request = getattr(event, "request", None)
     name = type(event).__name__
     return f"{name}({type(request).__name__})" if request is not None else name
+
+
+def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
+    """Consumer traces: call each recorded action again; its observations must match the step
+    lines it produced (the action's own line and the ``cont`` lines after it)."""
+    from conformance.build import make_consumer_sim
+    from conformance.trace.consumer import action_of
+
+    setup = trace.header["setup"]
+    try:
+        sim = make_consumer_sim(
+            {str(k): int(v) for k, v in setup.get("topics", {}).items()},
+            list(setup.get("clients", [])),
+            dict(setup.get("config", {})),
+            result.variants,
+            seed=int(trace.header["seed"]),
+            where=f"{trace.path}:1",
+            port_factory=port_factory,
+        )
+    except ToolError as exc:
+        result.error = str(exc)
+        return result
+    result.sim = sim
+    checker = Checker("consumer")
+    groups: list[tuple[Any, list[Any]]] = []
+    for step in trace.steps:
+        if step.action.get("op") == "cont":
+            if not groups:
+                result.error = f"{trace.path}:{step.line}: 'cont' step before any action"
+                return result
+            groups[-1][1].append(step)
+        else:
+            groups.append((step, [step]))
+    for first, recorded in groups:
+        where = f"{trace.path}:{first.line}"
+        try:
+            observations = sim.replay([action_of(first.action, where)])
+        except ToolError as exc:
+            result.error = str(exc)
+            return result
+        except Exception as exc:
+            result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+            return result
+        with_events = [s for s in recorded if s.event is not None]
+        if result.exact and len(observations) != len(with_events):
+            result.exact = False
+            result.difference = (
+                f"{where}: {len(with_events)} recorded observations, {len(observations)} replayed"
+            )
+        for step, obs in zip(with_events, observations, strict=False):
+            if result.exact:
+                diff = _difference(step, obs)
+                if diff is not None:
+                    result.exact = False
+                    result.difference = f"{trace.path}:{step.line}: step {step.n}: {diff}"
+        for obs in observations:
+            result.observations.append(obs)
+            found = checker.check(obs, len(result.observations))
+            sim.note_checks(
+                obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
+            )
+            result.violations.extend(found)
+    if strict and not result.exact:
+        result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
+        return result
+    if result.violations:
+        result.verdict = "FAILED"
+    else:
+        result.verdict = "FIXED" if trace.verdict == "FAILED" else "PASSED"
+    return result

@@ -10,6 +10,16 @@ from conformance.trace.format import Trace, groupcheck_version
 
 def scenario_trace(result: Any, *, target: str = "model") -> Trace:
     sc = result.scenario
+    if sc.protocol == "consumer":
+        from conformance.trace.consumer import to_trace as consumer_to_trace
+
+        return consumer_to_trace(
+            result.sim,
+            target=target,
+            target_version=groupcheck_version() if target == "model" else "unknown",
+            origin={"kind": "scenario", "id": sc.id, "source": sc.source},
+            violations=[(v.invariant, v.message, v.step) for v in result.violations],
+        )
     return to_trace(
         result.sim,
         target=target,

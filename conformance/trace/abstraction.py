@@ -1,0 +1,199 @@
+"""The abstract state of a classic run, for `explore` and coverage (issue 5, "Coverage and the state graph").
+
+Two concrete runs that differ only in what the protocol cannot observe fall together: member ids
+become the index of the virtual client holding them (a superseded id keeps its client's index,
+marked stale), generations become relative to the group's, deadlines and send times relative to
+the clock, embedded subscription and assignment bytes their decoded partitions and claims.
+Symmetry reduction: the key is the least one over every renaming of interchangeable clients
+(clients with equal configuration), so "c1 stalls" and "c2 stalls" are one state.
+
+What the abstraction forgets (absolute time and generations, the order of durable records, the
+chooser's random state) cannot be told apart by the invariants, which read relative facts only;
+a state is represented in `explore` by the first concrete run that reached it, so every reported
+counterexample is a concrete, replayable trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+from typing import Any
+
+from model.classic.sim import ClassicSim
+from model.embedded import (
+    EmbeddedDecodeError,
+    decode_assignment,
+    decode_sticky_user_data,
+    decode_subscription,
+)
+
+
+@functools.lru_cache(maxsize=65536)
+def _decode_sub(data: bytes) -> Any:
+    try:
+        s = decode_subscription(data)
+    except EmbeddedDecodeError:
+        return None
+    claim: Any = None
+    if s.user_data:
+        try:
+            parts, g = decode_sticky_user_data(s.user_data)
+            claim = (tuple(sorted(parts)), g)
+        except (EmbeddedDecodeError, ValueError):
+            claim = ("raw", s.user_data.hex())
+    return (s.topics, tuple(sorted(s.owned_partitions)), s.generation_id, claim)
+
+
+@functools.lru_cache(maxsize=65536)
+def _decode_assignment(data: bytes) -> Any:
+    try:
+        return tuple(sorted(decode_assignment(data).partitions))
+    except EmbeddedDecodeError:
+        return ("raw", data.hex())
+
+
+class _Ctx:
+    def __init__(self, sim: ClassicSim, order: tuple[str, ...]) -> None:
+        self.sim = sim
+        self.index = {name: i for i, name in enumerate(order)}
+        self.member = {c.member_id: self.index[n] for n, c in sim.clients.items() if c.member_id}
+        group = sim.port.group(sim.clients[order[0]].config.group_id) if order else None
+        self.generation = group.generation if group is not None else 0
+        self.now = sim.now
+
+    def mid(self, member_id: str | None) -> Any:
+        if not member_id:
+            return None
+        if member_id in self.member:
+            return self.member[member_id]
+        prefix = member_id.rsplit("-", 5)[0] if member_id.count("-") >= 5 else member_id
+        if prefix in self.index:
+            return ("stale", self.index[prefix])
+        return ("other", member_id)
+
+    def gen(self, g: int) -> Any:
+        return ("none",) if g < 0 else g - self.generation
+
+    def ref(self, ref: int | None) -> Any:
+        if ref is None:
+            return None
+        owner = self.sim.owner_of_ref.get(ref)
+        return self.index.get(owner, "?") if owner is not None else "?"
+
+    def sub(self, data: bytes) -> Any:
+        decoded = _decode_sub(data)
+        if decoded is None:
+            return ("raw", data.hex())
+        topics, owned, generation, claim = decoded
+        if claim is not None and claim[0] != "raw":
+            claim = (claim[0], None if claim[1] is None else self.gen(claim[1]))
+        return (topics, owned, self.gen(generation), claim)
+
+    def assignment(self, data: bytes) -> Any:
+        return () if not data else _decode_assignment(data)
+
+    def timer_key(self, key: str) -> Any:
+        kind, _, rest = key.partition(":")
+        return (kind, self.mid(rest)) if rest else (kind,)
+
+
+def _group(ctx: _Ctx, group_id: str) -> Any:
+    state = ctx.sim.port.state.groups.get(group_id) if hasattr(ctx.sim.port, "state") else None
+    if state is None:
+        return None
+    members = list(
+        (
+            repr(ctx.mid(m.member_id)),
+            m.instance_id,
+            tuple((n, ctx.sub(b)) for n, b in m.protocols),
+            ctx.assignment(m.assignment),
+            ctx.ref(m.awaiting_join),
+            ctx.ref(m.awaiting_sync),
+            m.is_new,
+        )
+        for m in state.members.values()
+    )
+    members = sorted(members, key=repr)
+    timers = list(
+        (
+            repr(ctx.timer_key(k)),
+            t.deadline - ctx.now,
+            tuple(ctx.gen(a) if k == "sync" else a for a in t.args),
+        )
+        for k, t in state.timers.items()
+    )
+    timers = sorted(timers, key=repr)
+    return (
+        state.state.value,
+        state.previous_state.value if state.previous_state else None,
+        state.protocol,
+        repr(ctx.mid(state.leader)),
+        tuple(members),
+        tuple(sorted((i, repr(ctx.mid(m))) for i, m in state.static_members.items())),
+        tuple(sorted(repr(ctx.mid(m)) for m in state.pending_members)),
+        tuple(sorted(repr(ctx.mid(m)) for m in state.pending_sync)),
+        state.new_member_added,
+        tuple(timers),
+    )
+
+
+def _client(ctx: _Ctx, name: str) -> Any:
+    c = ctx.sim.clients[name]
+    sim = ctx.sim
+    awaiting = sim.awaiting.get(name)
+    return (
+        (c.config.instance_id, c.config.topics, c.config.assignors, c.config.assignor_options),
+        repr(ctx.mid(c.member_id)),
+        ctx.gen(c.generation),
+        c.protocol,
+        repr(ctx.mid(c.leader)),
+        c.phase.value,
+        tuple(sorted(c.owned)),
+        tuple(sorted(c.claim)),
+        ctx.gen(c.claim_generation),
+        tuple(sorted((repr(ctx.mid(m)), ctx.assignment(a)) for m, a in c.pending_assignments)),
+        c.inflight,
+        c.needs_rejoin,
+        c.fatal_error.name if c.fatal_error else None,
+        None if awaiting is None else ctx.now - awaiting[1],
+        name in sim.stalled,
+        name in sim.lose_next,
+        tuple(repr(d.response) for d in sim.buffered.get(name, [])),
+    )
+
+
+def _structure(sim: ClassicSim, order: tuple[str, ...], group_id: str) -> Any:
+    ctx = _Ctx(sim, order)
+    delivered = tuple(
+        (ctx.gen(g), tuple(sorted((ctx.index.get(n, n), tuple(sorted(p))) for n, p in row)))
+        for g, row in sim.delivered
+    )
+    persisted = sim.port.persisted(group_id)
+    return (
+        _group(ctx, group_id),
+        tuple(_client(ctx, n) for n in order),
+        tuple(sorted(sim.topics.items())),
+        tuple(sorted(delivered, key=repr)),
+        None
+        if persisted is None
+        else (
+            ctx.gen(persisted.generation),
+            tuple(sorted((repr(ctx.mid(m)), ctx.assignment(a)) for m, a in persisted.assignments)),
+        ),
+    )
+
+
+def abstract_key(sim: ClassicSim, *, symmetry: bool = True) -> str:
+    """A short stable id of the abstract state (least over client renamings when ``symmetry``)."""
+    names = tuple(sorted(sim.clients))
+    group_id = sim.clients[names[0]].config.group_id if names else sim.group_id
+    orders = itertools.permutations(names) if symmetry else [names]
+    best = min(repr(_structure(sim, order, group_id)) for order in orders)
+    return hashlib.blake2b(best.encode(), digest_size=10).hexdigest()
+
+
+def group_state(sim: ClassicSim) -> str:
+    """The projection used for the picture: the group's state in Kafka's classic state machine."""
+    group = sim.port.group(sim.group_id)
+    return "Empty" if group is None else group.state.value

@@ -1,0 +1,143 @@
+"""Recording and replaying KIP-848 consumer runs (the consumer twin of `conformance.trace.classic`).
+
+`ConsumerSim` already logs every call as an `Action` (model/consumer/sim.py); `TracedConsumerSim`
+pairs each action with the observations it produced. One trace step per observation: the first
+carries the action (``{"op": "client_step", "name": "c1"}``), the rest of a multi-step action
+(``settle``) carry ``{"op": "cont"}``; an action that observed nothing still gets its own step.
+Replay calls the same actions on a simulator rebuilt from the header and compares every event and
+response with the recording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.errors import UsageError
+from conformance.trace.format import Check, Step, Trace, header
+from model.consumer.sim import Action, ConsumerSim
+from model.consumer.world import ConsumerWorld
+from model.observation import Observation
+
+
+@dataclass
+class Entry:
+    op: dict[str, Any]
+    obs: Observation[ConsumerWorld] | None
+    now: int
+    checked: tuple[str, ...] = ()
+    violated: tuple[tuple[str, str], ...] = ()
+    sometimes: tuple[str, ...] = ()
+
+
+def op_of(action: Action) -> dict[str, Any]:
+    return {"op": action.name, **{k: list(v) if isinstance(v, tuple) else v for k, v in action.args}}
+
+
+def action_of(op: dict[str, Any], where: str) -> Action:
+    name = op.get("op")
+    if not isinstance(name, str) or name == "cont" or name.startswith("_") or not hasattr(ConsumerSim, name):
+        raise UsageError(f"{where}: unknown consumer op {name!r}")
+    return Action(name, tuple(sorted((k, v) for k, v in op.items() if k != "op")))
+
+
+class TracedConsumerSim(ConsumerSim):
+    """A `ConsumerSim` whose log pairs actions with observations (check, scenarios, replay)."""
+
+    log: list[Entry]
+    setup: dict[str, Any]
+    variants: dict[str, str]
+    seed: int
+
+    def __post_init__(self) -> None:
+        self.log = []
+        self.setup, self.variants, self.seed = {}, {}, 0
+        super().__post_init__()
+
+    def _record(self, method: str, **args: object) -> None:
+        super()._record(method, **args)
+        self.log.append(Entry(op_of(self.actions[-1]), None, self.now))
+
+    def _step(self, event: object, result: Any) -> Observation[ConsumerWorld]:
+        obs = super()._step(event, result)
+        if self.log and self.log[-1].obs is None:
+            self.log[-1].obs, self.log[-1].now = obs, self.now
+        else:
+            self.log.append(Entry({"op": "cont"}, obs, self.now))
+        return obs
+
+    def note_checks(
+        self,
+        obs: Observation[Any],
+        checked: tuple[str, ...],
+        violated: list[tuple[str, str]],
+        sometimes: tuple[str, ...],
+    ) -> None:
+        for entry in reversed(self.log):
+            if entry.obs is obs:
+                entry.checked, entry.violated, entry.sometimes = checked, tuple(violated), sometimes
+                return
+
+
+def state_summary(world: ConsumerWorld | None, group_id: str) -> dict[str, Any] | None:
+    if world is None:
+        return None
+    g = world.group(group_id)
+    return {
+        "group": None
+        if g is None
+        else {
+            "state": g.state.value if hasattr(g.state, "value") else str(g.state),
+            "group_epoch": g.group_epoch,
+            "assignment_epoch": g.assignment_epoch,
+            "members": sorted(g.members),
+        },
+        "clients": {
+            c.name: {
+                "member_id": c.member_id,
+                "member_epoch": c.member_epoch,
+                "owned": sorted(f"{t}-{p}" for t, p in c.owned),
+            }
+            for c in world.clients
+            if hasattr(c, "name")
+        },
+    }
+
+
+def to_trace(
+    sim: TracedConsumerSim,
+    *,
+    target: str,
+    target_version: str,
+    origin: dict[str, Any],
+    violations: list[tuple[str, str, int]],
+) -> Trace:
+    steps = []
+    for n, e in enumerate(sim.log, 1):
+        obs = e.obs
+        deliveries = None if obs is None else tuple(obs.deliveries)
+        steps.append(
+            Step(
+                n,
+                e.now,
+                e.op,
+                None if obs is None else obs.event,
+                deliveries,
+                deliveries,
+                e.checked,
+                tuple(Check(i, m) for i, m in e.violated),
+                e.sometimes,
+                None if obs is None else state_summary(obs.after, sim.group_id),
+            )
+        )
+    head = header(
+        protocol="consumer",
+        target=target,
+        target_version=target_version,
+        variants=sim.variants,
+        seed=sim.seed,
+        origin=origin,
+        setup=sim.setup,
+    )
+    violated = tuple(sorted({i for i, _, _ in violations}))
+    return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))
