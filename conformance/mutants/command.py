@@ -67,6 +67,8 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     if not args.no_report:
         command = "groupcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a)
         args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(render_markdown(rows, command=command, machine=machine()))
+        args.report.write_text(
+            render_markdown(rows, command=command, machine=machine(), shrunk=not args.no_shrink)
+        )
         print(f"report: {args.report}")
     return EXIT_OK if caught == len(rows) else EXIT_VIOLATION
