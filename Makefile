@@ -13,7 +13,7 @@ REPORT_DIR ?= reports/runs/check-$(TARGET)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,spark]'  # spark: the pipeline's tests run in CI (Java 17 is on the machine)
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
 
     add_prove_parser(sub)
+
+    # -- pipeline (issue 7): parser and logic in conformance/pipeline/cli.py
+    from conformance.pipeline.cli import add_parser as add_pipeline_parser
+
+    add_pipeline_parser(sub)
     return p
 
 
@@ -99,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         handler |= {"mutants": cmd_mutants}
         handler["prove"] = cmd_prove
+        handler["pipeline"] = cmd_pipeline
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -242,6 +248,12 @@ def cmd_specs(args: argparse.Namespace) -> int:
 
 def cmd_prove(args: argparse.Namespace) -> int:
     from conformance.smt.cli import cmd_prove as run
+
+    return run(args)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from conformance.pipeline.cli import run
 
     return run(args)
 

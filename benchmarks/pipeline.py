@@ -1,0 +1,360 @@
+"""Pipeline benchmarks: window-audit throughput (Spark local vs DuckDB vs plain Python) and swarm throughput.
+
+One run measures, on the same Parquet data:
+* the three window checks of `conformance.pipeline.windows` (the same SQL text on Spark and DuckDB,
+  the plain-Python implementation for Python) at 1M and 10M lake rows, and Spark (and DuckDB) at
+  100M rows (goal: no out-of-memory);
+* the per-trace registry audit (Spark applyInPandas vs a plain loop over `audit_trace`);
+* the swarm: Spark mapInArrow vs a multiprocessing pool writing the same rows to Parquet.
+The scaled lakes are the rows of a real swarm (`--base-runs` runs of seed 0) repeated under new trace
+ids, so every engine reads identical files. Each measurement runs in its own process (a fresh JVM
+or interpreter) that reports its wall time and the peak resident memory of itself and its children.
+
+    .venv/bin/python benchmarks/pipeline.py [--sizes 1e6,1e7] [--big 1e8] [--work DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+# ---------------------------------------------------------------------- memory sampling
+def _tree_rss_kib(pid: int) -> int:
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+            todo += [int(k) for k in kids]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class PeakRss:
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.peak = max(self.peak, _tree_rss_kib(os.getpid()))
+
+    def __enter__(self) -> PeakRss:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, _tree_rss_kib(os.getpid()))
+
+
+# ---------------------------------------------------------------------- data
+def make_base(work: Path, runs: int) -> Path:
+    """A real swarm (plain Python, seed 0) as one Parquet file: the seed of every scaled lake."""
+    import pyarrow.parquet as pq
+
+    from conformance.pipeline.schema import rows_to_batch
+    from conformance.pipeline.swarm_model import draw_config, run_one
+
+    base = work / f"base-{runs}.parquet"
+    if not base.exists():
+        with pq.ParquetWriter(base, rows_to_batch([]).schema, compression="zstd") as w:
+            for i in range(runs):
+                w.write_batch(rows_to_batch(list(run_one(draw_config(0, i)))))
+    return base
+
+
+def make_scaled(work: Path, base: Path, rows: int) -> Path:
+    """`rows` window-check rows: the base's flat columns repeated under new trace ids."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from conformance.pipeline.schema import WINDOW_COLUMNS
+
+    out = work / f"lake-{rows}"
+    if (out / "_done").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    table = pq.read_table(base, columns=list(WINDOW_COLUMNS))
+    copy, written, part = 0, 0, 0
+    writer = None
+    while written < rows:
+        take = min(table.num_rows, rows - written)
+        t = table.slice(0, take)
+        ids = pc.binary_join_element_wise(t.column("trace_id"), pa.scalar(f"#{copy}"), "")
+        t = t.set_column(0, "trace_id", ids)
+        if writer is None or written // 5_000_000 != part:
+            if writer is not None:
+                writer.close()
+            part = written // 5_000_000
+            writer = pq.ParquetWriter(out / f"part-{part:04d}.parquet", t.schema, compression="zstd")
+        writer.write_table(t, row_group_size=500_000)
+        written += take
+        copy += 1
+    assert writer is not None
+    writer.close()
+    (out / "_done").write_text(str(rows))
+    return out
+
+
+# ---------------------------------------------------------------------- engines (one process each)
+def engine_spark_windows(path: str) -> dict[str, Any]:
+    from conformance.pipeline.session import get_session
+    from conformance.pipeline.windows import CHECKS, window_sql
+
+    spark = get_session(None, "groupcheck-bench", shuffle_partitions=16)
+    spark.read.parquet(path).createOrReplaceTempView("lake")
+    start = time.perf_counter()
+    found = sum(len(spark.sql(window_sql(c, "spark")).collect()) for c in CHECKS)
+    seconds = time.perf_counter() - start
+    spark.stop()
+    return {"seconds": seconds, "violations": found}
+
+
+def engine_duckdb_windows(path: str) -> dict[str, Any]:
+    import duckdb
+
+    from conformance.pipeline.windows import CHECKS, window_sql
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2; SET memory_limit = '8GB'; SET preserve_insertion_order = false")
+    con.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    start = time.perf_counter()
+    found = sum(len(con.execute(window_sql(c, "duckdb")).fetchall()) for c in CHECKS)
+    return {"seconds": time.perf_counter() - start, "violations": found}
+
+
+def engine_python_windows(path: str) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    from conformance.pipeline.schema import WINDOW_COLUMNS
+    from conformance.pipeline.windows import python_window_checks
+
+    def rows():
+        for f in sorted(Path(path).glob("*.parquet")):
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=65_536, columns=list(WINDOW_COLUMNS)):
+                yield from batch.to_pylist()
+
+    start = time.perf_counter()
+    found = len(python_window_checks(rows()))
+    return {"seconds": time.perf_counter() - start, "violations": found}
+
+
+def engine_spark_registry(path: str) -> dict[str, Any]:
+    from conformance.pipeline import jobs
+    from conformance.pipeline.schema import AUDIT_COLUMNS
+    from conformance.pipeline.session import get_session
+
+    spark = get_session(None, "groupcheck-bench", shuffle_partitions=16)
+    df = spark.read.parquet(path)
+    start = time.perf_counter()
+    res = (
+        df.select(*AUDIT_COLUMNS, "action")
+        .groupBy("trace_id")
+        .applyInPandas(jobs._audit_group, jobs.RESULT_DDL)
+    )
+    found = res.where("kind = 'violation'").count()
+    seconds = time.perf_counter() - start
+    spark.stop()
+    return {"seconds": seconds, "violations": found}
+
+
+def engine_python_registry(path: str) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    from conformance.pipeline.audit_core import audit_trace
+    from conformance.pipeline.schema import AUDIT_COLUMNS
+
+    start = time.perf_counter()
+    table = pq.read_table(path, columns=list(AUDIT_COLUMNS))
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for r in table.to_pylist():
+        by_trace.setdefault(r["trace_id"], []).append(r)
+    found = sum(len({v[1] for v in audit_trace(t, rs).violations}) for t, rs in by_trace.items())
+    return {"seconds": time.perf_counter() - start, "violations": found}
+
+
+def engine_spark_swarm(runs: str, out: str) -> dict[str, Any]:
+    from conformance.pipeline import jobs
+    from conformance.pipeline.session import get_session
+
+    spark = get_session(None, "groupcheck-bench")
+    start = time.perf_counter()
+    s = jobs.swarm(spark, int(runs), Path(out), seed=7, overwrite=True)
+    seconds = time.perf_counter() - start
+    spark.stop()
+    return {"seconds": seconds, "rows": s.rows}
+
+
+def _pool_run(index: int) -> Any:
+    from conformance.pipeline.schema import rows_to_batch
+    from conformance.pipeline.swarm_model import draw_config, run_one
+
+    return rows_to_batch(list(run_one(draw_config(7, index))))
+
+
+def engine_pool_swarm(runs: str, out: str) -> dict[str, Any]:
+    import multiprocessing as mp
+
+    import pyarrow.parquet as pq
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows = 0
+    with mp.get_context("fork").Pool(os.cpu_count() or 2) as pool:
+        from conformance.pipeline.schema import LAKE_SCHEMA
+
+        with pq.ParquetWriter(Path(out) / "part-0.parquet", LAKE_SCHEMA, compression="zstd") as w:
+            for batch in pool.imap(_pool_run, range(int(runs)), chunksize=16):
+                w.write_batch(batch)
+                rows += batch.num_rows
+    return {"seconds": time.perf_counter() - start, "rows": rows}
+
+
+ENGINES = {
+    "spark-windows": engine_spark_windows,
+    "duckdb-windows": engine_duckdb_windows,
+    "python-windows": engine_python_windows,
+    "spark-registry": engine_spark_registry,
+    "python-registry": engine_python_registry,
+    "spark-swarm": engine_spark_swarm,
+    "pool-swarm": engine_pool_swarm,
+}
+
+
+def child(engine: str, args: list[str]) -> None:
+    with PeakRss() as rss:
+        result = ENGINES[engine](*args)
+    result["peak_rss_mib"] = round(rss.peak / 1024)
+    print("RESULT " + json.dumps(result))
+
+
+def measure(engine: str, *args: str, timeout_s: float = 3600) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", engine, *args]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout_s:.0f} s"}
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            r: dict[str, Any] = json.loads(line[7:])
+            r["process_s"] = round(time.perf_counter() - t0, 1)
+            return r
+    tail = (p.stderr.strip().splitlines() or ["?"])[-1]
+    return {"error": f"exit {p.returncode}: {tail[:200]}"}
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", nargs="+")
+    ap.add_argument("--sizes", default="1e6,1e7")
+    ap.add_argument("--big", default="1e8", help="rows for the no-OOM run (0: skip)")
+    ap.add_argument("--base-runs", type=int, default=2000)
+    ap.add_argument(
+        "--registry-rows-runs", type=int, default=500, help="runs for the registry audit (0: skip)"
+    )
+    ap.add_argument("--swarm-runs", type=int, default=1000, help="0: skip")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/groupcheck-bench"))
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
+    a = ap.parse_args()
+    if a.child:
+        child(a.child[0], a.child[1:])
+        return
+    a.work.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "Command: `.venv/bin/python benchmarks/pipeline.py " + " ".join(sys.argv[1:]) + "`",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"{round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30)} GiB, Python {platform.python_version()}",
+        f"Load average at start: {loadavg()}",
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+    t0 = time.perf_counter()
+    base = make_base(a.work, a.base_runs)
+    print(f"base lake: {a.base_runs} runs in {time.perf_counter() - t0:.0f} s", flush=True)
+    table = [
+        "| rows | engine | seconds | rows/s | violating traces | peak RSS MiB | load avg |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    sizes = [int(float(s)) for s in a.sizes.split(",") if s]
+    for n in sizes:
+        path = str(make_scaled(a.work, base, n))
+        for engine in ("spark-windows", "duckdb-windows", "python-windows"):
+            r = measure(engine, path, timeout_s=a.timeout)
+            table.append(_row(n, engine, r))
+            print(table[-1], flush=True)
+    big = int(float(a.big))
+    if big:
+        path = str(make_scaled(a.work, base, big))
+        for engine in ("spark-windows", "duckdb-windows"):
+            r = measure(engine, path, timeout_s=max(a.timeout, 1800))
+            table.append(_row(big, engine, r))
+            print(table[-1], flush=True)
+    reg = [
+        "| rows | engine | seconds | rows/s | violations | peak RSS MiB | load avg |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    reg_base = make_base(a.work, a.registry_rows_runs) if a.registry_rows_runs else None
+    n = a.registry_rows_runs * 80
+    for engine in ("spark-registry", "python-registry") if reg_base else ():
+        reg.append(_row(n, engine, measure(engine, str(reg_base), timeout_s=a.timeout)))
+        print(reg[-1], flush=True)
+    sw = [
+        "| runs | engine | seconds | runs/s | rows | peak RSS MiB | load avg |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for engine in ("spark-swarm", "pool-swarm") if a.swarm_runs else ():
+        r = measure(engine, str(a.swarm_runs), str(a.work / f"swarm-{engine}"), timeout_s=a.timeout)
+        rate = f"{a.swarm_runs / r['seconds']:,.1f}" if "seconds" in r else "-"
+        sw.append(
+            f"| {a.swarm_runs} | {engine} | {r.get('seconds', 0):.1f} | {rate} | {r.get('rows', r.get('error'))} "
+            f"| {r.get('peak_rss_mib', '-')} | {loadavg()} |"
+        )
+        print(sw[-1], flush=True)
+    text = "\n".join(
+        lines
+        + ["### Window audit (3 SQL checks; same Parquet files)", ""] + table
+        + ["", "### Per-trace registry audit", ""] + reg
+        + ["", "### Swarm", ""] + sw + ["", f"Load average at end: {loadavg()}", ""]
+    )  # fmt: skip
+    if a.out:
+        a.out.write_text(text)
+    print(text)
+
+
+def _row(n: int, engine: str, r: dict[str, Any]) -> str:
+    if "error" in r:
+        return f"| {n:,} | {engine} | - | - | {r['error']} | - | {loadavg()} |"
+    return (
+        f"| {n:,} | {engine} | {r['seconds']:.1f} | {n / r['seconds']:,.0f} | {r['violations']} "
+        f"| {r['peak_rss_mib']} | {loadavg()} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""`groupcheck pipeline swarm|audit|replay`: the CLI of the Spark pipeline (issue 7).
+
+pyspark is imported only when a Spark command runs, so `groupcheck` works without the `spark`
+extra; without it a Spark command is a tool error saying how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATION, UsageError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("pipeline", help="Spark pipeline: swarm exploration, trace lake, audits")
+    psub = p.add_subparsers(dest="pipeline_command", required=True, parser_class=type(p))
+    s = psub.add_parser("swarm", help="N seeded model runs on Spark into a Parquet trace lake")
+    s.add_argument("--runs", type=int, required=True)
+    s.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--steps", type=int, default=80, help="steps per run")
+    s.add_argument("--variant", action="append", default=[], help="pin a variant for every run (KEY=VALUE)")
+    s.add_argument("--master", help="Spark master URL (default local[*])")
+    s.add_argument("--out", type=Path, default=Path("reports/runs/lake"))
+    s.add_argument("--overwrite", action="store_true")
+    a = psub.add_parser("audit", help="check the invariants over a trace lake")
+    a.add_argument("path")
+    a.add_argument("--master")
+    a.add_argument("--out", type=Path, help="report directory (default: <path>-audit)")
+    a.add_argument("--ownerless-bound-ms", type=int, default=None)
+    a.add_argument("--max-counterexamples", type=int, default=20)
+    m = psub.add_parser("metrics", help="rebalance length, partitions moved, time without owner, coverage")
+    m.add_argument("path")
+    m.add_argument("--master")
+    m.add_argument("--out", type=Path, help="report directory (default: <path>-metrics)")
+    im = psub.add_parser("import", help="convert groupcheck NDJSON traces into a trace lake")
+    im.add_argument("traces", nargs="+", type=Path)
+    im.add_argument("--out", type=Path, required=True)
+    im.add_argument("--overwrite", action="store_true")
+    r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model")
+    r.add_argument("file", type=Path)
+    c = psub.add_parser("coordlog", help="export, decode and audit a broker's __consumer_offsets")
+    where = c.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap", help="audit the log of a running broker (e.g. after a conformance run)")
+    where.add_argument(
+        "--start", choices=["apache-kafka"], help="start this target, run real groups on it, audit"
+    )
+    c.add_argument(
+        "--topic", default="groupcheck-orders", help="topic of the workload (created with --start)"
+    )
+    c.add_argument("--group", action="append", default=None, help="audit only these groups (default: all)")
+    c.add_argument("--pace", type=float, default=3.0, help="seconds between workload phases")
+    c.add_argument("--out", type=Path, default=Path("reports/runs/coordlog"))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.pipeline_command == "replay":
+        return _replay(args)
+    if args.pipeline_command == "import":
+        from conformance.pipeline.importer import import_traces
+
+        n, rows = import_traces(list(args.traces), args.out, args.overwrite)
+        print(f"import: {n} trace(s), {rows} rows -> {args.out}")
+        return EXIT_OK
+    if args.pipeline_command == "coordlog":
+        from conformance.pipeline.coordreport import run_coordlog
+
+        return run_coordlog(args)
+    try:
+        from conformance.pipeline import jobs
+        from conformance.pipeline.session import get_session
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            f"the pipeline needs the spark extra ({exc.name} missing): pip install -e '.[spark]'"
+        ) from exc
+    from conformance.variants import parse_variants
+
+    if args.pipeline_command == "swarm":
+        variants = parse_variants(args.variant)
+        spark = get_session(args.master, "groupcheck-swarm")
+        s = jobs.swarm(
+            spark, args.runs, args.out, seed=args.seed, protocol=args.protocol, variants=variants,
+            steps=args.steps, overwrite=args.overwrite,
+        )  # fmt: skip
+        print(f"swarm: {s.runs} runs, {s.rows} rows in {s.seconds:.1f} s -> {s.out}")
+        return EXIT_OK
+    if args.pipeline_command == "metrics":
+        mout = args.out or Path(str(args.path).rstrip("/") + "-metrics")
+        results = jobs.metrics(get_session(args.master, "groupcheck-metrics"), args.path, mout)
+        write_metrics_report(results, args.path, mout)
+        print(f"metrics of {args.path}: {mout / 'summary.md'}")
+        return EXIT_OK
+    out = args.out or Path(str(args.path).rstrip("/") + "-audit")
+    spark = get_session(args.master, "groupcheck-audit")
+    from conformance.pipeline.windows import DEFAULT_OWNERLESS_BOUND_MS
+
+    bound = args.ownerless_bound_ms if args.ownerless_bound_ms is not None else DEFAULT_OWNERLESS_BOUND_MS
+    summary = jobs.audit(spark, args.path, out, bound_ms=bound, max_counterexamples=args.max_counterexamples)
+    write_audit_report(summary, out)
+    print(
+        f"audit {summary.lake}: {summary.verdict} ({summary.traces} traces, {summary.steps} steps, "
+        f"{summary.quarantined} quarantined, {summary.seconds:.1f} s)"
+    )
+    for inv, n in summary.violating_traces.items():
+        print(f"  {inv}: {n} trace(s)")
+    for reason, n in sorted(summary.quarantine_reasons.items()):
+        print(f"  quarantined ({reason}): {n} row(s)")
+    if summary.vacuous:
+        print(f"  never exercised: {', '.join(summary.vacuous)}")
+    if summary.counterexamples:
+        print(f"counterexamples: {out / 'counterexamples'} ({len(summary.counterexamples)} files)")
+        print("Reproduce with:")
+        print(f"  groupcheck pipeline replay {summary.counterexamples[0]}")
+    print(f"report: {out / 'summary.md'}")
+    if summary.verdict == "FAILED":
+        return EXIT_VIOLATION
+    return EXIT_INCONCLUSIVE if summary.verdict == "INCONCLUSIVE" else EXIT_OK
+
+
+def write_audit_report(summary: Any, out: Path) -> None:
+    results = {
+        "lake": summary.lake,
+        "verdict": summary.verdict,
+        "traces": summary.traces,
+        "steps": summary.steps,
+        "quarantined": summary.quarantined,
+        "quarantine_reasons": summary.quarantine_reasons,
+        "violating_traces": summary.violating_traces,
+        "sometimes": summary.sometimes,
+        "ownerless_bound_ms": summary.bound_ms,
+        "counterexamples": [Path(p).name for p in summary.counterexamples],
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    lines = [
+        f"# Pipeline audit: {summary.verdict}",
+        "",
+        f"Lake `{summary.lake}`: {summary.traces} traces, {summary.steps} steps audited, "
+        f"{summary.quarantined} rows quarantined (`quarantine.parquet`).",
+        "",
+        "| invariant | violating traces |",
+        "|---|---|",
+    ]
+    lines += [f"| `{k}` | {v} |" for k, v in summary.violating_traces.items()] or ["| (none) | 0 |"]
+    if summary.quarantine_reasons:
+        lines += ["", "| quarantine reason | rows |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in sorted(summary.quarantine_reasons.items())]
+    lines += ["", "| sometimes | steps where it happened |", "|---|---|"]
+    lines += [f"| `{k}` | {v} |" for k, v in summary.sometimes.items()]
+    if summary.counterexamples:
+        lines += ["", "Counterexamples (replay with `groupcheck pipeline replay FILE`):", ""]
+        lines += [f"- `counterexamples/{Path(p).name}`" for p in summary.counterexamples]
+    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_metrics_report(results: dict[str, list[dict[str, Any]]], lake: str, out: Path) -> None:
+    titles = {
+        "rebalances": "Rebalance length (steps and virtual ms per rebalance)",
+        "moved": "Partitions moved per completed rebalance (Stable owner changed between generations)",
+        "ownerless": "Time without an owner while Stable (virtual ms per span)",
+        "coverage": "Coverage of the abstract state graph (protocol, group state, members, members in sync)",
+    }
+    lines = [f"# Pipeline metrics: `{lake}`", ""]
+    for name, rows in results.items():
+        lines += [f"## {titles[name]}", ""]
+        if not rows:
+            lines += ["(no rows)", ""]
+            continue
+        cols = list(rows[0])
+        lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for r in rows:
+            lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
+        lines.append("")
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:,.1f}" if isinstance(v, float) else str(v)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from conformance.pipeline.counterexamples import replay_file
+
+    r = replay_file(args.file)
+    if r.diverged_at is not None:
+        print(
+            f"replay {r.path}: ERROR: the model diverged from the recording at step {r.diverged_at} ({r.detail})"
+        )
+        return 2
+    state = "FAILED" if r.reproduced else "FIXED"
+    print(f"replay {r.path}: {state}: {r.invariant} at step {r.step}: {r.detail}")
+    return EXIT_VIOLATION if r.reproduced else EXIT_OK

@@ -1,0 +1,277 @@
+"""The Spark jobs: swarm (model runs to a Parquet trace lake) and audit (invariants over a lake).
+
+Swarm: a DataFrame of run indices goes through `mapInArrow`; each executor draws its run's
+configuration, runs the plain-Python simulator and yields Arrow batches of lake rows.
+Audit: per-trace invariants through a grouped-map pandas UDF (`applyInPandas`) calling
+`audit_core.audit_trace` (the registry's own predicates), then the cross-trace/time-window checks
+of `windows` as Spark SQL. Violations are written as Parquet and as replayable NDJSON traces,
+quarantined rows as Parquet with their reason. The only module tree that imports pyspark.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from conformance.errors import UsageError
+from conformance.pipeline import schema
+from conformance.pipeline.counterexamples import counterexample_lines, write_counterexample
+from conformance.pipeline.windows import CHECKS, DEFAULT_OWNERLESS_BOUND_MS, window_sql
+
+RESULT_DDL = "kind string, trace_id string, step int, invariant string, message string"
+BATCH_ROWS = 4096
+
+
+@dataclass
+class SwarmSummary:
+    runs: int
+    rows: int
+    seconds: float
+    out: Path
+
+
+def swarm(
+    spark: SparkSession,
+    runs: int,
+    out: Path,
+    *,
+    seed: int = 0,
+    protocol: str = "classic",
+    variants: Mapping[str, str] | None = None,
+    steps: int = 80,
+    slices: int | None = None,
+    overwrite: bool = False,
+) -> SwarmSummary:
+    from conformance.pipeline.swarm_model import draw_config, run_one
+
+    if runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise UsageError(f"{out}: exists and is not empty (use --overwrite)")
+    pinned = dict(variants or {})
+    slices = slices or max(2, min(runs // 50 + 1, 4 * spark.sparkContext.defaultParallelism))
+
+    def generate(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pending: list[dict[str, Any]] = []
+        for batch in batches:
+            for index in batch.column("id").to_pylist():
+                pending.extend(run_one(draw_config(seed, index, protocol, pinned, steps)))
+                if len(pending) >= BATCH_ROWS:
+                    yield schema.rows_to_batch(pending)
+                    pending = []
+        if pending:
+            yield schema.rows_to_batch(pending)
+
+    start = time.perf_counter()
+    ids = spark.range(0, runs, numPartitions=slices)
+    lake = ids.mapInArrow(generate, schema.LAKE_DDL)
+    lake.write.mode("overwrite").option("compression", "zstd").parquet(str(out))
+    rows = spark.read.parquet(str(out)).count()
+    return SwarmSummary(runs, rows, time.perf_counter() - start, out)
+
+
+# ---------------------------------------------------------------------- audit
+@dataclass
+class AuditSummary:
+    lake: str
+    traces: int = 0
+    steps: int = 0
+    violations: list[tuple[str, int, str, str]] = field(default_factory=list)
+    violating_traces: dict[str, int] = field(default_factory=dict)
+    quarantined: int = 0
+    quarantine_reasons: dict[str, int] = field(default_factory=dict)
+    sometimes: dict[str, int] = field(default_factory=dict)
+    counterexamples: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS
+
+    @property
+    def verdict(self) -> str:
+        if self.violations:
+            return "FAILED"
+        if self.quarantined or self.vacuous:
+            return "INCONCLUSIVE"
+        return "PASSED"
+
+    @property
+    def vacuous(self) -> list[str]:
+        return sorted(k for k, n in self.sometimes.items() if n == 0)
+
+
+def _audit_group(pdf: Any) -> Any:
+    """applyInPandas body: one trace's rows in, its violations/quarantine/summary rows out."""
+    import pandas as pd
+
+    from conformance.pipeline.audit_core import audit_trace
+
+    records = pdf.to_dict("records")
+    for r in records:
+        for k, v in list(r.items()):
+            if isinstance(v, float) and v != v:  # NaN from a null
+                r[k] = None
+    tid = records[0]["trace_id"] if records else None
+    out: list[tuple[str, Any, Any, Any, Any]] = []
+    if tid is None:
+        out.extend(
+            ("quarantine", None, r.get("step"), None, "null trace_id: row belongs to no trace")
+            for r in records
+        )
+    else:
+        result = audit_trace(tid, records)
+        first: dict[str, tuple[int, str]] = {}
+        for step, inv, msg in result.violations:
+            if inv not in first or step < first[inv][0]:
+                first[inv] = (step, msg)
+        out.extend(("violation", tid, s, inv, m) for inv, (s, m) in sorted(first.items()))
+        out.extend(("quarantine", tid, s, None, reason) for s, reason in result.quarantined)
+        out.append(("summary", tid, result.steps, json.dumps(result.sometimes, sort_keys=True), None))
+    return pd.DataFrame(out, columns=["kind", "trace_id", "step", "invariant", "message"])
+
+
+def read_lake(spark: SparkSession, path: str) -> DataFrame:
+    try:
+        df = spark.read.parquet(path)
+    except AnalysisException as exc:
+        raise UsageError(f"{path}: cannot read as a Parquet trace lake: {str(exc).splitlines()[0]}") from exc
+    present = {f.name: _spark_kind(f.dataType.typeName()) for f in df.schema.fields}
+    schema.check_columns(present, tuple(dict.fromkeys(schema.AUDIT_COLUMNS + schema.WINDOW_COLUMNS)), path)
+    return df
+
+
+def _spark_kind(name: str) -> str:
+    if name in ("integer", "long", "short", "byte"):
+        return "integer"
+    if name == "array":
+        return "list"
+    return name
+
+
+def audit(
+    spark: SparkSession,
+    path: str,
+    out: Path,
+    *,
+    bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS,
+    max_counterexamples: int = 20,
+) -> AuditSummary:
+    start = time.perf_counter()
+    df = read_lake(spark, path)
+    summary = AuditSummary(path, bound_ms=bound_ms)
+    per_trace = (
+        df.select(*schema.AUDIT_COLUMNS, "action").groupBy("trace_id").applyInPandas(_audit_group, RESULT_DDL)
+    )
+    results = per_trace.collect()
+    sometimes: Counter[str] = Counter()
+    quarantine_rows = []
+    for r in results:
+        if r.kind == "violation":
+            summary.violations.append((r.trace_id, r.step, r.invariant, r.message))
+        elif r.kind == "quarantine":
+            quarantine_rows.append((r.trace_id, r.step, r.message))
+        else:
+            summary.traces += 1
+            summary.steps += r.step
+            hits = json.loads(r.invariant)
+            for k, n in hits.items():
+                sometimes[k] += n
+    summary.sometimes = dict(sorted(sometimes.items()))
+    valid = df.where("trace_id IS NOT NULL AND step IS NOT NULL AND now IS NOT NULL")
+    valid.createOrReplaceTempView("lake")
+    for check in CHECKS:
+        for r in spark.sql(window_sql(check, "spark", bound_ms)).collect():
+            summary.violations.append((r.trace_id, r.step, r.invariant, r.message))
+    summary.violations.sort(key=lambda v: (v[2], v[0], v[1]))
+    summary.quarantined = len(quarantine_rows)
+    summary.quarantine_reasons = dict(Counter(_reason_kind(m) for _t, _s, m in quarantine_rows))
+    counts: Counter[str] = Counter(v[2] for v in summary.violations)
+    summary.violating_traces = dict(sorted(counts.items()))
+    out.mkdir(parents=True, exist_ok=True)
+    _write_table(out / "violations.parquet", ["trace_id", "step", "invariant", "message"], summary.violations)
+    _write_table(out / "quarantine.parquet", ["trace_id", "step", "reason"], quarantine_rows)
+    summary.counterexamples = _write_counterexamples(
+        df, summary, out / "counterexamples", max_counterexamples
+    )
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _reason_kind(message: str | None) -> str:
+    """Reasons are `kind: detail`; the report counts by kind."""
+    return (message or "?").split(":")[0]
+
+
+def _write_table(path: Path, names: list[str], rows: list[tuple[Any, ...]]) -> None:
+    import pyarrow.parquet as pq
+
+    cols = {n: [r[i] for r in rows] for i, n in enumerate(names)}
+    types = {"step": pa.int32()}
+    table = pa.table({n: pa.array(v, type=types.get(n, pa.string())) for n, v in cols.items()})
+    pq.write_table(table, path)
+
+
+def _write_counterexamples(df: DataFrame, summary: AuditSummary, directory: Path, limit: int) -> list[str]:
+    """The shortest violation of each invariant first, then the next shortest, up to `limit` files."""
+    by_inv: dict[str, list[tuple[str, int, str, str]]] = {}
+    for v in sorted(summary.violations, key=lambda v: (v[1], v[0])):
+        by_inv.setdefault(v[2], []).append(v)
+    chosen: list[tuple[str, int, str, str]] = []
+    rank = 0
+    while len(chosen) < limit and any(rank < len(vs) for vs in by_inv.values()):
+        chosen.extend(vs[rank] for _inv, vs in sorted(by_inv.items()) if rank < len(vs))
+        rank += 1
+    chosen = chosen[:limit]
+    if not chosen:
+        return []
+    wanted = sorted({v[0] for v in chosen})
+    cols = [
+        "trace_id",
+        "protocol",
+        "config",
+        "step",
+        "now",
+        "action",
+        "event",
+        "deliveries",
+        "world",
+        "before",
+    ]
+    rows = df.where(F.col("trace_id").isin(wanted)).select(*cols).collect()
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_trace.setdefault(r.trace_id, []).append(r.asDict())
+    written = []
+    for tid, step, inv, msg in chosen:
+        lines = counterexample_lines(by_trace[tid], inv, step, msg)
+        if inv == "window.ownerless_bound":
+            verdict = json.loads(lines[-1])
+            verdict["bound_ms"] = summary.bound_ms
+            lines[-1] = json.dumps(verdict, sort_keys=True, separators=(",", ":"))
+        written.append(str(write_counterexample(directory, lines, inv)))
+    return sorted(set(written))
+
+
+# ---------------------------------------------------------------------- metrics
+def metrics(spark: SparkSession, path: str, out: Path) -> dict[str, list[dict[str, Any]]]:
+    """Run every metrics query; each result is written as Parquet and returned as rows."""
+    from conformance.pipeline.metrics import QUERIES, metrics_sql
+
+    df = read_lake(spark, path)
+    df.where("trace_id IS NOT NULL AND step IS NOT NULL AND now IS NOT NULL").createOrReplaceTempView("lake")
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name in QUERIES:
+        res = spark.sql(metrics_sql(name))
+        rows = [r.asDict() for r in res.collect()]
+        res.coalesce(1).write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
+        results[name] = rows
+    return results

@@ -1,0 +1,57 @@
+"""One quiet, offline SparkSession (issue 7 engineering requirements).
+
+Loopback only (driver host and bind address 127.0.0.1, SPARK_LOCAL_IP), no UI, our own Log4j 2
+configuration (`log4j2.properties` beside this file), the driver's Python for the workers, Arrow
+for pandas conversion, and a small shuffle-partition count that suits one machine. The same
+builder runs under `spark-submit` on a cluster: a master given by `--master` or by spark-submit
+wins over the local default.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+LOG4J2 = Path(__file__).resolve().parent / "log4j2.properties"
+
+
+def get_session(
+    master: str | None = None, app: str = "groupcheck", shuffle_partitions: int = 8
+) -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J2}"
+    builder = SparkSession.builder.appName(app)
+    if master:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # under spark-submit the JVM (and its --master) already exists; otherwise local[*]
+        builder = builder.master("local[*]")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # the driver JVM is started by pyspark itself: its log4j2 file must be on its command line
+        # (spark.driver.extraJavaOptions set on the builder arrives too late for Log4j's start-up)
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{java_opts}" pyspark-shell')
+    conf = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.pyspark.python": sys.executable,
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.driver.memory": os.environ.get("GROUPCHECK_SPARK_DRIVER_MEMORY", "2g"),
+    }
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,289 @@
+"""Swarm exploration of the model: one seeded run per configuration, every step a lake row.
+
+Protocols: classic here, KIP-848 consumer in `swarm_consumer`. Plain Python (no pyspark): Spark executors, a multiprocessing pool and the tests all call
+`run_one`. Each run draws its own configuration from the swarm distribution (swarm testing,
+Groce et al. ISSTA 2012: every run enables a random subset of fault kinds, so rare interleavings
+are not drowned by always-on faults): members, topics, partitions, assignor, variants and fault
+mix. The actions mirror the classic Hypothesis machine (`conformance/machines/classic.py`), drawn
+from `random.Random(f"{seed}:{index}")` so the same seed and index give the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from conformance.build import make_classic_sim, settle_round
+from conformance.pipeline import codec
+from model.classic.client import ClassicClient, Phase
+from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from model.classic.sim import ClassicSim
+from model.observation import Observation
+
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+FAULTS = (
+    "stall",
+    "lose_response",
+    "failover",
+    "append_failure",
+    "zombie",
+    "duplicate_join",
+    "restart",
+    "grow_topic",
+)
+#: Variants drawn per run unless pinned with --variant (the correct settings of each key).
+DEFAULT_VARIANTS = {"sticky": "v1", "cooperative_adjust": "true"}
+
+
+@dataclass(frozen=True)
+class SwarmConfig:
+    """One run's configuration (stored as JSON in the lake's `config` column)."""
+
+    seed: int
+    index: int
+    protocol: str
+    members: int
+    topics: dict[str, int]
+    assignor: str
+    variants: dict[str, str]
+    static: tuple[bool, ...]
+    faults: tuple[str, ...]
+    steps: int
+    session_timeout_ms: int = 6000
+    rebalance_timeout_ms: int = 10_000
+    subscriptions: tuple[tuple[str, ...], ...] = field(default=())
+
+    @property
+    def trace_id(self) -> str:
+        return f"{self.protocol}-{self.seed}-{self.index:07d}"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+
+def draw_config(
+    seed: int, index: int, protocol: str = "classic", pinned: Mapping[str, str] | None = None, steps: int = 80
+) -> SwarmConfig:
+    """The swarm distribution; `pinned` variants (from --variant) override the drawn ones."""
+    pinned = dict(pinned or {})
+    rng = random.Random(f"swarm:{seed}:{index}")
+    members = rng.choice((2, 2, 3, 3, 3, 4, 5))
+    topics = {"t": rng.randint(1, 8)}
+    if rng.random() < 0.4:
+        topics["u"] = rng.randint(1, 4)
+    if protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import FAULTS as CONSUMER_FAULTS
+        from conformance.pipeline.swarm_consumer import consumer_variants
+
+        assignor = "uniform"  # the coordinator's default server assignor
+        variants = consumer_variants(rng, pinned)
+        kinds = CONSUMER_FAULTS
+    else:
+        assignor = rng.choice(ASSIGNORS)
+        if pinned.get("assignor") and pinned["assignor"] != "mixed":
+            assignor = pinned["assignor"]
+        variants = dict(DEFAULT_VARIANTS)
+        variants["join_version"] = rng.choice(("9", "9", "4", "3"))
+        variants.update({k: v for k, v in pinned.items() if k != "assignor"})
+        variants["assignor"] = assignor
+        kinds = FAULTS
+    static = tuple(rng.random() < 0.3 for _ in range(members))
+    faults = tuple(f for f in kinds if rng.random() < 0.5)
+    subscriptions = tuple(
+        tuple(sorted(topics)) if ("u" in topics and rng.random() < 0.5) else ("t",) for _ in range(members)
+    )
+    return SwarmConfig(
+        seed, index, protocol, members, topics, assignor, variants, static, faults, steps,
+        subscriptions=subscriptions,
+    )  # fmt: skip
+
+
+def build_sim(cfg: SwarmConfig) -> tuple[ClassicSim, list[str]]:
+    clients = []
+    for i in range(cfg.members):
+        spec: dict[str, Any] = {
+            "name": f"c{i + 1}",
+            "assignors": [cfg.assignor],
+            "topics": list(cfg.subscriptions[i]) if cfg.subscriptions else ["t"],
+            "session_timeout_ms": cfg.session_timeout_ms,
+            "rebalance_timeout_ms": cfg.rebalance_timeout_ms,
+        }
+        if cfg.static[i]:
+            spec["instance_id"] = f"i{i + 1}"
+        clients.append(spec)
+    variants = {k: v for k, v in cfg.variants.items()}
+    sim = make_classic_sim(cfg.topics, clients, {}, variants, seed=cfg.seed * 1_000_003 + cfg.index)
+    return sim, [c["name"] for c in clients]
+
+
+class _Driver:
+    """Draws one action at a time, like the classic machine's rules (minus Hypothesis)."""
+
+    def __init__(self, cfg: SwarmConfig) -> None:
+        self.cfg = cfg
+        self.rng = random.Random(f"actions:{cfg.seed}:{cfg.index}")
+        self.sim, self.names = build_sim(cfg)
+        self.initial = self.sim.world
+        self.out: list[tuple[Observation[Any], str]] = []
+        actions: list[tuple[str, int]] = [
+            ("step", 30),
+            ("settle", 12),
+            ("commit", 4),
+            ("leave", 1),
+            ("advance", 6),
+        ]
+        weights = {"stall": 4, "lose_response": 2, "failover": 1, "append_failure": 1, "zombie": 2,
+                   "duplicate_join": 2, "restart": 1, "grow_topic": 1}  # fmt: skip
+        actions += [(f, weights[f]) for f in cfg.faults]
+        self.actions = [a for a, _ in actions]
+        self.weights = [w for _, w in actions]
+
+    def note(self, obs: Observation[Any] | None, label: str) -> None:
+        if obs is not None:
+            self.out.append((obs, label))
+
+    def run(self) -> list[tuple[Observation[Any], str]]:
+        while len(self.out) < self.cfg.steps:
+            action = self.rng.choices(self.actions, self.weights)[0]
+            getattr(self, f"do_{action}")(self.rng.choice(self.names))
+        return self.out[: self.cfg.steps]
+
+    def do_step(self, name: str) -> None:
+        self.note(self.sim.client_step(name), "step")
+
+    def do_settle(self, name: str) -> None:
+        for _ in range(self.rng.randint(1, 10)):
+            settle_round(self.sim, self.names, lambda obs: self.note(obs, "settle"))
+
+    def do_commit(self, name: str) -> None:
+        self.note(self.sim.commit(name, len(self.out)), "commit")
+
+    def do_leave(self, name: str) -> None:
+        self.note(self.sim.leave(name), "leave")
+
+    def do_advance(self, name: str) -> None:
+        self.note(self.sim.advance(self.rng.choice((100, 1000, 3000, 6500, 10_500, 31_000))), "advance")
+
+    def do_stall(self, name: str) -> None:
+        stalled = name not in self.sim.stalled
+        self.note(self.sim.stall(name, stalled), "stall" if stalled else "resume")
+
+    def do_lose_response(self, name: str) -> None:
+        self.note(self.sim.lose_response(name), "lose_response")
+
+    def do_failover(self, name: str) -> None:
+        self.note(self.sim.failover(), "failover")
+
+    def do_append_failure(self, name: str) -> None:
+        self.note(self.sim.append_failure(), "append_failure")
+
+    def do_restart(self, name: str) -> None:
+        old = self.sim.clients[name]
+        self.sim.clients[name] = ClassicClient(name, old.config)
+        self.sim.awaiting.pop(name, None)
+        self.sim.stalled.discard(name)
+        self.do_step(name)
+
+    def do_grow_topic(self, name: str) -> None:
+        n = self.sim.topics["t"] + self.rng.randint(1, 2)
+        self.note(self.sim.create_topic("t", n), "grow_topic")
+        for c in self.sim.clients.values():
+            if c.member_id and c.member_id == c.leader:
+                c.needs_rejoin = True  # the leader's metadata refresh notices the new partitions
+
+    def do_zombie(self, name: str) -> None:
+        c = self.sim.clients[name]
+        group = self.sim.world.group if self.sim.world else None
+        gen = (group.generation if group else 0) + self.rng.choice((-1, 1))
+        req: Any
+        if self.rng.random() < 0.5:
+            req = HeartbeatRequest(c.config.group_id, gen, c.member_id, c.config.instance_id)
+        else:
+            req = SyncGroupRequest(c.config.group_id, gen, c.member_id, (), c.config.instance_id)
+        self.note(self.sim.send_raw(name, req), "zombie")
+
+    def do_duplicate_join(self, name: str) -> None:
+        c = self.sim.clients[name]
+        if not c.member_id or c.phase in (Phase.FATAL, Phase.LEFT):
+            return
+        cfg = c.config
+        req = JoinGroupRequest(
+            cfg.group_id, c.member_id, "consumer", tuple((a, b"") for a in cfg.assignors),
+            cfg.session_timeout_ms, cfg.rebalance_timeout_ms, cfg.instance_id, None, cfg.client_id,
+            cfg.join_version,
+        )  # fmt: skip
+        self.note(self.sim.send_raw(name, req), "duplicate_join")
+
+
+def observations(cfg: SwarmConfig) -> tuple[Any, list[tuple[Observation[Any], str]]]:
+    """The initial world and the run's observations with the action that produced each (deterministic)."""
+    if cfg.protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import ConsumerDriver
+
+        cdriver = ConsumerDriver(cfg)
+        return cdriver.initial, cdriver.run()
+    driver = _Driver(cfg)
+    return driver.initial, driver.run()
+
+
+def observation_row(
+    cfg: SwarmConfig, config_json: str, step: int, obs: Observation[Any], action: str
+) -> dict[str, Any]:
+    """One lake row (schema in `conformance.pipeline.schema.LAKE_FIELDS`)."""
+    w = obs.after
+    g = w.group
+    holdings = []
+    for c in w.clients:
+        for topic, partition in sorted(c.owned):
+            holdings.append(
+                {"client": c.name, "member_id": c.member_id, "generation": c.generation, "phase": c.phase,
+                 "topic": topic, "partition": partition}
+            )  # fmt: skip
+    members = {m.member_id for m in g.members} if g else set()
+    subscribed = sorted({t for c in w.clients if c.member_id in members for t in c.subscribed})
+    return {
+        "trace_id": cfg.trace_id,
+        "protocol": cfg.protocol,
+        "seed": cfg.seed,
+        "run_index": cfg.index,
+        "config": config_json,
+        "step": step,
+        "now": obs.now,
+        "action": action,
+        "event_kind": type(obs.event).__name__,
+        "event": codec.dumps(obs.event),
+        "deliveries": codec.dumps(obs.deliveries),
+        "world": codec.dumps(w),
+        "group_state": g.state.value if g else None,
+        "generation": g.generation if g else None,
+        "leader": g.leader if g else None,
+        "member_count": len(members),
+        "failover": bool(w.failover),
+        "persisted_generation": w.persisted.generation if w.persisted else None,
+        "holdings": holdings,
+        "subscribed": subscribed,
+        "topic_partitions": [{"topic": t, "partitions": n} for t, n in w.topics],
+    }
+
+
+def run_one(cfg: SwarmConfig) -> Iterator[dict[str, Any]]:
+    config_json = cfg.to_json()
+    initial, observed = observations(cfg)
+    make_row = observation_row
+    if cfg.protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import consumer_row as make_row
+    for step, (obs, action) in enumerate(observed, 1):
+        row = make_row(cfg, config_json, step, obs, action)
+        row["before"] = codec.dumps(initial) if step == 1 else None
+        yield row
+
+
+def config_from_json(text: str) -> SwarmConfig:
+    data = json.loads(text)
+    data["static"] = tuple(data["static"])
+    data["faults"] = tuple(data["faults"])
+    data["subscriptions"] = tuple(tuple(s) for s in data["subscriptions"])
+    return replace(SwarmConfig(**data))

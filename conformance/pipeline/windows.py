@@ -1,0 +1,162 @@
+"""Cross-step and cross-trace checks over the lake's flat columns, as SQL (Spark SQL and DuckDB).
+
+These are the time-window properties a single observation cannot see, checked as relational jobs
+over every trace at once (issue 7). Each has an id in the `window.` namespace:
+
+* `window.single_holder`: at no step do two clients that are Stable in the group's current
+  generation both own one partition (the consumer-view form of KAFKA-7026; reference C.4).
+* `window.generation_monotonic`: per trace the group generation never decreases, except that a
+  coordinator failover may fall back to (not below) the last persisted generation
+  (seed 000 "Handling Coordinator Failures"; same rule as `classic.generation_monotonic`).
+* `window.ownerless_bound`: while the group stays Stable, a partition of a subscribed topic is
+  without a Stable current-generation owner for at most `bound_ms` of virtual time.
+
+The same SQL text runs on Spark and DuckDB (two dialect words differ); `python_window_checks` is
+the plain-Python implementation of the same three checks, used by the benchmark and to cross-check
+the SQL in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+DEFAULT_OWNERLESS_BOUND_MS = 60_000
+
+_DIALECT = {
+    "spark": {"explode": "explode", "seq": "sequence(0, {n} - 1)"},
+    "duckdb": {"explode": "unnest", "seq": "generate_series(0, {n} - 1)"},
+}
+
+SINGLE_HOLDER = """
+SELECT trace_id, min(step) AS step, 'window.single_holder' AS invariant,
+       min(concat(topic, '-', CAST(part AS STRING), ' held by ', CAST(holders AS STRING),
+                  ' clients in generation ', CAST(generation AS STRING))) AS message
+FROM (
+  SELECT trace_id, step, generation, h.topic AS topic, h.partition AS part, count(DISTINCT h.client) AS holders
+  FROM (SELECT trace_id, step, generation, {explode}(holdings) AS h FROM lake WHERE generation IS NOT NULL) x
+  WHERE h.phase = 'stable' AND h.generation = generation
+  GROUP BY trace_id, step, generation, h.topic, h.partition
+  HAVING count(DISTINCT h.client) > 1
+) v
+GROUP BY trace_id
+"""
+
+GENERATION_MONOTONIC = """
+SELECT trace_id, min(step) AS step, 'window.generation_monotonic' AS invariant,
+       min(concat('generation ', CAST(prev AS STRING), ' -> ', CAST(generation AS STRING))) AS message
+FROM (
+  SELECT trace_id, step, generation, failover,
+         lag(generation) OVER (PARTITION BY trace_id ORDER BY step) AS prev,
+         lag(persisted_generation) OVER (PARTITION BY trace_id ORDER BY step) AS prev_persisted
+  FROM lake
+) w
+WHERE generation < prev AND NOT (failover AND generation >= coalesce(prev_persisted, 0))
+GROUP BY trace_id
+"""
+
+OWNERLESS = """
+WITH parts AS (
+  SELECT trace_id, step, now, group_state, generation, tp.topic AS topic,
+         {explode}({seq}) AS part
+  FROM (SELECT trace_id, step, now, group_state, generation, subscribed, {explode}(topic_partitions) AS tp
+        FROM lake) t
+  WHERE array_contains(subscribed, tp.topic)
+),
+owned AS (
+  SELECT DISTINCT trace_id, step, h.topic AS topic, h.partition AS part
+  FROM (SELECT trace_id, step, generation, {explode}(holdings) AS h FROM lake) x
+  WHERE h.phase = 'stable' AND h.generation = generation
+),
+flagged AS (
+  SELECT p.trace_id, p.step, p.now, p.topic, p.part,
+         (p.group_state = 'Stable' AND o.trace_id IS NULL) AS ownerless
+  FROM parts p LEFT JOIN owned o
+    ON p.trace_id = o.trace_id AND p.step = o.step AND p.topic = o.topic AND p.part = o.part
+),
+islands AS (
+  SELECT *, row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step)
+          - row_number() OVER (PARTITION BY trace_id, topic, part, ownerless ORDER BY step) AS island
+  FROM flagged
+),
+spans AS (
+  SELECT trace_id, topic, part, min(step) AS first_step, max(now) - min(now) AS ms
+  FROM islands WHERE ownerless GROUP BY trace_id, topic, part, island
+)
+SELECT trace_id, min(first_step) AS step, 'window.ownerless_bound' AS invariant,
+       min(concat(topic, '-', CAST(part AS STRING), ' without owner for ', CAST(ms AS STRING),
+                  ' ms while Stable')) AS message
+FROM spans WHERE ms > {bound}
+GROUP BY trace_id
+"""
+
+CHECKS = {
+    "window.single_holder": SINGLE_HOLDER,
+    "window.generation_monotonic": GENERATION_MONOTONIC,
+    "window.ownerless_bound": OWNERLESS,
+}
+
+
+def window_sql(check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS) -> str:
+    """The SQL of one check for a table named `lake`; one row per violating trace (its first step)."""
+    d = _DIALECT[dialect]
+    text = CHECKS[check].replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))
+    text = text.replace("{explode}", d["explode"]).replace("{bound}", str(int(bound_ms)))
+    if dialect == "duckdb":
+        text = text.replace("AS STRING", "AS VARCHAR").replace("array_contains(", "list_contains(")
+    return text
+
+
+def python_window_checks(
+    rows: Iterable[Mapping[str, Any]], bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS
+) -> list[tuple[str, int, str, str]]:
+    """The same three checks in plain Python over rows sorted by (trace_id, step)."""
+    out: list[tuple[str, int, str, str]] = []
+    found: dict[str, tuple[int, str]] = {}
+    trace = None
+    prev_gen = prev_persisted = None
+    open_since: dict[tuple[str, int], tuple[int, int]] = {}  # (topic, part) -> (first step, first now)
+
+    def flush_trace() -> None:
+        for (tid, inv), (step, msg) in sorted(found.items()):
+            out.append((tid, step, inv, msg))
+        found.clear()
+
+    def report(tid: str, inv: str, step: int, msg: str) -> None:
+        key = (tid, inv)
+        if key not in found or step < found[key][0]:
+            found[key] = (step, msg)
+
+    for r in rows:
+        tid = r["trace_id"]
+        if tid != trace:
+            flush_trace()
+            trace, prev_gen, prev_persisted = tid, None, None
+            open_since = {}
+        step, now, gen = r["step"], r["now"], r["generation"]
+        stable_owned: dict[tuple[str, int], set[str]] = {}
+        for h in r["holdings"] or ():
+            if gen is not None and h["phase"] == "stable" and h["generation"] == gen:
+                stable_owned.setdefault((h["topic"], h["partition"]), set()).add(h["client"])
+        for (topic, part), holders in stable_owned.items():
+            if len(holders) > 1:
+                report(tid, "window.single_holder", step, f"{topic}-{part} held by {len(holders)} clients")
+        if gen is not None and prev_gen is not None and gen < prev_gen:
+            if not (r["failover"] and gen >= (prev_persisted or 0)):
+                report(tid, "window.generation_monotonic", step, f"generation {prev_gen} -> {gen}")
+        prev_gen, prev_persisted = gen, r["persisted_generation"]
+        subscribed = set(r["subscribed"] or ())
+        stable = r["group_state"] == "Stable"
+        for tp in r["topic_partitions"] or ():
+            if tp["topic"] not in subscribed:
+                continue
+            for part in range(tp["partitions"]):
+                key = (tp["topic"], part)
+                if stable and key not in stable_owned:
+                    first = open_since.setdefault(key, (step, now))
+                    if now - first[1] > bound_ms:
+                        report(tid, "window.ownerless_bound", first[0], f"{key[0]}-{part} without owner")
+                else:
+                    open_since.pop(key, None)
+    flush_trace()
+    return out

@@ -1,0 +1,105 @@
+"""Swarm and audit on Spark (local[2], one shared session): end to end, quarantine, schema errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conformance.errors import UsageError
+from conformance.pipeline import schema
+from conformance.pipeline.counterexamples import replay_file
+from conformance.pipeline.swarm_model import draw_config, run_one
+from conformance.pipeline.windows import python_window_checks
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def v0_lake(spark, tmp_path_factory) -> Path:
+    from conformance.pipeline.jobs import swarm
+
+    out = tmp_path_factory.mktemp("lake") / "v0"
+    # seed 4 reaches KAFKA-7026 in runs 0 and 4 (a small swarm keeps CI time low)
+    summary = swarm(
+        spark, 8, out, seed=4, variants={"sticky": "v0", "assignor": "sticky"}, steps=80, slices=2
+    )
+    assert summary.rows == 8 * 80
+    return out
+
+
+def test_swarm_writes_the_same_rows_as_the_plain_simulator(spark, v0_lake):
+    table = pq.read_table(v0_lake)
+    assert table.schema.names == schema.LAKE_SCHEMA.names
+    got = sorted(
+        table.select(["trace_id", "step", "world"]).to_pylist(), key=lambda r: (r["trace_id"], r["step"])
+    )
+    want = [
+        r for i in range(8) for r in run_one(draw_config(4, i, pinned={"sticky": "v0", "assignor": "sticky"}))
+    ]
+    assert got == [{"trace_id": r["trace_id"], "step": r["step"], "world": r["world"]} for r in want]
+
+
+def test_audit_finds_kafka_7026_on_v0_and_writes_replayable_traces(spark, v0_lake, tmp_path):
+    from conformance.pipeline.jobs import audit
+
+    summary = audit(spark, str(v0_lake), tmp_path / "audit", max_counterexamples=6)
+    assert summary.traces == 8 and summary.steps == 640 and summary.quarantined == 0
+    assert summary.violating_traces.get("classic.single_owner_consumer", 0) >= 1
+    assert summary.violating_traces.get("window.single_holder", 0) >= 1
+    # the Spark SQL window checks agree with the plain-Python implementation of the same checks
+    rows = sorted(pq.read_table(v0_lake).to_pylist(), key=lambda r: (r["trace_id"], r["step"]))
+    py = {(t, s, i) for t, s, i, _m in python_window_checks(rows)}
+    assert {(t, s, i) for t, s, i, _m in summary.violations if i.startswith("window.")} == py
+    files = [Path(p) for p in summary.counterexamples]
+    assert files and all(p.exists() for p in files)
+    for p in files[:2]:
+        assert replay_file(p).reproduced
+    stored = pq.read_table(tmp_path / "audit" / "violations.parquet").num_rows
+    assert stored == len(summary.violations)
+
+
+def test_quarantine_counts_bad_rows_and_wrong_schema_is_a_tool_error(spark, tmp_path):
+    from conformance.pipeline.jobs import audit
+
+    rows = list(run_one(draw_config(4, 2))) + list(run_one(draw_config(4, 3)))
+    rows[3]["world"] = rows[3]["world"][:50]  # truncated
+    del rows[10]  # a gap
+    rows[90]["trace_id"] = None
+    lake = tmp_path / "bad"
+    lake.mkdir()
+    null_ok = pa.schema([f.with_nullable(True) for f in schema.LAKE_SCHEMA])
+    pq.write_table(pa.Table.from_pylist(rows, schema=null_ok), lake / "part-0.parquet")
+    summary = audit(spark, str(lake), tmp_path / "audit")
+    # the row without a trace id also leaves a gap in its own trace
+    assert summary.quarantined == 4 and summary.verdict == "INCONCLUSIVE"
+    assert summary.quarantine_reasons == {"malformed row": 1, "truncated trace": 2, "null trace_id": 1}
+    q = pq.read_table(tmp_path / "audit" / "quarantine.parquet").to_pylist()
+    assert len(q) == 4 and all(r["reason"] for r in q)
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    pq.write_table(pa.table({"trace_id": ["a"], "step": ["one"]}), wrong / "x.parquet")
+    with pytest.raises(UsageError, match="not a groupcheck trace lake: missing column"):
+        audit(spark, str(wrong), tmp_path / "audit2")
+    retyped = tmp_path / "retyped"
+    retyped.mkdir()
+    t = pa.Table.from_pylist(rows[:5], schema=null_ok)
+    t = t.set_column(t.schema.get_field_index("step"), "step", pa.array([str(r["step"]) for r in rows[:5]]))
+    pq.write_table(t, retyped / "x.parquet")
+    with pytest.raises(UsageError, match="column 'step' has type string, expected integer"):
+        audit(spark, str(retyped), tmp_path / "audit3")
+
+
+def test_metrics_and_coverage_over_the_lake(spark, v0_lake, tmp_path):
+    from conformance.pipeline.jobs import metrics
+
+    results = metrics(spark, str(v0_lake), tmp_path / "metrics")
+    rebalances = {r["assignor"]: r for r in results["rebalances"]}
+    assert set(rebalances) == {"sticky"} and rebalances["sticky"]["rebalances"] > 8
+    assert rebalances["sticky"]["avg_steps"] >= 1
+    assert results["moved"] and results["moved"][0]["stable_generations"] > 0
+    cov = results["coverage"][0]
+    assert cov["protocol"] == "classic" and 5 < cov["states"] <= cov["transitions"] + 1
+    assert (tmp_path / "metrics" / "coverage.parquet").exists()
