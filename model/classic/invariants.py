@@ -278,7 +278,11 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
     deadline = g.timer("join")
     if deadline is None:
         yield "PreparingRebalance without a join timer"
-    elif deadline > obs.now + g.rebalance_timeout_ms():
+        return
+    before = obs.before.group if obs.before is not None else None
+    if before is not None and before.state == S.PREPARING_REBALANCE and before.timer("join") == deadline:
+        return  # bounded when it was armed; members leaving since then do not move it (GMM L5250)
+    if deadline > obs.now + g.rebalance_timeout_ms():
         yield f"join timer at {deadline} beyond now + rebalance timeout {obs.now + g.rebalance_timeout_ms()}"
 
 

@@ -446,14 +446,18 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
 def no_double_client_assignment(obs: Obs) -> list[str]:
     """No partition is owned at the same time by two clients that are both current members of the group (consumer view).
 
-    Vanlightly TLA+ NoDoubleClientAssignment (kafka-tlaplus groupprotocol/).
+    Vanlightly TLA+ NoDoubleClientAssignment (kafka-tlaplus groupprotocol/). A client is current when
+    the coordinator would accept its next heartbeat: its member exists and the client's epoch is the
+    member's epoch or its previous one (reference B.6 row 12). A zombie whose member was fenced and
+    re-created by a duplicated join is not current: its next heartbeat is fenced.
     """
     out: list[str] = []
     world = obs.after
     by_group: dict[str, list[ClientView]] = {}
     for c in world.clients:
         g = world.groups.get(c.group_id)
-        if g is not None and c.member_id in g.members:
+        m = None if g is None else g.members.get(c.member_id)
+        if m is not None and c.member_epoch in (m.member_epoch, m.previous_member_epoch):
             by_group.setdefault(c.group_id, []).append(c)
     for gid, clients in sorted(by_group.items()):
         seen: dict[TopicPartition, str] = {}
