@@ -271,10 +271,6 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
     g = obs.after.group
     if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state == S.EMPTY:
         return
-    if not g.members:
-        # every member left while a KIP-394 id is still pending: the timer armed with the rebalance
-        # timeout of the members that were there stays (GMM L5250); there is no bound left to compare with
-        return
     deadline = g.timer("join")
     if deadline is None:
         yield "PreparingRebalance without a join timer"
