@@ -14,7 +14,7 @@ from typing import Any
 from conformance.build import consumer_settle_bound, make_consumer_sim
 from conformance.checker import Checker
 from conformance.errors import SpecError
-from conformance.scenarios import ScenarioResult, StepLog
+from conformance.scenarios import ScenarioResult, run_steps
 from conformance.specs import Scenario
 from model.consumer.client import VirtualConsumer
 from model.consumer.messages import ConsumerGroupHeartbeatResponse
@@ -72,18 +72,7 @@ class ConsumerScenarioRunner:
 
     # ---------------------------------------------------------------- verbs
     def run(self) -> ScenarioResult:
-        sc = self.scenario
-        for index, (step, line) in enumerate(
-            zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)
-        ):
-            verb, arg = next(iter(step.items()))
-            where = f"{sc.path}:{line}"
-            before = len(self.result.observations)
-            self.do(verb, arg, where)
-            self.result.log.append(
-                StepLog(index, line, verb, f"{arg!r} -> {len(self.result.observations) - before} steps")
-            )
-        return self.result
+        return run_steps(self)
 
     def do(self, verb: str, arg: Any, where: str) -> None:
         sim = self.sim

@@ -22,7 +22,7 @@ from typing import Any
 from conformance.checker import Checker, Violation
 from conformance.errors import SpecError
 from conformance.mutants.mixed import MIXED_MUTANTS
-from conformance.scenarios import ScenarioResult, StepLog
+from conformance.scenarios import ScenarioResult, run_steps
 from conformance.specs import Scenario
 from model.choice import SeededChooser
 from model.consumer.mixed import MixedConfig, MixedCoordinator
@@ -141,18 +141,7 @@ class MixedScenarioRunner:
 
     # ---------------------------------------------------------------- verbs
     def run(self) -> ScenarioResult:
-        sc = self.scenario
-        for index, (step, line) in enumerate(
-            zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)
-        ):
-            verb, arg = next(iter(step.items()))
-            where = f"{sc.path}:{line}"
-            before = len(self.result.observations)
-            self.do(verb, arg, where)
-            self.result.log.append(
-                StepLog(index, line, verb, f"{arg!r} -> {len(self.result.observations) - before} steps")
-            )
-        return self.result
+        return run_steps(self)
 
     def do(self, verb: str, arg: Any, where: str) -> None:
         run = self.run_

@@ -121,18 +121,7 @@ class ScenarioRunner:
 
     # ---------------------------------------------------------------- verbs
     def run(self) -> ScenarioResult:
-        sc = self.scenario
-        for index, (step, line) in enumerate(
-            zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)
-        ):
-            verb, arg = next(iter(step.items()))
-            where = f"{sc.path}:{line}"
-            before = len(self.result.observations)
-            self.do(verb, arg, where)
-            self.result.log.append(
-                StepLog(index, line, verb, f"{arg!r} -> {len(self.result.observations) - before} steps")
-            )
-        return self.result
+        return run_steps(self)
 
     def do(self, verb: str, arg: Any, where: str) -> None:
         sim = self.sim
@@ -277,6 +266,18 @@ class ScenarioRunner:
                 raise SpecError(f"{where}: unknown expectation {key!r}")
             if got != want:
                 fails.append(f"{where}: expected {key} = {want!r}, got {got!r}")
+
+
+def run_steps(runner: Any) -> ScenarioResult:
+    """Every runner's loop: each step's verb goes to ``runner.do`` with its file:line, and is logged
+    with the number of observations it made (classic, consumer and mixed runners share it)."""
+    sc, result = runner.scenario, runner.result
+    for index, (step, line) in enumerate(zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)):
+        verb, arg = next(iter(step.items()))
+        before = len(result.observations)
+        runner.do(verb, arg, f"{sc.path}:{line}")
+        result.log.append(StepLog(index, line, verb, f"{arg!r} -> {len(result.observations) - before} steps"))
+    return result
 
 
 def run_scenario(scenario: Scenario, variants: dict[str, str], **kw: Any) -> ScenarioResult:
