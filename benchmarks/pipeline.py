@@ -6,8 +6,10 @@ One run measures, on the same Parquet data:
   100M rows (goal: no out-of-memory);
 * the per-trace registry audit (Spark applyInPandas vs a plain loop over `audit_trace`);
 * the swarm: Spark mapInArrow vs a multiprocessing pool writing the same rows to Parquet.
-The scaled lakes are the rows of a real swarm (`--base-runs` runs of seed 0) repeated under new trace
-ids, so every engine reads identical files. Each measurement runs in its own process (a fresh JVM
+The scaled lakes are the rows of a real swarm (`--base-runs` runs of seed 0, every tenth with the
+broken sticky V0 leader so that there are violations to agree on) repeated under new trace ids, so
+every engine reads identical files. "seconds" is the checks' time inside the process (after the
+JVM or interpreter started); "process s" includes the start-up. Each measurement runs in its own process (a fresh JVM
 or interpreter) that reports its wall time and the peak resident memory of itself and its children.
 
     .venv/bin/python benchmarks/pipeline.py [--sizes 1e6,1e7] [--big 1e8] [--work DIR] [--out FILE]
@@ -67,6 +69,11 @@ class PeakRss:
 
 
 # ---------------------------------------------------------------------- data
+#: every tenth base run pins the broken sticky V0 leader, so the checks have violations to agree on
+BROKEN_EVERY = 10
+BROKEN = {"sticky": "v0", "assignor": "sticky"}
+
+
 def make_base(work: Path, runs: int) -> Path:
     """A real swarm (plain Python, seed 0) as one Parquet file: the seed of every scaled lake."""
     import pyarrow.parquet as pq
@@ -74,11 +81,14 @@ def make_base(work: Path, runs: int) -> Path:
     from conformance.pipeline.schema import rows_to_batch
     from conformance.pipeline.swarm_model import draw_config, run_one
 
-    base = work / f"base-{runs}.parquet"
+    base = work / f"base-mix-{runs}.parquet"
     if not base.exists():
-        with pq.ParquetWriter(base, rows_to_batch([]).schema, compression="zstd") as w:
+        tmp = base.with_suffix(".tmp")
+        with pq.ParquetWriter(tmp, rows_to_batch([]).schema, compression="zstd") as w:
             for i in range(runs):
-                w.write_batch(rows_to_batch(list(run_one(draw_config(0, i)))))
+                pinned = BROKEN if i % BROKEN_EVERY == 0 else None
+                w.write_batch(rows_to_batch(list(run_one(draw_config(0, i, pinned=pinned)))))
+        tmp.rename(base)
     return base
 
 
@@ -90,7 +100,7 @@ def make_scaled(work: Path, base: Path, rows: int) -> Path:
 
     from conformance.pipeline.schema import WINDOW_COLUMNS
 
-    out = work / f"lake-{rows}"
+    out = work / f"lake-{base.stem}-{rows}"
     if (out / "_done").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
@@ -117,11 +127,15 @@ def make_scaled(work: Path, base: Path, rows: int) -> Path:
 
 
 # ---------------------------------------------------------------------- engines (one process each)
+#: two per core: AQE coalesces small shuffles further; more only adds task overhead on 2 cores
+SHUFFLE_PARTITIONS = 4
+
+
 def engine_spark_windows(path: str) -> dict[str, Any]:
     from conformance.pipeline.session import get_session
     from conformance.pipeline.windows import CHECKS, window_sql
 
-    spark = get_session(None, "groupcheck-bench", shuffle_partitions=16)
+    spark = get_session(None, "groupcheck-bench", shuffle_partitions=SHUFFLE_PARTITIONS)
     spark.read.parquet(path).createOrReplaceTempView("lake")
     start = time.perf_counter()
     found = sum(len(spark.sql(window_sql(c, "spark")).collect()) for c in CHECKS)
@@ -164,7 +178,7 @@ def engine_spark_registry(path: str) -> dict[str, Any]:
     from conformance.pipeline.schema import AUDIT_COLUMNS
     from conformance.pipeline.session import get_session
 
-    spark = get_session(None, "groupcheck-bench", shuffle_partitions=16)
+    spark = get_session(None, "groupcheck-bench", shuffle_partitions=SHUFFLE_PARTITIONS)
     df = spark.read.parquet(path)
     start = time.perf_counter()
     res = (
@@ -298,8 +312,8 @@ def main() -> None:
     base = make_base(a.work, a.base_runs)
     print(f"base lake: {a.base_runs} runs in {time.perf_counter() - t0:.0f} s", flush=True)
     table = [
-        "| rows | engine | seconds | rows/s | violating traces | peak RSS MiB | load avg |",
-        "|---|---|---|---|---|---|---|",
+        "| rows | engine | seconds | rows/s | violating traces | peak RSS MiB | process s | load avg |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     sizes = [int(float(s)) for s in a.sizes.split(",") if s]
     for n in sizes:
@@ -316,8 +330,8 @@ def main() -> None:
             table.append(_row(big, engine, r))
             print(table[-1], flush=True)
     reg = [
-        "| rows | engine | seconds | rows/s | violations | peak RSS MiB | load avg |",
-        "|---|---|---|---|---|---|---|",
+        "| rows | engine | seconds | rows/s | violations | peak RSS MiB | process s | load avg |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     reg_base = make_base(a.work, a.registry_rows_runs) if a.registry_rows_runs else None
     n = a.registry_rows_runs * 80
@@ -349,10 +363,10 @@ def main() -> None:
 
 def _row(n: int, engine: str, r: dict[str, Any]) -> str:
     if "error" in r:
-        return f"| {n:,} | {engine} | - | - | {r['error']} | - | {loadavg()} |"
+        return f"| {n:,} | {engine} | - | - | {r['error']} | - | - | {loadavg()} |"
     return (
         f"| {n:,} | {engine} | {r['seconds']:.1f} | {n / r['seconds']:,.0f} | {r['violations']} "
-        f"| {r['peak_rss_mib']} | {loadavg()} |"
+        f"| {r['peak_rss_mib']} | {r['process_s']} | {loadavg()} |"
     )
 
 

@@ -9,9 +9,14 @@ over every trace at once (issue 7). Each has an id in the `window.` namespace:
   coordinator failover may fall back to (not below) the last persisted generation
   (seed 000 "Handling Coordinator Failures"; same rule as `classic.generation_monotonic`).
 * `window.ownerless_bound`: while the group stays Stable, a partition of a subscribed topic is
-  without a Stable current-generation owner for at most `bound_ms` of virtual time.
+  without a Stable current-generation owner for at most `bound_ms` of virtual time. A span is a run
+  of consecutive steps at which the partition is ownerless; a step that is not Stable, where the
+  topic is not subscribed or the partition does not exist, or a gap in the step numbers ends it.
 
-The same SQL text runs on Spark and DuckDB (two dialect words differ); `python_window_checks` is
+The same SQL text runs on Spark and DuckDB (dialect words such as `explode`/`unnest` and
+`filter`/`list_filter` differ). It is written for engines without a cheap join: the owner checks
+are per-row array predicates and spans are gaps-and-islands over the ownerless rows only (no
+join of exploded partitions with exploded holdings). `python_window_checks` is
 the plain-Python implementation of the same three checks, used by the benchmark and to cross-check
 the SQL in the tests.
 """
@@ -23,19 +28,42 @@ from typing import Any
 
 DEFAULT_OWNERLESS_BOUND_MS = 60_000
 
+_HELD = "{filter}(holdings, h -> h.phase = 'stable' AND h.generation = generation)"
 _DIALECT = {
-    "spark": {"explode": "explode", "seq": "sequence(0, {n} - 1)"},
-    "duckdb": {"explode": "unnest", "seq": "generate_series(0, {n} - 1)"},
+    "spark": {
+        "explode": "explode",
+        "seq": "sequence(0, {n} - 1)",
+        "filter": "filter",
+        # held holds each client's partition once, so a repeated (topic, partition) is a double
+        # holder; arrays_zip and array_contains on structs are compiled, lambdas are interpreted
+        "doubled": "size(array_distinct(arrays_zip(held.topic, held.partition))) < size(held)",
+        "held_keys": "arrays_zip(held.topic, held.partition)",
+        "owned": "array_contains(held, struct(topic AS topic, part AS partition))",
+    },
+    "duckdb": {
+        "explode": "unnest",
+        "seq": "generate_series(0, {n} - 1)",
+        "filter": "list_filter",
+        "doubled": "len(list_distinct(list_transform(held, h -> h.topic || '-' || CAST(h.partition AS STRING))))"
+        " < len(held)",
+        "held_keys": "list_transform(held, h -> h.topic || '-' || CAST(h.partition AS STRING))",
+        "owned": "list_contains(held, topic || '-' || CAST(part AS STRING))",
+    },
 }
 
 SINGLE_HOLDER = """
+WITH held AS (
+  SELECT trace_id, step, generation, {held} AS held FROM lake WHERE generation IS NOT NULL
+),
+doubled AS (
+  SELECT trace_id, step, generation, held FROM held WHERE {doubled}
+)
 SELECT trace_id, min(step) AS step, 'window.single_holder' AS invariant,
        min(concat(topic, '-', CAST(part AS STRING), ' held by ', CAST(holders AS STRING),
                   ' clients in generation ', CAST(generation AS STRING))) AS message
 FROM (
   SELECT trace_id, step, generation, h.topic AS topic, h.partition AS part, count(DISTINCT h.client) AS holders
-  FROM (SELECT trace_id, step, generation, {explode}(holdings) AS h FROM lake WHERE generation IS NOT NULL) x
-  WHERE h.phase = 'stable' AND h.generation = generation
+  FROM (SELECT trace_id, step, generation, {explode}(held) AS h FROM doubled) x
   GROUP BY trace_id, step, generation, h.topic, h.partition
   HAVING count(DISTINCT h.client) > 1
 ) v
@@ -57,31 +85,20 @@ GROUP BY trace_id
 
 OWNERLESS = """
 WITH parts AS (
-  SELECT trace_id, step, now, group_state, generation, tp.topic AS topic,
-         {explode}({seq}) AS part
-  FROM (SELECT trace_id, step, now, group_state, generation, subscribed, {explode}(topic_partitions) AS tp
-        FROM lake) t
+  SELECT trace_id, step, now, held, tp.topic AS topic, {explode}({seq}) AS part
+  FROM (SELECT trace_id, step, now, subscribed, {explode}(topic_partitions) AS tp, {held_keys} AS held
+        FROM (SELECT trace_id, step, now, subscribed, topic_partitions, {held} AS held
+              FROM lake WHERE group_state = 'Stable') s) t
   WHERE array_contains(subscribed, tp.topic)
 ),
-owned AS (
-  SELECT DISTINCT trace_id, step, h.topic AS topic, h.partition AS part
-  FROM (SELECT trace_id, step, generation, {explode}(holdings) AS h FROM lake) x
-  WHERE h.phase = 'stable' AND h.generation = generation
-),
-flagged AS (
-  SELECT p.trace_id, p.step, p.now, p.topic, p.part,
-         (p.group_state = 'Stable' AND o.trace_id IS NULL) AS ownerless
-  FROM parts p LEFT JOIN owned o
-    ON p.trace_id = o.trace_id AND p.step = o.step AND p.topic = o.topic AND p.part = o.part
-),
-islands AS (
-  SELECT *, row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step)
-          - row_number() OVER (PARTITION BY trace_id, topic, part, ownerless ORDER BY step) AS island
-  FROM flagged
+ownerless AS (
+  SELECT trace_id, step, now, topic, part FROM parts WHERE NOT {owned}
 ),
 spans AS (
   SELECT trace_id, topic, part, min(step) AS first_step, max(now) - min(now) AS ms
-  FROM islands WHERE ownerless GROUP BY trace_id, topic, part, island
+  FROM (SELECT *, step - row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step) AS island
+        FROM ownerless) i
+  GROUP BY trace_id, topic, part, island
 )
 SELECT trace_id, min(first_step) AS step, 'window.ownerless_bound' AS invariant,
        min(concat(topic, '-', CAST(part AS STRING), ' without owner for ', CAST(ms AS STRING),
@@ -101,7 +118,10 @@ def window_sql(check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND
     """The SQL of one check for a table named `lake`; one row per violating trace (its first step)."""
     d = _DIALECT[dialect]
     text = CHECKS[check].replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))
-    text = text.replace("{explode}", d["explode"]).replace("{bound}", str(int(bound_ms)))
+    text = text.replace("{held}", _HELD)
+    for word in ("doubled", "held_keys", "owned", "explode", "filter"):
+        text = text.replace("{" + word + "}", d[word])
+    text = text.replace("{bound}", str(int(bound_ms)))
     if dialect == "duckdb":
         text = text.replace("AS STRING", "AS VARCHAR").replace("array_contains(", "list_contains(")
     return text
@@ -115,6 +135,7 @@ def python_window_checks(
     found: dict[str, tuple[int, str]] = {}
     trace = None
     prev_gen = prev_persisted = None
+    prev_step = -1
     open_since: dict[tuple[str, int], tuple[int, int]] = {}  # (topic, part) -> (first step, first now)
 
     def flush_trace() -> None:
@@ -131,7 +152,7 @@ def python_window_checks(
         tid = r["trace_id"]
         if tid != trace:
             flush_trace()
-            trace, prev_gen, prev_persisted = tid, None, None
+            trace, prev_gen, prev_persisted, prev_step = tid, None, None, -1
             open_since = {}
         step, now, gen = r["step"], r["now"], r["generation"]
         stable_owned: dict[tuple[str, int], set[str]] = {}
@@ -146,17 +167,20 @@ def python_window_checks(
                 report(tid, "window.generation_monotonic", step, f"generation {prev_gen} -> {gen}")
         prev_gen, prev_persisted = gen, r["persisted_generation"]
         subscribed = set(r["subscribed"] or ())
-        stable = r["group_state"] == "Stable"
-        for tp in r["topic_partitions"] or ():
-            if tp["topic"] not in subscribed:
-                continue
-            for part in range(tp["partitions"]):
-                key = (tp["topic"], part)
-                if stable and key not in stable_owned:
-                    first = open_since.setdefault(key, (step, now))
+        still_open: dict[tuple[str, int], tuple[int, int]] = {}
+        if r["group_state"] == "Stable":
+            for tp in r["topic_partitions"] or ():
+                if tp["topic"] not in subscribed:
+                    continue
+                for part in range(tp["partitions"]):
+                    key = (tp["topic"], part)
+                    if key in stable_owned:
+                        continue
+                    first = open_since.get(key) if step == prev_step + 1 else None
+                    first = first or (step, now)
+                    still_open[key] = first
                     if now - first[1] > bound_ms:
                         report(tid, "window.ownerless_bound", first[0], f"{key[0]}-{part} without owner")
-                else:
-                    open_since.pop(key, None)
+        open_since, prev_step = still_open, step
     flush_trace()
     return out
