@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> None:
     im.add_argument("traces", nargs="+", type=Path)
     im.add_argument("--out", type=Path, required=True)
     im.add_argument("--overwrite", action="store_true")
-    r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model")
+    r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model (= groupcheck replay)")
     r.add_argument("file", type=Path)
     c = psub.add_parser("coordlog", help="export, decode and audit a broker's __consumer_offsets")
     where = c.add_mutually_exclusive_group(required=True)
@@ -113,7 +113,10 @@ def run(args: argparse.Namespace) -> int:
     if summary.counterexamples:
         print(f"counterexamples: {out / 'counterexamples'} ({len(summary.counterexamples)} files)")
         print("Reproduce with:")
-        print(f"  groupcheck pipeline replay {summary.counterexamples[0]}")
+        print(f"  groupcheck replay {summary.counterexamples[0]} --target model")
+        print(f"  groupcheck show {summary.counterexamples[0]} --format text")
+    for note in summary.unwritten:
+        print(f"  no counterexample file for {note}")
     print(f"report: {out / 'summary.md'}")
     if summary.verdict == "FAILED":
         return EXIT_VIOLATION
@@ -150,7 +153,11 @@ def write_audit_report(summary: Any, out: Path) -> None:
     lines += ["", "| sometimes | steps where it happened |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in summary.sometimes.items()]
     if summary.counterexamples:
-        lines += ["", "Counterexamples (replay with `groupcheck pipeline replay FILE`):", ""]
+        lines += [
+            "",
+            "Counterexamples (project traces: `groupcheck replay FILE`, `groupcheck show FILE`):",
+            "",
+        ]
         lines += [f"- `counterexamples/{Path(p).name}`" for p in summary.counterexamples]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -182,14 +189,10 @@ def _fmt(v: Any) -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from conformance.pipeline.counterexamples import replay_file
+    """Pipeline counterexamples are project traces: the same replay as `groupcheck replay FILE`."""
+    from conformance.trace.commands import cmd_replay
 
-    r = replay_file(args.file)
-    if r.diverged_at is not None:
-        print(
-            f"replay {r.path}: ERROR: the model diverged from the recording at step {r.diverged_at} ({r.detail})"
-        )
-        return 2
-    state = "FAILED" if r.reproduced else "FIXED"
-    print(f"replay {r.path}: {state}: {r.invariant} at step {r.step}: {r.detail}")
-    return EXIT_VIOLATION if r.reproduced else EXIT_OK
+    ns = argparse.Namespace(
+        file=str(args.file), target="model", variant=[], coverage=None, coverage_picture=None, output=None
+    )
+    return cmd_replay(ns)

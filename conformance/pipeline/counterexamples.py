@@ -1,154 +1,154 @@
-"""Violations found in the lake written as replayable NDJSON traces (design §5), and their replay.
+"""Violations found in a trace lake written as project traces (NDJSON v1, design §5), so that
+`groupcheck replay` and `groupcheck show` work on them like on any `check` counterexample.
 
-A counterexample holds the violating trace's rows up to the violating step: a header line
-(format, lake schema version, the run's configuration, seed and index), one line per step
-(action, event, deliveries, world after) and a verdict line (invariant, step, message). The
-swarm is deterministic in its configuration, so `replay_file` re-runs the configuration through
-the model, compares every step's world with the recorded one and re-checks the invariant.
-File name: `<invariant-id>_<fingerprint>.ndjson`, the fingerprint a hash of the recorded events.
+A lake row keeps what the trace needs: the run's configuration (`config`: seed, index, clients,
+variants), the trace ops that led to the step (`ops`) and the event, responses and world after it.
+The header's `setup`, `variants` and `seed` are the swarm's own simulator settings
+(`swarm_model.trace_setup`, `sim_seed`), a row's ops become step actions (ops that observed nothing,
+such as a restart, are steps without an event) and the registry's checks are run again over the
+decoded observations to fill each step's `checks`. An imported lake (`pipeline import`) carries
+the source trace's header in `config` and is written the same way.
+
+A registry violation's trace ends at the violating step. A `window.*` violation is a property of a
+span of steps (an ownerless partition is seen only once the span is longer than the bound), so its
+trace keeps the whole run; `replay` judges `window.*` ids with `windows.replayed_window_violations`.
+File name: `<invariant-id>_<fingerprint>.ndjson` in the audit's `counterexamples/`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conformance.errors import UsageError
+from conformance.trace.format import (
+    Check,
+    Step,
+    Trace,
+    counterexample_path,
+    groupcheck_version,
+    header,
+    write_trace,
+)
 
-FORMAT = "groupcheck-lake-counterexample"
-VERSION = 1
+#: group id of the swarm's consumer groups (`conformance.build` default)
+GROUP_ID = "g"
 
 
-def _line(obj: Mapping[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any]:
+    config = json.loads(first["config"])
+    origin: dict[str, Any] = {"kind": "swarm", "lake": lake, "trace_id": first["trace_id"]}
+    if "source" in config:  # imported from a project trace: its header is kept in the config
+        src = config["header"]
+        origin = {"kind": "lake-import", "lake": lake, "source": config["source"], "of": src.get("origin")}
+        head = header(
+            protocol=src["protocol"],
+            target=src["target"]["name"],
+            target_version=src["target"]["version"],
+            variants=dict(src["variants"]),
+            seed=int(src["seed"]),
+            origin=origin,
+            setup=src["setup"],
+        )
+    else:
+        from conformance.pipeline.swarm_model import config_from_json, sim_seed, trace_setup
+
+        cfg = config_from_json(first["config"])
+        origin.update({"swarm_seed": cfg.seed, "run_index": cfg.index})
+        head = header(
+            protocol=cfg.protocol,
+            target="model",
+            target_version=groupcheck_version(),
+            variants=dict(cfg.variants),
+            seed=sim_seed(cfg),
+            origin=origin,
+            setup=trace_setup(cfg),
+        )
+    head["origin"]["ownerless_bound_ms"] = bound_ms
+    return head
 
 
-def counterexample_lines(
-    rows: Iterable[Mapping[str, Any]], invariant: str, step: int, message: str
-) -> list[str]:
-    ordered = sorted((r for r in rows if int(r["step"]) <= step), key=lambda r: int(r["step"]))
+def _state(protocol: str, world: Any) -> dict[str, Any] | None:
+    if protocol == "consumer":
+        from conformance.trace.consumer import state_summary as consumer_state
+
+        return consumer_state(world, GROUP_ID)
+    from conformance.trace.classic import state_summary
+
+    return state_summary(world)
+
+
+def trace_from_rows(
+    rows: Iterable[Mapping[str, Any]],
+    window_violations: Iterable[tuple[int, str, str]] = (),
+    *,
+    upto: int | None = None,
+    lake: str = "",
+    bound_ms: int = 60_000,
+) -> Trace:
+    """The project trace of one lake trace's rows (steps 1..`upto`, all if None).
+
+    `window_violations` are (lake step, invariant, message) from the SQL window checks; registry
+    violations are found again by the checker while the steps are rebuilt."""
+    from conformance.checker import Checker
+    from conformance.pipeline import codec
+    from model.observation import Observation
+
+    ordered = sorted(rows, key=lambda r: int(r["step"]))
+    if upto is not None:
+        ordered = [r for r in ordered if int(r["step"]) <= upto]
     if not ordered:
         raise ValueError("no rows for the counterexample")
     first = ordered[0]
-    header = {
-        "type": "header",
-        "format": FORMAT,
-        "version": VERSION,
-        "trace_id": first["trace_id"],
-        "protocol": first["protocol"],
-        "config": json.loads(first["config"]),
-        "before": json.loads(first["before"]) if first.get("before") else None,
-    }
-    lines = [_line(header)]
-    for r in ordered:
-        lines.append(
-            _line(
-                {
-                    "type": "step",
-                    "step": int(r["step"]),
-                    "now": int(r["now"]),
-                    "action": r["action"],
-                    "event": json.loads(r["event"]),
-                    "deliveries": json.loads(r["deliveries"]),
-                    "world": json.loads(r["world"]),
-                }
+    head = _header(first, lake, bound_ms)
+    protocol = head["protocol"]
+    checker = Checker(protocol)
+    before = codec.loads(str(first["before"])) if first.get("before") else None
+    steps: list[Step] = []
+    at_step: dict[int, int] = {}  # lake step -> trace step n
+    violations: list[tuple[str, str, int]] = []
+    now = 0
+    for expected, r in enumerate(ordered, 1):
+        where = f"lake trace {r['trace_id']} step {r['step']}"
+        if int(r["step"]) != expected:
+            raise UsageError(f"{where}: steps {expected}..{int(r['step']) - 1} are missing (truncated trace)")
+        if r.get("ops") is None:
+            raise UsageError(
+                f"{where}: the lake has no `ops` column (written by an older swarm): run the swarm again"
             )
-        )
-    lines.append(_line({"type": "verdict", "invariant": invariant, "step": step, "message": message}))
-    return lines
-
-
-def fingerprint(lines: list[str]) -> str:
-    events = "\n".join(json.dumps(json.loads(ln).get("event"), sort_keys=True) for ln in lines[1:-1])
-    return hashlib.sha256(events.encode()).hexdigest()[:12]
-
-
-def write_counterexample(directory: Path, lines: list[str], invariant: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{invariant}_{fingerprint(lines)}.ndjson"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-@dataclass
-class ReplayResult:
-    path: Path
-    invariant: str
-    step: int
-    reproduced: bool
-    diverged_at: int | None
-    detail: str
-
-
-def read_counterexample(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """(header, steps, verdict); malformed or truncated files are a tool error naming file:line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from exc
-    lines = text.splitlines()
-    parsed = []
-    for i, ln in enumerate(lines, 1):
-        try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{i}: not JSON ({exc.msg})") from exc
-        if not isinstance(obj, dict) or "type" not in obj:
-            raise UsageError(f"{path}:{i}: expected an object with a 'type'")
-        parsed.append(obj)
-    if not parsed or parsed[0]["type"] != "header" or parsed[0].get("format") != FORMAT:
-        raise UsageError(f"{path}:1: not a {FORMAT} file")
-    if parsed[0].get("version") != VERSION:
-        raise UsageError(f"{path}:1: version {parsed[0].get('version')!r} not supported (expected {VERSION})")
-    if parsed[-1]["type"] != "verdict":
-        raise UsageError(f"{path}:{len(parsed)}: truncated: the last line is not a verdict")
-    steps = parsed[1:-1]
-    for i, s in enumerate(steps, 2):
-        if s["type"] != "step" or s.get("step") != i - 1:
-            raise UsageError(f"{path}:{i}: expected step {i - 1}")
-    return parsed[0], steps, parsed[-1]
-
-
-def replay_file(path: Path) -> ReplayResult:
-    """Re-run the recorded configuration on the model; exact replay of every world, then the verdict."""
-    from conformance.checker import Checker
-    from conformance.pipeline import codec
-    from conformance.pipeline.swarm_model import config_from_json, observations
-
-    header, steps, verdict = read_counterexample(path)
-    if "source" in header["config"]:
-        raise UsageError(
-            f"{path}:1: imported from {header['config']['source']}: replay that trace with groupcheck replay"
-        )
-    cfg = config_from_json(json.dumps(header["config"]))
-    cfg = type(cfg)(**{**cfg.__dict__, "steps": len(steps)})
-    _initial, observed = observations(cfg)
-    checker = Checker(cfg.protocol)
-    found: list[str] = []
-    for recorded, (obs, _action) in zip(steps, observed, strict=False):
-        if codec.to_jsonable(obs.after) != recorded["world"]:
-            return ReplayResult(
-                path, verdict["invariant"], verdict["step"], False, recorded["step"], "world differs"
+        ops = json.loads(str(r["ops"]))
+        for op in ops[:-1]:  # ops that changed only a client: a step without an event
+            steps.append(Step(len(steps) + 1, now, op))
+        event, deliveries = codec.loads(str(r["event"])), tuple(codec.loads(str(r["deliveries"])))
+        world, now = codec.loads(str(r["world"])), int(r["now"])
+        obs = Observation(before, event, deliveries, world, now)
+        n = len(steps) + 1
+        found = checker.check(obs, n)
+        violations += [(v.invariant, v.message, n) for v in found]
+        steps.append(
+            Step(
+                n, now, ops[-1], event, deliveries, deliveries, checker.last_checked,
+                tuple(Check(v.invariant, v.message) for v in found), checker.last_sometimes,
+                _state(protocol, world),
             )
-        found = [v.invariant for v in checker.check(obs, recorded["step"])]
-        if recorded["step"] == verdict["step"]:
-            break
-    inv = verdict["invariant"]
-    if inv.startswith("window."):
-        from conformance.pipeline.swarm_model import run_one
-        from conformance.pipeline.windows import python_window_checks
+        )  # fmt: skip
+        at_step[int(r["step"])] = n
+        before = world
+    for lake_step, inv, msg in window_violations:
+        if lake_step in at_step:
+            violations.append((inv, msg, at_step[lake_step]))
+            steps[at_step[lake_step] - 1].violated += (Check(inv, msg),)
+    violated = tuple(sorted({i for i, _, _ in violations}))
+    violations.sort(key=lambda v: (v[2], v[0]))
+    return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))
 
-        bound = int(verdict.get("bound_ms", 60_000))
-        hits = {(i, st) for _t, st, i, _m in python_window_checks(list(run_one(cfg)), bound)}
-        ok = (inv, verdict["step"]) in hits
-        return ReplayResult(
-            path, inv, verdict["step"], ok, None, "violated again" if ok else "not violated on replay"
-        )
-    ok = inv in found
-    return ReplayResult(
-        path, inv, verdict["step"], ok, None, "violated again" if ok else "not violated on replay"
-    )
+
+def write_counterexample(trace: Trace, directory: Path, invariant: str | None = None) -> Path:
+    """`<directory>/<invariant-id>_<fingerprint>.ndjson` (the project's naming), named after
+    `invariant` (the violation the file was written for) when given."""
+    path = counterexample_path(trace, directory)
+    if invariant is not None:
+        path = directory / f"{invariant}_{trace.fingerprint()}.ndjson"
+    return write_trace(trace, path)

@@ -16,7 +16,7 @@ from typing import Any
 
 from conformance.errors import UsageError
 from conformance.pipeline import codec
-from conformance.pipeline.swarm_model import observation_row
+from conformance.pipeline.swarm_model import observation_row, ops_per_observation
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,15 @@ def trace_rows(path: Path, index: int = 0) -> list[dict[str, Any]]:
         raise UsageError(f"{path}: cannot be imported: {result.error}")
     origin = _Origin(f"trace-{trace.fingerprint()}", trace.protocol, int(trace.header.get("seed", 0)), index)
     config = json.dumps({"source": str(path), "header": trace.header}, sort_keys=True, separators=(",", ":"))
+    make_row: Any = observation_row
+    if trace.protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import consumer_row as make_row
+    ops = ops_per_observation(result.sim.log, len(result.observations))
     rows = []
     for step, obs in enumerate(result.observations, 1):
-        row = observation_row(origin, config, step, obs, "trace")  # type: ignore[arg-type]
+        row = make_row(origin, config, step, obs, "trace")
         row["before"] = codec.dumps(obs.before) if step == 1 and obs.before is not None else None
+        row["ops"] = json.dumps(ops[step - 1], sort_keys=True, separators=(",", ":"))
         rows.append(row)
     return rows
 

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from conformance.errors import UsageError
 from conformance.pipeline import schema
-from conformance.pipeline.counterexamples import counterexample_lines, write_counterexample
+from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
 from conformance.pipeline.windows import CHECKS, DEFAULT_OWNERLESS_BOUND_MS, window_sql
 
 RESULT_DDL = "kind string, trace_id string, step int, invariant string, message string"
@@ -92,6 +92,7 @@ class AuditSummary:
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
     sometimes: dict[str, int] = field(default_factory=dict)
     counterexamples: list[str] = field(default_factory=list)
+    unwritten: list[str] = field(default_factory=list)  # violations whose rows do not make a trace
     seconds: float = 0.0
     bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS
 
@@ -234,29 +235,30 @@ def _write_counterexamples(df: DataFrame, summary: AuditSummary, directory: Path
         return []
     wanted = sorted({v[0] for v in chosen})
     cols = [
-        "trace_id",
-        "protocol",
-        "config",
-        "step",
-        "now",
-        "action",
-        "event",
-        "deliveries",
-        "world",
-        "before",
-    ]
+        "trace_id", "protocol", "config", "step", "now", "action", "event", "deliveries", "world", "before",
+    ]  # fmt: skip
+    if "ops" in df.columns:
+        cols.append("ops")
     rows = df.where(F.col("trace_id").isin(wanted)).select(*cols).collect()
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_trace.setdefault(r.trace_id, []).append(r.asDict())
+    windows: dict[str, list[tuple[int, str, str]]] = {}
+    for tid, step, inv, msg in summary.violations:
+        if inv.startswith("window."):
+            windows.setdefault(tid, []).append((step, inv, msg))
     written = []
-    for tid, step, inv, msg in chosen:
-        lines = counterexample_lines(by_trace[tid], inv, step, msg)
-        if inv == "window.ownerless_bound":
-            verdict = json.loads(lines[-1])
-            verdict["bound_ms"] = summary.bound_ms
-            lines[-1] = json.dumps(verdict, sort_keys=True, separators=(",", ":"))
-        written.append(str(write_counterexample(directory, lines, inv)))
+    for tid, step, inv, _msg in chosen:
+        # a registry violation's trace ends at its step; a window check reads a span: whole run
+        upto, spans = (None, windows.get(tid, [])) if inv.startswith("window.") else (step, [])
+        try:
+            trace = trace_from_rows(
+                by_trace[tid], spans, upto=upto, lake=summary.lake, bound_ms=summary.bound_ms
+            )
+        except (UsageError, ValueError) as exc:  # a quarantined (malformed) trace: no replayable file
+            summary.unwritten.append(f"{tid}: {exc}")
+            continue
+        written.append(str(write_counterexample(trace, directory, inv)))
     return sorted(set(written))
 
 

@@ -41,16 +41,22 @@ def consumer_variants(rng: random.Random, pinned: dict[str, str]) -> dict[str, s
     return variants
 
 
-def build_consumer_sim(cfg: Any) -> tuple[Any, list[str]]:
-    from conformance.build import make_consumer_sim
-
+def consumer_client_specs(cfg: Any) -> list[dict[str, Any]]:
     clients = []
     for i in range(cfg.members):
         spec: dict[str, Any] = {"name": f"c{i + 1}", "topics": list(cfg.subscriptions[i])}
         if cfg.static[i]:
             spec["instance_id"] = f"i{i + 1}"
         clients.append(spec)
-    sim = make_consumer_sim(cfg.topics, clients, {}, cfg.variants, seed=cfg.seed * 1_000_003 + cfg.index)
+    return clients
+
+
+def build_consumer_sim(cfg: Any) -> tuple[Any, list[str]]:
+    from conformance.build import make_consumer_sim
+    from conformance.pipeline.swarm_model import sim_seed
+
+    clients = consumer_client_specs(cfg)
+    sim = make_consumer_sim(cfg.topics, clients, {}, cfg.variants, seed=sim_seed(cfg))
     return sim, [c["name"] for c in clients]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from conformance.build import make_classic_sim, settle_round
 from conformance.pipeline import codec
-from model.classic.client import ClassicClient, Phase
+from model.classic.client import Phase
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from model.classic.sim import ClassicSim
 from model.observation import Observation
@@ -101,7 +101,8 @@ def draw_config(
     )  # fmt: skip
 
 
-def build_sim(cfg: SwarmConfig) -> tuple[ClassicSim, list[str]]:
+def client_specs(cfg: SwarmConfig) -> list[dict[str, Any]]:
+    """The run's clients as `conformance.build` specs (also the trace header's `setup.clients`)."""
     clients = []
     for i in range(cfg.members):
         spec: dict[str, Any] = {
@@ -114,8 +115,29 @@ def build_sim(cfg: SwarmConfig) -> tuple[ClassicSim, list[str]]:
         if cfg.static[i]:
             spec["instance_id"] = f"i{i + 1}"
         clients.append(spec)
+    return clients
+
+
+def sim_seed(cfg: SwarmConfig) -> int:
+    """The simulator's chooser seed for this run (the trace header's `seed`)."""
+    return cfg.seed * 1_000_003 + cfg.index
+
+
+def trace_setup(cfg: SwarmConfig) -> dict[str, Any]:
+    """What `groupcheck replay` rebuilds the run's simulator from (a project trace's header)."""
+    if cfg.protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import consumer_client_specs
+
+        clients = consumer_client_specs(cfg)
+    else:
+        clients = client_specs(cfg)
+    return {"topics": dict(cfg.topics), "clients": clients, "config": {}}
+
+
+def build_sim(cfg: SwarmConfig) -> tuple[ClassicSim, list[str]]:
+    clients = client_specs(cfg)
     variants = {k: v for k, v in cfg.variants.items()}
-    sim = make_classic_sim(cfg.topics, clients, {}, variants, seed=cfg.seed * 1_000_003 + cfg.index)
+    sim = make_classic_sim(cfg.topics, clients, {}, variants, seed=sim_seed(cfg))
     return sim, [c["name"] for c in clients]
 
 
@@ -181,18 +203,15 @@ class _Driver:
         self.note(self.sim.append_failure(), "append_failure")
 
     def do_restart(self, name: str) -> None:
-        old = self.sim.clients[name]
-        self.sim.clients[name] = ClassicClient(name, old.config)
-        self.sim.awaiting.pop(name, None)
-        self.sim.stalled.discard(name)
+        self.sim.restart(name)  # a fresh consumer with the same config, recorded as the trace op `restart`
         self.do_step(name)
 
     def do_grow_topic(self, name: str) -> None:
         n = self.sim.topics["t"] + self.rng.randint(1, 2)
         self.note(self.sim.create_topic("t", n), "grow_topic")
-        for c in self.sim.clients.values():
+        for cname, c in sorted(self.sim.clients.items()):
             if c.member_id and c.member_id == c.leader:
-                c.needs_rejoin = True  # the leader's metadata refresh notices the new partitions
+                self.sim.rejoin(cname)  # the leader's metadata refresh notices the new partitions
 
     def do_zombie(self, name: str) -> None:
         c = self.sim.clients[name]
@@ -220,13 +239,42 @@ class _Driver:
 
 def observations(cfg: SwarmConfig) -> tuple[Any, list[tuple[Observation[Any], str]]]:
     """The initial world and the run's observations with the action that produced each (deterministic)."""
+    initial, observed, _ops = recorded_run(cfg)
+    return initial, observed
+
+
+def recorded_run(
+    cfg: SwarmConfig,
+) -> tuple[Any, list[tuple[Observation[Any], str]], list[list[dict[str, Any]]]]:
+    """`observations` plus, per observation, the trace ops that led to it (`ops_per_observation`)."""
+    driver: Any
     if cfg.protocol == "consumer":
         from conformance.pipeline.swarm_consumer import ConsumerDriver
 
-        cdriver = ConsumerDriver(cfg)
-        return cdriver.initial, cdriver.run()
-    driver = _Driver(cfg)
-    return driver.initial, driver.run()
+        driver = ConsumerDriver(cfg)
+    else:
+        driver = _Driver(cfg)
+    observed = driver.run()
+    return driver.initial, observed, ops_per_observation(driver.sim.log, len(observed))
+
+
+def ops_per_observation(log: list[Any], count: int) -> list[list[dict[str, Any]]]:
+    """Group a traced simulator's log (`conformance.trace.classic.TracedClassicSim.log` or the
+    consumer twin) by observation: the ops that changed only a client (restart, rejoin, a consumer
+    action that observed nothing) go with the next observation's own op. These are the project
+    trace's step actions, so a lake row keeps enough to rebuild a replayable trace."""
+    out: list[list[dict[str, Any]]] = []
+    pending: list[dict[str, Any]] = []
+    for entry in log:
+        pending.append(entry.op)
+        if entry.obs is not None:
+            out.append(pending)
+            pending = []
+            if len(out) == count:
+                break
+    if len(out) != count:
+        raise RuntimeError(f"the simulator logged {len(out)} observations, the driver kept {count}")
+    return out
 
 
 def observation_row(
@@ -271,13 +319,14 @@ def observation_row(
 
 def run_one(cfg: SwarmConfig) -> Iterator[dict[str, Any]]:
     config_json = cfg.to_json()
-    initial, observed = observations(cfg)
+    initial, observed, ops = recorded_run(cfg)
     make_row = observation_row
     if cfg.protocol == "consumer":
         from conformance.pipeline.swarm_consumer import consumer_row as make_row
-    for step, (obs, action) in enumerate(observed, 1):
+    for step, ((obs, action), step_ops) in enumerate(zip(observed, ops, strict=True), 1):
         row = make_row(cfg, config_json, step, obs, action)
         row["before"] = codec.dumps(initial) if step == 1 else None
+        row["ops"] = json.dumps(step_ops, sort_keys=True, separators=(",", ":"))
         yield row
 
 

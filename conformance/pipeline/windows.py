@@ -184,3 +184,28 @@ def python_window_checks(
         open_since, prev_step = still_open, step
     flush_trace()
     return out
+
+
+def replayed_window_violations(
+    protocol: str, observations: list[Any], bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS
+) -> list[tuple[str, str, int]]:
+    """The window checks over a replayed run's observations: (invariant, message, observation number).
+
+    `groupcheck replay` calls this for a trace whose verdict names a `window.*` id (a pipeline
+    counterexample), since these checks read a span of steps rather than one observation."""
+    from conformance.pipeline.swarm_model import observation_row
+
+    make_row: Any = observation_row
+    if protocol == "consumer":
+        from conformance.pipeline.swarm_consumer import consumer_row as make_row
+
+    origin = _ReplayOrigin("replay", protocol, 0, 0)
+    rows = [make_row(origin, "{}", n, obs, "replay") for n, obs in enumerate(observations, 1)]
+    return [(inv, msg, step) for _tid, step, inv, msg in python_window_checks(rows, bound_ms)]
+
+
+class _ReplayOrigin:
+    """The identity columns of rows built during a replay (`observation_row` reads these)."""
+
+    def __init__(self, trace_id: str, protocol: str, seed: int, index: int) -> None:
+        self.trace_id, self.protocol, self.seed, self.index = trace_id, protocol, seed, index

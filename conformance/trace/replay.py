@@ -104,11 +104,24 @@ def replay(
     if strict and not result.exact:
         result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
         return result
+    _window_checks(trace, result)
     if result.violations:
         result.verdict = "FAILED"
     else:
         result.verdict = "FIXED" if trace.verdict == "FAILED" else "PASSED"
     return result
+
+
+def _window_checks(trace: Trace, result: ReplayResult) -> None:
+    """A Spark-pipeline counterexample may name `window.*` checks (spans of steps, not one
+    observation): judge those again over the replayed observations (`conformance.pipeline.windows`)."""
+    if not any(i.startswith("window.") for i in trace.violated):
+        return
+    from conformance.pipeline.windows import DEFAULT_OWNERLESS_BOUND_MS, replayed_window_violations
+
+    bound = int(trace.header["origin"].get("ownerless_bound_ms", DEFAULT_OWNERLESS_BOUND_MS))
+    for inv, msg, k in replayed_window_violations(trace.protocol, result.observations, bound):
+        result.violations.append(Violation(inv, f"{msg} (observation {k} of the replay)", k))
 
 
 def _difference(step: Any, obs: Any) -> str | None:
@@ -194,6 +207,7 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
     if strict and not result.exact:
         result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
         return result
+    _window_checks(trace, result)
     if result.violations:
         result.verdict = "FAILED"
     else:

@@ -11,7 +11,7 @@ import pytest
 from conformance.errors import UsageError
 from conformance.pipeline import codec, schema
 from conformance.pipeline.audit_core import audit_trace
-from conformance.pipeline.counterexamples import counterexample_lines, replay_file, write_counterexample
+from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
 from conformance.pipeline.swarm_model import draw_config, observations, run_one
 from conformance.pipeline.windows import CHECKS, python_window_checks, window_sql
 
@@ -164,41 +164,73 @@ def test_window_checks_agree_between_python_and_duckdb_and_have_teeth(v0_rows):
     assert "window.ownerless_bound" in tight and "window.ownerless_bound" not in {i for _t, i in kinds}
 
 
-def test_counterexamples_replay_and_bad_files_are_tool_errors(v0_rows, tmp_path: Path):
-    rows, (step, inv, msg) = first_violating(v0_rows, "classic.single_owner_consumer")
-    lines = counterexample_lines(rows, inv, step, msg)
-    path = write_counterexample(tmp_path, lines, inv)
-    assert path.name.startswith("classic.single_owner_consumer_") and len(lines) == step + 2
-    again = write_counterexample(tmp_path / "again", counterexample_lines(rows, inv, step, msg), inv)
-    assert again.read_bytes() == path.read_bytes()  # deterministic bytes
-    result = replay_file(path)
-    assert result.reproduced and result.diverged_at is None
-    # a recording the model no longer produces is reported as divergence, not as a pass
-    tampered = [json.loads(ln) for ln in lines]
-    tampered[2]["world"]["now"] = 1
-    tampered[2]["world"] = {**tampered[2]["world"], "failover": not tampered[2]["world"]["failover"]}
-    bad = tmp_path / "tampered.ndjson"
-    bad.write_text("\n".join(json.dumps(t) for t in tampered) + "\n")
-    assert replay_file(bad).diverged_at == 2
+def _schema_valid(path: Path) -> None:
+    import jsonschema
+
+    from conformance.trace.schema import SCHEMA_PATH
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    for line in path.read_text().splitlines():
+        validator.validate(json.loads(line))
+
+
+def test_counterexamples_are_project_traces_that_replay_show_and_fix(v0_rows, tmp_path: Path, capsys):
+    from conformance.cli import main
+    from conformance.trace.format import read_trace
+    from conformance.trace.replay import replay
+
+    rows, (step, inv, _msg) = first_violating(v0_rows, "classic.single_owner_consumer")
+    path = write_counterexample(trace_from_rows(rows, upto=step, lake="mem"), tmp_path)
+    again = write_counterexample(trace_from_rows(rows, upto=step, lake="mem"), tmp_path / "again")
+    assert path.name.startswith("classic.single_owner_consumer_") and again.read_bytes() == path.read_bytes()
+    _schema_valid(path)
+    trace = read_trace(path)
+    assert trace.verdict == "FAILED" and inv in trace.violated
+    assert sum(1 for s in trace.steps if s.event is not None) == step  # one event step per lake row
+    assert trace.header["origin"]["kind"] == "swarm" and trace.header["setup"]["clients"]
+    result = replay(trace)
+    assert result.verdict == "FAILED" and result.exact and inv in {v.invariant for v in result.violations}
+    assert main(["replay", str(path)]) == 1
+    assert main(["pipeline", "replay", str(path)]) == 1
+    assert main(["replay", str(path), "--variant", "sticky=v1"]) == 0  # the KIP-341 fix: FIXED
+    assert "FIXED" in capsys.readouterr().out
+    assert main(["show", str(path), "--format", "text"]) == 0
+    assert "classic.single_owner_consumer" in capsys.readouterr().out
+    # a recording the model no longer produces is an ERROR (exit 2), not a pass
+    lines = path.read_text().splitlines()
+    k = next(
+        i for i, ln in enumerate(lines) if '"classic.JoinGroupResponse"' in ln and '"generation_id":1' in ln
+    )
+    tampered = tmp_path / "tampered.ndjson"
+    lines_t = [*lines[:k], lines[k].replace('"generation_id":1', '"generation_id":7'), *lines[k + 1 :]]
+    tampered.write_text("\n".join(lines_t) + "\n")
+    assert main(["replay", str(tampered)]) == 2
+    assert "no longer reproduces the recording exactly" in capsys.readouterr().out
     truncated = tmp_path / "truncated.ndjson"
     truncated.write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(UsageError, match=r"truncated.ndjson:\d+: truncated"):
-        replay_file(truncated)
-    garbage = tmp_path / "garbage.ndjson"
-    garbage.write_text(lines[0] + "\n{oops\n")
-    with pytest.raises(UsageError, match=r"garbage.ndjson:2: not JSON"):
-        replay_file(garbage)
-
-
-def test_cli_replay_exit_codes(v0_rows, tmp_path: Path, capsys):
-    from conformance.cli import main
-
-    rows, (step, inv, msg) = first_violating(v0_rows, "client.assignment_single_owner")
-    path = write_counterexample(tmp_path, counterexample_lines(rows, inv, step, msg), inv)
-    assert main(["pipeline", "replay", str(path)]) == 1
-    assert "FAILED: client.assignment_single_owner" in capsys.readouterr().out
+    assert main(["replay", str(truncated)]) == 2
     assert main(["pipeline", "replay", str(tmp_path / "nope.ndjson")]) == 2
     assert main(["pipeline", "swarm", "--runs", "1", "--variant", "sticky=v9"]) == 2
+
+
+def test_window_violation_traces_replay_with_their_bound(v0_rows, tmp_path: Path):
+    from conformance.trace.format import read_trace
+    from conformance.trace.replay import replay
+
+    rows = v0_rows
+    found = python_window_checks(sorted(rows, key=lambda r: (r["trace_id"], r["step"])), 0)
+    tid, step, inv, msg = next(v for v in found if v[2] == "window.ownerless_bound")
+    mine = [r for r in rows if r["trace_id"] == tid]
+    path = write_counterexample(trace_from_rows(mine, [(step, inv, msg)], bound_ms=0), tmp_path)
+    _schema_valid(path)
+    trace = read_trace(path)
+    assert trace.violated == ("window.ownerless_bound",) and len([s for s in trace.steps if s.event]) == len(
+        mine
+    )
+    assert replay(trace).verdict == "FAILED"
+    # the same run judged with a bound no span reaches: the window check finds nothing
+    trace.header["origin"]["ownerless_bound_ms"] = 10**9
+    assert replay(trace).verdict == "FIXED"
 
 
 def test_consumer_swarm_round_trips_and_its_audit_catches_kafka_16147():
@@ -236,9 +268,27 @@ def test_ndjson_traces_import_into_the_lake_and_audit_the_same(tmp_path: Path):
     got = table.to_pylist()
     audit = audit_trace(got[0]["trace_id"], got)
     assert "classic.single_owner_consumer" in {v[1] for v in audit.violations} and not audit.quarantined
-    step, inv, msg = next(v for v in audit.violations if v[1] == "classic.single_owner_consumer")
-    cx = write_counterexample(tmp_path / "cx", counterexample_lines(got, inv, step, msg), inv)
-    with pytest.raises(UsageError, match="replay that trace with groupcheck replay"):
-        replay_file(cx)
+    step, inv, _msg = next(v for v in audit.violations if v[1] == "classic.single_owner_consumer")
+    cx = write_counterexample(trace_from_rows(got, upto=step), tmp_path / "cx")
+    assert main(["replay", str(cx)]) == 1  # the imported run, as a project trace, fails again
     with pytest.raises(UsageError, match="not empty"):
         import_traces(traces, tmp_path / "lake")
+
+
+def test_consumer_counterexamples_are_project_traces_that_replay(tmp_path: Path):
+    from conformance.cli import main
+    from conformance.trace.format import read_trace
+
+    for i in range(4):
+        rows = list(run_one(draw_config(2, i, "consumer", {"mutant": "kafka-16147"})))
+        hits = [v for v in audit_trace("m", rows).violations if v[1] == "consumer.single_partition_holder"]
+        if hits:
+            break
+    else:
+        raise AssertionError("no consumer run with the kafka-16147 mutant broke single_partition_holder")
+    path = write_counterexample(trace_from_rows(rows, upto=hits[0][0]), tmp_path)
+    _schema_valid(path)
+    trace = read_trace(path)
+    assert trace.protocol == "consumer" and trace.header["variants"]["mutant"] == "kafka-16147"
+    assert main(["replay", str(path)]) == 1
+    assert main(["show", str(path), "--format", "mermaid"]) == 0
