@@ -26,6 +26,14 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--master", help="Spark master URL (default local[*])")
     s.add_argument("--out", type=Path, default=Path("reports/runs/lake"))
     s.add_argument("--overwrite", action="store_true")
+    s.add_argument(
+        "--coverage",
+        action="store_true",
+        help="record each step's abstract state (explore's key) for coverage",
+    )
+    s.add_argument(
+        "--shape", help="M,P: every run has M dynamic members on one topic of P partitions (explore's set-up)"
+    )
     a = psub.add_parser("audit", help="check the invariants over a trace lake")
     a.add_argument("path")
     a.add_argument("--master")
@@ -35,7 +43,10 @@ def add_parser(sub: Any) -> None:
     m = psub.add_parser("metrics", help="rebalance length, partitions moved, time without owner, coverage")
     m.add_argument("path")
     m.add_argument("--master")
-    m.add_argument("--out", type=Path, help="report directory (default: <path>-metrics)")
+    m.add_argument("--out", type=Path, help="report directory (default: reports/pipeline/<lake name>)")
+    m.add_argument(
+        "--graph", type=Path, help="an explore graph (explore --graph): coverage of it, and its picture"
+    )
     im = psub.add_parser("import", help="convert groupcheck NDJSON traces into a trace lake")
     im.add_argument("traces", nargs="+", type=Path)
     im.add_argument("--out", type=Path, required=True)
@@ -83,15 +94,34 @@ def run(args: argparse.Namespace) -> int:
         spark = get_session(args.master, "groupcheck-swarm")
         s = jobs.swarm(
             spark, args.runs, args.out, seed=args.seed, protocol=args.protocol, variants=variants,
-            steps=args.steps, overwrite=args.overwrite,
+            steps=args.steps, overwrite=args.overwrite, coverage=args.coverage, shape=_shape(args.shape),
         )  # fmt: skip
         print(f"swarm: {s.runs} runs, {s.rows} rows in {s.seconds:.1f} s -> {s.out}")
         return EXIT_OK
     if args.pipeline_command == "metrics":
-        mout = args.out or Path(str(args.path).rstrip("/") + "-metrics")
-        results = jobs.metrics(get_session(args.master, "groupcheck-metrics"), args.path, mout)
-        write_metrics_report(results, args.path, mout)
-        print(f"metrics of {args.path}: {mout / 'summary.md'}")
+        from conformance.pipeline.report import write_metrics_report
+
+        mout = args.out or Path("reports") / "pipeline" / Path(str(args.path).rstrip("/")).name
+        graph = None
+        if args.graph is not None:
+            from conformance.trace.coverage import load_graph
+
+            graph = load_graph(args.graph)
+        results, explore = jobs.metrics(
+            get_session(args.master, "groupcheck-metrics"), args.path, mout, graph
+        )
+        summary = write_metrics_report(results, args.path, mout, explore)
+        for row in results.get("coverage", []):
+            print(
+                f"coverage ({row['protocol']}, coarse states): {row['states']} states, {row['transitions']} transitions"
+            )
+        for row in results.get("abstract", []):
+            print(
+                f"coverage ({row['protocol']}, abstract states): {row['states']} states, {row['transitions']} transitions"
+            )
+        if explore is not None:
+            print(explore.summary())
+        print(f"metrics of {args.path}: {summary}")
         return EXIT_OK
     out = args.out or Path(str(args.path).rstrip("/") + "-audit")
     spark = get_session(args.master, "groupcheck-audit")
@@ -162,30 +192,16 @@ def write_audit_report(summary: Any, out: Path) -> None:
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_metrics_report(results: dict[str, list[dict[str, Any]]], lake: str, out: Path) -> None:
-    titles = {
-        "rebalances": "Rebalance length (steps and virtual ms per rebalance)",
-        "moved": "Partitions moved per completed rebalance (Stable owner changed between generations)",
-        "ownerless": "Time without an owner while Stable (virtual ms per span)",
-        "coverage": "Coverage of the abstract state graph (protocol, group state, members, members in sync)",
-    }
-    lines = [f"# Pipeline metrics: `{lake}`", ""]
-    for name, rows in results.items():
-        lines += [f"## {titles[name]}", ""]
-        if not rows:
-            lines += ["(no rows)", ""]
-            continue
-        cols = list(rows[0])
-        lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        for r in rows:
-            lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
-        lines.append("")
-    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
-    (out / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:,.1f}" if isinstance(v, float) else str(v)
+def _shape(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        members, partitions = (int(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"--shape {text!r}: expected M,P (members, partitions)") from None
+    if not (1 <= members <= 8 and 1 <= partitions <= 64):
+        raise UsageError(f"--shape {text!r}: members 1..8, partitions 1..64")
+    return members, partitions
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ def trace_rows(path: Path, index: int = 0) -> list[dict[str, Any]]:
     make_row: Any = observation_row
     if trace.protocol == "consumer":
         from conformance.pipeline.swarm_consumer import consumer_row as make_row
-    ops = ops_per_observation(result.sim.log, len(result.observations))
+    ops = ops_per_observation(result.sim.log, result.observations)
     rows = []
     for step, obs in enumerate(result.observations, 1):
         row = make_row(origin, config, step, obs, "trace")

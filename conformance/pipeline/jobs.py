@@ -51,6 +51,8 @@ def swarm(
     steps: int = 80,
     slices: int | None = None,
     overwrite: bool = False,
+    coverage: bool = False,
+    shape: tuple[int, int] | None = None,
 ) -> SwarmSummary:
     from conformance.pipeline.swarm_model import draw_config, run_one
 
@@ -65,7 +67,7 @@ def swarm(
         pending: list[dict[str, Any]] = []
         for batch in batches:
             for index in batch.column("id").to_pylist():
-                pending.extend(run_one(draw_config(seed, index, protocol, pinned, steps)))
+                pending.extend(run_one(draw_config(seed, index, protocol, pinned, steps, coverage, shape)))
                 if len(pending) >= BATCH_ROWS:
                     yield schema.rows_to_batch(pending)
                     pending = []
@@ -263,9 +265,19 @@ def _write_counterexamples(df: DataFrame, summary: AuditSummary, directory: Path
 
 
 # ---------------------------------------------------------------------- metrics
-def metrics(spark: SparkSession, path: str, out: Path) -> dict[str, list[dict[str, Any]]]:
-    """Run every metrics query; each result is written as Parquet and returned as rows."""
-    from conformance.pipeline.metrics import QUERIES, metrics_sql
+def metrics(
+    spark: SparkSession, path: str, out: Path, graph: Any = None
+) -> tuple[dict[str, list[dict[str, Any]]], Any]:
+    """Run every metrics query (summary tables also written as Parquet) and, when the lake has
+    abstract states, the coverage queries over them; with `graph` (an explore graph, as
+    `conformance.trace.coverage.load_graph` returns) also a filled `Coverage` of it."""
+    from conformance.pipeline.metrics import (
+        ABSTRACT_QUERIES,
+        QUERIES,
+        REACHED_EDGES,
+        REACHED_STATES,
+        metrics_sql,
+    )
 
     df = read_lake(spark, path)
     df.where("trace_id IS NOT NULL AND step IS NOT NULL AND now IS NOT NULL").createOrReplaceTempView("lake")
@@ -273,7 +285,25 @@ def metrics(spark: SparkSession, path: str, out: Path) -> dict[str, list[dict[st
     results: dict[str, list[dict[str, Any]]] = {}
     for name in QUERIES:
         res = spark.sql(metrics_sql(name))
-        rows = [r.asDict() for r in res.collect()]
-        res.coalesce(1).write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
-        results[name] = rows
-    return results
+        results[name] = [r.asDict() for r in res.collect()]
+        if name in ("rebalances", "moved", "ownerless", "coverage"):
+            res.coalesce(1).write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
+    abstract = "abstract_state" in df.columns and bool(
+        spark.sql("SELECT 1 FROM lake WHERE abstract_state IS NOT NULL LIMIT 1").collect()
+    )
+    explore = None
+    if abstract:
+        for name in ABSTRACT_QUERIES:
+            results[name] = [r.asDict() for r in spark.sql(metrics_sql(name, abstract=True)).collect()]
+        if graph is not None:
+            from conformance.trace.coverage import Coverage
+
+            meta, g = graph
+            explore = Coverage(g, meta)
+            explore.nodes = {r.state for r in spark.sql(REACHED_STATES).collect()}
+            explore.edges = {(r.src, r.dst) for r in spark.sql(REACHED_EDGES).collect()}
+    elif graph is not None:
+        raise UsageError(
+            f"{path}: no abstract states in this lake: run the swarm with --coverage for --graph"
+        )
+    return results, explore

@@ -1,16 +1,21 @@
-"""Metrics and coverage over a trace lake, as SQL (Spark SQL; the DuckDB dialect as in `windows`).
+"""Metrics and coverage over a trace lake, as Spark SQL.
 
 Per assignor and variant (read from each run's `config`): rebalance length in steps and virtual ms
 (a maximal run of PreparingRebalance/CompletingRebalance steps, or Assigning/Reconciling for the
 consumer protocol), partitions moved per completed rebalance (a partition whose Stable owner at
 the new generation differs from its owner at the previous one), and time without an owner while
-Stable. Coverage: distinct abstract states (protocol, group state, members, members at the current
-generation) and transitions between consecutive steps, against the count reached by the lake.
+Stable (spans as in `windows.OWNERLESS`). Each comes as a summary table and as the per-rebalance /
+per-span rows the plots are drawn from (`plots`).
+
+Coverage: distinct states and transitions between consecutive steps, over the coarse state every
+lake has (protocol, group state, members, members at the current generation) and, in a swarm run
+with `--coverage`, over the `abstract_state` column (the keys of `groupcheck explore`); how many
+new ones each run found (the growth curve), and the group-state edges walked.
 """
 
 from __future__ import annotations
 
-from conformance.pipeline.windows import _DIALECT
+from conformance.pipeline.windows import _DIALECT, _HELD
 
 _CONFIG = """
   CASE WHEN protocol = 'consumer' THEN 'uniform' ELSE get_json_object(config, '$.assignor') END AS assignor,
@@ -18,7 +23,7 @@ _CONFIG = """
   coalesce(get_json_object(config, '$.variants.mutant'), '-') AS mutant
 """
 
-REBALANCES = """
+_REBALANCE_SPANS = """
 WITH flagged AS (
   SELECT trace_id, step, now, {config},
          group_state IN ('PreparingRebalance', 'CompletingRebalance', 'Assigning', 'Reconciling') AS busy
@@ -33,12 +38,20 @@ spans AS (
   SELECT trace_id, assignor, sticky, mutant, count(*) AS steps, max(now) - min(now) AS ms
   FROM islands WHERE busy GROUP BY trace_id, assignor, sticky, mutant, island
 )
+"""
+
+REBALANCES = (
+    _REBALANCE_SPANS
+    + """
 SELECT assignor, sticky, mutant, count(*) AS rebalances, avg(steps) AS avg_steps,
        percentile_approx(steps, 0.95) AS p95_steps, avg(ms) AS avg_ms, max(ms) AS max_ms
 FROM spans GROUP BY assignor, sticky, mutant ORDER BY assignor, sticky, mutant
 """
+)
 
-MOVED = """
+REBALANCE_SPANS = _REBALANCE_SPANS + "SELECT assignor, sticky, mutant, steps, ms FROM spans"
+
+_MOVED = """
 WITH owners AS (
   SELECT trace_id, {config}, generation, h.topic AS topic, h.partition AS part, min(h.client) AS owner
   FROM (SELECT trace_id, protocol, config, generation, {explode}(holdings) AS h FROM lake
@@ -56,63 +69,126 @@ per_gen AS (
   SELECT trace_id, assignor, sticky, mutant, generation, sum(moved) AS moved
   FROM changes GROUP BY trace_id, assignor, sticky, mutant, generation
 )
+"""
+
+MOVED = (
+    _MOVED
+    + """
 SELECT assignor, sticky, mutant, count(*) AS stable_generations, avg(moved) AS avg_moved, max(moved) AS max_moved
 FROM per_gen GROUP BY assignor, sticky, mutant ORDER BY assignor, sticky, mutant
 """
+)
 
-OWNERLESS_SPANS = """
+MOVED_ROWS = _MOVED + "SELECT assignor, sticky, mutant, moved FROM per_gen"
+
+_OWNERLESS = """
 WITH parts AS (
-  SELECT trace_id, step, now, group_state, {config}, tp.topic AS topic, {explode}({seq}) AS part
-  FROM (SELECT trace_id, step, now, group_state, protocol, config, subscribed,
-               {explode}(topic_partitions) AS tp FROM lake) t
+  SELECT trace_id, step, now, assignor, sticky, mutant, held, tp.topic AS topic, {explode}({seq}) AS part
+  FROM (SELECT trace_id, step, now, {config}, subscribed, {explode}(topic_partitions) AS tp, {held_keys} AS held
+        FROM (SELECT trace_id, step, now, protocol, config, subscribed, topic_partitions, {held} AS held
+              FROM lake WHERE group_state = 'Stable') s) t
   WHERE array_contains(subscribed, tp.topic)
 ),
-owned AS (
-  SELECT DISTINCT trace_id, step, h.topic AS topic, h.partition AS part
-  FROM (SELECT trace_id, step, generation, {explode}(holdings) AS h FROM lake) x
-  WHERE h.phase = 'stable' AND h.generation = generation
-),
-flagged AS (
-  SELECT p.*, (p.group_state = 'Stable' AND o.trace_id IS NULL) AS ownerless
-  FROM parts p LEFT JOIN owned o
-    ON p.trace_id = o.trace_id AND p.step = o.step AND p.topic = o.topic AND p.part = o.part
-),
-islands AS (
-  SELECT *, row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step)
-          - row_number() OVER (PARTITION BY trace_id, topic, part, ownerless ORDER BY step) AS island
-  FROM flagged
-),
 spans AS (
-  SELECT assignor, sticky, mutant, max(now) - min(now) AS ms
-  FROM islands WHERE ownerless GROUP BY trace_id, topic, part, island, assignor, sticky, mutant
+  SELECT trace_id, assignor, sticky, mutant, max(now) - min(now) AS ms
+  FROM (SELECT *, step - row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step) AS island
+        FROM parts WHERE NOT {owned}) i
+  GROUP BY trace_id, assignor, sticky, mutant, topic, part, island
 )
+"""
+
+OWNERLESS_SPANS = (
+    _OWNERLESS
+    + """
 SELECT assignor, sticky, mutant, count(*) AS spans, avg(ms) AS avg_ms,
        percentile_approx(ms, 0.95) AS p95_ms, max(ms) AS max_ms
 FROM spans GROUP BY assignor, sticky, mutant ORDER BY assignor, sticky, mutant
 """
+)
 
-COVERAGE = """
+OWNERLESS_ROWS = _OWNERLESS + "SELECT assignor, sticky, mutant, ms FROM spans"
+
+#: the coarse state of a step: every lake has it
+COARSE_STATE = """concat(protocol, '|', coalesce(group_state, 'none'), '|m', CAST(member_count AS STRING), '|s',
+  CAST(size(array_distinct(filter(holdings, h -> h.phase = 'stable' AND h.generation = generation).client)) AS STRING))"""
+
+_STATES = """
 WITH states AS (
-  SELECT trace_id, step, protocol,
-         concat(protocol, '|', coalesce(group_state, 'none'), '|m', CAST(member_count AS STRING), '|s',
-                CAST(size(array_distinct(transform(filter(holdings, h -> h.phase = 'stable'
-                     AND h.generation = generation), h -> h.client))) AS STRING)) AS state
-  FROM lake
+  SELECT trace_id, run_index, step, protocol, coalesce(group_state, 'none') AS gs, {state} AS state FROM lake
 ),
 edges AS (
-  SELECT protocol, lag(state) OVER (PARTITION BY trace_id ORDER BY step) AS src, state AS dst FROM states
+  SELECT trace_id, run_index, protocol, gs AS dst_gs, state AS dst,
+         lag(gs) OVER (PARTITION BY trace_id ORDER BY step) AS src_gs,
+         lag(state) OVER (PARTITION BY trace_id ORDER BY step) AS src
+  FROM states
 )
-SELECT s.protocol, s.states, t.transitions
-FROM (SELECT protocol, count(DISTINCT state) AS states FROM states GROUP BY protocol) s
-LEFT JOIN (SELECT protocol, count(DISTINCT concat(src, '>', dst)) AS transitions
-           FROM edges WHERE src IS NOT NULL GROUP BY protocol) t
-  ON s.protocol = t.protocol
 """
 
-QUERIES = {"rebalances": REBALANCES, "moved": MOVED, "ownerless": OWNERLESS_SPANS, "coverage": COVERAGE}
+COVERAGE = (
+    _STATES
+    + """
+SELECT s.protocol, s.states, coalesce(t.transitions, 0) AS transitions, s.runs
+FROM (SELECT protocol, count(DISTINCT state) AS states, count(DISTINCT trace_id) AS runs FROM states GROUP BY protocol) s
+LEFT JOIN (SELECT protocol, count(DISTINCT concat(src, '>', dst)) AS transitions
+           FROM edges WHERE src IS NOT NULL AND src <> dst GROUP BY protocol) t
+  ON s.protocol = t.protocol
+ORDER BY s.protocol
+"""
+)
+
+GROWTH = (
+    _STATES
+    + """
+SELECT coalesce(a.protocol, b.protocol) AS protocol, coalesce(a.run_index, b.run_index) AS run_index,
+       coalesce(a.n, 0) AS new_states, coalesce(b.n, 0) AS new_transitions
+FROM (SELECT protocol, first AS run_index, count(*) AS n
+      FROM (SELECT protocol, state, min(run_index) AS first FROM states GROUP BY protocol, state) f
+      GROUP BY protocol, first) a
+FULL OUTER JOIN (SELECT protocol, first AS run_index, count(*) AS n
+      FROM (SELECT protocol, src, dst, min(run_index) AS first FROM edges
+            WHERE src IS NOT NULL AND src <> dst GROUP BY protocol, src, dst) f
+      GROUP BY protocol, first) b
+  ON a.protocol = b.protocol AND a.run_index = b.run_index
+"""
+)
+
+STATE_EDGES = (
+    _STATES
+    + """
+SELECT protocol, src_gs AS src, dst_gs AS dst, count(*) AS steps,
+       count(DISTINCT CASE WHEN src <> dst THEN concat(src, '>', dst) END) AS abstract
+FROM edges WHERE src_gs IS NOT NULL GROUP BY protocol, src_gs, dst_gs ORDER BY protocol, src, dst
+"""
+)
+
+REACHED_STATES = "SELECT DISTINCT abstract_state AS state FROM lake WHERE abstract_state IS NOT NULL"
+REACHED_EDGES = """
+SELECT DISTINCT src, dst FROM (
+  SELECT lag(abstract_state) OVER (PARTITION BY trace_id ORDER BY step) AS src, abstract_state AS dst FROM lake
+) e WHERE src IS NOT NULL AND dst IS NOT NULL AND src <> dst
+"""
+
+#: summary tables (Parquet + summary.md), then the rows the plots are drawn from
+QUERIES = {
+    "rebalances": REBALANCES,
+    "moved": MOVED,
+    "ownerless": OWNERLESS_SPANS,
+    "coverage": COVERAGE,
+    "rebalance_spans": REBALANCE_SPANS,
+    "moved_rows": MOVED_ROWS,
+    "ownerless_rows": OWNERLESS_ROWS,
+    "growth": GROWTH,
+    "state_edges": STATE_EDGES,
+}
+#: over the abstract states, when the lake has them
+ABSTRACT_QUERIES = {"abstract": COVERAGE, "growth": GROWTH, "state_edges": STATE_EDGES}
 
 
-def metrics_sql(name: str) -> str:
+def metrics_sql(name: str, abstract: bool = False) -> str:
     d = _DIALECT["spark"]
-    text = QUERIES[name].replace("{config}", _CONFIG)
-    return text.replace("{seq}", d["seq"].replace("{n}", "tp.partitions")).replace("{explode}", d["explode"])
+    text = (ABSTRACT_QUERIES if abstract and name in ABSTRACT_QUERIES else QUERIES)[name]
+    text = text.replace("{state}", "abstract_state" if abstract else COARSE_STATE)
+    text = text.replace("{config}", _CONFIG).replace("{held}", _HELD)
+    for word in ("held_keys", "owned", "explode", "filter"):
+        text = text.replace("{" + word + "}", d[word])
+    return text.replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))

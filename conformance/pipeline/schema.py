@@ -46,6 +46,12 @@ LAKE_FIELDS: tuple[tuple[str, pa.DataType, bool, str], ...] = (
         True,
         "the trace ops that led to this step (JSON list, `conformance/trace` step actions; null in older lakes)",
     ),
+    (
+        "abstract_state",
+        pa.string(),
+        True,
+        "abstract state after the step (`groupcheck explore` key; swarm `--coverage` only, else null)",
+    ),
     ("group_state", pa.string(), True, "coordinator's group state after the step (null: no group)"),
     ("generation", pa.int32(), True, "group generation (classic) or group epoch (consumer)"),
     ("leader", pa.string(), True, "classic group leader"),
@@ -62,7 +68,7 @@ LAKE_SCHEMA = pa.schema([pa.field(n, t, nullable=null) for n, t, null, _ in LAKE
 #: Spark DDL for the same schema (mapInArrow output); kept in step with LAKE_FIELDS by a test.
 LAKE_DDL = (
     "trace_id string, protocol string, seed bigint, run_index bigint, config string, step int, now bigint, "
-    "action string, event_kind string, event string, deliveries string, world string, before string, ops string, "
+    "action string, event_kind string, event string, deliveries string, world string, before string, ops string, abstract_state string, "
     "group_state string, generation int, leader string, member_count int, failover boolean, "
     "persisted_generation int, "
     "holdings array<struct<client:string,member_id:string,generation:int,phase:string,topic:string,partition:int>>, "

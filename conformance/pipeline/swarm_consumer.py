@@ -67,6 +67,7 @@ class ConsumerDriver:
         self.sim, self.names = build_consumer_sim(cfg)
         self.initial = self.sim.world
         self.out: list[tuple[Observation[Any], str]] = []
+        self.keys: list[str] = []
         actions = [("step", 60), ("advance", 12), ("commit", 3)]
         weights = {"stall": 4, "lose_response": 3, "slow": 3, "failover": 2, "restart": 1, "leave": 1,
                    "duplicate": 2, "stale": 2, "grow_topic": 1}  # fmt: skip
@@ -77,6 +78,10 @@ class ConsumerDriver:
     def note(self, obs: Any, label: str) -> None:
         if obs is not None:
             self.out.append((obs, label))
+            if self.cfg.coverage:
+                from conformance.pipeline.swarm_model import state_key
+
+                self.keys.append(state_key(self.cfg, self.sim))
 
     def run(self) -> list[tuple[Observation[Any], str]]:
         guard = 0

@@ -55,6 +55,8 @@ class SwarmConfig:
     session_timeout_ms: int = 6000
     rebalance_timeout_ms: int = 10_000
     subscriptions: tuple[tuple[str, ...], ...] = field(default=())
+    #: record each step's abstract state (`abstract_state` column) for coverage of the explore graph
+    coverage: bool = False
 
     @property
     def trace_id(self) -> str:
@@ -65,9 +67,19 @@ class SwarmConfig:
 
 
 def draw_config(
-    seed: int, index: int, protocol: str = "classic", pinned: Mapping[str, str] | None = None, steps: int = 80
+    seed: int,
+    index: int,
+    protocol: str = "classic",
+    pinned: Mapping[str, str] | None = None,
+    steps: int = 80,
+    coverage: bool = False,
+    shape: tuple[int, int] | None = None,
 ) -> SwarmConfig:
-    """The swarm distribution; `pinned` variants (from --variant) override the drawn ones."""
+    """The swarm distribution; `pinned` variants (from --variant) override the drawn ones.
+
+    `shape` (members, partitions) pins explore's set-up (`conformance.trace.explore.classic_setup`:
+    that many dynamic members subscribed to one topic `t` of that many partitions) so that the runs'
+    abstract states can be found in an explore graph; faults and actions are still drawn."""
     pinned = dict(pinned or {})
     rng = random.Random(f"swarm:{seed}:{index}")
     members = rng.choice((2, 2, 3, 3, 3, 4, 5))
@@ -95,9 +107,14 @@ def draw_config(
     subscriptions = tuple(
         tuple(sorted(topics)) if ("u" in topics and rng.random() < 0.5) else ("t",) for _ in range(members)
     )
+    if shape is not None:
+        members, topics = shape[0], {"t": shape[1]}
+        static, subscriptions = (False,) * members, (("t",),) * members
+        if protocol == "classic":  # explore's variants: only the pinned ones (they shape the client config)
+            variants = {**{k: v for k, v in pinned.items() if k != "assignor"}, "assignor": assignor}
     return SwarmConfig(
         seed, index, protocol, members, topics, assignor, variants, static, faults, steps,
-        subscriptions=subscriptions,
+        subscriptions=subscriptions, coverage=coverage,
     )  # fmt: skip
 
 
@@ -150,6 +167,7 @@ class _Driver:
         self.sim, self.names = build_sim(cfg)
         self.initial = self.sim.world
         self.out: list[tuple[Observation[Any], str]] = []
+        self.keys: list[str] = []
         actions: list[tuple[str, int]] = [
             ("step", 30),
             ("settle", 12),
@@ -166,6 +184,8 @@ class _Driver:
     def note(self, obs: Observation[Any] | None, label: str) -> None:
         if obs is not None:
             self.out.append((obs, label))
+            if self.cfg.coverage:
+                self.keys.append(state_key(self.cfg, self.sim))
 
     def run(self) -> list[tuple[Observation[Any], str]]:
         while len(self.out) < self.cfg.steps:
@@ -237,6 +257,20 @@ class _Driver:
         self.note(self.sim.send_raw(name, req), "duplicate_join")
 
 
+def state_key(cfg: SwarmConfig, sim: Any) -> str:
+    """The abstract state of `groupcheck explore` (`conformance.trace.abstraction.abstract_key`, the
+    consumer's `consumer_explore.consumer_key`). Symmetry reduction (least key over client renamings)
+    up to 3 members, as explore's graphs; above, renamings would cost more than the run (120 at 5)."""
+    symmetry = cfg.members <= 3
+    if cfg.protocol == "consumer":
+        from conformance.trace.consumer_explore import consumer_key
+
+        return consumer_key(sim, symmetry=symmetry)
+    from conformance.trace.abstraction import abstract_key
+
+    return abstract_key(sim, symmetry=symmetry)
+
+
 def observations(cfg: SwarmConfig) -> tuple[Any, list[tuple[Observation[Any], str]]]:
     """The initial world and the run's observations with the action that produced each (deterministic)."""
     initial, observed, _ops = recorded_run(cfg)
@@ -247,6 +281,14 @@ def recorded_run(
     cfg: SwarmConfig,
 ) -> tuple[Any, list[tuple[Observation[Any], str]], list[list[dict[str, Any]]]]:
     """`observations` plus, per observation, the trace ops that led to it (`ops_per_observation`)."""
+    initial, observed, ops, _keys = recorded_run_with_keys(cfg)
+    return initial, observed, ops
+
+
+def recorded_run_with_keys(
+    cfg: SwarmConfig,
+) -> tuple[Any, list[tuple[Observation[Any], str]], list[list[dict[str, Any]]], list[str]]:
+    """`recorded_run` plus each step's abstract state (empty unless `cfg.coverage`)."""
     driver: Any
     if cfg.protocol == "consumer":
         from conformance.pipeline.swarm_consumer import ConsumerDriver
@@ -255,10 +297,11 @@ def recorded_run(
     else:
         driver = _Driver(cfg)
     observed = driver.run()
-    return driver.initial, observed, ops_per_observation(driver.sim.log, len(observed))
+    ops = ops_per_observation(driver.sim.log, [o for o, _ in observed])
+    return driver.initial, observed, ops, driver.keys[: len(observed)]
 
 
-def ops_per_observation(log: list[Any], count: int) -> list[list[dict[str, Any]]]:
+def ops_per_observation(log: list[Any], observed: list[Any]) -> list[list[dict[str, Any]]]:
     """Group a traced simulator's log (`conformance.trace.classic.TracedClassicSim.log` or the
     consumer twin) by observation: the ops that changed only a client (restart, rejoin, a consumer
     action that observed nothing) go with the next observation's own op. These are the project
@@ -266,14 +309,16 @@ def ops_per_observation(log: list[Any], count: int) -> list[list[dict[str, Any]]
     out: list[list[dict[str, Any]]] = []
     pending: list[dict[str, Any]] = []
     for entry in log:
+        if len(out) == len(observed):
+            break
         pending.append(entry.op)
         if entry.obs is not None:
+            if entry.obs is not observed[len(out)]:
+                raise RuntimeError(f"observation {len(out) + 1}: the simulator's log and the driver disagree")
             out.append(pending)
             pending = []
-            if len(out) == count:
-                break
-    if len(out) != count:
-        raise RuntimeError(f"the simulator logged {len(out)} observations, the driver kept {count}")
+    if len(out) != len(observed):
+        raise RuntimeError(f"the simulator logged {len(out)} observations, the driver kept {len(observed)}")
     return out
 
 
@@ -319,7 +364,7 @@ def observation_row(
 
 def run_one(cfg: SwarmConfig) -> Iterator[dict[str, Any]]:
     config_json = cfg.to_json()
-    initial, observed, ops = recorded_run(cfg)
+    initial, observed, ops, keys = recorded_run_with_keys(cfg)
     make_row = observation_row
     if cfg.protocol == "consumer":
         from conformance.pipeline.swarm_consumer import consumer_row as make_row
@@ -327,6 +372,7 @@ def run_one(cfg: SwarmConfig) -> Iterator[dict[str, Any]]:
         row = make_row(cfg, config_json, step, obs, action)
         row["before"] = codec.dumps(initial) if step == 1 else None
         row["ops"] = json.dumps(step_ops, sort_keys=True, separators=(",", ":"))
+        row["abstract_state"] = keys[step - 1] if keys else None
         yield row
 
 

@@ -97,14 +97,54 @@ def test_quarantine_counts_bad_rows_and_wrong_schema_is_a_tool_error(spark, tmp_
         audit(spark, str(retyped), tmp_path / "audit3")
 
 
-def test_metrics_and_coverage_over_the_lake(spark, v0_lake, tmp_path):
+def test_metrics_report_with_plots_and_abstract_coverage(spark, tmp_path):
+    from conformance.pipeline.jobs import metrics, swarm
+    from conformance.pipeline.report import write_metrics_report
+    from conformance.trace.coverage import Coverage, load_graph
+    from conformance.trace.explore import explore_classic, save_graph
+
+    # runs shaped like explore's graph (2 dynamic members, one topic of 2 partitions, range)
+    lake = tmp_path / "cov"
+    swarm(
+        spark,
+        6,
+        lake,
+        seed=3,
+        variants={"assignor": "range"},
+        steps=40,
+        slices=2,
+        coverage=True,
+        shape=(2, 2),
+    )
+    graph = save_graph(explore_classic(2, 2, depth=8, variants={"assignor": "range"}), tmp_path / "g.json")
+    results, explore = metrics(spark, str(lake), tmp_path / "m", load_graph(graph))
+    assert isinstance(explore, Coverage) and explore.nodes
+    assert 0 < explore.covered_nodes() < explore.graph.number_of_nodes()  # the swarm reached part of it
+    cov = {r["protocol"]: r for r in results["abstract"]}["classic"]
+    assert (
+        cov["states"] == len(explore.nodes) and cov["transitions"] == len(explore.edges) and cov["runs"] == 6
+    )
+    rebalances = {r["assignor"] for r in results["rebalances"]}
+    assert rebalances == {"range"} and results["rebalance_spans"]
+    assert sum(r["new_states"] for r in results["growth"]) == cov["states"]
+    summary = write_metrics_report(results, str(lake), tmp_path / "m", explore)
+    text = summary.read_text()
+    for png in ("rebalance.png", "moved.png", "ownerless.png", "coverage-growth.png", "state-machine-classic.png",
+                "explore-coverage.png"):  # fmt: skip
+        assert f"]({png})" in text and (tmp_path / "m" / png).stat().st_size > 10_000, png
+    assert (tmp_path / "m" / "coverage.parquet").exists()
+
+
+def test_metrics_over_a_lake_without_abstract_states(spark, v0_lake, tmp_path):
     from conformance.pipeline.jobs import metrics
 
-    results = metrics(spark, str(v0_lake), tmp_path / "metrics")
+    results, explore = metrics(spark, str(v0_lake), tmp_path / "metrics")
+    assert explore is None and "abstract" not in results
     rebalances = {r["assignor"]: r for r in results["rebalances"]}
     assert set(rebalances) == {"sticky"} and rebalances["sticky"]["rebalances"] > 8
-    assert rebalances["sticky"]["avg_steps"] >= 1
+    assert {label for r in results["rebalance_spans"] for label in [r["sticky"]]} == {"v0"}
     assert results["moved"] and results["moved"][0]["stable_generations"] > 0
     cov = results["coverage"][0]
-    assert cov["protocol"] == "classic" and 5 < cov["states"] <= cov["transitions"] + 1
-    assert (tmp_path / "metrics" / "coverage.parquet").exists()
+    assert cov["protocol"] == "classic" and cov["states"] > 5 and cov["transitions"] > 5
+    with pytest.raises(UsageError, match="run the swarm with --coverage"):
+        metrics(spark, str(v0_lake), tmp_path / "metrics2", ({}, None))
