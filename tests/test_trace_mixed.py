@@ -49,7 +49,13 @@ def test_mixed_traces_are_byte_identical(tmp_path: Path) -> None:
 
 
 def test_mixed_scenario_failure_writes_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["scenario", "run", "kip-848-rolling-upgrade", "--variant", "mixed_mutant=upgrade-keeps-classic-group"]
+    argv = [
+        "scenario",
+        "run",
+        "kip-848-rolling-upgrade",
+        "--variant",
+        "mixed_mutant=upgrade-keeps-classic-group",
+    ]
     assert main([*argv, "--report-dir", str(tmp_path)]) == 1
     (path,) = sorted((tmp_path / "counterexamples").glob("mixed.one_group_type_*.ndjson"))
     capsys.readouterr()
