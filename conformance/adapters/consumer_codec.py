@@ -170,10 +170,10 @@ def decode_offset_commit(wire: Any, topics: TopicMap) -> OffsetCommitResponse:
     )
 
 
-def topic_ids(exchange: Callable[[Any], Any], names: list[str]) -> dict[str, uuid.UUID]:
-    """Topic ids of ``names`` by Metadata v12 (KIP-516); ``exchange`` sends a kio request, returns the answer."""
-    mod = module(API_METADATA, 12, True)
-    cls = payload_class(API_METADATA, 12, True)
+def topic_ids(exchange: Callable[[Any], Any], names: list[str], version: int = 12) -> dict[str, uuid.UUID]:
+    """Topic ids of ``names`` by Metadata v10+ (KIP-516); ``exchange`` sends a kio request, returns the answer."""
+    mod = module(API_METADATA, version, True)
+    cls = payload_class(API_METADATA, version, True)
     req = build(
         cls,
         {

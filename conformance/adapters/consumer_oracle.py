@@ -680,6 +680,10 @@ def _topic_ids(session: TargetSession, names: list[str]) -> dict[str, Any]:
     cache: dict[str, Any] = session.__dict__.setdefault("topic_ids", {})
     missing = [n for n in names if n not in cache]
     adapter = session.adapter
+    lo, hi = adapter.connect().api_versions.get(3, (0, -1))
+    version = min(12, hi)
+    if version < max(10, lo):
+        raise TargetError(f"{adapter.bootstrap}: no Metadata v10+ (topic ids, KIP-516); offers v{lo}-v{hi}")
     end = time.monotonic() + 30
     while missing:
 
@@ -691,7 +695,7 @@ def _topic_ids(session: TargetSession, names: list[str]) -> dict[str, Any]:
             return value
 
         try:
-            cache.update(topic_ids(exchange, missing))
+            cache.update(topic_ids(exchange, missing, version))
         except (OSError, ConnectionError) as e:
             raise TargetError(f"{adapter.bootstrap}: Metadata failed: {e}") from e
         missing = [n for n in names if n not in cache]
