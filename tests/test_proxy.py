@@ -130,6 +130,9 @@ def test_drop_response_after_forwarding(proxied: tuple[FakeServer, FaultProxy, s
     assert [c for c, _, _ in got] == [1, 3]  # the client never hears 2 ...
     assert server.seen == [1, 2, 3]  # ... but the target applied it
     assert [e.kind for e in proxy.take_events()] == ["drop"]
+    captured = proxy.take_captured()  # the observer still sees the swallowed answer
+    assert [(peer, corr) for peer, corr, _, _ in captured] == [(client.getsockname(), 2)]
+    assert struct.unpack(">ii", captured[0][2]) == (2, 2)
 
 
 def test_duplicate_request_is_seen_twice_and_answered_once(

@@ -23,6 +23,8 @@ REAL_PROFILES = {
     "thorough": Profile("thorough", 120, 40),
 }
 LEVELS = ("protocol", "kafka-compat")
+#: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
+RESTARTS = {"dev": 0, "ci": 1, "thorough": 4}
 
 
 @dataclass
@@ -47,6 +49,7 @@ def run_on_target(
     seed: int,
     variants: dict[str, str],
     level: str,
+    restarts: int | None = None,
 ) -> TargetRun:
     from conformance.adapters import open_target
     from conformance.run import run_check
@@ -61,6 +64,8 @@ def run_on_target(
         caps = handle.capabilities
         if caps is not None and "classic" not in caps.features:
             raise TargetError(f"{handle.name}: does not offer the classic group protocol (JoinGroup)")
+        if handle.session is not None:
+            handle.session.max_restarts = RESTARTS[profile_name] if restarts is None else restarts
         result = run_check(
             protocol,
             target=handle.name,

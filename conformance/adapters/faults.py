@@ -47,10 +47,11 @@ def submit(port: Any, payload: Any, ref: int, client_id: str) -> None:
     fault, port.fault_next = port.fault_next, None
     conn = adapter.connection(port.current_member, port.real_group)
     if fault == "drop" and adapter.proxy is not None:
-        adapter.proxy.drop_response(conn.sock.getsockname(), conn.next_corr)
+        client = conn.sock.getsockname()
+        adapter.proxy.drop_response(client, conn.next_corr)
+        port.swallowed[(client, conn.next_corr)] = ref
         adapter.net.send(conn, payload, ref, client_id)
         adapter.retire(conn)
-        port.lost.add(ref)
         port.log.append(f"proxy drops the answer to ref {ref}")
         return
     adapter.net.send(conn, payload, ref, client_id)
@@ -66,12 +67,36 @@ def lose_in_flight(port: Any, ref: int) -> bool:
     corr = next((c for c, p in conn.pending.items() if p.tag == ref), None)
     if corr is None or conn.closed:
         return False
-    if not adapter.proxy.drop_pending_response(conn.sock.getsockname(), corr):
+    client = conn.sock.getsockname()
+    port.swallowed[(client, corr)] = ref
+    if not adapter.proxy.drop_pending_response(client, corr):
+        del port.swallowed[(client, corr)]
         return False
     adapter.retire(conn)
-    port.lost.add(ref)
     port.log.append(f"proxy drops the answer to ref {ref} (in flight)")
     return True
+
+
+def captured(port: Any) -> list[Any]:
+    """The target's answers the proxy swallowed, as arrivals for the oracle: the client never hears
+    them (the simulator drops them, as on the model), but the oracle checks them like any other."""
+    from conformance.adapters.codec import api_key_of
+    from conformance.adapters.wire import Arrival, decode_frame
+
+    proxy = port.adapter.proxy
+    if proxy is None:
+        return []
+    out = []
+    for client, corr, frame, at in proxy.take_captured():
+        ref = port.swallowed.pop((client, corr), None)
+        if ref is None or ref not in port.requests:
+            continue
+        _member, request, version, _sent = port.requests[ref]
+        key = api_key_of(request)
+        value, findings = decode_frame(key, version, frame)
+        port.adapter.net.findings.extend(findings)
+        out.append(Arrival(ref, key, version, value, at, frame))
+    return out
 
 
 def transient(resp: Any) -> bool:

@@ -371,8 +371,10 @@ class OraclePort:
         self.compat_reported = 0
         self.topics: dict[str, int] = {}
         self.log: list[str] = []
-        # faults (conformance/adapters/faults.py): answers lost on purpose, what was sent, retries
+        # faults (conformance/adapters/faults.py): requests in flight at a restart, answers the proxy
+        # swallowed ((client address, correlation id) -> ref), what was sent, retries
         self.lost: set[int] = set()
+        self.swallowed: dict[tuple[Any, int], int] = {}
         self.fault_next: str | None = None
         self.sent: dict[int, tuple[Any, str, Any]] = {}
         self.retry_since: dict[int, float] = {}
@@ -550,7 +552,7 @@ class OraclePort:
         (self.findings if level == "protocol" else self.session.compat).append(f)
 
     def _collect(self, timeout: float) -> None:
-        for arrival in self.adapter.poll(timeout):
+        for arrival in self.adapter.poll(timeout) + faults.captured(self):
             ref = arrival.tag
             entry = self.requests.get(ref)
             if entry is None:
@@ -688,7 +690,7 @@ class OraclePort:
             key=lambda kv: 0 if isinstance(kv[1][0], JoinGroupResponse) and not kv[1][0].members else 1,
         )
         for ref, (model, mt) in pending:
-            if ref in self.lost:  # the proxy swallowed the target's answer: any answer was possible
+            if ref in self.lost:  # in flight when the target restarted: the model's unload answered it
                 c.outstanding.pop(ref, None)
                 c.matched.add(ref)
             elif ref in self.answers:

@@ -94,6 +94,8 @@ class FaultProxy:
         self._delay: dict[tuple[Address, int], int] = {}
         self._next_copy = COPY_CORRELATION_BASE
         self.events: list[ProxyEvent] = []
+        #: answers swallowed on command, for the observer (the oracle): (client, corr, frame, arrived)
+        self.captured: list[tuple[Address, int, bytes, float]] = []
         self.forwarded = 0
         self._stop = False
         self._error: BaseException | None = None
@@ -183,6 +185,13 @@ class FaultProxy:
     def links(self) -> int:
         with self._lock:
             return len(self._links)
+
+    def take_captured(self) -> list[tuple[Address, int, bytes, float]]:
+        """The answers the proxy swallowed since the last call: the client never heard them, but
+        whoever checks the target may (the frame without its size prefix, the arrival time)."""
+        with self._lock:
+            taken, self.captured = self.captured, []
+        return taken
 
     def take_events(self) -> list[ProxyEvent]:
         with self._lock:
@@ -368,6 +377,8 @@ class FaultProxy:
             corr = struct.unpack_from(">i", frame, 4)[0] if len(frame) >= 8 else -1
             if corr in link.swallow:
                 link.swallow.discard(corr)
+                with self._lock:
+                    self.captured.append((link.peer, corr, frame[4:], time.monotonic()))
                 continue
             link.answered.add(corr)
             link.to_client += frame
