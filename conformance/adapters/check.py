@@ -105,6 +105,10 @@ def print_result(run: TargetRun) -> int:
     )  # type: ignore[attr-defined]
     for f in _uniq_compat(r.compat)[:10]:  # type: ignore[attr-defined]
         print(f"    {f}")
+    if getattr(run.handle, "session", None) is not None:  # conformance/adapters/faults.py
+        from conformance.adapters.faults import summary
+
+        print(f"  {summary(run.handle.session)}")  # type: ignore[attr-defined]
     if r.violations:  # type: ignore[attr-defined]
         print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
         for v in r.violations:  # type: ignore[attr-defined]

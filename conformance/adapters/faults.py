@@ -25,7 +25,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.adapters.codec import API_NAMES
 from conformance.errors import TargetError
 from model.classic.messages import LeaveGroupResponse, OffsetCommitResponse
 from model.errors import ErrorCode
@@ -53,6 +52,7 @@ def submit(port: Any, payload: Any, ref: int, client_id: str) -> None:
         adapter.net.send(conn, payload, ref, client_id)
         adapter.retire(conn)
         port.log.append(f"proxy drops the answer to ref {ref}")
+        port.session.wire_drops += 1
         return
     adapter.net.send(conn, payload, ref, client_id)
     port.sent[ref] = (payload, client_id, conn)
@@ -73,6 +73,7 @@ def lose_in_flight(port: Any, ref: int) -> bool:
         del port.swallowed[(client, corr)]
         return False
     adapter.retire(conn)
+    port.session.wire_drops += 1
     port.log.append(f"proxy drops the answer to ref {ref} (in flight)")
     return True
 
@@ -130,15 +131,20 @@ def retry(port: Any, ref: int, resp: Any) -> bool:
     adapter.net.send(conn, payload, ref, client_id)
     port.sent[ref] = (payload, client_id, conn)
     port.retries += 1
+    port.session.resends += 1
     code = getattr(resp, "error", None)
     port.log.append(f"ref {ref} answered {getattr(code, 'name', code)}: found the coordinator again, resent")
     return True
 
 
-def describe_api(request: Any) -> str:
-    from conformance.adapters.codec import api_key_of
-
-    return API_NAMES[api_key_of(request)]
+def summary(session: Any) -> str:
+    """One line on the faults a run injected into a real target (for `check` and benchmarks)."""
+    took = [round((serving - stopped) / 1000, 1) for stopped, _loaded, serving in session.restart_times]
+    return (
+        f"faults: {session.wire_drops} answer(s) lost on the wire, {session.restarts_done} restart(s)"
+        + (f" ({', '.join(f'{t:g}' for t in took)} s)" if took else "")
+        + f", {session.resends} resend(s) after a coordinator error"
+    )
 
 
 # ---------------------------------------------------------------------- restart (coordinator failover)

@@ -334,6 +334,9 @@ class TargetSession:
     restarts_done: int = 0
     #: (stopped, loaded after, serving again) in port ms, per restart
     restart_times: list[tuple[int, int, int]] = field(default_factory=list)
+    #: answers the fault proxy swallowed (LoseResponse on the wire), and transient-error resends
+    wire_drops: int = 0
+    resends: int = 0
 
     def real_topic(self, name: str, partitions: int) -> str:
         return f"gc-{self.run_id}-{name}-{partitions}"

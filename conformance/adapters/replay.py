@@ -10,7 +10,8 @@ the trace (``mutant=...``) are dropped from the model beside it (a mutant's bug 
 the target does not have it); client variants (assignors, sticky user data) stay, since the
 virtual members are ours. A trace that needs a coordinator restart replays only on a target that
 can restart (`faults.restart`); one that injects a metadata append failure cannot replay on a real
-target at all (ERROR naming the line). Timing is real: an ``advance`` op sleeps that long.
+target at all (ERROR naming the line). Timing is real: an ``advance`` op sleeps that long, and the
+replay ends with `SETTLE_MS` of time passing so the last answers are judged too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from typing import Any
 from conformance.trace.format import Trace
 from conformance.trace.replay import ReplayResult, replay
 
+#: real time after the last op: the oracle's late tolerance (500 ms) plus a margin, so an answer the
+#: target gave at the very end is explained or is a divergence, not left pending
+SETTLE_MS = 700
 #: variants that change the coordinator (the target replaces it), not the virtual members
 COORDINATOR_VARIANTS = ("mutant",)
 
@@ -68,7 +72,12 @@ def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -
             target=handle.name,
             variants=merged,
             port_factory=handle.port_factory(),
-            real={"sim_class": RealTimeSim, "config": handle.model_config, "request_timeout_ms": timeout},
+            real={
+                "sim_class": RealTimeSim,
+                "config": handle.model_config,
+                "request_timeout_ms": timeout,
+                "settle_ms": SETTLE_MS,
+            },
         )
         if result.sim is not None:
             close = getattr(result.sim.port, "close", None)

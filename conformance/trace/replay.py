@@ -49,8 +49,9 @@ def replay(
     """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given).
 
     ``real`` (conformance/adapters/replay.py) carries what a real target needs: ``sim_class``,
-    ``config`` (the target's settings, over the trace's) and ``request_timeout_ms``; the oracle's
-    findings then count as violations, as in `check`."""
+    ``config`` (the target's settings, over the trace's), ``request_timeout_ms`` and ``settle_ms`` (time
+    that passes after the last op, so late answers are judged); the oracle's findings then count as
+    violations, as in `check`."""
     merged = {**trace.header["variants"], **(variants or {})}
     merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
@@ -111,6 +112,12 @@ def replay(
         result.violations.extend(found)
     take = getattr(sim.port, "take_findings", None) if real is not None else None
     last = trace.steps[-1].n if trace.steps else 0
+    if real is not None and real.get("settle_ms"):
+        # real time: answers the target gave near the end are judged once no timer can explain them
+        obs = sim.advance(int(real["settle_ms"]))
+        result.observations.append(obs)
+        result.violations += checker.check(obs, last + 1)
+        last += 1
     result.violations += [Violation(f.rule, f.message, last) for f in (take() if take else [])]
     if strict and not result.exact:
         result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
