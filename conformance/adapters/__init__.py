@@ -192,6 +192,8 @@ def _connect(handle: TargetHandle) -> None:
 
         adapter.proxy = FaultProxy()
         handle.notes.append("member connections go through the fault proxy (conformance/adapters/proxy.py)")
+    if handle.launcher is None or "restart" not in getattr(handle.launcher, "capabilities", ()):
+        handle.notes.append("restart (coordinator failover): absent, the Failover rule is off on this target")
     caps = adapter.connect()
     handle.capabilities = caps
     handle.notes.extend(adapter.notes)

@@ -101,6 +101,10 @@ def run_protocols_on_target(
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
             runs.append(_run_one(handle, protocol, profile, max_examples, seed, variants, level, t0))
+        if handle.session is not None and hasattr(handle.session, "wire_drops"):
+            from conformance.adapters.faults import summary
+
+            handle.notes.append(summary(handle.session))
     return runs, skipped
 
 
