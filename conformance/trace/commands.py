@@ -53,12 +53,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from conformance.trace.replay import replay
 
     trace = read_trace(Path(args.file))
-    port_factory = _port_factory(args.target)
+    target, variants = args.target, parse_variants(args.variant)
+    if target.startswith("mutant:"):  # issue 8: a mutant target is the model with its mutant variant
+        from conformance.mutants.target import replay_setup
+
+        target, variants = replay_setup(target, variants)
+    port_factory = _port_factory(target)
     coverage = _coverage(args.coverage)
     result = replay(
         trace,
-        target=args.target,
-        variants=parse_variants(args.variant),
+        target=target,
+        variants=variants,
         port_factory=port_factory,
         coverage=coverage,
     )
