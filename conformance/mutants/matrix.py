@@ -27,15 +27,13 @@ from conformance.profiles import Profile
 
 #: Why a mutant survives random exploration, when it does (survivors are listed, never hidden).
 SURVIVOR_REASONS = {
-    "kafka-12984": "missing fault: well-behaved cooperative members never send two equal-generation "
-    "claims on one partition, so the leader's assignor never sees the input the mutant mishandles; "
-    "the suite needs an adversary that sends forged or stale ownership claims (a buggy client)",
-    "kafka-9801": "too-rare path: a static member's new process must rejoin in the short "
-    "CompletingRebalance window before the leader's SyncGroup; the named scenario kafka-9801 "
-    "catches it, random exploration needs a rule that restarts a static member right after a "
-    "join phase completes",
-    "kafka-8500": "rare path: a static member's new process must join while the group is "
-    "PreparingRebalance; caught within the budget for most seeds",
+    "kafka-12984": "missing fault and a model choice: well-behaved cooperative members never send two "
+    "equal-generation claims on one partition, so the leader's assignor never sees the input the "
+    "mutant mishandles; and even with such input the reference model keeps a voided partition on one "
+    "claimant (model/assignors/cooperative_sticky.py, which the ConsumerCoordinator check allows), so "
+    "'first claim wins' and 'void both' can hand out the same assignment; catching it needs an "
+    "adversary forging equal-generation claims and a reference that holds voided partitions back "
+    "for a rebalance as Java's builder does (PR #10985)",
 }
 BFS_NOTE = "n/a: `groupcheck explore` (BFS) is not on main yet"
 
