@@ -15,6 +15,7 @@ checked between whole check runs (a Hypothesis run is never cut short, so its re
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,7 +36,6 @@ SURVIVOR_REASONS = {
     "adversary forging equal-generation claims and a reference that holds voided partitions back "
     "for a rebalance as Java's builder does (PR #10985)",
 }
-BFS_NOTE = "n/a: `groupcheck explore` (BFS) is not on main yet"
 
 
 @dataclass
@@ -50,8 +50,10 @@ class KillRow:
     examples: int | None = None  # examples started up to and including the first failing one
     seconds: float | None = None  # wall-clock seconds from the start of the run to the first violation
     cpu_seconds: float | None = None  # CPU seconds of this process to the first violation (load-proof)
-    shrunk_steps: int | None = None
+    shrunk_steps: int | None = None  # after Hypothesis' shrink and then ddmin (conformance/trace/minimise.py)
+    hypothesis_steps: int | None = None  # after Hypothesis' shrink alone
     bfs_minimal: int | None = None
+    bfs_note: str = ""  # why there is no BFS-minimal length, or the bound it was found in
     total_seconds: float = 0.0
     examples_run: int = 0
     budget_hit: bool = False
@@ -63,6 +65,13 @@ class KillRow:
     @property
     def expected_hit(self) -> bool:
         return bool(set(self.invariants) & set(self.expect))
+
+    @property
+    def ratio(self) -> float | None:
+        """Shrunk length over the BFS-minimal length (issue 8 goal: <= 1.25)."""
+        if self.shrunk_steps is None or not self.bfs_minimal:
+            return None
+        return self.shrunk_steps / self.bfs_minimal
 
 
 class _Clock:
@@ -162,12 +171,31 @@ def run_mutant(
         if clock.first is not None:
             row.seconds, row.examples = clock.first
             row.cpu_seconds = clock.cpu_first
-        if result.trace is not None and run_dir is not None:
+        trace = result.trace
+        if trace is not None and shrink:
+            row.hypothesis_steps = len(trace.steps)
+            trace = ddmin(trace, row.invariants, mutant.expect)
+            row.shrunk_steps = len(trace.steps)
+        if trace is not None and run_dir is not None:
             from conformance.trace.format import counterexample_path, write_trace
 
-            path = write_trace(result.trace, counterexample_path(result.trace, run_dir / mutant.name))
+            path = write_trace(trace, counterexample_path(trace, run_dir / mutant.name))
             row.trace_path = str(path)
     return row
+
+
+def ddmin(trace: Any, found: list[str], expect: tuple[str, ...]) -> Any:
+    """Hypothesis' shrunk trace, minimised further by delta debugging over its recorded ops
+    (`conformance.trace.minimise`: a rule such as ``settle`` expands into many ops Hypothesis cannot
+    drop one by one). Keeps the violation of an expected invariant when there is one."""
+    from conformance.trace.minimise import minimise
+
+    wanted = [i for i in found if i in expect] or found
+    try:
+        small = minimise(trace, wanted[0])
+    except (ValueError, AssertionError):  # not exactly replayable: keep Hypothesis' trace
+        return trace
+    return small if len(small.steps) < len(trace.steps) else trace
 
 
 def run_matrix(
@@ -181,6 +209,7 @@ def run_matrix(
     run_dir: Path | None = None,
     progress: Any = None,
     shrink: bool = True,
+    bfs_budget_s: float | None = None,
 ) -> list[KillRow]:
     chosen = [get_mutant(n) for n in names] if names else list(MUTANTS.values())
     if protocol and protocol != "all":
@@ -196,6 +225,10 @@ def run_matrix(
             run_dir=run_dir,
             shrink=shrink,
         )
+        if bfs_budget_s is not None:
+            from conformance.mutants.bfs import bfs_minimal
+
+            row.bfs_minimal, row.bfs_note = bfs_minimal(mutant.name, budget_s=bfs_budget_s)
         rows.append(row)
         if progress is not None:
             progress(row)
@@ -206,7 +239,7 @@ def run_matrix(
 
 HEADER = (
     "| mutant | protocol | family | row | caught | invariant(s) | examples to 1st failure | "
-    "s to 1st failure | shrunk steps | BFS-minimal |"
+    "s to 1st failure | Hypothesis-shrunk steps | shrunk steps (+ddmin) | BFS-minimal | ratio |"
 )
 
 
@@ -219,8 +252,8 @@ def table_row(r: KillRow) -> str:
     invs = ", ".join(f"`{i}`" for i in r.invariants) or "-"
     return (
         f"| `{r.name}` | {r.protocol} | {r.family} | {r.row or '-'} | {caught} | {invs} | "
-        f"{_fmt(r.examples)} | {_fmt(r.seconds, '.2f')} | {_fmt(r.shrunk_steps)} | "
-        f"{_fmt(r.bfs_minimal)} |"
+        f"{_fmt(r.examples)} | {_fmt(r.seconds, '.2f')} | {_fmt(r.hypothesis_steps)} | "
+        f"{_fmt(r.shrunk_steps)} | {_fmt(r.bfs_minimal)} | {_fmt(r.ratio, '.2f')} |"
     )
 
 
@@ -229,7 +262,7 @@ def text_row(r: KillRow) -> str:
     invs = ",".join(r.invariants) or "-"
     return (
         f"{r.name:26s} {r.protocol:8s} {caught:8s} ex={_fmt(r.examples):>4s} "
-        f"t={_fmt(r.seconds, '.2f'):>6s}s shrunk={_fmt(r.shrunk_steps):>3s}  {invs}"
+        f"t={_fmt(r.seconds, '.2f'):>6s}s shrunk={_fmt(r.shrunk_steps):>3s} bfs={_fmt(r.bfs_minimal):>3s}  {invs}"
     )
 
 
@@ -248,18 +281,30 @@ def render_markdown(rows: list[KillRow], *, command: str, machine: str, shrunk: 
         f"Caught: {len(caught)} of {len(rows)}.",
         "",
         "Columns: *examples / s to 1st failure* = Hypothesis examples started and wall-clock seconds until",
-        "the first violated invariant (before shrinking); *shrunk steps* = steps of the "
-        + (
-            "shrunk counterexample;"
-            if shrunk
-            else "first failing example (this run did not shrink: `--no-shrink`);"
-        ),
-        f"*BFS-minimal* = shortest violating run from `groupcheck explore` ({BFS_NOTE}).",
+        "the first violated invariant (before shrinking); *Hypothesis-shrunk steps* = recorded ops of the",
+        "counterexample after Hypothesis' shrink; *shrunk steps* = after a further delta-debugging pass",
+        "over the recorded ops (`conformance/trace/minimise.py`)"
+        + ("" if shrunk else " (this run did not shrink: `--no-shrink`, so the first failing example)")
+        + "; *BFS-minimal* = shortest op",
+        "sequence violating one of the mutant's expected invariants found by `groupcheck explore` within",
+        "the bound in `conformance/mutants/bfs.py` (the notes below say why a row has none); *ratio* =",
+        "shrunk / BFS-minimal (goal <= 1.25; below 1 where the machine's alphabet has a shortcut BFS lacks).",
         "",
         HEADER,
-        "|" + "---|" * 10,
+        "|" + "---|" * 12,
     ]
     lines += [table_row(r) for r in rows]
+    ratios = sorted(r.ratio for r in rows if r.ratio is not None)
+    if ratios:
+        lines += [
+            "",
+            f"Shrunk / BFS-minimal over {len(ratios)} mutants with both: median "
+            f"{statistics.median(ratios):.2f}, max {ratios[-1]:.2f} (goal <= 1.25).",
+        ]
+    notes = [r for r in rows if r.bfs_note]
+    if notes:
+        lines += ["", "BFS bounds and gaps:", ""]
+        lines += [f"* `{r.name}`: {r.bfs_note}" for r in notes]
     survivors = [r for r in rows if not r.caught]
     lines += ["", "## Survivors", ""]
     if not survivors:

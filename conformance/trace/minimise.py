@@ -55,6 +55,16 @@ def minimise(trace: Trace, invariant: str | None = None) -> Trace:
     cut = min(v.step for v in final.violations if v.invariant == target)
     kept = steps[:cut]  # steps are renumbered on replay: stop at the violating one
     final = replay(_with_steps(trace, kept))
+    if trace.protocol == "consumer":  # issue 8: the kill matrix minimises consumer counterexamples too
+        from conformance.trace.consumer import to_trace as consumer_to_trace
+
+        return consumer_to_trace(
+            final.sim,
+            target="model",
+            target_version=trace.header["target"]["version"],
+            origin={"kind": "minimised", "of": trace.header["origin"], "invariant": target},
+            violations=[(v.invariant, v.message, v.step) for v in final.violations],
+        )
     return to_trace(
         final.sim,
         target="model",
