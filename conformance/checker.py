@@ -80,4 +80,5 @@ def client_observation(obs: Observation[Any]) -> Any:
         dict(la.subscriptions),
         {mid: Assignment(parts) for mid, parts in la.assignments},
         rebalance_protocol,
+        la.protocol or "",  # the assignor's name: how its leader reads sticky claims
     )

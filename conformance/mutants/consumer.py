@@ -90,6 +90,15 @@ class NoEpochCheck(ConsumerCoordinator):
         return None
 
 
+class LeaveWithoutBump(ConsumerCoordinator):
+    """Generic (skip a generation bump): a fence (leave -1, session or rebalance timeout) does not bump
+    the group epoch, so the departed member's partitions stay outside every target (B.4; GMM
+    `consumerGroupFenceMember` L3087). Also the z3 broken variant ``leave_bump=false``."""
+
+    def bump_after_fence(self, txn: Any, group: ConsumerGroup) -> None:
+        return None
+
+
 # ---------------------------------------------------------------------------------- clients
 
 
@@ -190,5 +199,14 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "reference B.6 row 12, E.18; GroupMetadataManager.java L1362",
         ("consumer.epoch_fencing",),
         coordinator=NoEpochCheck,
+    ),
+    Mutant(
+        "leave-without-bump",
+        "consumer",
+        "generic",
+        "a fenced or departed member does not bump the group epoch",
+        "reference B.4; GroupMetadataManager.java consumerGroupFenceMember L3087",
+        ("consumer.legal_target_assignment",),
+        coordinator=LeaveWithoutBump,
     ),
 )

@@ -94,6 +94,17 @@ def survives_balancing(c: Claims) -> Any:
     return z3.And(out)
 
 
+def survives_balancing_with_fresh_leader(c: Claims) -> Any:
+    """As `survives_balancing`, with member 0 a fresh leader that claims nothing (the witness is
+    played as a classic run, `conformance.smt.claims_trace`): the others' claims cover every
+    partition within one of each other, the balance pass hands the leader some of them."""
+    w = c.width
+    sizes = [popcount(x, w) for x in c.claims[1:]]
+    out = [c.claims[0] == 0, union(list(c.claims), w) == full(w), z3.Distinct(*c.generations)]
+    out += [z3.And(a - b <= 1, b - a <= 1) for a in sizes for b in sizes]
+    return z3.And(out)
+
+
 # ----------------------------------------------------------------------------- KIP-429
 
 

@@ -36,7 +36,6 @@ def add_prove_parser(sub: Any) -> None:
     p.add_argument("--counterexamples", type=Path, help="directory for REFUTED counterexamples")
     p.add_argument("--list-variants", action="store_true")
     p.add_argument("--report", type=Path, help="regenerate the published table (e.g. reports/proofs.md)")
-    p.add_argument("--replay", type=Path, help="re-run a stored KIP-848 or client counterexample (.json)")
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
@@ -47,14 +46,6 @@ def cmd_prove(args: argparse.Namespace) -> int:
             print(f"{v.name}={'|'.join(v.values)}  (default {v.default}; broken {v.broken})  {v.help}")
         return EXIT_OK
     limits = Limits(args.seed, args.timeout, args.rlimit)
-    if args.replay is not None:
-        from conformance.smt.replay_file import replay_file
-
-        replayed = replay_file(args.replay)
-        print(f"replay {args.replay} on model ({replayed.invariant}): {replayed.verdict}")
-        for message in replayed.violations[:10]:
-            print(f"  {replayed.invariant}: {message}")
-        return EXIT_VIOLATION if replayed.violations else EXIT_OK
     if args.report is not None:
         from conformance.smt.report import write_report
 
@@ -85,8 +76,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     if args.counterexamples is not None:
         for path in write_counterexamples(run.outcomes, args.counterexamples):
             print(f"counterexample: {path}")
-            tool = "groupcheck replay" if path.suffix == ".ndjson" else "groupcheck prove --replay"
-            print(f"Reproduce with:\n  {tool} {path}")
+            print(f"Reproduce with:\n  groupcheck replay {path}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         rows = [o.to_json(times=times) for o in run.outcomes]

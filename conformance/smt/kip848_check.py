@@ -21,6 +21,7 @@ import z3
 
 from conformance.smt import kip848 as K
 from conformance.smt.kip848_replay import HeartbeatStep, replay
+from conformance.smt.kip848_trace import trace_of
 from conformance.smt.outcome import Outcome
 from conformance.smt.solver import Limits, Verdict, check, make_solver
 
@@ -222,7 +223,7 @@ def confirm(
 ) -> Outcome:
     """REFUTED only if the model, run on the same steps, reaches the same states and its predicate fails."""
     result = replay(steps, invariant_id, variant, members, partitions, states)
-    cx = {
+    cx: dict[str, Any] = {
         "protocol": "consumer",
         "group": "g",
         "topic": "t",
@@ -230,8 +231,15 @@ def confirm(
         "steps": [s.to_json() for s in steps],
         "violations": result.violations,
     }
-    if result.mismatches or not result.violations:
-        why = "; ".join(result.mismatches) or "the model's predicate reports no violation"
+    why = "; ".join(result.mismatches) or (
+        "" if result.violations else "the model's predicate reports no violation"
+    )
+    if not why:  # the same steps as a trace, on the registered mutant through the whole suite's checker
+        trace, found = trace_of(steps, invariant_id, variant_dict(variant), partitions)
+        cx["trace"] = trace
+        if invariant_id not in trace.violated:
+            why = f"the trace on mutant {trace.header['variants'].get('mutant')} does not violate it ({found[:1]})"
+    if why:
         return Outcome(
             invariant_id,
             "bmc",
@@ -263,6 +271,15 @@ STEP_TRANSITIONS: dict[str, tuple[str, ...]] = {
     inv: ("heartbeat",) if K.ENCODERS[inv].state is None else tuple(K.TRANSITIONS) for inv in K.ENCODERS
 }
 """Rules each invariant is checked against (a pure transition invariant only on heartbeats)."""
+
+
+def variant_dict(variant: K.Variant) -> dict[str, str]:
+    """The ``--variant`` settings of ``variant`` (the inverse of `variant_of`)."""
+    return {
+        "reconcile_pending": variant.reconcile_pending,
+        "leave_bump": str(variant.leave_bump).lower(),
+        "epoch_check": str(variant.epoch_check).lower(),
+    }
 
 
 def variant_of(variant: Mapping[str, str]) -> K.Variant:

@@ -16,18 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.mutants.consumer import NoEpochCheck, PendingRevocationIsFree
+from conformance.mutants.consumer import LeaveWithoutBump, NoEpochCheck, PendingRevocationIsFree
 from conformance.smt.kip848 import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Txn
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition, to_topic_partitions
-from model.consumer.records import (
-    CurrentAssignmentTombstone,
-    MemberSubscriptionTombstone,
-    SubscriptionMetadataRecord,
-    TargetAssignmentMemberTombstone,
-)
-from model.consumer.state import REBALANCE, SESSION, ConsumerCoordinatorState, ConsumerGroup, ConsumerMember
+from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, ConsumerMember
 from model.consumer.world import HeartbeatEvent, capture_world, observe
 from model.invariants import load_all
 from model.observation import Observation
@@ -62,36 +56,20 @@ class ScriptedCoordinator(ConsumerCoordinator):
         else:
             NoEpochCheck.validate_member_epoch(self, member, request)
 
-    def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
+    def bump_after_fence(self, txn: _Txn, group: ConsumerGroup) -> None:
         if self.variant.leave_bump:
-            super().fence_member(txn, member)
+            super().bump_after_fence(txn, group)
         else:
-            LeaveWithoutBump.fence_member(self, txn, member)
+            LeaveWithoutBump.bump_after_fence(self, txn, group)
 
 
 MUTANT_OF: dict[tuple[str, str], str] = {
     ("reconcile_pending", "ignore"): "kafka-16147",
     ("epoch_check", "false"): "skip-fencing-check",
+    ("leave_bump", "false"): "leave-without-bump",
 }
-"""The registered mutant (`conformance.mutants`, ``--variant mutant=NAME``) of a broken variant, where
-one exists; ``leave_bump=false`` is `LeaveWithoutBump` below, used by these replays only."""
-
-
-class LeaveWithoutBump(ConsumerCoordinator):
-    """A fence (leave -1, session or rebalance timeout) that does not bump the group epoch, so the
-    departed member's partitions stay outside every target (reference B.4, GMM L3087)."""
-
-    def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
-        gid = txn.group_id
-        txn.emit(CurrentAssignmentTombstone(gid, member.member_id))
-        txn.emit(TargetAssignmentMemberTombstone(gid, member.member_id))
-        txn.emit(MemberSubscriptionTombstone(gid, member.member_id))
-        group = txn.require_group()
-        metadata = self.compute_subscription_metadata(txn.scratch, group)
-        if metadata != group.subscription_metadata:
-            txn.emit(SubscriptionMetadataRecord(gid, tuple(sorted(metadata.items()))))
-        for kind in (SESSION, REBALANCE):
-            self.cancel_timer(txn, kind, member.member_id)
+"""The registered mutant (`conformance.mutants`, ``--variant mutant=NAME``) with a broken variant's
+one rule: a counterexample's trace names it, so `groupcheck replay` rebuilds the same coordinator."""
 
 
 @dataclass(frozen=True)

@@ -93,10 +93,11 @@ def write_report(path: Path, limits: Limits, depth: int = 6) -> Path:
             )
     lines += [
         "",
-        "Re-run a counterexample on the model: `groupcheck replay reports/proofs/<file>.ndjson` (classic traces,",
-        "recorded against `--variant mutant=stale-sync`) or `groupcheck prove --replay reports/proofs/<file>.json`",
-        "(KIP-848 requests, replayed with the rules of the registered mutants `kafka-16147` and",
-        "`skip-fencing-check`, or a fence without the epoch bump; client assignor inputs). The same requests",
+        "Every counterexample is a trace: `groupcheck replay reports/proofs/<file>.ndjson` re-runs it on the",
+        "model with the registered mutant that has the broken rule (`stale-sync`, `kafka-16147`,",
+        "`skip-fencing-check`, `leave-without-bump`, `kafka-7026`, `kafka-14639`), and `groupcheck show` draws",
+        "it. KIP-848 traces are the solver's heartbeats and leaves; client traces play the solver's assignor",
+        "input as a classic run whose leader makes the call. Replayed with `--variant mutant=` (no mutant) the",
         "on the correct model pass.",
         "",
     ]

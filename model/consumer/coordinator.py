@@ -358,9 +358,13 @@ class ConsumerCoordinator:
         metadata = self.compute_subscription_metadata(txn.scratch, group)
         if metadata != group.subscription_metadata:
             txn.emit(SubscriptionMetadataRecord(gid, tuple(sorted(metadata.items()))))
-        txn.emit(GroupEpochRecord(gid, group.group_epoch + 1))
+        self.bump_after_fence(txn, group)
         for kind in (SESSION, REBALANCE):
             self.cancel_timer(txn, kind, member.member_id)
+
+    def bump_after_fence(self, txn: _Txn, group: ConsumerGroup) -> None:
+        """The group epoch +1 that makes the next target exclude the fenced member (B.4)."""
+        txn.emit(GroupEpochRecord(txn.group_id, group.group_epoch + 1))
 
     # -- B.2 join / heartbeat
 

@@ -20,7 +20,11 @@ from typing import Protocol
 from model.choice import Chooser
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
-from model.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    to_topic_partitions,
+)
 from model.consumer.records import compact
 from model.consumer.state import ConsumerCoordinatorState
 from model.consumer.world import (
@@ -298,6 +302,40 @@ class ConsumerSim:
             return None
         self._record("duplicate", name=name)
         return self.send_raw(name, request)
+
+    def heartbeat_as(
+        self,
+        member_id: str,
+        member_epoch: int,
+        owned: list[list[object]] | None = None,
+        topics: list[str] | None = None,
+        assignor: str | None = None,
+    ) -> Obs:
+        """A heartbeat written out field by field, with no virtual consumer behind it (a z3
+        counterexample's inputs, an adversary): recorded, so a trace replays it; nobody reads the
+        response. ``owned`` is ``[[topic, partition], ...]`` or None (field absent); an epoch-0
+        heartbeat joins with ``topics`` and ``assignor`` and a 60 s rebalance timeout."""
+        self._record(
+            "heartbeat_as",
+            member_id=member_id,
+            member_epoch=member_epoch,
+            owned=owned,
+            topics=topics,
+            assignor=assignor,
+        )
+        self.known_member_ids.add(member_id)  # its sender knows the id (no ghost, KIP-1082)
+        parts = None if owned is None else to_topic_partitions((str(t), int(str(p))) for t, p in owned)
+        joining = member_epoch == 0
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            rebalance_timeout_ms=60_000 if joining else -1,
+            subscribed_topic_names=tuple(topics) if joining and topics is not None else None,
+            server_assignor=assignor if joining else None,
+            topic_partitions=parts,
+        )
+        return self.send_raw(member_id, request)
 
     def stale_heartbeat(self, name: str, delta: int = -1) -> Obs | None:
         """A heartbeat with the client's id but an epoch other than its own (a zombie thread)."""
