@@ -287,11 +287,14 @@ class SplitBrainPort(ModelPort):
 
     @staticmethod
     def _side(request: Any) -> int:
-        who = (
-            request.client_id
-            if isinstance(request, JoinGroupRequest) and request.client_id
-            else request.member_id
-        )
+        """0 for even-numbered clients (c2, c4; static i2, i4), 1 for the rest."""
+        if isinstance(request, JoinGroupRequest) and request.client_id:
+            who = request.client_id
+        elif getattr(request, "member_id", None):
+            who = request.member_id
+        else:  # LeaveGroup: the first leaving member
+            members = getattr(request, "members", ())
+            who = members[0].member_id if members else ""
         name = who.split("-", 1)[0]
         return int(name[1:]) % 2 if name[1:].isdigit() else 1
 
