@@ -186,8 +186,10 @@ def make_consumer_sim(
     seed: int = 0,
     where: str = "settings",
     port_factory: Callable[[Any], Any] | None = None,
+    sim_class: Any = None,
 ) -> Any:
-    """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory."""
+    """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory;
+    ``sim_class`` replaces the traced simulator (real-time runs against a real target)."""
     from model.consumer.coordinator import ConsumerCoordinator
     from model.consumer.sim import ModelConsumerPort
 
@@ -210,7 +212,7 @@ def make_consumer_sim(
         cls = type("TracedMutantClientSim", (TracedConsumerSim, mutant_client_sim(mutant.client)), {})
         sim = cls(port, specs, SeededChooser(seed + 1000))
     else:
-        sim = TracedConsumerSim(port, specs, SeededChooser(seed + 1000))
+        sim = (sim_class or TracedConsumerSim)(port, specs, SeededChooser(seed + 1000))
     for topic, n in sorted(topics.items()):
         sim.topic("create", topic, n)
     sim.actions.clear()  # the set-up is in the header, not in the steps

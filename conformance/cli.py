@@ -199,22 +199,19 @@ def cmd_target(args: argparse.Namespace) -> int:
 
 
 def cmd_check_target(args: argparse.Namespace) -> int:
-    from conformance.adapters.check import print_result, run_on_target
+    from conformance.adapters.check import print_result, run_protocols_on_target
     from conformance.adapters.report import write_target_report
 
     variants = parse_variants(args.variant)
-    protocols = ["classic"] if args.protocol in ("classic", "all") else [args.protocol]
-    if args.protocol == "all":
-        print(
-            "note: on a real target --protocol all runs classic only; the consumer and mixed oracles are not built yet"
-        )
-    codes, runs = [], []
-    for protocol in protocols:
-        run = run_on_target(
-            args.target, protocol, args.profile, max_examples=args.max_examples, seed=args.seed,
-            variants=variants, level=args.level,
-        )  # fmt: skip
-        runs.append(run)
+    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    runs, skipped = run_protocols_on_target(
+        args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
+        variants=variants, level=args.level, only_offered=args.protocol == "all",
+    )  # fmt: skip
+    args.not_run = skipped
+    codes = []
+    for run in runs:
+        protocol = run.result.protocol
         codes.append(print_result(run))
         if run.result.violations and run.result.trace is not None:
             from conformance.trace.emit import default_run_dir, emit_counterexample
@@ -226,7 +223,9 @@ def cmd_check_target(args: argparse.Namespace) -> int:
         if args.report_dir:
             out = write_target_report(run, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
-    if args.publish:
+    for protocol, why in skipped:
+        print(f"{protocol} on {args.target}: {why}")
+    if args.publish and runs:
         from conformance.adapters.report import publish
 
         path = publish(runs, args)
@@ -263,7 +262,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         print("steps:")
         for entry in result.log:
             print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
-    if result.violations and sc.protocol in ("classic", "consumer") and result.sim is not None:
+    if result.violations and result.sim is not None:
         from conformance.trace.emit import default_run_dir, emit_counterexample
         from conformance.trace.scenario import scenario_trace
 

@@ -48,42 +48,98 @@ def run_on_target(
     variants: dict[str, str],
     level: str,
 ) -> TargetRun:
+    """One protocol against one target (started and stopped around the run)."""
+    runs, skipped = run_protocols_on_target(
+        spec, [protocol], profile_name, max_examples=max_examples, seed=seed, variants=variants, level=level
+    )
+    if skipped:
+        raise TargetError(f"{spec}: {skipped[0][1]}")
+    return runs[0]
+
+
+def run_protocols_on_target(
+    spec: str,
+    protocols: list[str],
+    profile_name: str,
+    *,
+    max_examples: int | None,
+    seed: int,
+    variants: dict[str, str],
+    level: str,
+    only_offered: bool = False,
+) -> tuple[list[TargetRun], list[tuple[str, str]]]:
+    """Each protocol against one target opened once; with ``only_offered`` a protocol the target
+    does not offer (ApiVersions) is skipped with its reason instead of being an error."""
     from conformance.adapters import open_target
-    from conformance.run import run_check
+    from conformance.adapters.consumer_check import not_run_reason
 
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
-    if protocol != "classic":
-        raise UsageError(f"protocol {protocol!r} is not wired to real targets yet (known: classic)")
+    for protocol in protocols:
+        if protocol not in ("classic", "consumer", "mixed"):
+            raise UsageError(
+                f"protocol {protocol!r} is not wired to real targets (known: classic, consumer, mixed)"
+            )
     profile = real_profile(profile_name)
-    t0 = time.monotonic()
+    runs: list[TargetRun] = []
+    skipped: list[tuple[str, str]] = []
+    opened = time.monotonic()
     with open_target(spec) as handle:
-        caps = handle.capabilities
-        if caps is not None and "classic" not in caps.features:
-            raise TargetError(f"{handle.name}: does not offer the classic group protocol (JoinGroup)")
-        result = run_check(
-            protocol,
-            target=handle.name,
-            profile=profile,
-            max_examples=max_examples,
-            seed_value=seed,
-            variants=variants,
-            port_factory=handle.port_factory(),
-            config=handle.model_config,
-            real_time=True,
-            level=level,
-        )
-        result.target_version = handle.version
-        session = handle.session
-        result.compat = list(session.compat) if session is not None else []
-        rtt = list(session.rtt_ms) if session is not None else []
-        if handle.launcher is not None:
-            try:
-                handle.launcher.check_alive()
-            except Exception as e:  # noqa: BLE001 - a crash at the end of the run is a finding too
-                from conformance.checker import Violation
+        for protocol in protocols:
+            why = not_run_reason(handle, protocol)
+            if why is not None:
+                if not only_offered:
+                    raise TargetError(f"{handle.name}: {why}")
+                skipped.append((protocol, why))
+                continue
+            t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
+            runs.append(_run_one(handle, protocol, profile, max_examples, seed, variants, level, t0))
+    return runs, skipped
 
-                result.violations.append(Violation("target.crash", str(e), len(result.steps)))
+
+def _run_one(
+    handle: object,
+    protocol: str,
+    profile: Profile,
+    max_examples: int | None,
+    seed: int,
+    variants: dict[str, str],
+    level: str,
+    t0: float,
+) -> TargetRun:
+    from conformance.adapters.consumer_check import consumer_setup
+    from conformance.run import run_check
+
+    h = handle  # type: Any
+    session = h.session
+    compat_before = len(session.compat) if session is not None else 0
+    rtt_before = len(session.rtt_ms) if session is not None else 0
+    if protocol == "classic":
+        port_factory, config = h.port_factory(), h.model_config
+    else:
+        port_factory, config, profile = consumer_setup(h, profile)
+    result = run_check(
+        protocol,
+        target=h.name,
+        profile=profile,
+        max_examples=max_examples,
+        seed_value=seed,
+        variants=variants,
+        port_factory=port_factory,
+        config=config,
+        real_time=True,
+        level=level,
+    )
+    result.target_version = h.version
+    result.compat = list(session.compat[compat_before:]) if session is not None else []
+    rtt = list(session.rtt_ms[rtt_before:]) if session is not None else []
+    if h.launcher is not None:
+        try:
+            h.launcher.check_alive()
+        except Exception as e:  # noqa: BLE001 - a crash at the end of the run is a finding too
+            from conformance.checker import Violation
+
+            result.violations.append(Violation("target.crash", str(e), len(result.steps)))
     return TargetRun(result, handle, time.monotonic() - t0, rtt)
 
 

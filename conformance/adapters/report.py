@@ -16,6 +16,7 @@ from conformance.report import write_check_report
 from conformance.specs import load_invariants
 
 RULES = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
+CONSUMER_RULES = ("ConsumerGroupHeartbeat", "OffsetCommit")
 
 
 def levels(result: Any) -> dict[str, str]:
@@ -28,7 +29,7 @@ def rule_rows(result: Any) -> list[dict[str, str]]:
     failed = {v.invariant for v in result.violations}
     compat = {f.rule for f in result.compat}
     rows = []
-    for api in RULES:
+    for api in CONSUMER_RULES if result.protocol == "consumer" else RULES:
         proto = "FAILED" if f"oracle.{api}" in failed else "PASSED"
         rows.append(
             {
@@ -40,7 +41,16 @@ def rule_rows(result: Any) -> list[dict[str, str]]:
     for extra in sorted(
         r
         for r in failed
-        if not r.startswith(("oracle.Join", "oracle.Sync", "oracle.Heart", "oracle.Leave", "oracle.Offset"))
+        if not r.startswith(
+            (
+                "oracle.Join",
+                "oracle.Sync",
+                "oracle.Heart",
+                "oracle.Leave",
+                "oracle.Offset",
+                "oracle.ConsumerGroupHeartbeat",
+            )
+        )
         and "." in r
         and r.split(".")[0] in ("oracle", "wire", "target")
     ):
@@ -85,11 +95,13 @@ def publish(runs: list[Any], args: Any) -> Path:
             from conformance.trace.format import counterexample_path, write_trace
 
             traces.append(write_trace(trace, counterexample_path(trace, PUBLISHED / safe)))
-    write_published(runs, path, command, traces)
+    write_published(runs, path, command, traces, args)
     return path
 
 
-def write_published(runs: list[Any], path: Path, command: str, traces: list[Path]) -> None:
+def write_published(
+    runs: list[Any], path: Path, command: str, traces: list[Path], args_for_page: Any = None
+) -> None:
     specs = load_invariants()
     first = runs[0].result
     handle = runs[0].handle
@@ -108,6 +120,9 @@ def write_published(runs: list[Any], path: Path, command: str, traces: list[Path
     expected = _expected().get(first.target)
     if expected:
         lines += [f"What the suite finds here (specs/targets.yaml): {expected.get('why', '')}", ""]
+    not_run = getattr(args_for_page, "not_run", []) if args_for_page is not None else []
+    if not_run:
+        lines += ["Protocols not run:", ""] + [f"- {p}: {why}" for p, why in not_run] + [""]
     if traces:
         lines += ["Counterexample traces (NDJSON, `groupcheck show FILE`):", ""]
         lines += [f"- `{t}`" for t in traces] + [""]

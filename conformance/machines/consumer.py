@@ -19,16 +19,25 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from conformance.build import consumer_settle_bound, make_consumer_sim
 from conformance.checker import Checker
-from conformance.machines.classic import InvariantViolation, MachineSettings
+from conformance.machines.classic import InvariantViolation, MachineSettings, port_findings
 from model.consumer.sim import ConsumerSim
 from model.consumer.world import HeartbeatEvent
 from model.observation import Observation
 
 SERVER_ASSIGNORS = (None, "uniform", "range")
+#: Real-time runs: observations between two `converge` rules.
+REAL_CONVERGE_GAP = 6
 
 
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
+    from conformance.adapters.consumer_realtime import (
+        MODEL_CONSUMER_TIMING,
+        REAL_CONSUMER_TIMING,
+        RealTimeConsumerSim,
+    )
+
     checker = cfg.checker or Checker("consumer")
+    timing = REAL_CONSUMER_TIMING if cfg.real_time else MODEL_CONSUMER_TIMING
 
     class ConsumerMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -37,6 +46,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.names: list[str] = []
             self.steps: list[str] = []
             self.observations: list[Observation[Any]] = []
+            self.since_converge = 0
 
         # ------------------------------------------------------------ set-up
         @initialize(
@@ -45,7 +55,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             second_topic=st.booleans(),
             static=st.lists(st.booleans(), min_size=cfg.max_members + 1, max_size=cfg.max_members + 1),
             assignor=st.sampled_from(SERVER_ASSIGNORS),
-            rebalance_timeout_ms=st.sampled_from((1500, 4000)),
+            rebalance_timeout_ms=st.sampled_from(timing.rebalance_timeouts_ms),
         )
         def setup(
             self,
@@ -70,7 +80,14 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 if static[i]:
                     spec["instance_id"] = f"i{i + 1}"
                 clients.append(spec)
-            self.sim = make_consumer_sim(topics, clients, {}, cfg.variants, port_factory=cfg.port_factory)
+            self.sim = make_consumer_sim(
+                topics,
+                clients,
+                cfg.config,
+                cfg.variants,
+                port_factory=cfg.port_factory,
+                sim_class=RealTimeConsumerSim if cfg.real_time else None,
+            )
             self.names = [c["name"] for c in clients]
             self.note(
                 f"setup {members} members x {topics}, server assignor {assignor}, static {static[:members]}, "
@@ -85,8 +102,10 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             if obs is None:
                 return
             self.observations.append(obs)
+            self.since_converge += 1
             self.note(f"t={obs.now} {what or self._describe(obs)}")
             violations = checker.check(obs, len(self.observations))
+            violations += port_findings(self.sim, len(self.observations))  # type: ignore[arg-type]
             note = getattr(self.sim, "note_checks", None)  # a TracedConsumerSim: its log is the trace
             if note is not None:
                 note(
@@ -96,7 +115,10 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                     checker.last_sometimes,
                 )
             if violations:
-                raise InvariantViolation(violations, list(self.steps), list(self.observations), self.sim)
+                exc = InvariantViolation(violations, list(self.steps), list(self.observations), self.sim)
+                if cfg.real_time and not cfg.first:
+                    cfg.first.append(exc)
+                raise exc
 
         def observe_all(self, observations: Iterable[Observation[Any]]) -> None:
             for obs in observations:
@@ -127,7 +149,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.observe(self.sim.client_step(self.client(i)))
 
         @precondition(lambda self: self.ready)
-        @rule(rounds=st.integers(1, 8), tick=st.sampled_from((100, 250, 500)))
+        @rule(rounds=st.integers(1, timing.max_rounds), tick=st.sampled_from(timing.ticks))
         def run(self, rounds: int, tick: int) -> None:
             """Every member heartbeats when due, then time moves on; repeated."""
             assert self.sim is not None
@@ -136,13 +158,20 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                     self.observe(self.sim.client_step(name))
                 self.observe(self.sim.advance(tick))
 
-        @precondition(lambda self: self.ready)
+        @precondition(
+            lambda self: self.ready and (not cfg.real_time or self.since_converge >= REAL_CONVERGE_GAP)
+        )
         @rule()
         def converge(self) -> None:
-            """Perturbations stop; from the bound on, every step must show a converged group."""
+            """Perturbations stop; from the bound on, every step must show a converged group.
+
+            On a real clock a convergence costs seconds (session plus rebalance timeout), so it needs
+            a few perturbations since the last one."""
             assert self.sim is not None
+            self.since_converge = -(10**9)  # the settle's own steps do not count
             self.note("perturbations stop")
             self.observe_all(self.sim.settle(consumer_settle_bound(self.sim), 500))
+            self.since_converge = 0
 
         @precondition(lambda self: self.ready)
         @rule(i=st.integers(0, 7))
@@ -195,7 +224,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
 
         # ------------------------------------------------------------ time and faults
         @precondition(lambda self: self.ready)
-        @rule(ms=st.sampled_from((100, 500, 1600, 3100, 4100)))
+        @rule(ms=st.sampled_from(timing.advances))
         def advance(self, ms: int) -> None:
             assert self.sim is not None
             self.observe(self.sim.advance(ms), f"advance {ms} ms")
@@ -227,13 +256,13 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             name = self.client(i)
             self.observe(self.sim.stale_heartbeat(name, delta), f"{name} heartbeats with epoch {delta:+d}")
 
-        @precondition(lambda self: self.ready)
+        @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_failover", True))
         @rule()
         def failover(self) -> None:
             assert self.sim is not None
             self.observe(self.sim.failover(), "coordinator failover")
 
-        @precondition(lambda self: self.ready)
+        @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_topic_changes", True))
         @rule(action=st.sampled_from(("grow", "create", "delete")))
         def topic_change(self, action: str) -> None:
             assert self.sim is not None

@@ -123,6 +123,10 @@ class ConsumerCoordinatorConfig:
     """Topics the principal may not DESCRIBE/READ (B.6 row 3; regex results are filtered by it)."""
     own_pending_is_free: bool = False
     """KAFKA-19449 fix (after 4.0): own pending revocations do not block re-assignment to the member."""
+    initial_group_epoch: Literal[0, 1] = 0
+    """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
+    an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,
+    Kafka 4.3+; observed on 4.4.0)."""
 
 
 class _Rejected(Exception):
@@ -407,6 +411,10 @@ class ConsumerCoordinator:
         """Row 8: epoch 0 may create the group; otherwise GROUP_ID_NOT_FOUND."""
         if txn.group is None and request.member_epoch != 0:
             raise _Rejected(ErrorCode.GROUP_ID_NOT_FOUND, "group not found")
+        if txn.group is None and self.config.initial_group_epoch:
+            epoch = self.config.initial_group_epoch
+            txn.emit(GroupEpochRecord(txn.group_id, epoch))
+            txn.emit(TargetAssignmentEpochRecord(txn.group_id, epoch))
         return txn.require_group()
 
     def check_group_capacity(self, group: ConsumerGroup, member_id: str) -> None:

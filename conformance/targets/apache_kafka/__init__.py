@@ -56,8 +56,12 @@ class ApacheKafkaTarget(Target):
             # Kafka's own minimum for both is 1 (ConfigDef atLeast(1) in GroupCoordinatorConfig).
             "group.consumer.min.session.timeout.ms": 1,
             "group.consumer.min.heartbeat.interval.ms": 1,
-            "group.consumer.session.timeout.ms": 6000,
+            "group.consumer.session.timeout.ms": 2000,
             "group.consumer.heartbeat.interval.ms": 500,
+            # Kafka 4.2+ batches target-assignment updates (default 1000 ms); 0 computes the target in
+            # the heartbeat that bumps the group epoch, as Kafka 4.0 and the model do (GroupCoordinatorConfig).
+            "group.consumer.assignment.interval.ms": 0,
+            "group.consumer.min.assignment.interval.ms": 0,
             "offsets.topic.replication.factor": 1,
             "offsets.topic.num.partitions": 1,
         }

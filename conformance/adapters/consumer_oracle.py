@@ -1,0 +1,709 @@
+"""The consumer-protocol oracle: a real KIP-848 coordinator behind `ConsumerPort`, the model beside it.
+
+The twin of `conformance.adapters.oracle` for ConsumerGroupHeartbeat (api key 68) and OffsetCommit
+v9. Every request goes to the target over its member's own connection and to the model on the same
+input. A ConsumerGroupHeartbeat is answered at once (Kafka never parks it, GroupMetadataManager
+``consumerGroupHeartbeat``), so one operation is: send, wait for the answer (with a deadline), then
+keep the model *hypotheses* that explain it. Three things the inputs alone do not decide:
+
+* Real time. A model timer (session, rebalance; reference §B.8) whose deadline lies in
+  ``(t - late, t_answer]`` may or may not have fired in the target when it handled the request
+  (sent at ``t``, answered at ``t_answer``); every prefix of those timers in deadline order is a
+  candidate. Earlier deadlines have certainly fired, later ones certainly not.
+* The server assignor's free choices (reference §B.11, §F: the uniform assignor's tie-breaking
+  follows Java hash-map order). When the target's answer differs from the model only in the
+  assignment, the oracle ADOPTS the target's choice: it installs a target assignment in which the
+  member gets what the target gave and the other members' targets are completed legally — each
+  partition to at most one member, only subscribed topics, every subscribed partition assigned,
+  balanced as the assignor promises (uniform: sizes differ by at most one on homogeneous
+  subscriptions; range: per topic). A member whose target has been revealed since the assignment
+  was computed is never changed by a later adoption; if no legal completion exists the
+  target's choice is illegal — a protocol finding.
+* Where a new group's epochs start: Kafka 4.0 starts at 0, Kafka 4.3+ at 1 (KAFKA-20268,
+  apache/kafka#21700, ``initial_group_epoch``). Both are protocol-legal; the first join decides.
+
+No hypothesis explains the answer -> a protocol finding (rule ``oracle.ConsumerGroupHeartbeat`` or
+``oracle.OffsetCommit``) with the request, the target's answer and what the model expected.
+Differences that only concern Apache Kafka's exact choices (the heartbeat interval echoed, an
+unchanged assignment sent again) are kafka-compat findings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.adapters.consumer_codec import (
+    API_CONSUMER_GROUP_HEARTBEAT,
+    API_OFFSET_COMMIT,
+    OFFSET_COMMIT_VERSION,
+    TopicMap,
+    decode_heartbeat,
+    decode_offset_commit,
+    encode_heartbeat,
+    encode_offset_commit,
+    topic_ids,
+)
+from conformance.adapters.oracle import Finding, TargetSession
+from conformance.errors import TargetError
+from model.consumer.assignors import AssignmentMember, GroupAssignment
+from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    TopicPartition,
+)
+from model.consumer.records import TargetAssignmentMemberRecord, apply
+from model.consumer.state import ConsumerCoordinatorState, MemberState
+from model.errors import ErrorCode
+from model.result import Delivery, Result
+
+#: How long a new topic takes to reach the group coordinator's metadata image (generous on a busy box).
+TOPIC_PROPAGATION_S = 1.0
+NAMES = {API_CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat", API_OFFSET_COMMIT: "OffsetCommit"}
+
+
+# ---------------------------------------------------------------------- legality of an assignment
+def legal_assignment(
+    assignment: Mapping[str, frozenset[TopicPartition]],
+    members: Mapping[str, AssignmentMember],
+    topics: Mapping[str, int],
+    assignor: str,
+    homogeneous: bool,
+) -> str | None:
+    """None when ``assignment`` is one the assignor may return (reference §B.11), else why not."""
+    seen: dict[TopicPartition, str] = {}
+    for member_id, parts in sorted(assignment.items()):
+        spec = members.get(member_id)
+        if spec is None:
+            return f"partitions targeted to {member_id}, not a member"
+        for tp in sorted(parts):
+            topic, index = tp
+            if topic not in spec.subscribed:
+                return f"{topic}-{index} targeted to {member_id}, which does not subscribe to {topic}"
+            if topic not in topics or not 0 <= index < topics[topic]:
+                return f"{topic}-{index} targeted to {member_id} does not exist"
+            if tp in seen:
+                return f"{topic}-{index} targeted to both {seen[tp]} and {member_id}"
+            seen[tp] = member_id
+    for topic, count in sorted(topics.items()):
+        subscribers = [m for m, spec in members.items() if topic in spec.subscribed]
+        if not subscribers:
+            continue
+        for index in range(count):
+            if (topic, index) not in seen:
+                return f"{topic}-{index} is subscribed but targeted to nobody"
+        if assignor == "range":
+            sizes = [sum(1 for t, _ in assignment.get(m, ()) if t == topic) for m in subscribers]
+            if max(sizes) - min(sizes) > 1:
+                return f"range: {topic} split {sorted(sizes)} among its subscribers, not balanced"
+    if assignor == "uniform" and homogeneous and members:
+        sizes = [len(assignment.get(m, frozenset())) for m in members]
+        if max(sizes) - min(sizes) > 1:
+            return f"uniform: target sizes {sorted(sizes)} differ by more than one on a homogeneous group"
+    return None
+
+
+def complete_assignment(
+    base: Mapping[str, frozenset[TopicPartition]],
+    fixed: Mapping[str, frozenset[TopicPartition]],
+    members: Mapping[str, AssignmentMember],
+    topics: Mapping[str, int],
+    assignor: str,
+    homogeneous: bool,
+) -> GroupAssignment | None:
+    """A legal assignment giving ``fixed`` members exactly their sets and the others what they had in
+    ``base`` as far as possible (sticky), filled least-loaded first; None when there is none."""
+    taken: set[TopicPartition] = set()
+    for parts in fixed.values():
+        if parts & taken:
+            return None
+        taken |= parts
+    free_members = sorted(m for m in members if m not in fixed)
+    out: dict[str, set[TopicPartition]] = {m: set(fixed[m]) for m in fixed if m in members}
+    for m in free_members:
+        out[m] = {tp for tp in base.get(m, frozenset()) if tp not in taken and tp[0] in members[m].subscribed}
+        taken |= out[m]
+    every = [
+        (t, p)
+        for t in sorted(topics)
+        for p in range(topics[t])
+        if any(t in s.subscribed for s in members.values())
+    ]
+    if assignor == "uniform" and homogeneous and members:
+        quota_hi = -(-len(every) // len(members))
+        quota_lo = len(every) // len(members)
+        for m in free_members:  # trim over-quota free members (keep the lowest partitions)
+            while len(out[m]) > quota_hi:
+                out[m].discard(max(out[m]))
+        # members above the low quota beyond the number of "extra" slots give one back
+        extra = len(every) - quota_lo * len(members)
+        for m in sorted(free_members, key=lambda m: len(out[m])):
+            big = [x for x in members if len(out[x]) > quota_lo]
+            if len(big) <= extra:
+                break
+            if len(out[m]) > quota_lo:
+                out[m].discard(max(out[m]))
+    taken = set().union(*out.values()) if out else set()
+    for tp in every:
+        if tp in taken:
+            continue
+        eligible = [m for m in free_members if tp[0] in members[m].subscribed]
+        if not eligible:
+            return None
+        owner = min(eligible, key=lambda m: (len(out[m]), m))
+        out[owner].add(tp)
+    result = {m: frozenset(ps) for m, ps in out.items()}
+    if legal_assignment(result, members, topics, assignor, homogeneous) is not None:
+        return None
+    return result
+
+
+# ---------------------------------------------------------------------- hypotheses
+@dataclass
+class CHypo:
+    state: ConsumerCoordinatorState
+    origin: int  # initial_group_epoch of the coordinator this hypothesis runs
+    now: int = 0
+    #: members whose target the target has revealed since the assignment epoch ``frozen_epoch``
+    frozen: frozenset[str] = frozenset()
+    frozen_epoch: int = -1
+    adoptions: int = 0
+    fired: int = 0
+
+    def copy(self) -> CHypo:
+        return dataclasses.replace(self, state=self.state.copy())
+
+
+class _Adopting:
+    """Mixed into the model coordinator: `run_assignor` returns the adopted assignment when one is set."""
+
+    adopt: dict[str, frozenset[TopicPartition]] | None = None
+    frozen_targets: dict[str, frozenset[TopicPartition]] = {}
+    last_legality: str | None = None
+
+    def run_assignor(  # type: ignore[no-untyped-def]
+        self, name, members, topics, homogeneous
+    ) -> GroupAssignment:
+        base = super().run_assignor(name, members, topics, homogeneous)  # type: ignore[misc]
+        if self.adopt is None:
+            return base  # type: ignore[no-any-return]
+        done = complete_assignment(base, self.adopt, members, topics, name, homogeneous)
+        if done is None:
+            raise _NoLegal(f"no legal {name} assignment gives {sorted(self.adopt)} what the target gave")
+        return done
+
+
+class _NoLegal(Exception):
+    pass
+
+
+def adopting(coordinator: ConsumerCoordinator, initial_group_epoch: int) -> ConsumerCoordinator:
+    """A copy of ``coordinator`` (mutants included) with the adoption hook and the epoch origin."""
+    base = type(coordinator)
+    cls = type(f"Adopting{base.__name__}", (_Adopting, base), {})
+    out = cls.__new__(cls)
+    out.__dict__.update(coordinator.__dict__)
+    out.config = dataclasses.replace(coordinator.config, initial_group_epoch=initial_group_epoch)
+    out.adopt = None
+    return out  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------- comparison
+def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) -> tuple[str | None, list[str]]:
+    """(protocol mismatch or None, kafka-compat notes) between a model answer and the target's."""
+    notes: list[str] = []
+    if isinstance(model, OffsetCommitResponse):
+        mine, theirs = model.errors(), target.errors()
+        if mine != theirs:
+            return f"partition errors {_errs(theirs)}, model {_errs(mine)}", notes
+        return None, notes
+    if model.error_code != target.error_code:
+        return f"error {_e(target.error_code)}, model {_e(model.error_code)}", notes
+    if model.error_code != ErrorCode.NONE:
+        return None, notes
+    if model.member_id != target.member_id:
+        return f"member id {target.member_id!r}, model {model.member_id!r}", notes
+    if model.member_epoch != target.member_epoch:
+        return f"member epoch {target.member_epoch}, model {model.member_epoch}", notes
+    mine, theirs = model.assigned(), target.assigned()
+    if mine != theirs:
+        # an absent assignment means "unchanged" (§B.10): the same information either way
+        if mine is None and theirs == prior:
+            notes.append("sends the unchanged assignment again (the model omits it, GMM L1811)")
+        elif theirs is None and mine == prior:
+            notes.append("omits an assignment the model sends (full request or join, GMM L1811)")
+        else:
+            return f"assignment {_tps(theirs)}, model {_tps(mine)}", notes
+    if model.heartbeat_interval_ms != target.heartbeat_interval_ms:
+        notes.append(
+            f"heartbeat interval {target.heartbeat_interval_ms} ms, model {model.heartbeat_interval_ms} ms"
+        )
+    return None, notes
+
+
+def _e(code: Any) -> str:
+    return code.name if isinstance(code, ErrorCode) else str(code)
+
+
+def _tps(parts: frozenset[TopicPartition] | None) -> str:
+    if parts is None:
+        return "none"
+    return "{" + ", ".join(f"{t}-{p}" for t, p in sorted(parts)) + "}"
+
+
+def _errs(errors: Mapping[TopicPartition, Any]) -> str:
+    return "{" + ", ".join(f"{t}-{p}: {_e(c)}" for (t, p), c in sorted(errors.items())) + "}"
+
+
+def _short(resp: Any) -> str:
+    if resp is None:
+        return "nothing"
+    if isinstance(resp, OffsetCommitResponse):
+        return f"OffsetCommit{_errs(resp.errors())}"
+    if resp.error_code != ErrorCode.NONE:
+        return f"{_e(resp.error_code)}"
+    return f"NONE epoch {resp.member_epoch} assignment {_tps(resp.assigned())}"
+
+
+# ---------------------------------------------------------------------- the port
+@dataclass
+class ConsumerTiming:
+    late_ms: int = 500
+    answer_deadline_ms: int = 5000
+    max_hypotheses: int = 16
+
+
+@dataclass
+class ConsumerOraclePort:
+    """`ConsumerPort` for a real coordinator plus the model hypotheses (see module docstring)."""
+
+    coordinator: ConsumerCoordinator
+    session: TargetSession
+    timing: ConsumerTiming = field(default_factory=ConsumerTiming)
+
+    supports_failover = False
+    supports_topic_changes = False
+
+    def __post_init__(self) -> None:
+        self.adapter = self.session.adapter
+        self.config: ConsumerCoordinatorConfig = self.coordinator.config
+        self.coords = {e: adopting(self.coordinator, e) for e in (0, 1)}
+        self.real_group = self.session.next_group()
+        self.t0 = time.monotonic()
+        self.hypos: list[CHypo] = [CHypo(ConsumerCoordinatorState(), 0), CHypo(ConsumerCoordinatorState(), 1)]
+        self.topics = TopicMap()
+        self.findings: list[Finding] = []
+        self.current_member = "?"
+        self.log: list[str] = []
+        self.answers: dict[int, Any] = {}
+        self.members: set[str] = set()
+
+    # ------------------------------------------------------------------ clock
+    def clock(self) -> int:
+        return int((time.monotonic() - self.t0) * 1000)
+
+    def sleep_until(self, ms: int) -> None:
+        while True:
+            left = ms - self.clock()
+            if left <= 0:
+                return
+            time.sleep(min(left, 50) / 1000)
+
+    # ------------------------------------------------------------------ ConsumerPort
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result:
+        version = request.version
+        if not _offers(self.adapter.connect(), API_CONSUMER_GROUP_HEARTBEAT, version):
+            self._finding(
+                "protocol",
+                "oracle.ConsumerGroupHeartbeat",
+                f"target offers no ConsumerGroupHeartbeat v{request.version} "
+                f"(offers {self.adapter.connect().api_versions.get(API_CONSUMER_GROUP_HEARTBEAT)})",
+            )
+            return Result()
+        payload = encode_heartbeat(request, version, self.real_group, self.topics)
+        return self._exchange(API_CONSUMER_GROUP_HEARTBEAT, request, payload, ref)
+
+    def offset_commit(self, request: object, ref: int, now: int) -> Result:
+        assert isinstance(request, OffsetCommitRequest)
+        if not _offers(self.adapter.connect(), API_OFFSET_COMMIT, OFFSET_COMMIT_VERSION):
+            self._finding("protocol", "oracle.OffsetCommit", "target offers no OffsetCommit v9")
+            return Result()
+        payload = encode_offset_commit(request, OFFSET_COMMIT_VERSION, self.real_group, self.topics)
+        return self._exchange(API_OFFSET_COMMIT, request, payload, ref)
+
+    def advance(self, now: int) -> Result:
+        t = self.clock()
+        for h in self.hypos:
+            self._fire_certain(h, t)
+        return Result()
+
+    def topic(self, action: str, topic: str, partitions: int) -> Result:
+        if action != "create" or topic in self.topics.real:
+            raise NotImplementedError(f"topic {action} against a real target is not supported yet")
+        real = self.session.real_topic(topic, partitions)
+        fresh = real not in self.session.__dict__.get("topic_ids", {})
+        self.session.ensure_topic(real)
+        ids = _topic_ids(self.session, [real])
+        if fresh:
+            # the group coordinator learns a new topic from the next metadata image, a moment after
+            # CreateTopics returns; a join before that sees an empty subscription (GMM onNewMetadataImage)
+            time.sleep(TOPIC_PROPAGATION_S)
+        if real not in ids:
+            raise TargetError(
+                f"{self.session.adapter.bootstrap}: Metadata does not list topic {real} with an id"
+            )
+        self.topics.add(topic, real, ids[real])
+        for h in self.hypos:
+            self.coords[h.origin].create_topic(h.state, topic, partitions)
+        return Result()
+
+    def failover(self, now: int) -> Result:
+        raise NotImplementedError("coordinator failover against a real target needs a restartable target")
+
+    def coordinator_state(self) -> ConsumerCoordinatorState:
+        return self.hypos[0].state
+
+    def take_findings(self) -> list[Finding]:
+        taken, self.findings = self.findings, []
+        return taken
+
+    def close(self) -> None:
+        for member in self.members:
+            self.adapter.drop_member(member)
+
+    # ------------------------------------------------------------------ one operation
+    def _exchange(self, api: int, request: Any, payload: Any, ref: int) -> Result:
+        member = self.current_member
+        self.members.add(member)
+        t = self.clock()
+        try:
+            self.adapter.submit(member, self.real_group, payload, ref, member)
+        except TargetError as e:
+            self._crash(t, f"cannot send {NAMES[api]}: {e}")
+            return Result()
+        target, t_ans = self._await(ref, t)
+        self.log.append(f"t={t} ref {ref} {member} {NAMES[api]} -> {_short(target)} at t={t_ans}")
+        if target is None:
+            # unknown whether the target applied it: keep both
+            cands = [c for h in self.hypos for c, _ in self._candidates(h, t, t_ans, request, ref, None)]
+            cands += [h for h in self.hypos]
+            self.hypos = self._dedupe(cands)
+            if not any(f.rule == "target.crash" for f in self.findings):
+                self._finding(
+                    "protocol",
+                    f"oracle.{NAMES[api]}",
+                    f"at t={t}, {member} sends {NAMES[api]} (ref {ref}): no answer within "
+                    f"{self.timing.answer_deadline_ms} ms",
+                )
+            return Result()
+        self.answers[ref] = target
+        prior = self._prior(request)
+        cands: list[CHypo] = []
+        reasons: list[str] = []
+        for h in self.hypos:
+            for c, why in self._candidates(h, t, t_ans, request, ref, target, prior):
+                if why is None:
+                    cands.append(c)
+                else:
+                    reasons.append(why)
+        if not cands:
+            what = f"{member} sends {NAMES[api]} v{getattr(request, 'version', '?')} (ref {ref})"
+            uniq = list(dict.fromkeys(reasons))
+            self._finding(
+                "protocol",
+                f"oracle.{NAMES[api]}",
+                f"at t={t}, {what}: the target answered {_short(target)}; no model hypothesis explains it "
+                f"({len(uniq)} tried): " + " | ".join(uniq[:4]),
+            )
+            if not self.adapter.alive():
+                self._crash(t, "the target stopped answering")
+        else:
+            cands.sort(key=lambda c: (c.adoptions, c.origin, -c.fired))
+            self.hypos = self._dedupe(cands)
+            h0 = self.hypos[0]
+            _m, notes = compare(self._model_answer(h0, ref) or target, target, prior)
+            for note in notes:
+                self._finding("kafka-compat", f"compat.{NAMES[api]}", f"ref {ref}: {note}")
+        return Result(deliveries=[Delivery(ref, target)])
+
+    def _await(self, ref: int, t: int) -> tuple[Any, int]:
+        end = t + self.timing.answer_deadline_ms
+        while self.clock() < end:
+            for arrival in self.adapter.poll(0.02):
+                if arrival.tag != ref:
+                    continue
+                at = int((arrival.at - self.t0) * 1000)
+                self.session.rtt_ms.append(at - t)
+                if arrival.value is None:
+                    return None, at
+                try:
+                    if arrival.api_key == API_CONSUMER_GROUP_HEARTBEAT:
+                        return decode_heartbeat(arrival.value, self.topics), at
+                    return decode_offset_commit(arrival.value, self.topics), at
+                except Exception as e:  # noqa: BLE001 - a value we cannot map is a finding
+                    self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
+                    return None, at
+            for wf in self.adapter.take_findings():
+                self._finding("protocol", f"wire.{wf.kind}", wf.describe())
+                if wf.kind in ("closed", "truncated"):
+                    self._crash(t, "the target closed a connection with a request outstanding")
+                    return None, self.clock()
+        return None, self.clock()
+
+    def _prior(self, request: Any) -> frozenset[TopicPartition] | None:
+        if not isinstance(request, ConsumerGroupHeartbeatRequest) or not self.hypos:
+            return None
+        g = self.hypos[0].state.groups.get(request.group_id)
+        m = None if g is None else g.members.get(request.member_id)
+        return None if m is None else m.assigned
+
+    def _model_answer(self, h: CHypo, ref: int) -> Any:
+        return getattr(h, "_answer", None)
+
+    # ------------------------------------------------------------------ hypotheses
+    def _fire_certain(self, h: CHypo, t: int) -> None:
+        cutoff = t - self.timing.late_ms
+        if cutoff > h.now:
+            self.coords[h.origin].advance(h.state, cutoff)
+            h.now = cutoff
+
+    def _uncertain(self, h: CHypo, t: int, t_ans: int) -> list[int]:
+        return sorted(
+            {
+                tm.deadline
+                for g in h.state.groups.values()
+                for tm in g.timers.values()
+                if t - self.timing.late_ms < tm.deadline <= t_ans
+            }
+        )
+
+    def _candidates(
+        self,
+        h: CHypo,
+        t: int,
+        t_ans: int,
+        request: Any,
+        ref: int,
+        target: Any,
+        prior: frozenset[TopicPartition] | None = None,
+    ) -> list[tuple[CHypo, str | None]]:
+        base = h.copy()
+        self._fire_certain(base, t)
+        deadlines = self._uncertain(base, t, t_ans)
+        out: list[tuple[CHypo, str | None]] = []
+        for k in range(len(deadlines) + 1):
+            c = base.copy()
+            if k:
+                self.coords[c.origin].advance(c.state, deadlines[k - 1])
+                c.now = max(c.now, deadlines[k - 1])
+                c.fired = k
+            out.extend(self._apply(c, request, ref, max(t, c.now), target, prior))
+        return out
+
+    def _run(self, c: CHypo, request: Any, ref: int, at: int) -> Any:
+        coord = self.coords[c.origin]
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            result = coord.handle_consumer_group_heartbeat(c.state, request, ref, at)
+        else:
+            result = coord.handle_offset_commit(c.state, request, ref, at)
+        return next((d.response for d in result.deliveries if d.ref == ref), None)
+
+    def _apply(
+        self, c: CHypo, request: Any, ref: int, at: int, target: Any, prior: frozenset[TopicPartition] | None
+    ) -> list[tuple[CHypo, str | None]]:
+        before = c.state.copy()
+        answer = self._run(c, request, ref, at)
+        c._answer = answer  # type: ignore[attr-defined]
+        if target is None:
+            return [(c, None)]
+        why, _notes = compare(answer, target, prior)
+        if why is None:
+            self._freeze(c, request, target)
+            return [(c, None)]
+        why = f"{_short(target)} vs model {_short(answer)}: {why}"
+        if (
+            not isinstance(request, ConsumerGroupHeartbeatRequest)
+            or target.error_code != ErrorCode.NONE
+            or answer.error_code != ErrorCode.NONE
+            or target.assigned() is None
+        ):
+            return [(c, why)]
+        out: list[tuple[CHypo, str | None]] = []
+        for adopted, why2 in self._adopt(c, before, request, ref, at, target, prior):
+            out.append((adopted, why2))
+        if not any(w is None for _, w in out):
+            out.append((c, why))
+        return out
+
+    def _adopt(
+        self,
+        c: CHypo,
+        before: ConsumerCoordinatorState,
+        request: ConsumerGroupHeartbeatRequest,
+        ref: int,
+        at: int,
+        target: ConsumerGroupHeartbeatResponse,
+        prior: frozenset[TopicPartition] | None,
+    ) -> list[tuple[CHypo, str | None]]:
+        """The target's assignment choice, installed in the model when it is legal (module docstring)."""
+        coord = self.coords[c.origin]
+        got = target.assigned() or frozenset()
+        gid = request.group_id
+        after_group = c.state.groups.get(gid)
+        member_after = None if after_group is None else after_group.members.get(request.member_id)
+        model_target = frozenset() if after_group is None else after_group.target_of(request.member_id)
+        held_by_others: frozenset[TopicPartition] = frozenset()
+        if after_group is not None:
+            for mid, m in after_group.members.items():
+                if mid != request.member_id:
+                    held_by_others |= m.held
+        options = [got]
+        if member_after is not None and member_after.state != MemberState.STABLE:
+            options.append(got | (model_target - got))
+        options.append(got | (held_by_others & model_target))
+        options = list(dict.fromkeys(options))
+        recomputed = after_group is not None and (
+            before.groups.get(gid) is None
+            or before.groups[gid].assignment_epoch != after_group.assignment_epoch
+        )
+        out: list[tuple[CHypo, str | None]] = []
+        for want in options:
+            d = CHypo(before.copy(), c.origin, c.now, c.frozen, c.frozen_epoch, c.adoptions + 1, c.fired)
+            g = d.state.groups.get(gid)
+            frozen_targets = {}
+            if g is not None and d.frozen_epoch == g.assignment_epoch and not recomputed:
+                frozen_targets = {
+                    m: g.target_of(m) for m in d.frozen if m in g.members and m != request.member_id
+                }
+            fixed = {**frozen_targets, request.member_id: want}
+            try:
+                if recomputed:
+                    coord.adopt = fixed  # type: ignore[attr-defined]
+                    try:
+                        answer = self._run(d, request, ref, at)
+                    finally:
+                        coord.adopt = None  # type: ignore[attr-defined]
+                else:
+                    if g is None or request.member_id not in g.members:
+                        continue
+                    if not self._install(d, gid, fixed):
+                        out.append((d, f"adopting {_tps(want)} for {request.member_id}: no legal completion"))
+                        continue
+                    answer = self._run(d, request, ref, at)
+            except _NoLegal as e:
+                out.append((d, str(e)))
+                continue
+            why, _ = compare(answer, target, prior)
+            d._answer = answer  # type: ignore[attr-defined]
+            if why is None:
+                self._freeze(d, request, target)
+            out.append((d, None if why is None else f"adopted {_tps(want)}: {why}"))
+        return out
+
+    def _install(self, d: CHypo, gid: str, fixed: dict[str, frozenset[TopicPartition]]) -> bool:
+        """Replace the current target assignment by a legal one with ``fixed`` members' sets."""
+        coord = self.coords[d.origin]
+        g = d.state.groups[gid]
+        specs = coord.assignment_specs(d.state, g)
+        from model.consumer.assignors import is_homogeneous
+
+        homogeneous = is_homogeneous(coord.subscribed_topics(d.state, m) for m in g.members.values())
+        name = g.last_assignor or coord.config.assignors[0]
+        done = complete_assignment(
+            dict(g.target), fixed, specs, dict(g.subscription_metadata), name, homogeneous
+        )
+        if done is None:
+            return False
+        for member_id, parts in sorted(done.items()):
+            if parts != g.target_of(member_id):
+                apply(d.state, TargetAssignmentMemberRecord(gid, member_id, tuple(sorted(parts))))
+        return True
+
+    def _freeze(self, c: CHypo, request: Any, target: Any) -> None:
+        """The member's answer revealed its target: later adoptions must keep it."""
+        if not isinstance(request, ConsumerGroupHeartbeatRequest) or target.error_code != ErrorCode.NONE:
+            return
+        g = c.state.groups.get(request.group_id)
+        if g is None:
+            return
+        if c.frozen_epoch != g.assignment_epoch:
+            c.frozen, c.frozen_epoch = frozenset(), g.assignment_epoch
+        if target.assigned() is not None or request.member_epoch != target.member_epoch:
+            c.frozen = c.frozen | {request.member_id}
+
+    def _dedupe(self, cands: list[CHypo]) -> list[CHypo]:
+        out: list[CHypo] = []
+        for c in cands:
+            if not any(o.origin == c.origin and o.state == c.state for o in out):
+                out.append(c)
+        return out[: self.timing.max_hypotheses]
+
+    # ------------------------------------------------------------------ findings
+    def _finding(self, level: str, rule: str, message: str) -> None:
+        f = Finding(level, rule, message, self.clock())
+        (self.findings if level == "protocol" else self.session.compat).append(f)
+
+    def _crash(self, t: int, what: str) -> None:
+        if any(f.rule == "target.crash" for f in self.findings):
+            return
+        crash = ""
+        launcher = self.session.launcher
+        if launcher is not None:
+            for _ in range(20):
+                try:
+                    launcher.check_alive()
+                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
+                    crash = f": {e}"
+                    break
+                time.sleep(0.05)
+        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
+
+
+def _offers(caps: Any, api_key: int, version: int) -> bool:
+    """ApiVersions lists ``version`` of ``api_key`` (kio encodes every version the schemas have)."""
+    lo, hi = caps.api_versions.get(api_key, (0, -1))
+    return bool(lo <= version <= hi)
+
+
+def _topic_ids(session: TargetSession, names: list[str]) -> dict[str, Any]:
+    """Topic ids by Metadata v12 on a fresh connection, cached per session (retried while a new
+    topic's metadata propagates)."""
+    from conformance.adapters.kafka import _blocking_exchange
+    from conformance.adapters.wire import decode_frame
+
+    cache: dict[str, Any] = session.__dict__.setdefault("topic_ids", {})
+    missing = [n for n in names if n not in cache]
+    adapter = session.adapter
+    lo, hi = adapter.connect().api_versions.get(3, (0, -1))
+    version = min(12, hi)
+    if version < max(10, lo):
+        raise TargetError(f"{adapter.bootstrap}: no Metadata v10+ (topic ids, KIP-516); offers v{lo}-v{hi}")
+    end = time.monotonic() + 30
+    while missing:
+
+        def exchange(req: Any) -> Any:
+            frame = _blocking_exchange(adapter.host, adapter.port, req, adapter.timeout_s, adapter.client_id)
+            value, findings = decode_frame(req.__api_key__, req.__version__, frame)
+            if value is None:
+                raise TargetError(f"{adapter.bootstrap}: Metadata answer is garbage: {findings[0].message}")
+            return value
+
+        try:
+            cache.update(topic_ids(exchange, missing, version))
+        except (OSError, ConnectionError) as e:
+            raise TargetError(f"{adapter.bootstrap}: Metadata failed: {e}") from e
+        missing = [n for n in names if n not in cache]
+        if missing and time.monotonic() > end:
+            break
+        if missing:
+            time.sleep(0.1)
+    return {n: cache[n] for n in names if n in cache}
+
+
+PortFactory = Callable[[ConsumerCoordinator], ConsumerOraclePort]
