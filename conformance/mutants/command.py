@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         default=30.0,
         help="CPU seconds of `explore` per mutant for the BFS-minimal column (0: skip)",
     )
+    m.add_argument("--jobs", type=int, default=1, help="mutants run in this many worker processes")
 
 
 def machine() -> str:
@@ -65,6 +66,7 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         progress=lambda r: print(text_row(r), flush=True),
         shrink=not args.no_shrink,
         bfs_budget_s=args.bfs_budget if args.bfs_budget > 0 else None,
+        jobs=args.jobs,
     )
     caught = sum(r.caught for r in rows)
     print(f"caught {caught} of {len(rows)}")

@@ -241,29 +241,48 @@ def run_matrix(
     progress: Any = None,
     shrink: bool = True,
     bfs_budget_s: float | None = None,
+    jobs: int = 1,
 ) -> list[KillRow]:
+    """Every chosen mutant's row, in registry order; ``jobs`` > 1 runs mutants in worker processes
+    (each row is still one mutant's own check runs; only wall-clock time is shared)."""
     chosen = [get_mutant(n) for n in names] if names else list(MUTANTS.values())
     if protocol and protocol != "all":
         chosen = [m for m in chosen if m.protocol == protocol]
-    rows = []
-    for mutant in chosen:
-        row = run_mutant(
-            mutant.name,
-            profile=profile,
-            budget_s=budget_s,
-            max_examples=max_examples,
-            seed=seed,
-            run_dir=run_dir,
-            shrink=shrink,
-        )
-        if bfs_budget_s is not None:
-            from conformance.mutants.bfs import bfs_minimal
+    args = [(m.name, profile, budget_s, max_examples, seed, run_dir, shrink, bfs_budget_s) for m in chosen]
+    if jobs <= 1:
+        rows = []
+        for a in args:
+            rows.append(_one(a))
+            if progress is not None:
+                progress(rows[-1])
+        return rows
+    from concurrent.futures import ProcessPoolExecutor
 
-            row.bfs_minimal, row.bfs_note = bfs_minimal(mutant.name, budget_s=bfs_budget_s)
-        rows.append(row)
-        if progress is not None:
-            progress(row)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        rows = []
+        for row in pool.map(_one, args):
+            rows.append(row)
+            if progress is not None:
+                progress(row)
     return rows
+
+
+def _one(a: tuple[Any, ...]) -> KillRow:
+    name, profile, budget_s, max_examples, seed, run_dir, shrink, bfs_budget_s = a
+    row = run_mutant(
+        name,
+        profile=profile,
+        budget_s=budget_s,
+        max_examples=max_examples,
+        seed=seed,
+        run_dir=run_dir,
+        shrink=shrink,
+    )
+    if bfs_budget_s is not None:
+        from conformance.mutants.bfs import bfs_minimal
+
+        row.bfs_minimal, row.bfs_note = bfs_minimal(name, budget_s=bfs_budget_s)
+    return row
 
 
 # ---------------------------------------------------------------------------------- rendering
