@@ -33,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
     )
+    c.add_argument(  # faults on real targets (conformance/adapters/faults.py)
+        "--restarts",
+        type=int,
+        help="real targets that can restart: coordinator restarts per run (default: by profile)",
+    )
 
     # real targets (issue 4: conformance/adapters/check.py)
     tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
@@ -149,6 +154,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.trace.commands import _coverage
 
     coverage = _coverage(args.coverage)
+    if coverage is not None and args.protocol != "all":
+        coverage.require(args.protocol)
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
@@ -158,7 +165,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             max_examples=args.max_examples,
             seed_value=args.seed,
             variants=variants,
-            coverage=coverage if protocol == "classic" else None,
+            coverage=coverage if coverage is not None and coverage.protocol == protocol else None,
         )
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
@@ -185,7 +192,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.report_dir:
             out = write_check_report(result, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
-        if coverage is not None and protocol == "classic":
+        if coverage is not None and coverage.protocol == protocol:
             from conformance.trace.commands import report_coverage
 
             report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
@@ -206,7 +213,7 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
-        variants=variants, level=args.level, only_offered=args.protocol == "all",
+        variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
     )  # fmt: skip
     args.not_run = skipped
     codes = []

@@ -23,6 +23,8 @@ REAL_PROFILES = {
     "thorough": Profile("thorough", 120, 40),
 }
 LEVELS = ("protocol", "kafka-compat")
+#: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
+RESTARTS = {"dev": 0, "ci": 1, "thorough": 4}
 
 
 @dataclass
@@ -47,11 +49,13 @@ def run_on_target(
     seed: int,
     variants: dict[str, str],
     level: str,
+    restarts: int | None = None,
 ) -> TargetRun:
     """One protocol against one target (started and stopped around the run)."""
     runs, skipped = run_protocols_on_target(
-        spec, [protocol], profile_name, max_examples=max_examples, seed=seed, variants=variants, level=level
-    )
+        spec, [protocol], profile_name, max_examples=max_examples, seed=seed, variants=variants, level=level,
+        restarts=restarts,
+    )  # fmt: skip
     if skipped:
         raise TargetError(f"{spec}: {skipped[0][1]}")
     return runs[0]
@@ -67,6 +71,7 @@ def run_protocols_on_target(
     variants: dict[str, str],
     level: str,
     only_offered: bool = False,
+    restarts: int | None = None,
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
     does not offer (ApiVersions) is skipped with its reason instead of being an error."""
@@ -85,6 +90,8 @@ def run_protocols_on_target(
     skipped: list[tuple[str, str]] = []
     opened = time.monotonic()
     with open_target(spec) as handle:
+        if handle.session is not None:  # coordinator restarts (conformance/adapters/faults.py)
+            handle.session.max_restarts = RESTARTS[profile_name] if restarts is None else restarts
         for protocol in protocols:
             why = not_run_reason(handle, protocol)
             if why is not None:
@@ -94,6 +101,10 @@ def run_protocols_on_target(
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
             runs.append(_run_one(handle, protocol, profile, max_examples, seed, variants, level, t0))
+        if handle.session is not None and hasattr(handle.session, "wire_drops"):
+            from conformance.adapters.faults import summary
+
+            handle.notes.append(summary(handle.session))
     return runs, skipped
 
 
@@ -156,6 +167,10 @@ def print_result(run: TargetRun) -> int:
     )  # type: ignore[attr-defined]
     for f in _uniq_compat(r.compat)[:10]:  # type: ignore[attr-defined]
         print(f"    {f}")
+    if getattr(run.handle, "session", None) is not None and hasattr(run.handle.session, "wire_drops"):  # type: ignore[attr-defined]
+        from conformance.adapters.faults import summary  # faults on real targets
+
+        print(f"  {summary(run.handle.session)}")  # type: ignore[attr-defined]
     if r.violations:  # type: ignore[attr-defined]
         print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
         for v in r.violations:  # type: ignore[attr-defined]

@@ -44,22 +44,32 @@ def replay(
     variants: dict[str, str | None] | None = None,
     port_factory: Any = None,
     coverage: Any = None,
+    real: dict[str, Any] | None = None,
     exact: bool = True,
 ) -> ReplayResult:
     """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given).
 
-    ``exact=False`` drops the demand that the model reproduce the recording exactly (minimisation
-    removes ops, so later events legitimately differ from the recorded ones)."""
+    ``real`` (conformance/adapters/replay.py) carries what a real target needs: ``sim_class``,
+    ``config`` (the target's settings, over the trace's), ``request_timeout_ms`` and ``settle_ms`` (time
+    that passes after the last op, so late answers are judged); the oracle's findings then count as
+    violations, as in `check`. ``exact=False`` drops the demand that the model reproduce the
+    recording exactly (minimisation removes ops, so later events legitimately differ)."""
     merged = {**trace.header["variants"], **(variants or {})}
     merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
+    if coverage is not None:
+        coverage.require(trace.protocol)
     if trace.protocol == "mixed":
         return _replay_mixed(
             trace, result, port_factory, target == "model" and merged == trace.header["variants"]
         )
     if trace.protocol == "consumer":
         return _replay_consumer(
-            trace, result, port_factory, exact and target == "model" and merged == trace.header["variants"]
+            trace,
+            result,
+            port_factory,
+            exact and target == "model" and merged == trace.header["variants"],
+            coverage,
         )
     from conformance.build import make_classic_sim
     from conformance.trace.classic import apply_op
@@ -70,11 +80,12 @@ def replay(
         sim = make_classic_sim(
             {str(k): int(v) for k, v in setup.get("topics", {}).items()},
             list(setup.get("clients", [])),
-            dict(setup.get("config", {})),
+            {**dict(setup.get("config", {})), **(real or {}).get("config", {})},
             merged,
             seed=int(trace.header["seed"]),
             where=where,
             port_factory=port_factory,
+            **{k: v for k, v in (real or {}).items() if k in ("sim_class", "request_timeout_ms")},
         )
     except ToolError as exc:
         result.error = str(exc)
@@ -105,10 +116,21 @@ def replay(
             continue
         result.observations.append(obs)
         found = checker.check(obs, step.n)
+        take = getattr(sim.port, "take_findings", None) if real is not None else None
+        found += [Violation(f.rule, f.message, step.n) for f in (take() if take else [])]
         sim.note_checks(
             obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
         )
         result.violations.extend(found)
+    take = getattr(sim.port, "take_findings", None) if real is not None else None
+    last = trace.steps[-1].n if trace.steps else 0
+    if real is not None and real.get("settle_ms"):
+        # real time: answers the target gave near the end are judged once no timer can explain them
+        obs = sim.advance(int(real["settle_ms"]))
+        result.observations.append(obs)
+        result.violations += checker.check(obs, last + 1)
+        last += 1
+    result.violations += [Violation(f.rule, f.message, last) for f in (take() if take else [])]
     return _verdict(result, strict)
 
 
@@ -132,7 +154,9 @@ def _short(event: Any) -> str:
     return f"{name}({type(request).__name__})" if request is not None else name
 
 
-def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
+def _replay_consumer(
+    trace: Trace, result: ReplayResult, port_factory: Any, strict: bool, coverage: Any = None
+) -> ReplayResult:
     """Consumer traces: call each recorded action again; its observations must match the step
     lines it produced (the action's own line and the ``cont`` lines after it)."""
     from conformance.build import make_consumer_sim
@@ -153,6 +177,8 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
         result.error = str(exc)
         return result
     result.sim = sim
+    if coverage is not None:
+        coverage.start(sim)
     checker = Checker("consumer")
     groups = _op_groups(trace, result)
     if groups is None:
@@ -167,6 +193,8 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
         except Exception as exc:
             result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
             return result
+        if coverage is not None:
+            coverage.visit(sim)
         _judge(trace, result, checker, sim, recorded, observations)
     return _verdict(result, strict)
 
