@@ -70,9 +70,6 @@ def run_protocols_on_target(
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
     does not offer (ApiVersions) is skipped with its reason instead of being an error."""
-    from conformance.adapters import open_target
-    from conformance.adapters.consumer_check import not_run_reason
-
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
     for protocol in protocols:
@@ -84,6 +81,35 @@ def run_protocols_on_target(
     runs: list[TargetRun] = []
     skipped: list[tuple[str, str]] = []
     opened = time.monotonic()
+    try:
+        _run_all(
+            spec, protocols, profile, max_examples, seed, variants, level, only_offered, opened, runs, skipped
+        )
+    except TargetError as e:
+        # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
+        crashed = [r for r in runs if any(v.invariant == "target.crash" for v in r.result.violations)]
+        if not crashed:
+            raise
+        crashed[-1].handle.notes.append(f"stopping the target after the crash: {e}")
+    return runs, skipped
+
+
+def _run_all(
+    spec: str,
+    protocols: list[str],
+    profile: Profile,
+    max_examples: int | None,
+    seed: int,
+    variants: dict[str, str],
+    level: str,
+    only_offered: bool,
+    opened: float,
+    runs: list[TargetRun],
+    skipped: list[tuple[str, str]],
+) -> None:
+    from conformance.adapters import open_target
+    from conformance.adapters.consumer_check import not_run_reason
+
     with open_target(spec) as handle:
         for protocol in protocols:
             why = not_run_reason(handle, protocol)
@@ -94,7 +120,6 @@ def run_protocols_on_target(
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
             runs.append(_run_one(handle, protocol, profile, max_examples, seed, variants, level, t0))
-    return runs, skipped
 
 
 def _run_one(
