@@ -67,9 +67,11 @@ def run_protocols_on_target(
     variants: dict[str, str],
     level: str,
     only_offered: bool = False,
+    examples: dict[str, int] | None = None,
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
-    does not offer (ApiVersions) is skipped with its reason instead of being an error."""
+    does not offer (ApiVersions) is skipped with its reason instead of being an error; ``examples``
+    overrides ``max_examples`` per protocol."""
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
     for protocol in protocols:
@@ -82,9 +84,8 @@ def run_protocols_on_target(
     skipped: list[tuple[str, str]] = []
     opened = time.monotonic()
     try:
-        _run_all(
-            spec, protocols, profile, max_examples, seed, variants, level, only_offered, opened, runs, skipped
-        )
+        counts = {p: (examples or {}).get(p, max_examples) for p in protocols}
+        _run_all(spec, protocols, profile, counts, seed, variants, level, only_offered, opened, runs, skipped)
     except TargetError as e:
         # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
         crashed = [r for r in runs if any(v.invariant == "target.crash" for v in r.result.violations)]
@@ -98,7 +99,7 @@ def _run_all(
     spec: str,
     protocols: list[str],
     profile: Profile,
-    max_examples: int | None,
+    counts: dict[str, int | None],
     seed: int,
     variants: dict[str, str],
     level: str,
@@ -119,7 +120,7 @@ def _run_all(
                 skipped.append((protocol, why))
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
-            runs.append(_run_one(handle, protocol, profile, max_examples, seed, variants, level, t0))
+            runs.append(_run_one(handle, protocol, profile, counts[protocol], seed, variants, level, t0))
 
 
 def _run_one(

@@ -330,6 +330,8 @@ class ConsumerOraclePort:
         self.notes_reported = 0
         self.adoptions = 0
         self.origin_reported = False
+        #: the target crashed: nothing more to wait for (the simulator stops sleeping)
+        self.crashed = False
 
     # ------------------------------------------------------------------ clock
     def clock(self) -> int:
@@ -717,6 +719,7 @@ class ConsumerOraclePort:
         (self.findings if level == "protocol" else self.session.compat).append(f)
 
     def _crash(self, t: int, what: str) -> None:
+        self.crashed = True
         if any(f.rule == "target.crash" for f in self.findings):
             return
         crash = ""
