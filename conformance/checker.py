@@ -26,6 +26,8 @@ class Checker:
     invariants: list[Invariant] = field(default_factory=list)
     sometimes: list[Invariant] = field(default_factory=list)
     client_invariants: list[Invariant] = field(default_factory=list)
+    #: mixed groups (B.13): classic invariants that read only the group, run on each classic group's view
+    classic_views: list[Invariant] = field(default_factory=list)
     hits: dict[str, int] = field(default_factory=dict)
     #: what the last `check` ran and which `sometimes` entries it saw (for trace step lines)
     last_checked: tuple[str, ...] = ()
@@ -37,6 +39,12 @@ class Checker:
         self.sometimes = for_protocol(self.protocol, ("sometimes",))
         if self.protocol == "classic":
             self.client_invariants = for_protocol("client", CHECKED_KINDS)
+        if self.protocol == "mixed":  # consumer members are checked as in consumer groups
+            from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS
+            from model.invariants import REGISTRY
+
+            self.invariants = for_protocol("consumer", CHECKED_KINDS) + self.invariants
+            self.classic_views = [REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS]
         for inv in self.sometimes:
             self.hits.setdefault(inv.id, 0)
 
@@ -46,6 +54,12 @@ class Checker:
         seen = []
         for inv in self.invariants:
             out.extend(Violation(inv.id, msg, step) for msg in inv.check(obs))
+        if self.classic_views:
+            from model.consumer.mixed_world import check_invariant
+
+            for inv in self.classic_views:
+                checked.append(inv.id)
+                out.extend(Violation(inv.id, msg, step) for msg in check_invariant(inv, obs))
         for inv in self.sometimes:
             if any(True for _ in inv.check(obs)):
                 self.hits[inv.id] += 1

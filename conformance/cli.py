@@ -257,7 +257,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         print("steps:")
         for entry in result.log:
             print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
-    if result.violations and sc.protocol in ("classic", "consumer") and result.sim is not None:
+    if result.violations and result.sim is not None:
         from conformance.trace.emit import default_run_dir, emit_counterexample
         from conformance.trace.scenario import scenario_trace
 

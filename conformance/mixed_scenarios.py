@@ -19,16 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checker import Checker, Violation
+from conformance.checker import Checker
 from conformance.errors import SpecError
-from conformance.mutants.mixed import MIXED_MUTANTS
 from conformance.scenarios import ScenarioResult, run_steps
 from conformance.specs import Scenario
-from model.choice import SeededChooser
-from model.consumer.mixed import MixedConfig, MixedCoordinator
-from model.consumer.mixed_state import MigrationPolicy
-from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS, MixedRun, check_invariant
-from model.invariants import REGISTRY, Invariant
+from conformance.trace.mixed import make_mixed_run
 
 CLASSIC_KEYS = {
     "name",
@@ -44,14 +39,6 @@ CLASSIC_KEYS = {
 CONSUMER_KEYS = {"name", "protocol", "start", "topics", "instance_id", "rebalance_timeout_ms"}
 
 
-def _policy(value: Any, where: str) -> MigrationPolicy:
-    try:
-        return MigrationPolicy(str(value))
-    except ValueError:
-        known = ", ".join(p.value for p in MigrationPolicy)
-        raise SpecError(f"{where}: policy {value!r}: expected one of {known}") from None
-
-
 class MixedScenarioRunner:
     def __init__(self, scenario: Scenario, variants: dict[str, str], *, port_factory: Any = None) -> None:
         if port_factory is not None:
@@ -62,24 +49,13 @@ class MixedScenarioRunner:
         unknown = set(scenario.config) - {"policy", "tick_ms"}
         if unknown:
             raise SpecError(f"{where}: unknown config key(s) {sorted(unknown)} (known: policy, tick_ms)")
-        policy = _policy(
-            self.variants.get("migration_policy", scenario.config.get("policy", "bidirectional")), where
-        )
-        mutant = self.variants.get("mixed_mutant")
-        if mutant is not None and mutant not in MIXED_MUTANTS:
-            raise SpecError(f"{where}: unknown mixed mutant {mutant!r}")
-        cls = MIXED_MUTANTS[mutant] if mutant else MixedCoordinator
-        coordinator = cls(MixedConfig(policy=policy), SeededChooser(0))
-        self.checkers = (Checker("consumer"), Checker("mixed"))
-        self.classic_invariants = [REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS]
-        invariants: tuple[Invariant, ...] = ()  # the runner checks through the Checkers, not MixedRun
-        self.run_ = MixedRun(
-            coordinator,
-            invariants,
-            tick_ms=int(scenario.config.get("tick_ms", 1_000)),
-            keep_observations=True,
-        )
-        self.result = ScenarioResult(scenario, self.variants)
+        setup = {
+            "policy": scenario.config.get("policy", "bidirectional"),
+            "tick_ms": scenario.config.get("tick_ms", 1_000),
+        }
+        self.run_ = make_mixed_run(setup, self.variants, where)  # its log is the scenario's trace
+        self.checker = Checker("mixed")
+        self.result = ScenarioResult(scenario, self.variants, sim=self.run_)
         self.specs: dict[str, dict[str, Any]] = {}
         for spec in scenario.clients:
             self._define(dict(spec), where)
@@ -128,11 +104,14 @@ class MixedScenarioRunner:
         action()
         for obs in self.run_.observations[mark:]:
             self.result.observations.append(obs)
-            step = len(self.result.observations)
-            for checker in self.checkers:
-                self.result.violations.extend(checker.check(obs, step))
-            for inv in self.classic_invariants:
-                self.result.violations.extend(Violation(inv.id, m, step) for m in check_invariant(inv, obs))
+            found = self.checker.check(obs, self.run_.step_of(obs))
+            self.run_.note_checks(
+                obs,
+                self.checker.last_checked,
+                [(v.invariant, v.message) for v in found],
+                self.checker.last_sometimes,
+            )
+            self.result.violations.extend(found)
 
     def _client(self, name: Any, where: str) -> str:
         if str(name) not in self.specs:

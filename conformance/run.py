@@ -117,9 +117,12 @@ def _take_violation(
     if exc.sim is not None:
         from conformance.trace import classic as classic_trace
         from conformance.trace import consumer as consumer_trace
+        from conformance.trace import mixed as mixed_trace
         from conformance.trace.format import groupcheck_version
 
-        to_trace = consumer_trace.to_trace if result.protocol == "consumer" else classic_trace.to_trace
+        to_trace = {"consumer": consumer_trace.to_trace, "mixed": mixed_trace.to_trace}.get(
+            result.protocol, classic_trace.to_trace
+        )
         result.trace = to_trace(
             exc.sim,
             target=target,

@@ -56,7 +56,11 @@ def test_false_alarms_of_the_invariants_stay_fixed(path: Path) -> None:
     member expired during PreparingRebalance while a KIP-394 pending member kept the join timer
     armed, and the bound was recomputed over no members (check --seed 12, 300 examples).
     consumer.no_double_client_assignment: a duplicated join re-created an expired member while its
-    zombie client still held epoch 1 (check --protocol consumer --seed 1, 100 examples)."""
+    zombie client still held epoch 1 (check --protocol consumer --seed 1, 100 examples).
+    classic.leader_list_complete and classic.assignment_visible_after_persist: a client that resumed
+    after a stall was handed responses buffered since the coordinator produced them, and they were
+    judged again against a group that had moved on (explore --members 2 --partitions 2 --depth 13
+    --variant assignor=range); responses are judged when produced (`model.classic.sim.produced`)."""
     result = replay(read_trace(path))
     assert result.exact, result.error or result.difference
     assert result.violations == [] and result.verdict == "FIXED"

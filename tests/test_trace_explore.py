@@ -95,8 +95,8 @@ def test_coverage_of_a_replay_and_its_picture(tmp_path: Path, capsys: pytest.Cap
     graph_file = save_graph(result, tmp_path / "g.json")
     meta, graph = load_graph(graph_file)
     assert graph.number_of_nodes() == result.states and meta["levels_done"] == 8
-    # a run along an explored path covers exactly the states and edges of that path
-    path = min(result.found.values(), key=lambda f: len(f.path)).path
+    # a run along a path within the explored depth covers exactly the states and edges of that path
+    path = [{"op": "step", "client": c} for c in ("c1", "c1", "c2", "c2", "c1", "c2")]
     cov = Coverage(graph, meta)
     sim = _fresh(result.setup, result.variants)
     cov.start(sim)

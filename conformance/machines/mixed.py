@@ -15,15 +15,11 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conformance.checker import Checker, Violation
+from conformance.checker import Checker
 from conformance.errors import UsageError
 from conformance.machines.classic import InvariantViolation, MachineSettings
-from conformance.mutants.mixed import MIXED_MUTANTS
-from model.choice import SeededChooser
-from model.consumer.mixed import MixedConfig, MixedCoordinator
+from conformance.trace.mixed import TracedMixedRun, make_mixed_run
 from model.consumer.mixed_state import MigrationPolicy
-from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS, MixedRun, check_invariant
-from model.invariants import REGISTRY
 from model.observation import Observation
 
 CLASSIC_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
@@ -31,19 +27,15 @@ MAX_LIVE = 5
 
 
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
-    mixed_checker = cfg.checker or Checker("mixed")
-    consumer_checker = Checker("consumer")
-    classic_invariants = [REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS]
+    checker = cfg.checker or Checker("mixed")
     if cfg.port_factory is not None:
         raise UsageError("the mixed-group suite runs on the model target only")
-    mutant = cfg.variants.get("mixed_mutant")
-    coordinator_cls = MIXED_MUTANTS[mutant] if mutant else MixedCoordinator
     fixed_policy = cfg.variants.get("migration_policy")
 
     class MixedMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.run: MixedRun | None = None
+            self.run: TracedMixedRun | None = None
             self.assignor = "range"
             self.count = 0
             self.steps: list[str] = []
@@ -58,8 +50,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         )
         def setup(self, policy: str, assignor: str, partitions: int, first: list[bool], seed: int) -> None:
             chosen = MigrationPolicy(fixed_policy or policy)
-            config = MixedConfig(policy=chosen)
-            self.run = MixedRun(coordinator_cls(config, SeededChooser(seed)), (), keep_observations=True)
+            setup = {"policy": chosen.value, "seed": seed}
+            self.run = make_mixed_run(setup, cfg.variants, "--variant")  # its log is the trace
             self.assignor = assignor  # one classic protocol per run, so classic members can share a group
             self.steps.append(f"setup policy {chosen.value}, classic assignor {assignor}, t:{partitions}")
             self._do(lambda: self._topic(partitions))
@@ -79,15 +71,15 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             del self.run.observations[:]  # keep memory flat; the machine keeps its own list
             for obs in fresh:
                 self.observations.append(obs)
-                step = len(self.observations)
-                found = consumer_checker.check(obs, step) + mixed_checker.check(obs, step)
-                found += [
-                    Violation(inv.id, m, step)
-                    for inv in classic_invariants
-                    for m in check_invariant(inv, obs)
-                ]
+                found = checker.check(obs, self.run.step_of(obs))
+                self.run.note_checks(
+                    obs,
+                    checker.last_checked,
+                    [(v.invariant, v.message) for v in found],
+                    checker.last_sometimes,
+                )
                 if found:
-                    raise InvariantViolation(found, list(self.steps), list(self.observations))
+                    raise InvariantViolation(found, list(self.steps), list(self.observations), self.run)
 
         def _live(self) -> list[str]:
             assert self.run is not None

@@ -147,6 +147,12 @@ def action(op: dict[str, Any]) -> str:
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",
         "rejoin": f"{client} asks to rejoin",
+        # mixed-group runs (conformance.trace.mixed)
+        "add_classic": f"{op.get('name')} starts (classic protocol, {','.join(op.get('assignors', []))})",
+        "add_consumer": f"{op.get('name')} starts (consumer protocol)",
+        "stop": f"{op.get('name')} shuts down",
+        "crash": f"{op.get('name')} crashes",
+        "run_for": f"clients run for {op.get('ms')} ms",
     }
     return words.get(str(kind), str(kind))
 

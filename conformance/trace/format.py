@@ -26,6 +26,7 @@ FORMAT = "groupcheck-trace"
 VERSION = 1
 KINDS = ("header", "step", "verdict")
 VERDICTS = ("PASSED", "FAILED")
+PROTOCOLS = ("classic", "consumer", "mixed")
 HEADER_KEYS = {
     "kind": str,
     "format": str,
@@ -262,7 +263,7 @@ def _read_header(obj: dict[str, Any], where: str) -> dict[str, Any]:
             f"{where}: format version {version} is newer than this groupcheck reads (up to {VERSION}); upgrade groupcheck"
         )
     _keys(obj, HEADER_KEYS, where, "header")
-    if obj["protocol"] not in ("classic", "consumer"):
+    if obj["protocol"] not in PROTOCOLS:
         raise TraceError(f"{where}: unknown protocol {obj['protocol']!r}")
     target = obj["target"]
     if not isinstance(target.get("name"), str) or not isinstance(target.get("version"), str):

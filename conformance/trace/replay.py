@@ -49,6 +49,10 @@ def replay(
     merged = {**trace.header["variants"], **(variants or {})}
     merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
+    if trace.protocol == "mixed":
+        return _replay_mixed(
+            trace, result, port_factory, target == "model" and merged == trace.header["variants"]
+        )
     if trace.protocol == "consumer":
         return _replay_consumer(
             trace, result, port_factory, target == "model" and merged == trace.header["variants"]
@@ -101,14 +105,7 @@ def replay(
             obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
         )
         result.violations.extend(found)
-    if strict and not result.exact:
-        result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
-        return result
-    if result.violations:
-        result.verdict = "FAILED"
-    else:
-        result.verdict = "FIXED" if trace.verdict == "FAILED" else "PASSED"
-    return result
+    return _verdict(result, strict)
 
 
 def _difference(step: Any, obs: Any) -> str | None:
@@ -153,15 +150,9 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
         return result
     result.sim = sim
     checker = Checker("consumer")
-    groups: list[tuple[Any, list[Any]]] = []
-    for step in trace.steps:
-        if step.action.get("op") == "cont":
-            if not groups:
-                result.error = f"{trace.path}:{step.line}: 'cont' step before any action"
-                return result
-            groups[-1][1].append(step)
-        else:
-            groups.append((step, [step]))
+    groups = _op_groups(trace, result)
+    if groups is None:
+        return result
     for first, recorded in groups:
         where = f"{trace.path}:{first.line}"
         try:
@@ -172,30 +163,93 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
         except Exception as exc:
             result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
             return result
-        with_events = [s for s in recorded if s.event is not None]
-        if result.exact and len(observations) != len(with_events):
-            result.exact = False
-            result.difference = (
-                f"{where}: {len(with_events)} recorded observations, {len(observations)} replayed"
-            )
-        for step, obs in zip(with_events, observations, strict=False):
-            if result.exact:
-                diff = _difference(step, obs)
-                if diff is not None:
-                    result.exact = False
-                    result.difference = f"{trace.path}:{step.line}: step {step.n}: {diff}"
-        for obs in observations:
-            result.observations.append(obs)
-            found = checker.check(obs, len(result.observations))
-            sim.note_checks(
-                obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
-            )
-            result.violations.extend(found)
+        _judge(trace, result, checker, sim, recorded, observations)
+    return _verdict(result, strict)
+
+
+def _op_groups(trace: Trace, result: ReplayResult) -> list[tuple[Any, list[Any]]] | None:
+    """Each op's step with the ``cont`` steps after it (the observations that op produced)."""
+    groups: list[tuple[Any, list[Any]]] = []
+    for step in trace.steps:
+        if step.action.get("op") == "cont":
+            if not groups:
+                result.error = f"{trace.path}:{step.line}: 'cont' step before any action"
+                return None
+            groups[-1][1].append(step)
+        else:
+            groups.append((step, [step]))
+    return groups
+
+
+def _judge(
+    trace: Trace,
+    result: ReplayResult,
+    checker: Checker,
+    sim: Any,
+    recorded: list[Any],
+    observations: list[Any],
+) -> None:
+    """Compare one op's replayed observations with its recorded steps, then check them."""
+    where = f"{trace.path}:{recorded[0].line}"
+    with_events = [s for s in recorded if s.event is not None]
+    if result.exact and len(observations) != len(with_events):
+        result.exact = False
+        result.difference = f"{where}: {len(with_events)} recorded observations, {len(observations)} replayed"
+    for step, obs in zip(with_events, observations, strict=False):
+        if result.exact:
+            diff = _difference(step, obs)
+            if diff is not None:
+                result.exact = False
+                result.difference = f"{trace.path}:{step.line}: step {step.n}: {diff}"
+    for i, obs in enumerate(observations):
+        result.observations.append(obs)
+        # numbered as the trace's step lines (a replay that diverged counts on from the last)
+        n = with_events[i].n if i < len(with_events) else recorded[-1].n
+        found = checker.check(obs, n)
+        sim.note_checks(
+            obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
+        )
+        result.violations.extend(found)
+
+
+def _verdict(result: ReplayResult, strict: bool) -> ReplayResult:
     if strict and not result.exact:
         result.error = f"the model no longer reproduces the recording exactly ({result.difference})"
         return result
     if result.violations:
         result.verdict = "FAILED"
     else:
-        result.verdict = "FIXED" if trace.verdict == "FAILED" else "PASSED"
+        result.verdict = "FIXED" if result.trace.verdict == "FAILED" else "PASSED"
     return result
+
+
+def _replay_mixed(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
+    """Mixed-group traces (B.13): each recorded `MixedRun` op again on a rebuilt coordinator."""
+    from conformance.trace.mixed import apply_op, make_mixed_run
+
+    if port_factory is not None:
+        result.error = "mixed-group traces replay on the model only"
+        return result
+    try:
+        run = make_mixed_run(dict(trace.header["setup"]), result.variants, f"{trace.path}:1")
+    except ToolError as exc:
+        result.error = str(exc)
+        return result
+    result.sim = run
+    checker = Checker("mixed")
+    groups = _op_groups(trace, result)
+    if groups is None:
+        return result
+    for first, recorded in groups:
+        where = f"{trace.path}:{first.line}"
+        mark = len(run.observations)
+        try:
+            apply_op(run, first.action, where)
+        except ToolError as exc:
+            result.error = str(exc)
+            return result
+        except Exception as exc:
+            result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+            return result
+        _judge(trace, result, checker, run, recorded, run.observations[mark:])
+    return _verdict(result, strict)

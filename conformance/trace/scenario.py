@@ -10,10 +10,10 @@ from conformance.trace.format import Trace, groupcheck_version
 
 def scenario_trace(result: Any, *, target: str = "model") -> Trace:
     sc = result.scenario
-    if sc.protocol == "consumer":
-        from conformance.trace.consumer import to_trace as consumer_to_trace
+    if sc.protocol in ("consumer", "mixed"):
+        from conformance.trace import consumer, mixed
 
-        return consumer_to_trace(
+        return (consumer.to_trace if sc.protocol == "consumer" else mixed.to_trace)(  # type: ignore[operator]
             result.sim,
             target=target,
             target_version=groupcheck_version() if target == "model" else "unknown",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.trace.codec import _hints, registered, tag_of
-from conformance.trace.format import FORMAT, VERSION
+from conformance.trace.format import FORMAT, PROTOCOLS, VERSION
 from model.errors import ErrorCode
 
 SCHEMA_PATH = Path(__file__).with_name(f"trace-v{VERSION}.schema.json")
@@ -94,7 +94,7 @@ def schema() -> dict[str, Any]:
             "version": {"const": VERSION},
             "groupcheck": string,
             "target": _obj({"name": string, "version": string}),
-            "protocol": {"enum": ["classic", "consumer"]},
+            "protocol": {"enum": list(PROTOCOLS)},
             "variants": {"type": "object", "additionalProperties": string},
             "seed": integer,
             "origin": {"type": "object", "properties": {"kind": string}, "required": ["kind"]},

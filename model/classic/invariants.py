@@ -18,7 +18,7 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.classic.sim import Send
+from model.classic.sim import Send, produced
 from model.classic.state import VALID_PREVIOUS, GroupState
 from model.classic.world import ClassicWorld
 from model.embedded import TopicPartition, decode_assignment
@@ -32,7 +32,7 @@ E = ErrorCode
 
 
 def _responses(obs: Obs, ref: int) -> list[object]:
-    return [d.response for d in obs.deliveries if d.ref == ref]
+    return [d.response for d in produced(obs) if d.ref == ref]
 
 
 def _partitions(data: bytes) -> frozenset[TopicPartition] | None:
@@ -175,7 +175,7 @@ def leader_sync_installs(obs: Obs) -> Iterator[str]:
 def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
     """A member receives an assignment only after the group metadata holding it was persisted (E.7; GMM L5684)."""
     a = obs.after
-    for d in obs.deliveries:
+    for d in produced(obs):
         r = d.response
         if isinstance(r, SyncGroupResponse) and r.error == E.NONE and r.assignment:
             stored = dict(a.persisted.assignments) if a.persisted else {}
@@ -366,7 +366,7 @@ def leader_list_complete(obs: Obs) -> Iterator[str]:
     if g is None:
         return
     ids = {m.member_id for m in g.members}
-    for d in obs.deliveries:
+    for d in produced(obs):
         r = d.response
         if (
             isinstance(r, JoinGroupResponse)
@@ -382,7 +382,7 @@ def leader_list_complete(obs: Obs) -> Iterator[str]:
 @invariant("classic.followers_get_no_member_list", "transition", "classic")
 def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
     """Only the leader receives the member list in JoinGroup (seed 000 phase 1; CG L1302)."""
-    for d in obs.deliveries:
+    for d in produced(obs):
         r = d.response
         if isinstance(r, JoinGroupResponse) and r.error == E.NONE and r.members and r.leader != r.member_id:
             if not r.skip_assignment:
@@ -410,7 +410,7 @@ def sometimes_member_expired(obs: Obs) -> Iterator[str]:
 @invariant("classic.sometimes_generation_fenced", "sometimes", "classic")
 def sometimes_generation_fenced(obs: Obs) -> Iterator[str]:
     """A request was answered ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID (a zombie was fenced)."""
-    for d in obs.deliveries:
+    for d in produced(obs):
         if getattr(d.response, "error", None) in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID):
             yield "fenced"
 
@@ -418,7 +418,7 @@ def sometimes_generation_fenced(obs: Obs) -> Iterator[str]:
 @invariant("classic.sometimes_member_id_required", "sometimes", "classic")
 def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
     """A KIP-394 MEMBER_ID_REQUIRED round trip happened."""
-    for d in obs.deliveries:
+    for d in produced(obs):
         if getattr(d.response, "error", None) == E.MEMBER_ID_REQUIRED:
             yield "member id required"
 

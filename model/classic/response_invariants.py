@@ -17,7 +17,7 @@ from model.classic.messages import (
     OffsetCommitResponse,
     SyncGroupRequest,
 )
-from model.classic.sim import Send
+from model.classic.sim import Send, produced
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld
 from model.errors import ErrorCode
@@ -35,7 +35,7 @@ def parked_requests_answered(obs: Obs) -> Iterator[str]:
     b, a = obs.before, obs.after
     if b is None or b.group is None:
         return
-    answered = {d.ref for d in obs.deliveries}
+    answered = {d.ref for d in produced(obs)}
     after = {m.member_id: m for m in a.group.members} if a.group is not None else {}
     for m in b.group.members:
         for kind, ref in (("JoinGroup", m.awaiting_join), ("SyncGroup", m.awaiting_sync)):
@@ -56,7 +56,7 @@ def parked_requests_answered(obs: Obs) -> Iterator[str]:
 def one_response_per_request(obs: Obs) -> Iterator[str]:
     """No request is answered twice (Kafka protocol: exactly one response per request)."""
     seen: set[int] = set()
-    for d in obs.deliveries:
+    for d in produced(obs):
         if d.ref in seen:
             yield f"request ref {d.ref} answered twice ({type(d.response).__name__})"
         seen.add(d.ref)
@@ -97,7 +97,7 @@ def instance_fencing(obs: Obs) -> Iterator[str]:
     holder = dict(b.group.static_members).get(req.group_instance_id)
     if holder is None or holder == req.member_id:
         return
-    for d in obs.deliveries:
+    for d in produced(obs):
         if d.ref != ev.ref:
             continue
         r = d.response

@@ -356,3 +356,10 @@ class ClassicSim:
             tuple(sorted(self.topics.items())),
             leader_assignment,
         )
+
+
+def produced(obs: Observation[ClassicWorld]) -> tuple[Delivery, ...]:
+    """The responses the coordinator produced at this step. A resumed client is handed the responses
+    buffered while it stalled (a `Stall` event): they were judged when produced, against the group as
+    it was then, and are not judged again against a group that has moved on."""
+    return () if isinstance(obs.event, Stall) else tuple(obs.deliveries)
