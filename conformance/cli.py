@@ -33,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
     )
+    c.add_argument(  # faults on real targets (conformance/adapters/faults.py)
+        "--restarts",
+        type=int,
+        help="real targets that can restart: coordinator restarts per run (default: by profile)",
+    )
 
     # real targets (issue 4: conformance/adapters/check.py)
     tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
@@ -201,7 +206,7 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
-        variants=variants, level=args.level, only_offered=args.protocol == "all",
+        variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
     )  # fmt: skip
     args.not_run = skipped
     codes = []

@@ -107,16 +107,17 @@ def test_replay_detects_a_tampered_response_on_the_model(tmp_path: Path) -> None
     assert main(["replay", str(tampered)]) == 2
 
 
-def test_replay_on_a_real_target_is_a_clear_usage_error(
+def test_replay_on_an_unknown_target_is_a_clear_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Replay on real targets is tested in tests/test_wire_faults.py; a bad target name is exit 2."""
     assert (
         main(["scenario", "run", "kafka-7026", "--variant", "sticky=v0", "--report-dir", str(tmp_path)]) == 1
     )
     path = _only(tmp_path / "counterexamples")
     capsys.readouterr()
-    assert main(["replay", str(path), "--target", "apache-kafka"]) == 2
-    assert "adapter layer" in capsys.readouterr().err
+    assert main(["replay", str(path), "--target", "no-such-target"]) == 2
+    assert "unknown target 'no-such-target'" in capsys.readouterr().err
 
 
 def test_same_bytes_from_to_bytes_of_read(tmp_path: Path) -> None:

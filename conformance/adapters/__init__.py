@@ -187,6 +187,13 @@ def _connect(handle: TargetHandle) -> None:
     assert handle.bootstrap is not None
     run_id = getattr(handle, "session_run_id", None) or f"{os.getpid() % 100000}{int(time.time()) % 100000}"
     adapter = KafkaAdapter(handle.bootstrap)
+    if os.environ.get("GROUPCHECK_PROXY", "on") != "off":  # member traffic through the fault proxy
+        from conformance.adapters.proxy import FaultProxy
+
+        adapter.proxy = FaultProxy()
+        handle.notes.append("member connections go through the fault proxy (conformance/adapters/proxy.py)")
+    if handle.launcher is None or "restart" not in getattr(handle.launcher, "capabilities", ()):
+        handle.notes.append("restart (coordinator failover): absent, the Failover rule is off on this target")
     caps = adapter.connect()
     handle.capabilities = caps
     handle.notes.extend(adapter.notes)

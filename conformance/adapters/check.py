@@ -23,6 +23,8 @@ REAL_PROFILES = {
     "thorough": Profile("thorough", 120, 40),
 }
 LEVELS = ("protocol", "kafka-compat")
+#: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
+RESTARTS = {"dev": 0, "ci": 1, "thorough": 4}
 
 
 @dataclass
@@ -47,11 +49,13 @@ def run_on_target(
     seed: int,
     variants: dict[str, str],
     level: str,
+    restarts: int | None = None,
 ) -> TargetRun:
     """One protocol against one target (started and stopped around the run)."""
     runs, skipped = run_protocols_on_target(
-        spec, [protocol], profile_name, max_examples=max_examples, seed=seed, variants=variants, level=level
-    )
+        spec, [protocol], profile_name, max_examples=max_examples, seed=seed, variants=variants, level=level,
+        restarts=restarts,
+    )  # fmt: skip
     if skipped:
         raise TargetError(f"{spec}: {skipped[0][1]}")
     return runs[0]
@@ -68,6 +72,7 @@ def run_protocols_on_target(
     level: str,
     only_offered: bool = False,
     examples: dict[str, int] | None = None,
+    restarts: int | None = None,
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
     does not offer (ApiVersions) is skipped with its reason instead of being an error; ``examples``
@@ -85,7 +90,21 @@ def run_protocols_on_target(
     opened = time.monotonic()
     try:
         counts = {p: (examples or {}).get(p, max_examples) for p in protocols}
-        _run_all(spec, protocols, profile, counts, seed, variants, level, only_offered, opened, runs, skipped)
+        n_restarts = RESTARTS[profile_name] if restarts is None else restarts
+        _run_all(
+            spec,
+            protocols,
+            profile,
+            counts,
+            seed,
+            variants,
+            level,
+            only_offered,
+            opened,
+            runs,
+            skipped,
+            n_restarts,
+        )
     except TargetError as e:
         # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
         crashed = [r for r in runs if any(v.invariant == "target.crash" for v in r.result.violations)]
@@ -107,11 +126,14 @@ def _run_all(
     opened: float,
     runs: list[TargetRun],
     skipped: list[tuple[str, str]],
+    restarts: int,
 ) -> None:
     from conformance.adapters import open_target
     from conformance.adapters.consumer_check import not_run_reason
 
     with open_target(spec) as handle:
+        if handle.session is not None:  # coordinator restarts (conformance/adapters/faults.py)
+            handle.session.max_restarts = restarts
         for protocol in protocols:
             why = not_run_reason(handle, protocol)
             if why is not None:
@@ -121,6 +143,10 @@ def _run_all(
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
             runs.append(_run_one(handle, protocol, profile, counts[protocol], seed, variants, level, t0))
+        if handle.session is not None and hasattr(handle.session, "wire_drops"):
+            from conformance.adapters.faults import summary
+
+            handle.notes.append(summary(handle.session))
 
 
 def _run_one(
@@ -182,6 +208,10 @@ def print_result(run: TargetRun) -> int:
     )  # type: ignore[attr-defined]
     for f in _uniq_compat(r.compat)[:10]:  # type: ignore[attr-defined]
         print(f"    {f}")
+    if getattr(run.handle, "session", None) is not None and hasattr(run.handle.session, "wire_drops"):  # type: ignore[attr-defined]
+        from conformance.adapters.faults import summary  # faults on real targets
+
+        print(f"  {summary(run.handle.session)}")  # type: ignore[attr-defined]
     if r.violations:  # type: ignore[attr-defined]
         print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
         for v in r.violations:  # type: ignore[attr-defined]

@@ -113,7 +113,10 @@ class KafkaAdapter:
     net: Network = field(init=False)
     coordinators: dict[str, tuple[str, int]] = field(default_factory=dict)
     pools: dict[tuple[str, str], list[Connection]] = field(default_factory=dict)
+    retired: list[Connection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: a `conformance.adapters.proxy.FaultProxy` the member connections go through (faults), or None
+    proxy: Any = None
 
     def __post_init__(self) -> None:
         self.net = Network(self.client_id)
@@ -214,6 +217,8 @@ class KafkaAdapter:
     def connection(self, member: str, group_id: str) -> Connection:
         """A connection of ``member`` to the group's coordinator with nothing outstanding."""
         coord = self.coordinators.get(group_id) or self.find_coordinator(group_id)
+        if self.proxy is not None:
+            coord = self.proxy.route(coord)
         pool = self.pools.setdefault((member, group_id), [])
         pool[:] = [c for c in pool if not c.closed]
         for c in pool:
@@ -241,6 +246,23 @@ class KafkaAdapter:
     def outstanding(self) -> int:
         return sum(len(c.pending) for c in self.net.conns)
 
+    def retire(self, conn: Connection) -> None:
+        """Never reuse ``conn`` and expect nothing more on it (its answer was lost on purpose)."""
+        conn.pending.clear()
+        for pool in self.pools.values():
+            if conn in pool:
+                pool.remove(conn)
+        self.retired.append(conn)
+
+    def drop_all(self) -> None:
+        """Close every member connection, expecting no answers (the target is being restarted)."""
+        for key in list(self.pools):
+            self.drop_member(key[0])
+        for c in self.retired:
+            self.net.close(c)
+        self.retired.clear()
+        self.coordinators.clear()
+
     def drop_member(self, member: str) -> None:
         """Close a member's connections (a consumer process that went away)."""
         for key in [k for k in self.pools if k[0] == member]:
@@ -251,6 +273,14 @@ class KafkaAdapter:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.net.close_all()
+        proxy, self.proxy = self.proxy, None
+        if proxy is not None:
+            from conformance.adapters.proxy import ProxyError
+
+            try:
+                proxy.close()
+            except ProxyError as e:
+                raise TargetError(str(e)) from e
 
     def describe(self, group_id: str, timeout: float = 2.0) -> tuple[str, list[str]] | None:
         """(state, member ids) of a group by DescribeGroups, or None when it cannot be asked.

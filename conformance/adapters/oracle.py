@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from conformance.adapters import faults
 from conformance.adapters.codec import API_NAMES, api_key_of, decode_response, encode_request
 from conformance.adapters.kafka import KafkaAdapter
 from conformance.errors import TargetError
@@ -328,6 +329,14 @@ class TargetSession:
     heartbeat_rtt_ms: list[float] = field(default_factory=list)
     ops: int = 0
     compat: list[Finding] = field(default_factory=list)
+    #: coordinator restarts the machine may ask for in this run (faults.restart; 0: the rule is off)
+    max_restarts: int = 0
+    restarts_done: int = 0
+    #: (stopped, loaded after, serving again) in port ms, per restart
+    restart_times: list[tuple[int, int, int]] = field(default_factory=list)
+    #: answers the fault proxy swallowed (LoseResponse on the wire), and transient-error resends
+    wire_drops: int = 0
+    resends: int = 0
 
     def real_topic(self, name: str, partitions: int) -> str:
         return f"gc-{self.run_id}-{name}-{partitions}"
@@ -340,7 +349,6 @@ class TargetSession:
 class OraclePort:
     """`ClassicPort` for a real coordinator plus the model hypotheses (see module docstring)."""
 
-    supports_failover = False
     supports_append_failure = False
 
     def __init__(self, coordinator: ClassicCoordinator, session: TargetSession) -> None:
@@ -366,6 +374,29 @@ class OraclePort:
         self.compat_reported = 0
         self.topics: dict[str, int] = {}
         self.log: list[str] = []
+        # faults (conformance/adapters/faults.py): requests in flight at a restart, answers the proxy
+        # swallowed ((client address, correlation id) -> ref), what was sent, retries
+        self.lost: set[int] = set()
+        self.swallowed: dict[tuple[Any, int], int] = {}
+        self.fault_next: str | None = None
+        self.sent: dict[int, tuple[Any, str, Any]] = {}
+        self.retry_since: dict[int, float] = {}
+        self.retries = 0
+        self.restarts: list[tuple[int, int, int]] = []  # (stopped, loaded after, serving) ms
+
+    @property
+    def supports_failover(self) -> bool:
+        """Only a target whose launcher can restart it on the same state (faults.restart)."""
+        launcher = self.session.launcher
+        return (
+            launcher is not None
+            and "restart" in getattr(launcher, "capabilities", ())
+            and self.session.restarts_done < self.session.max_restarts
+        )
+
+    @property
+    def wire_faults(self) -> bool:
+        return self.adapter.proxy is not None
 
     # ------------------------------------------------------------------ clock
     def clock(self) -> int:
@@ -396,7 +427,7 @@ class OraclePort:
         self.requests[ref] = (self.current_member, request, version, t)
         client_id = request.client_id if isinstance(request, JoinGroupRequest) else self.current_member
         try:
-            self.adapter.submit(self.current_member, self.real_group, payload, ref, client_id)
+            faults.submit(self, payload, ref, client_id)
         except TargetError as e:  # cannot even connect any more: the target went away mid-run
             self._crash(t, f"cannot send {API_NAMES[key]}: {e}")
             return []
@@ -430,7 +461,10 @@ class OraclePort:
         return self._operate(self.clock(), ("advance",))
 
     def failover(self, now: int) -> list[Delivery]:
-        raise NotImplementedError("coordinator failover against a real target needs a restartable target")
+        return faults.restart(self)
+
+    def lose_answer(self, ref: int) -> bool:
+        return faults.lose_in_flight(self, ref)
 
     def inject_append_failure(self) -> None:
         raise NotImplementedError("append failures cannot be injected into a real target")
@@ -521,7 +555,7 @@ class OraclePort:
         (self.findings if level == "protocol" else self.session.compat).append(f)
 
     def _collect(self, timeout: float) -> None:
-        for arrival in self.adapter.poll(timeout):
+        for arrival in self.adapter.poll(timeout) + faults.captured(self):
             ref = arrival.tag
             entry = self.requests.get(ref)
             if entry is None:
@@ -535,6 +569,8 @@ class OraclePort:
                 resp = decode_response(request, arrival.value, version, self._model_topic)
             except Exception as e:  # noqa: BLE001 - a kio value we cannot read is a finding
                 self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
+                continue
+            if faults.transient(resp) and faults.retry(self, ref, resp):
                 continue
             self.answers[ref] = (resp, at)
             rtt = (arrival.at - self.t0) * 1000 - sent
@@ -657,7 +693,10 @@ class OraclePort:
             key=lambda kv: 0 if isinstance(kv[1][0], JoinGroupResponse) and not kv[1][0].members else 1,
         )
         for ref, (model, mt) in pending:
-            if ref in self.answers:
+            if ref in self.lost:  # in flight when the target restarted: the model's unload answered it
+                c.outstanding.pop(ref, None)
+                c.matched.add(ref)
+            elif ref in self.answers:
                 target, _at = self.answers[ref]
                 member, request, version, _sent = self.requests[ref]
                 if target is None:

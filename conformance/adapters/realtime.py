@@ -39,8 +39,20 @@ class RealTimeSim(TracedClassicSim):
 
     def _send(self, name: str, request: Request, how: str):  # type: ignore[no-untyped-def]
         self.port.current_member = name  # type: ignore[attr-defined]
+        if how == "client" and name in self.lose_next and getattr(self.port, "wire_faults", False):
+            # the fault proxy loses this answer on the wire (conformance/adapters/faults.py); the
+            # oracle then delivers the model's answer, which the client drops as on the model
+            self.port.fault_next = "drop"  # type: ignore[attr-defined]
         self.now = max(self.now, self.port.clock())  # type: ignore[attr-defined]
         return super()._send(name, request, how)
+
+    def lose_response(self, name: str) -> Observation[ClassicWorld]:
+        """As on the model; with the fault proxy, an answer still in flight is lost on the wire too."""
+        waiting = self.awaiting.get(name)
+        lose = getattr(self.port, "lose_answer", None)
+        if waiting is not None and lose is not None and getattr(self.port, "wire_faults", False):
+            lose(waiting[0])
+        return super().lose_response(name)
 
     def snapshot(self, leader_assignment, failover):  # type: ignore[no-untyped-def]
         """Observations carry the model clock of the reported hypothesis (monotonic, >= real time)."""

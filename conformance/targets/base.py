@@ -774,6 +774,50 @@ class Target:
             if crashed is not None:
                 raise crashed
 
+    def restart(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> str:
+        """Stop the running target's processes and start them again on the same state and ports.
+
+        A coordinator failover for targets that persist their state (capability ``restart``; the
+        subclass implements ``_relaunch``). Returns the bootstrap address once it answers a probe.
+        """
+        if "restart" not in self.capabilities:
+            raise TargetError(f"{self.name}: cannot be restarted on its own state (no restart capability)")
+        deadline = Deadline(timeout_s)
+        with self._lock:
+            running = self._running
+            if running is None:
+                raise TargetError(f"{self.name}: not started")
+            self._check_crashed()
+            for p in self._stop_order(running.procs):
+                try:
+                    terminate(p, deadline, grace_s=self.stop_grace_s)
+                except (TimeoutError, OSError) as e:
+                    raise TargetError(f"{self.name}: restart could not stop {p.role}: {e}") from e
+            self._detach_now = running.detached
+            self._launching = []
+            t0 = time.monotonic()
+            try:
+                running.procs = self._relaunch(running.run_dir, running.log_path, deadline, running.extra)
+                self._wait_ready(deadline)
+            except TargetError:
+                self._cleanup_failed_start(self._launching, running.run_dir)
+                raise
+            except (TimeoutError, EOFError) as e:
+                self._cleanup_failed_start(self._launching, running.run_dir)
+                raise self._failure(f"restart: {e}", running.log_path) from e
+            finally:
+                self._launching = []
+            running.startup_s = round(time.monotonic() - t0, 3)
+            if running.detached:
+                self._write_pid_file()
+            return running.bootstrap
+
+    def _relaunch(
+        self, run_dir: Path, log_path: Path, deadline: Deadline, extra: Mapping[str, Any]
+    ) -> list[Proc]:
+        """Start the processes again on ``run_dir``'s state (targets with the restart capability)."""
+        raise TargetError(f"{self.name}: cannot be restarted on its own state")
+
     def _stop_order(self, procs: list[Proc]) -> list[Proc]:
         """Processes in the order they are stopped (default: the reverse of start order)."""
         return list(reversed(procs))

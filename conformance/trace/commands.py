@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 from conformance.errors import UsageError
 from conformance.variants import parse_variants
-
-
-def _port_factory(target: str) -> object:
-    """The model needs none; a real target goes through the adapter layer (conformance/adapters)."""
-    if target == "model":
-        return None
-    if importlib.util.find_spec("conformance.adapters") is None:
-        raise UsageError(
-            f"target {target!r}: replay on real coordinators goes through the adapter layer "
-            "(conformance/adapters), which is not installed yet; available: model"
-        )
-    raise UsageError(
-        f"target {target!r}: the adapter layer has no classic port for replay yet; available: model"
-    )
 
 
 def _coverage(path: Path | None) -> Any:
@@ -53,15 +38,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from conformance.trace.replay import replay
 
     trace = read_trace(Path(args.file))
-    port_factory = _port_factory(args.target)
     coverage = _coverage(args.coverage)
-    result = replay(
-        trace,
-        target=args.target,
-        variants=parse_variants(args.variant),
-        port_factory=port_factory,
-        coverage=coverage,
-    )
+    if args.target != "model":  # a real coordinator: adapter + oracle (conformance/adapters/replay.py)
+        from conformance.adapters.replay import replay_on_target
+
+        result, notes = replay_on_target(trace, args.target, parse_variants(args.variant))
+        for note in notes:
+            print(f"note: {note}")
+    else:
+        result = replay(trace, target=args.target, variants=parse_variants(args.variant), coverage=coverage)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
     recorded = ", ".join(trace.violated) or "nothing"
     print(f"replay {args.file} on {args.target} (variants {shown}; recorded: {recorded}): {result.verdict}")

@@ -44,8 +44,14 @@ def replay(
     variants: dict[str, str | None] | None = None,
     port_factory: Any = None,
     coverage: Any = None,
+    real: dict[str, Any] | None = None,
 ) -> ReplayResult:
-    """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given)."""
+    """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given).
+
+    ``real`` (conformance/adapters/replay.py) carries what a real target needs: ``sim_class``,
+    ``config`` (the target's settings, over the trace's), ``request_timeout_ms`` and ``settle_ms`` (time
+    that passes after the last op, so late answers are judged); the oracle's findings then count as
+    violations, as in `check`."""
     merged = {**trace.header["variants"], **(variants or {})}
     merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
@@ -66,11 +72,12 @@ def replay(
         sim = make_classic_sim(
             {str(k): int(v) for k, v in setup.get("topics", {}).items()},
             list(setup.get("clients", [])),
-            dict(setup.get("config", {})),
+            {**dict(setup.get("config", {})), **(real or {}).get("config", {})},
             merged,
             seed=int(trace.header["seed"]),
             where=where,
             port_factory=port_factory,
+            **{k: v for k, v in (real or {}).items() if k in ("sim_class", "request_timeout_ms")},
         )
     except ToolError as exc:
         result.error = str(exc)
@@ -101,10 +108,21 @@ def replay(
             continue
         result.observations.append(obs)
         found = checker.check(obs, step.n)
+        take = getattr(sim.port, "take_findings", None) if real is not None else None
+        found += [Violation(f.rule, f.message, step.n) for f in (take() if take else [])]
         sim.note_checks(
             obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
         )
         result.violations.extend(found)
+    take = getattr(sim.port, "take_findings", None) if real is not None else None
+    last = trace.steps[-1].n if trace.steps else 0
+    if real is not None and real.get("settle_ms"):
+        # real time: answers the target gave near the end are judged once no timer can explain them
+        obs = sim.advance(int(real["settle_ms"]))
+        result.observations.append(obs)
+        result.violations += checker.check(obs, last + 1)
+        last += 1
+    result.violations += [Violation(f.rule, f.message, last) for f in (take() if take else [])]
     return _verdict(result, strict)
 
 

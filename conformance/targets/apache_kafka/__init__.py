@@ -44,7 +44,9 @@ def random_cluster_id() -> str:
 class ApacheKafkaTarget(Target):
     name = "apache-kafka"
     description = "Apache Kafka 4.x, KRaft single node (broker+controller), classic and consumer protocols"
-    capabilities = frozenset({"api_versions", "classic", "consumer", "static_members", "create_topics"})
+    capabilities = frozenset(
+        {"api_versions", "classic", "consumer", "static_members", "create_topics", "restart"}
+    )
     stop_grace_s = 15.0
 
     def default_settings(self) -> dict[str, Any]:
@@ -145,6 +147,18 @@ class ApacheKafkaTarget(Target):
         )  # fmt: skip
         proc = self._spawn("kafka", [*jvm, "kafka.Kafka", str(config)], log_path, cwd=run_dir, env=env)
         return [proc], f"127.0.0.1:{port}", {"port": port, "controller_port": controller_port}
+
+    def _relaunch(
+        self, run_dir: Path, log_path: Path, deadline: Deadline, extra: Mapping[str, Any]
+    ) -> list[Proc]:
+        """The same broker again on the same KRaft log folder and ports (a coordinator failover:
+        the new process loads the groups from ``__consumer_offsets``)."""
+        config = run_dir / "server.properties"
+        if not config.exists():
+            raise TargetError(f"no {config} to restart from")
+        jvm = [java_bin(), *HEAP, "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J}"]
+        argv = [*jvm, "-cp", f"{self.libs}/*", "kafka.Kafka", str(config)]
+        return [self._spawn("kafka", argv, log_path, cwd=run_dir, env=self._child_env())]
 
 
 TARGET = ApacheKafkaTarget

@@ -1,0 +1,66 @@
+"""Faults against real targets: what the fault proxy and coordinator restarts cost, side by side.
+
+Rows (classic, ci profile, seed 0): the same run with the members talking to the target directly
+(``GROUPCHECK_PROXY=off``: LoseResponse is then only client-side) and through the fault proxy, with
+0, 1 and 4 coordinator restarts where the target can restart. Columns: the run's verdict, wall time
+of the whole `check`, the run's own seconds, Heartbeat round trip (median, p95: the proxy's extra
+hop shows here), answers lost on the wire, restarts and how long each took (stop, start, group
+served again). One run per row, one target at a time.
+
+Usage: python benchmarks/target_faults.py [TARGET ...]   (default: apache-kafka kfake)
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+
+from conformance.adapters.check import run_on_target
+
+ROWS = {
+    "apache-kafka": [("off", 0), ("on", 0), ("on", 1), ("on", 4)],
+    "kfake": [("off", 0), ("on", 0)],
+}
+
+
+def row(name: str, proxy: str, restarts: int) -> str:
+    os.environ["GROUPCHECK_PROXY"] = proxy
+    try:
+        run = run_on_target(
+            name, "classic", "ci", max_examples=None, seed=0, variants={}, level="protocol", restarts=restarts
+        )
+    finally:
+        os.environ.pop("GROUPCHECK_PROXY", None)
+    r = run.result
+    s = run.handle.session
+    hb = sorted(s.heartbeat_rtt_ms)
+    med = statistics.median(hb) if hb else float("nan")
+    p95 = hb[int(0.95 * (len(hb) - 1))] if hb else float("nan")
+    verdict = (
+        "PASSED"
+        if not r.violations
+        else "FAILED (" + ", ".join(sorted({v.invariant for v in r.violations})) + ")"
+    )
+    took = ", ".join(f"{(b - a) / 1000:.1f}" for a, _l, b in s.restart_times) or "-"
+    return (
+        f"| {name} | {proxy} | {restarts} | {verdict} | {run.wall_s:.1f} | {r.seconds:.1f} | {med:.2f} | {p95:.2f} "
+        f"| {s.wire_drops} | {s.restarts_done} | {took} |"
+    )
+
+
+def main(names: list[str]) -> None:
+    print(f"machine: {platform.node()} {platform.machine()}, Python {platform.python_version()}")
+    print(
+        "| target | proxy | max restarts | protocol verdict | wall s | run s | heartbeat RTT median ms | p95 ms "
+        "| answers lost on the wire | restarts | restart s each |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        for proxy, restarts in ROWS.get(name, [("off", 0), ("on", 0)]):
+            print(row(name, proxy, restarts), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or list(ROWS))

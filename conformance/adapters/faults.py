@@ -1,0 +1,290 @@
+"""Faults against a real coordinator: the machine's fault rules mapped onto the proxy and the launcher.
+
+* ``LoseResponse`` (`model/classic/sim.py`): on the model the client drops the answer. Against a real
+  target the fault proxy (`proxy.py`) forwards the request and swallows the answer, so the target
+  applies it and nobody hears it, the oracle included. The oracle then accepts whatever the model
+  answered for that request (``OraclePort.lost``) and keeps every hypothesis: a lost JoinGroup
+  answer leaves a member the client does not know (its generated id stays provisional in the model
+  until a later answer names it, or its session expires in both). The client waits until its
+  request timeout, exactly as on the model.
+* ``Failover``: the target process is stopped and started again on the same log directories
+  (`Target.restart`, only for launchers with the ``restart`` capability). The model's hypotheses
+  unload and load their durable records (`model.classic.records.load`, GMM onLoaded) at the moment
+  the target has finished loading; the group the target recovered (DescribeGroups: state, members,
+  assignments) must match one of them (rule ``oracle.Failover``). Requests in flight when the
+  target went away are answered to the clients as the model's unload answers them
+  (NOT_COORDINATOR): the real client sees a disconnect, which it treats the same way.
+* NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS mid-run (after a
+  restart, or a coordinator moving): the oracle finds the coordinator again and resends the same
+  request, within `RETRY_DEADLINE_S`; only then is the answer judged.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.errors import TargetError
+from model.classic.messages import LeaveGroupResponse, OffsetCommitResponse
+from model.errors import ErrorCode
+
+PROVISIONAL = "00000000-0000-4000-8000-"  # as conformance.adapters.oracle (no import cycle)
+
+#: how long a request is retried while the coordinator moves or loads (a restart included)
+RETRY_DEADLINE_S = 30.0
+TRANSIENT = (
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
+def submit(port: Any, payload: Any, ref: int, client_id: str) -> None:
+    """Write the request for ``ref`` on the member's connection, with the fault the port was told."""
+    adapter = port.adapter
+    fault, port.fault_next = port.fault_next, None
+    conn = adapter.connection(port.current_member, port.real_group)
+    if fault == "drop" and adapter.proxy is not None:
+        client = conn.sock.getsockname()
+        adapter.proxy.drop_response(client, conn.next_corr)
+        port.swallowed[(client, conn.next_corr)] = ref
+        adapter.net.send(conn, payload, ref, client_id)
+        adapter.retire(conn)
+        port.log.append(f"proxy drops the answer to ref {ref}")
+        port.session.wire_drops += 1
+        return
+    adapter.net.send(conn, payload, ref, client_id)
+    port.sent[ref] = (payload, client_id, conn)
+
+
+def lose_in_flight(port: Any, ref: int) -> bool:
+    """Swallow the answer to ``ref`` if it has not passed the proxy yet (a parked JoinGroup)."""
+    adapter = port.adapter
+    if adapter.proxy is None or ref in port.answers or ref not in port.sent:
+        return False
+    conn = port.sent[ref][2]
+    corr = next((c for c, p in conn.pending.items() if p.tag == ref), None)
+    if corr is None or conn.closed:
+        return False
+    client = conn.sock.getsockname()
+    port.swallowed[(client, corr)] = ref
+    if not adapter.proxy.drop_pending_response(client, corr):
+        del port.swallowed[(client, corr)]
+        return False
+    adapter.retire(conn)
+    port.session.wire_drops += 1
+    port.log.append(f"proxy drops the answer to ref {ref} (in flight)")
+    return True
+
+
+def captured(port: Any) -> list[Any]:
+    """The target's answers the proxy swallowed, as arrivals for the oracle: the client never hears
+    them (the simulator drops them, as on the model), but the oracle checks them like any other."""
+    from conformance.adapters.codec import api_key_of
+    from conformance.adapters.wire import Arrival, decode_frame
+
+    proxy = port.adapter.proxy
+    if proxy is None:
+        return []
+    out = []
+    for client, corr, frame, at in proxy.take_captured():
+        ref = port.swallowed.pop((client, corr), None)
+        if ref is None or ref not in port.requests:
+            continue
+        _member, request, version, _sent = port.requests[ref]
+        key = api_key_of(request)
+        value, findings = decode_frame(key, version, frame)
+        port.adapter.net.findings.extend(findings)
+        out.append(Arrival(ref, key, version, value, at, frame))
+    return out
+
+
+def transient(resp: Any) -> bool:
+    """Is this answer 'ask the coordinator again' (the coordinator moved, or is loading)?"""
+    if isinstance(resp, OffsetCommitResponse):
+        return bool(resp.partitions) and all(e in TRANSIENT for _t, _p, e in resp.partitions)
+    if isinstance(resp, LeaveGroupResponse):
+        return resp.error in TRANSIENT
+    return getattr(resp, "error", None) in TRANSIENT
+
+
+def retry(port: Any, ref: int, resp: Any) -> bool:
+    """Resend ``ref`` after a transient coordinator error; False once its retry deadline passed."""
+    if ref not in port.sent:
+        return False
+    first = port.retry_since.setdefault(ref, time.monotonic())
+    if time.monotonic() - first > RETRY_DEADLINE_S:
+        return False
+    payload, client_id, _conn = port.sent[ref]
+    adapter = port.adapter
+    adapter.coordinators.pop(port.real_group, None)
+    try:
+        adapter.find_coordinator(
+            port.real_group, deadline_s=max(1.0, RETRY_DEADLINE_S - (time.monotonic() - first))
+        )
+    except Exception:  # noqa: BLE001 - no coordinator within the deadline: the answer is judged as is
+        return False
+    member = port.requests[ref][0]
+    time.sleep(0.05)
+    conn = adapter.connection(member, port.real_group)
+    adapter.net.send(conn, payload, ref, client_id)
+    port.sent[ref] = (payload, client_id, conn)
+    port.retries += 1
+    port.session.resends += 1
+    code = getattr(resp, "error", None)
+    port.log.append(f"ref {ref} answered {getattr(code, 'name', code)}: found the coordinator again, resent")
+    return True
+
+
+def summary(session: Any) -> str:
+    """One line on the faults a run injected into a real target (for `check` and benchmarks)."""
+    took = [round((serving - stopped) / 1000, 1) for stopped, _loaded, serving in session.restart_times]
+    return (
+        f"faults: {session.wire_drops} answer(s) lost on the wire, {session.restarts_done} restart(s)"
+        + (f" ({', '.join(f'{t:g}' for t in took)} s)" if took else "")
+        + f", {session.resends} resend(s) after a coordinator error"
+    )
+
+
+# ---------------------------------------------------------------------- restart (coordinator failover)
+#: how long a restart (stop, start, the group loaded again) may take
+RESTART_DEADLINE_S = 120.0
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """The group as the target shows it after a restart (DescribeGroups)."""
+
+    error: int
+    state: str
+    members: dict[str, bytes]  # member id -> assignment
+
+
+def describe_group(adapter: Any, group_id: str, timeout: float = 2.0) -> Recovered | None:
+    """DescribeGroups on the group's coordinator; None when the coordinator cannot be reached."""
+    from conformance.adapters.codec import API_DESCRIBE_GROUPS, build, payload_class
+    from conformance.adapters.kafka import _blocking_exchange
+    from conformance.adapters.wire import decode_frame
+
+    version = adapter.connect().version(API_DESCRIBE_GROUPS, 5)
+    coord = adapter.coordinators.get(group_id)
+    if version is None or coord is None:
+        return None
+    cls = payload_class(API_DESCRIBE_GROUPS, version, True)
+    req = build(cls, {"groups": (group_id,), "include_authorized_operations": False})
+    try:
+        frame = _blocking_exchange(coord[0], coord[1], req, timeout, adapter.client_id)
+    except (OSError, ConnectionError):
+        return None
+    value, _ = decode_frame(API_DESCRIBE_GROUPS, version, frame)
+    if value is None or not value.groups:
+        return None
+    g = value.groups[0]
+    members = {str(m.member_id): bytes(m.member_assignment) for m in g.members}
+    return Recovered(int(g.error_code.value), str(g.group_state), members)
+
+
+def wait_loaded(port: Any, deadline_s: float) -> tuple[int, Recovered]:
+    """Poll until the restarted coordinator serves the group; (load time lower bound ms, the group).
+
+    The target loads the group somewhere between the last answer that said it was not ready
+    (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, no coordinator yet) and the first good one; the
+    model loads at the lower bound, so the target's timers fire no earlier than the model's and at
+    most the polling gap later (inside the oracle's late tolerance)."""
+    adapter = port.adapter
+    end = time.monotonic() + deadline_s
+    not_ready = port.clock()
+    while time.monotonic() < end:
+        asked = port.clock()
+        try:
+            adapter.coordinators.pop(port.real_group, None)
+            adapter.find_coordinator(port.real_group, deadline_s=max(0.5, end - time.monotonic()))
+        except Exception:  # noqa: BLE001 - not ready yet: try again until the deadline
+            not_ready = asked
+            time.sleep(0.02)
+            continue
+        seen = describe_group(adapter, port.real_group)
+        if seen is None or seen.error in (14, 15, 16):
+            not_ready = asked
+            time.sleep(0.01)
+            continue
+        return not_ready, seen
+    raise TargetError(f"{port.session.launcher.name}: the group was not served again within {deadline_s:g}s")
+
+
+def recovered_matches(h: Any, seen: Recovered) -> str | None:
+    """None when the recovered group equals hypothesis ``h``'s loaded group, else how it differs."""
+    g = h.state.groups.get("g")
+    if g is None or not g.members:
+        if seen.members or seen.state not in ("Empty", "Dead"):
+            return f"target recovered {seen.state} with {len(seen.members)} members, model an empty group"
+        return None
+    if seen.state != g.state.value:
+        return f"target recovered the group {seen.state}, model {g.state.value}"
+    model = {mid: m.assignment for mid, m in g.members.items()}
+    if len(model) != len(seen.members):
+        return f"target recovered {len(seen.members)} members, model {len(model)}"
+    known = {mid: a for mid, a in model.items() if PROVISIONAL not in mid}
+    for mid, a in known.items():
+        if mid not in seen.members:
+            return f"member {mid} is not in the recovered group {sorted(seen.members)}"
+        if seen.members[mid] != a:
+            return f"member {mid} recovered assignment {seen.members[mid].hex()}, model {a.hex()}"
+    rest_model = sorted(a for mid, a in model.items() if mid not in known)
+    rest_target = sorted(a for mid, a in seen.members.items() if mid not in known)
+    if rest_model != rest_target:
+        return "the recovered assignments of members the client never heard of differ"
+    return None
+
+
+def restart(port: Any) -> list[Any]:
+    """The machine's Failover rule on a real target: restart it, reload the model, compare."""
+    from model.classic.records import load
+
+    launcher = port.session.launcher
+    port.session.restarts_done += 1
+    port._collect(0)
+    t = port.clock()
+    in_flight = [r for r in port.requests if r not in port.answers and r not in port.lost]
+    port.adapter.drop_all()
+    if port.adapter.proxy is not None:
+        port.adapter.proxy.cut_all()
+    port.adapter.take_findings()  # connections we closed ourselves are not findings
+    try:
+        launcher.restart(RESTART_DEADLINE_S)
+    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
+        port._crash(t, f"restart failed: {e}")
+        return []
+    t_load, seen = wait_loaded(port, RESTART_DEADLINE_S)
+    port.restarts.append((t, t_load, port.clock()))
+    port.session.restart_times.append((t, t_load, port.clock()))
+    port.log.append(f"t={t} restart; group served again, loaded after t={t_load}")
+    deliveries: list[Any] | None = None
+    keep, reasons = [], []
+    for h in port.hypos:
+        answered = port.coordinator.unload(h.state).deliveries
+        if deliveries is None:
+            deliveries = answered
+        h.state = load(h.durable, t_load)
+        h.outstanding = {}
+        h.now = max(h.now, t_load)
+        h.reported = len(h.transitions)
+        why = recovered_matches(h, seen)
+        if why is None:
+            keep.append(h)
+        else:
+            reasons.append(why)
+    port.lost.update(in_flight)
+    for d in deliveries or []:
+        port.delivered.add(d.ref)
+    if keep:
+        port.hypos = keep
+    else:
+        port._finding(
+            "protocol",
+            "oracle.Failover",
+            f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
+            + " | ".join(dict.fromkeys(reasons)),
+        )
+    return list(deliveries or [])
