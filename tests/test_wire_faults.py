@@ -240,3 +240,35 @@ def test_replay_needing_a_restart_on_a_target_that_cannot(kafka: Any, tmp_path: 
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}))
     result, _ = replay_on_target(trace, kafka.bootstrap, {})  # host:port: no launcher to restart it
     assert result.verdict == "ERROR" and "cannot be restarted" in (result.error or "")
+
+
+@pytest.mark.target
+def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: Any) -> None:
+    """`check` against Kafka with a broken model beside it records a trace on Kafka; replaying it
+    on Kafka with the same model fails the same way, and with the reference model it is FIXED."""
+    from conformance.adapters.check import REAL_PROFILES
+    from conformance.adapters.replay import replay_on_target
+    from conformance.run import run_check
+    from conformance.trace.emit import emit_counterexample
+    from conformance.trace.format import read_trace
+
+    mutant = {"mutant": "member-list-to-followers"}
+    result = run_check(
+        "classic",
+        target="apache-kafka",
+        profile=REAL_PROFILES["dev"],
+        max_examples=4,
+        seed_value=1,
+        variants=mutant,
+        port_factory=kafka.port_factory(),
+        config=kafka.model_config,
+        real_time=True,
+    )
+    assert result.violations and result.trace is not None
+    trace = read_trace(emit_counterexample(result.trace, tmp_path))
+    assert trace.header["target"]["name"] == "apache-kafka"
+    again, _ = replay_on_target(trace, kafka.bootstrap, mutant)  # type: ignore[arg-type]
+    assert again.verdict == "FAILED", again.error
+    assert {v.invariant for v in again.violations} & {v.invariant for v in result.violations}
+    fixed, _ = replay_on_target(trace, kafka.bootstrap, {})
+    assert fixed.verdict == "FIXED", fixed.violations
