@@ -149,6 +149,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.trace.commands import _coverage
 
     coverage = _coverage(args.coverage)
+    if coverage is not None and args.protocol != "all":
+        coverage.require(args.protocol)
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
@@ -158,7 +160,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             max_examples=args.max_examples,
             seed_value=args.seed,
             variants=variants,
-            coverage=coverage if protocol == "classic" else None,
+            coverage=coverage if coverage is not None and coverage.protocol == protocol else None,
         )
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
@@ -185,7 +187,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.report_dir:
             out = write_check_report(result, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
-        if coverage is not None and protocol == "classic":
+        if coverage is not None and coverage.protocol == protocol:
             from conformance.trace.commands import report_coverage
 
             report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)

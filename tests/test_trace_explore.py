@@ -148,3 +148,31 @@ def test_consumer_explore_finds_kafka_16147_only_in_the_mutant(tmp_path: Path) -
     again = replay(read_trace(write_trace(trace, tmp_path / "c.ndjson")))
     assert again.verdict == "FAILED" and again.exact
     assert replay(read_trace(tmp_path / "c.ndjson"), variants={"mutant": None}).verdict == "FIXED"
+
+
+def test_consumer_coverage_maps_a_run_onto_a_consumer_graph(tmp_path: Path) -> None:
+    """Coverage works for KIP-848 groups too: a run along ops of the explored depth lands on the
+    graph's states; a classic run cannot use a consumer graph (usage error, exit 2)."""
+    from conformance.trace.consumer import action_of
+    from conformance.trace.consumer_explore import _fresh, consumer_key, explore_consumer
+
+    result = explore_consumer(2, 1, depth=4)
+    meta, graph = load_graph(save_graph(result, tmp_path / "g.json"))
+    cov = Coverage(graph, meta)
+    assert cov.protocol == "consumer" and cov.setup_of()[0] == {"t": 1}
+    sim = _fresh(result.setup, result.variants)
+    cov.start(sim)
+    keys = [consumer_key(sim)]
+    for op in (
+        {"op": "client_step", "name": "c1"},
+        {"op": "client_step", "name": "c2"},
+        {"op": "advance", "ms": 500},
+    ):
+        sim.replay([action_of(op, "test")])
+        cov.visit(sim)
+        keys.append(consumer_key(sim))
+    assert cov.covered_nodes() == len(set(keys)) == len(cov.nodes) > 1
+    assert cov.covered_edges() == len({(a, b) for a, b in zip(keys, keys[1:], strict=False) if a != b})
+    assert {"Empty", "Stable"} <= set(cov.projection().nodes)
+    assert cov.picture(tmp_path / "cov.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["check", "--protocol", "classic", "--coverage", str(tmp_path / "g.json")]) == 2

@@ -131,6 +131,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 if static[i]:
                     spec["instance_id"] = f"i{i + 1}"
                 clients.append(spec)
+            if cfg.coverage is not None:  # on the explored graph's set-up, so its states can be reached
+                topics, clients = cfg.coverage.setup_of()
+                members = len(clients)
             variants.setdefault("join_version", str(join_version) if join_version in (3, 4, 9) else "9")
             self.sim = make_classic_sim(
                 topics,

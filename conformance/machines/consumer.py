@@ -80,6 +80,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 if static[i]:
                     spec["instance_id"] = f"i{i + 1}"
                 clients.append(spec)
+            if cfg.coverage is not None:  # on the explored graph's set-up, so its states can be reached
+                topics, clients = cfg.coverage.setup_of()
+                members = len(clients)
             self.sim = make_consumer_sim(
                 topics,
                 clients,
@@ -88,6 +91,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 port_factory=cfg.port_factory,
                 sim_class=RealTimeConsumerSim if cfg.real_time else None,
             )
+            if cfg.coverage is not None:
+                cfg.coverage.start(self.sim)
             self.names = [c["name"] for c in clients]
             self.note(
                 f"setup {members} members x {topics}, server assignor {assignor}, static {static[:members]}, "
@@ -104,6 +109,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.observations.append(obs)
             self.since_converge += 1
             self.note(f"t={obs.now} {what or self._describe(obs)}")
+            if cfg.coverage is not None:
+                cfg.coverage.visit(self.sim)
             violations = checker.check(obs, len(self.observations))
             violations += port_findings(self.sim, len(self.observations))  # type: ignore[arg-type]
             note = getattr(self.sim, "note_checks", None)  # a TracedConsumerSim: its log is the trace

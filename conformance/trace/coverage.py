@@ -1,11 +1,13 @@
 """Coverage of the explored state graph by a run (`check --coverage`, `replay --coverage`).
 
 A run is mapped onto the graph `groupcheck explore --graph FILE` wrote: after every op the
-simulator's abstract state (`conformance.trace.abstraction`) is a node, consecutive states an
-edge. Reported: the share of the graph's states and transitions the run reached, plus how many it
+simulator's abstract state (`conformance.trace.abstraction` for classic groups,
+`conformance.trace.consumer_explore.consumer_key` for KIP-848 ones; the graph names its protocol)
+is a node, consecutive states an edge. Reported: the share of the graph's states and transitions the run reached, plus how many it
 reached outside the graph (beyond the explored depth, or with ops explore did not use). The
 picture projects the graph onto the group's states (Kafka's classic group state machine,
-ClassicGroupState.java) with every edge labelled covered/total abstract transitions.
+ClassicGroupState.java, or ConsumerGroup.ConsumerGroupState for KIP-848) with every edge labelled
+covered/total abstract transitions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ import networkx as nx
 
 from conformance.errors import UsageError
 from conformance.trace.abstraction import abstract_key
+
+#: where each group state sits in the picture: Kafka's classic and KIP-848 group state machines
+PLACES: dict[str, tuple[list[str], dict[str, tuple[int, int]]]] = {
+    "classic": (
+        ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"],
+        {
+            "Empty": (0, 1),
+            "PreparingRebalance": (1, 2),
+            "CompletingRebalance": (2, 1),
+            "Stable": (1, 0),
+            "Dead": (-1, 0),
+        },
+    ),
+    "consumer": (
+        ["Empty", "Assigning", "Reconciling", "Stable"],
+        {"Empty": (0, 1), "Assigning": (1, 2), "Reconciling": (2, 1), "Stable": (1, 0)},
+    ),
+}
 
 
 def load_graph(path: Path) -> tuple[dict[str, Any], Any]:
@@ -41,13 +61,37 @@ class Coverage:
     edges: set[tuple[str, str]] = field(default_factory=set)
     _last: str | None = None
 
+    @property
+    def protocol(self) -> str:
+        return str(self.meta.get("protocol", "classic"))
+
+    def key(self, sim: Any) -> str:
+        if self.protocol == "consumer":
+            from conformance.trace.consumer_explore import consumer_key
+
+            return consumer_key(sim)
+        return abstract_key(sim)
+
+    def require(self, protocol: str) -> None:
+        """A run of ``protocol`` can only be mapped onto a graph explored for the same protocol."""
+        if protocol != self.protocol:
+            raise UsageError(f"the coverage graph was explored for {self.protocol} groups, not {protocol}")
+
+    def setup_of(self) -> tuple[dict[str, int], list[dict[str, Any]]]:
+        """The explored graph's topics and clients: a covered run uses them, so that its abstract
+        states can be the graph's (a run with other members or partitions never could be)."""
+        setup = self.meta.get("setup") or {}
+        return {str(t): int(n) for t, n in setup.get("topics", {}).items()}, [
+            dict(c) for c in setup.get("clients", [])
+        ]
+
     def start(self, sim: Any) -> None:
         """A new run begins at ``sim``'s initial state."""
-        self._last = abstract_key(sim)
+        self._last = self.key(sim)
         self.nodes.add(self._last)
 
     def visit(self, sim: Any) -> None:
-        key = abstract_key(sim)
+        key = self.key(sim)
         if self._last is not None and self._last != key:
             self.edges.add((self._last, key))
         self.nodes.add(key)
@@ -93,14 +137,7 @@ class Coverage:
         import matplotlib.pyplot as plt
 
         proj = self.projection()
-        order = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]
-        places = {
-            "Empty": (0, 1),
-            "PreparingRebalance": (1, 2),
-            "CompletingRebalance": (2, 1),
-            "Stable": (1, 0),
-            "Dead": (-1, 0),
-        }
+        order, places = PLACES[self.protocol]
         pos = {
             n: places.get(n, (2, 2 - i))
             for i, n in enumerate(sorted(proj.nodes, key=lambda n: (n not in order, n)))
@@ -147,8 +184,8 @@ class Coverage:
         ax.text(
             0.0,
             -0.02,
-            "edge label: abstract transitions covered/total (one op can pass several group states, e.g. a session\n"
-            "expiry Stable -> PreparingRebalance -> Empty); green: all covered, orange: some, grey dashed: none",
+            "edge label: abstract transitions covered/total (one op can pass several group states)\n"
+            "green: all covered, orange: some, grey dashed: none",
             transform=ax.transAxes,
             fontsize=7.5,
             color="#555555",

@@ -55,13 +55,15 @@ def replay(
     merged = {**trace.header["variants"], **(variants or {})}
     merged = {k: v for k, v in merged.items() if v is not None}  # None drops a variant (e.g. a mutant)
     result = ReplayResult(trace, target, merged)
+    if coverage is not None:
+        coverage.require(trace.protocol)
     if trace.protocol == "mixed":
         return _replay_mixed(
             trace, result, port_factory, target == "model" and merged == trace.header["variants"]
         )
     if trace.protocol == "consumer":
         return _replay_consumer(
-            trace, result, port_factory, target == "model" and merged == trace.header["variants"]
+            trace, result, port_factory, target == "model" and merged == trace.header["variants"], coverage
         )
     from conformance.build import make_classic_sim
     from conformance.trace.classic import apply_op
@@ -146,7 +148,9 @@ def _short(event: Any) -> str:
     return f"{name}({type(request).__name__})" if request is not None else name
 
 
-def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
+def _replay_consumer(
+    trace: Trace, result: ReplayResult, port_factory: Any, strict: bool, coverage: Any = None
+) -> ReplayResult:
     """Consumer traces: call each recorded action again; its observations must match the step
     lines it produced (the action's own line and the ``cont`` lines after it)."""
     from conformance.build import make_consumer_sim
@@ -167,6 +171,8 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
         result.error = str(exc)
         return result
     result.sim = sim
+    if coverage is not None:
+        coverage.start(sim)
     checker = Checker("consumer")
     groups = _op_groups(trace, result)
     if groups is None:
@@ -181,6 +187,8 @@ def _replay_consumer(trace: Trace, result: ReplayResult, port_factory: Any, stri
         except Exception as exc:
             result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
             return result
+        if coverage is not None:
+            coverage.visit(sim)
         _judge(trace, result, checker, sim, recorded, observations)
     return _verdict(result, strict)
 
