@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.errors import UsageError
 from conformance.trace.codec import decode, encode
-from conformance.trace.format import Check, Step, Trace, header
+from conformance.trace.format import Trace, trace_of_log
 from model.classic.client import ClassicClient
 from model.classic.sim import ClassicSim
 from model.classic.world import ClassicWorld
@@ -222,32 +222,12 @@ def to_trace(
     violations: list[tuple[str, str, int]],
 ) -> Trace:
     """The trace of everything ``sim`` recorded, with the driver's verdict."""
-    steps = []
-    for n, rec in enumerate(sim.log, 1):
-        obs = rec.obs
-        deliveries = None if obs is None else tuple(obs.deliveries)
-        steps.append(
-            Step(
-                n,
-                rec.now,
-                rec.op,
-                None if obs is None else obs.event,
-                deliveries,
-                deliveries,
-                rec.checked,
-                tuple(Check(i, m) for i, m in rec.violated),
-                rec.sometimes,
-                state_summary(obs.after) if obs is not None else None,
-            )
-        )
-    head = header(
+    return trace_of_log(
+        sim,
+        state_summary,
         protocol="classic",
         target=target,
         target_version=target_version,
-        variants=sim.variants,
-        seed=sim.seed,
         origin=origin,
-        setup=sim.setup,
+        violations=violations,
     )
-    violated = tuple(sorted({i for i, _, _ in violations}))
-    return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))

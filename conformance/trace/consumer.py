@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.errors import UsageError
-from conformance.trace.format import Check, Step, Trace, header
+from conformance.trace.format import Trace, trace_of_log
 from model.consumer.sim import Action, ConsumerSim
 from model.consumer.world import ConsumerWorld
 from model.observation import Observation
@@ -112,32 +112,13 @@ def to_trace(
     origin: dict[str, Any],
     violations: list[tuple[str, str, int]],
 ) -> Trace:
-    steps = []
-    for n, e in enumerate(sim.log, 1):
-        obs = e.obs
-        deliveries = None if obs is None else tuple(obs.deliveries)
-        steps.append(
-            Step(
-                n,
-                e.now,
-                e.op,
-                None if obs is None else obs.event,
-                deliveries,
-                deliveries,
-                e.checked,
-                tuple(Check(i, m) for i, m in e.violated),
-                e.sometimes,
-                None if obs is None else state_summary(obs.after, sim.group_id),
-            )
-        )
-    head = header(
+    """The trace of everything ``sim`` recorded, with the driver's verdict."""
+    return trace_of_log(
+        sim,
+        lambda world: state_summary(world, sim.group_id),
         protocol="consumer",
         target=target,
         target_version=target_version,
-        variants=sim.variants,
-        seed=sim.seed,
         origin=origin,
-        setup=sim.setup,
+        violations=violations,
     )
-    violated = tuple(sorted({i for i, _, _ in violations}))
-    return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))

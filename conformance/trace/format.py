@@ -133,6 +133,50 @@ def header(
     }
 
 
+def trace_of_log(
+    sim: Any,
+    summary: Any,
+    *,
+    protocol: str,
+    target: str,
+    target_version: str,
+    origin: dict[str, Any],
+    violations: list[tuple[str, str, int]],
+) -> Trace:
+    """The trace of a recording simulator (classic, consumer and mixed runs): one step per entry of
+    ``sim.log`` (its op, observation, time and checks), the state after it as ``summary`` renders
+    it, the header from ``sim``'s variants, seed and set-up, and the driver's verdict."""
+    steps = []
+    for n, e in enumerate(sim.log, 1):
+        obs = e.obs
+        deliveries = None if obs is None else tuple(obs.deliveries)
+        steps.append(
+            Step(
+                n,
+                e.now,
+                e.op,
+                None if obs is None else obs.event,
+                deliveries,
+                deliveries,
+                e.checked,
+                tuple(Check(i, m) for i, m in e.violated),
+                e.sometimes,
+                None if obs is None else summary(obs.after),
+            )
+        )
+    head = header(
+        protocol=protocol,
+        target=target,
+        target_version=target_version,
+        variants=sim.variants,
+        seed=sim.seed,
+        origin=origin,
+        setup=sim.setup,
+    )
+    violated = tuple(sorted({i for i, _, _ in violations}))
+    return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))
+
+
 def step_line(step: Step) -> dict[str, Any]:
     from conformance.trace.codec import encode
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from conformance.errors import SpecError, UsageError
 from conformance.trace.consumer import Entry
-from conformance.trace.format import Check, Step, Trace, header
+from conformance.trace.format import Trace, trace_of_log
 from model.choice import SeededChooser
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MigrationPolicy
@@ -165,39 +165,20 @@ def state_summary(world: MixedWorld | None) -> dict[str, Any] | None:
 
 
 def to_trace(
-    run: TracedMixedRun,
+    sim: TracedMixedRun,
     *,
     target: str,
     target_version: str,
     origin: dict[str, Any],
     violations: list[tuple[str, str, int]],
 ) -> Trace:
-    steps = []
-    for n, e in enumerate(run.log, 1):
-        obs = e.obs
-        deliveries = None if obs is None else tuple(obs.deliveries)
-        steps.append(
-            Step(
-                n,
-                e.now,
-                e.op,
-                None if obs is None else obs.event,
-                deliveries,
-                deliveries,
-                e.checked,
-                tuple(Check(i, m) for i, m in e.violated),
-                e.sometimes,
-                None if obs is None else state_summary(obs.after),
-            )
-        )
-    head = header(
+    """The trace of everything ``sim`` recorded, with the driver's verdict."""
+    return trace_of_log(
+        sim,
+        state_summary,
         protocol="mixed",
         target=target,
         target_version=target_version,
-        variants=run.variants,
-        seed=run.seed,
         origin=origin,
-        setup=run.setup,
+        violations=violations,
     )
-    violated = tuple(sorted({i for i, _, _ in violations}))
-    return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))
