@@ -3,10 +3,12 @@
 For every mutant (`conformance/mutants/`) and several seeds, run the kill matrix's `run_mutant`
 (exactly ``groupcheck check --variant mutant=NAME --seed S``, then S+1, ... within the budget) and
 record the examples, wall-clock seconds and CPU seconds to the first violated invariant (before
-shrinking). With ``--shrink`` the first seed also shrinks, giving the shrunk counterexample length (the kill
-matrix, reports/mutants.md, records it too). Goal (issue 8):
-median <= 5 s, max <= 60 s over mutants. Run:
-    .venv/bin/python benchmarks/mutants_time_to_catch.py [--seeds 0 1 2] [--budget 30] [--protocol all]
+shrinking). With ``--shrink`` the first seed also shrinks (Hypothesis, then ddmin over the recorded
+ops), giving the shrunk counterexample length, and ``--bfs-budget`` adds the BFS-minimal length from
+`groupcheck explore` against the mutant (`conformance/mutants/bfs.py`) and the ratio shrunk /
+BFS-minimal. Goals (issue 8): median <= 5 s, max <= 60 s over mutants, ratio <= 1.25. Run:
+    .venv/bin/python benchmarks/mutants_time_to_catch.py [--seeds 0 1 2] [--budget 30] [--protocol all] \
+        [--shrink] [--bfs-budget 30]
 Prints Markdown; results are recorded in benchmarks/results/mutants_time_to_catch.md.
 """
 
@@ -32,6 +34,7 @@ def main() -> int:
     p.add_argument("--protocol", default="all", choices=["classic", "consumer", "all"])
     p.add_argument("--mutant", action="append", default=[])
     p.add_argument("--shrink", action="store_true", help="shrink the first seed's counterexample too")
+    p.add_argument("--bfs-budget", type=float, default=0.0, help="CPU s of explore per mutant (0: skip)")
     args = p.parse_args()
     names = args.mutant or [m.name for m in MUTANTS.values() if args.protocol in ("all", m.protocol)]
     profile = get_profile(args.profile)
@@ -45,13 +48,14 @@ def main() -> int:
         "",
         "| mutant | protocol | caught (seeds) | examples to 1st failure | wall s to 1st failure (per seed) | "
         "CPU s to 1st failure (per seed) | median wall s | max wall s | shrunk steps (seed "
-        f"{args.seeds[0]}) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"{args.seeds[0]}) | BFS-minimal | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     medians: list[float] = []
     every: list[float] = []
     every_cpu: list[float] = []
     survived: list[str] = []
+    ratios: list[float] = []
     for name in names:
         rows = [
             run_mutant(name, profile=profile, budget_s=args.budget, seed=s, shrink=args.shrink and i == 0)
@@ -68,12 +72,22 @@ def main() -> int:
         medians.append(med)
         if len(caught) < len(rows):
             survived.append(name)
+        bfs, ratio = None, None
+        if args.bfs_budget > 0:
+            from conformance.mutants.bfs import bfs_minimal
+
+            bfs, _ = bfs_minimal(name, budget_s=args.bfs_budget)
+            rows[0].bfs_minimal = bfs
+            ratio = rows[0].ratio if args.shrink else None
+            if ratio is not None:
+                ratios.append(ratio)
         lines.append(
             f"| `{name}` | {MUTANTS[name].protocol} | {len(caught)}/{len(rows)} | "
             f"{', '.join(str(r.examples) if r.caught else '-' for r in rows)} | "
             f"{', '.join(f'{r.seconds:.2f}' if r.caught and r.seconds is not None else 'survived' for r in rows)} | "
             f"{', '.join(f'{r.cpu_seconds:.2f}' if r.cpu_seconds is not None else '-' for r in rows)} | "
-            f"{med:.2f} | {max(walls_all):.2f} | {rows[0].shrunk_steps if rows[0].caught and args.shrink else '-'} |"
+            f"{med:.2f} | {max(walls_all):.2f} | {rows[0].shrunk_steps if rows[0].caught and args.shrink else '-'} | "
+            f"{bfs if bfs is not None else '-'} | {f'{ratio:.2f}' if ratio is not None else '-'} |"
         )
         print(lines[-1], file=sys.stderr, flush=True)
     lines += [
@@ -87,7 +101,10 @@ def main() -> int:
         else "* no mutant caught",
         f"* survivors (some seed): {', '.join(survived) or 'none'}",
         f"* benchmark wall time {time.time() - started:.0f} s",
-        "* shrunk vs BFS-minimal length: not measured, `groupcheck explore` (BFS) is not on main yet.",
+        f"* shrunk / BFS-minimal length over {len(ratios)} mutants with both: median "
+        f"{statistics.median(ratios):.2f}, max {max(ratios):.2f} (goal <= 1.25)"
+        if ratios
+        else "* shrunk / BFS-minimal length: not measured (needs --shrink and --bfs-budget)",
     ]
     print("\n".join(lines))
     return 0

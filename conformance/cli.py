@@ -137,15 +137,20 @@ def _require_model(target: str) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from conformance.adapters import in_process
     from conformance.profiles import get_profile
     from conformance.report import write_check_report
     from conformance.run import run_check
 
-    if args.target != "model":
+    if not in_process(args.target):
         return cmd_check_target(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    if args.target != "model":  # mutant:NAME (issue 8): in process, its variants name the mutant
+        from conformance.mutants.target import check_setup
+
+        variants, protocols = check_setup(args.target, variants, args.protocol)
     from conformance.trace.commands import _coverage
 
     coverage = _coverage(args.coverage)

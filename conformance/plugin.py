@@ -14,7 +14,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--groupcheck-target",
         default="model",
-        help="coordinator under test: model, a target name (apache-kafka, kfake, ...) or host:port",
+        help="coordinator under test: model, mutant:NAME, a target name (apache-kafka, kfake, ...) or host:port",
     )
     group.addoption("--groupcheck-profile", default="dev", help="hypothesis profile: dev, ci, thorough")
 

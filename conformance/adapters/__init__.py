@@ -1,7 +1,8 @@
 """Adapters: how the suite reaches a coordinator (design §4).
 
 ``open_target(spec)`` turns a ``--target`` value into a `TargetHandle`: ``model`` (the reference model
-in process, always available), a launcher name from `conformance.targets` (provisioned, started and
+in process, always available), ``mutant:NAME`` (the model with one named fault, in process; its
+handle carries the ``mutant`` variant), a launcher name from `conformance.targets` (provisioned, started and
 stopped around the run), ``host:port`` (a coordinator someone else runs), or the name of a
 third-party adapter registered under the entry-point group ``groupcheck.adapters`` (its object is
 called with the spec and returns a `TargetHandle`). Nothing outside this package knows about a
@@ -27,6 +28,13 @@ HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}$")
 #: Partition counts a run may use (machine topics grow up to this); seeded at start where needed.
 MAX_PARTITIONS = 8
 TOPIC_NAMES = ("t", "u")
+#: ``mutant:NAME``: the reference model with one named fault, in process (issue 8)
+MUTANT_PREFIX = "mutant:"
+
+
+def in_process(spec: str) -> bool:
+    """True for targets the suite runs in this process (the model and its mutants), no oracle."""
+    return spec == "model" or spec.startswith(MUTANT_PREFIX)
 
 
 @dataclass
@@ -43,6 +51,8 @@ class TargetHandle:
     notes: list[str] = field(default_factory=list)
     capabilities: Any = None
     startup_s: float = 0.0
+    #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME}; issue 8)
+    variants: dict[str, str] = field(default_factory=dict)
 
     def port_factory(self) -> Callable[[Any], Any] | None:
         if self.kind == "model":
@@ -110,6 +120,11 @@ def open_target(
         yield TargetHandle("model", "reference model", "model", model_config={})
         _ = ClassicConfig
         return
+    if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants, issue 8)
+        from conformance.mutants.target import mutant_handle
+
+        yield mutant_handle(spec[len(MUTANT_PREFIX) :])
+        return
     from conformance.targets import TARGETS
 
     if spec in TARGETS:
@@ -126,7 +141,7 @@ def open_target(
         plugin = _plugin(spec)
         if plugin is None:
             raise UsageError(
-                f"unknown target {spec!r} (use model, host:port, one of {', '.join(TARGETS)}, "
+                f"unknown target {spec!r} (use model, mutant:NAME, host:port, one of {', '.join(TARGETS)}, "
                 f"or an adapter registered under the {ENTRY_POINT_GROUP!r} entry point)"
             )
         handle = plugin(spec)

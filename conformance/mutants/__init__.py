@@ -54,9 +54,6 @@ MUTANTS: dict[str, Mutant] = _registry()
 
 #: Bug-catalogue rows without a mutant, and why (kept honest by tests/test_mutants.py).
 UNMODELLED_ROWS: dict[int, str] = {
-    4: "KAFKA-15106/15170 (cooperative-sticky balance predicate, transferring-ownership bookkeeping): "
-    "the model's sticky core is its own algorithm, not Java's, so the buggy predicate has no counterpart "
-    "to mutate, and no balance invariant exists for the client-side sticky assignors yet",
     6: "KAFKA-19449: the reference model follows Kafka 4.0, which has this behaviour (own pending "
     "revocations count as unreleased; `own_pending_is_free` is the later fix), and in the model it only "
     "delays reconciliation by one heartbeat, so no liveness bound is broken",
@@ -65,8 +62,6 @@ UNMODELLED_ROWS: dict[int, str] = {
     "buggy behaviour is the model's own; a 'rejoin always possible' invariant would flag the reference",
     15: "KAFKA-20983/20985 (classic static client: a suppressed leave wiped the member id, a blind "
     "rejoin fenced its own attempt): the virtual classic client has no leave-suppression path to mutate",
-    18: "two coordinators for one group (KafScale #121, redpanda #386): needs a split-brain port that "
-    "routes members to two coordinator states; not built yet",
     21: "KAFKA-8104 (classic client race on the generation reset): the virtual classic client is "
     "single-threaded, so the race has no counterpart to mutate",
 }

@@ -235,6 +235,107 @@ def _first_claim_wins() -> type:
 _FirstClaimWins = _first_claim_wins()
 
 
+class LooseBalanceClient(ClassicClient):
+    """KAFKA-15106 (row 4): the leader's sticky assignor uses a wrong balance predicate, one that
+    calls a group balanced while its loads differ by two, so a member can be left two partitions
+    short (PR #13920; reference C.3 step 3, ASA `isBalanced`)."""
+
+    def _assignor(self, name: str):  # type: ignore[no-untyped-def]
+        assignor = super()._assignor(name)
+        if name != "sticky":
+            return assignor
+        return _LooseSticky(assignor.user_data_version)
+
+
+def _loose_sticky() -> type:
+    from model.assignors.base import to_assignments
+    from model.assignors.sticky import StickyAssignor, _Core
+
+    class LooseCore(_Core):
+        def balance(self) -> None:  # stops at a spread of two: the wrong predicate
+            while max(map(self.load, self.order)) - min(map(self.load, self.order)) > 2:
+                path = self._find_path()
+                if path is None:
+                    return
+                for src, dst, tp in path:
+                    self.move(tp, src, dst)
+
+    class LooseSticky(StickyAssignor):
+        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> Any:
+            if not subscriptions:
+                return {}
+            claims = {m: self.claim(sub) for m, sub in subscriptions.items()}
+            core = LooseCore(partitions_per_topic, subscriptions, claims, self.user_data_version == 1)
+            return to_assignments(core.run(), subscriptions)
+
+    return LooseSticky
+
+
+_LooseSticky = _loose_sticky()
+
+
+class SplitBrainPort(ModelPort):
+    """Row 18 (KafScale #121, redpanda #386): two brokers both act as the group's coordinator.
+    Members are routed by client name (odd-numbered to one state, even-numbered to the other), so
+    each coordinator runs its own group and hands every partition to its own members. The world the
+    suite observes is the first coordinator's; the consumers' deliveries show the double ownership."""
+
+    def __init__(self, coordinator: ClassicCoordinator | None = None) -> None:
+        super().__init__(coordinator)
+        self.other = ClassicState()
+        self.other_durable: list[Any] = []
+
+    @staticmethod
+    def _side(request: Any) -> int:
+        """0 for even-numbered clients (c2, c4; static i2, i4), 1 for the rest."""
+        if isinstance(request, JoinGroupRequest) and request.client_id:
+            who = request.client_id
+        elif getattr(request, "member_id", None):
+            who = request.member_id
+        else:  # LeaveGroup: the first leaving member
+            members = getattr(request, "members", ())
+            who = members[0].member_id if members else ""
+        name = who.split("-", 1)[0]
+        return int(name[1:]) % 2 if name[1:].isdigit() else 1
+
+    def _swap(self) -> None:
+        self.state, self.other = self.other, self.state
+        self.durable, self.other_durable = self.other_durable, self.durable
+
+    def send(self, ref: int, request: Any, now: int) -> list[Any]:
+        if self._side(request) == 1:
+            return super().send(ref, request, now)
+        self._swap()
+        kept = self._transitions  # the observed coordinator did not move
+        try:
+            deliveries = super().send(ref, request, now)
+        finally:
+            self._swap()
+            self._transitions = kept
+        return deliveries
+
+    def advance(self, now: int) -> list[Any]:
+        out = super().advance(now)
+        self._swap()
+        kept = self._transitions
+        try:
+            out += super().advance(now)
+        finally:
+            self._swap()
+            self._transitions = kept
+        return out
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        super().create_topic(topic, partitions)
+        self._swap()
+        kept = self._transitions
+        try:
+            super().create_topic(topic, partitions)
+        finally:
+            self._swap()
+            self._transitions = kept
+
+
 CLASSIC_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "kafka-7026",
@@ -260,6 +361,17 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         row=2,
         client=NoVoidingClient,
         variants=(("assignor", "cooperative-sticky"),),
+    ),
+    Mutant(
+        "kafka-15106",
+        "classic",
+        "catalogue",
+        "the sticky leader calls a group balanced while two members' loads differ by two",
+        "bug catalogue row 4: KAFKA-15106 / apache/kafka PR #13920",
+        ("client.sticky_balanced",),
+        row=4,
+        client=LooseBalanceClient,
+        variants=(("assignor", "sticky"),),
     ),
     Mutant(
         "kafka-14639",
@@ -330,6 +442,16 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         ("classic.join_completes_when_all_joined",),
         row=17,
         coordinator=RemovalSkipsJoinCheck,
+    ),
+    Mutant(
+        "split-brain",
+        "classic",
+        "catalogue",
+        "two coordinators each run the group for half of the members",
+        "bug catalogue row 18: KafScale issue #121; redpanda issue #386",
+        ("classic.single_owner_consumer", "classic.leader_list_complete"),
+        row=18,
+        port=SplitBrainPort,
     ),
     Mutant(
         "skip-generation-bump",

@@ -24,6 +24,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     m.add_argument("--no-report", action="store_true", help="print the matrix only")
     m.add_argument("--list", action="store_true", help="list the mutants and exit")
     m.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk")
+    m.add_argument(
+        "--bfs-budget",
+        type=float,
+        default=30.0,
+        help="CPU seconds of `explore` per mutant for the BFS-minimal column (0: skip)",
+    )
+    m.add_argument("--jobs", type=int, default=1, help="mutants run in this many worker processes")
 
 
 def machine() -> str:
@@ -58,6 +65,8 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         run_dir=run_dir,
         progress=lambda r: print(text_row(r), flush=True),
         shrink=not args.no_shrink,
+        bfs_budget_s=args.bfs_budget if args.bfs_budget > 0 else None,
+        jobs=args.jobs,
     )
     caught = sum(r.caught for r in rows)
     print(f"caught {caught} of {len(rows)}")

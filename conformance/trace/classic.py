@@ -14,7 +14,6 @@ from typing import Any
 from conformance.errors import UsageError
 from conformance.trace.codec import decode, encode
 from conformance.trace.format import Trace, trace_of_log
-from model.classic.client import ClassicClient
 from model.classic.sim import ClassicSim
 from model.classic.world import ClassicWorld
 from model.observation import Observation
@@ -100,7 +99,7 @@ class TracedClassicSim(ClassicSim):
     def restart(self, name: str) -> None:
         """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
         old = self.clients[name]
-        self.clients[name] = ClassicClient(name, old.config)
+        self.clients[name] = type(old)(name, old.config)  # a mutant client stays a mutant (issue 8)
         self.awaiting.pop(name, None)
         self.stalled.discard(name)
         self._record({"op": "restart", "client": name}, None, always=True)

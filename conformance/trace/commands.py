@@ -38,15 +38,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from conformance.trace.replay import replay
 
     trace = read_trace(Path(args.file))
+    target, variants = args.target, parse_variants(args.variant)
+    if target.startswith("mutant:"):  # issue 8: a mutant target is the model with its mutant variant
+        from conformance.mutants.target import replay_setup
+
+        target, variants = replay_setup(target, variants)
     coverage = _coverage(args.coverage)
-    if args.target != "model":  # a real coordinator: adapter + oracle (conformance/adapters/replay.py)
+    if target != "model":  # a real coordinator: adapter + oracle (conformance/adapters/replay.py)
         from conformance.adapters.replay import replay_on_target
 
-        result, notes = replay_on_target(trace, args.target, parse_variants(args.variant))
+        result, notes = replay_on_target(trace, target, variants)
         for note in notes:
             print(f"note: {note}")
     else:
-        result = replay(trace, target=args.target, variants=parse_variants(args.variant), coverage=coverage)
+        result = replay(trace, target=target, variants=variants, coverage=coverage)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
     recorded = ", ".join(trace.violated) or "nothing"
     print(f"replay {args.file} on {args.target} (variants {shown}; recorded: {recorded}): {result.verdict}")

@@ -252,15 +252,14 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     exactly the mutable containers (group dicts and sets, timers, clients, the simulator's maps)
     and the chooser's random state. A test checks it behaves like deepcopy.
     """
-    from model.classic.coordinator import ClassicCoordinator
     from model.classic.sim import ModelPort
     from model.classic.state import ClassicState
 
     port = sim.port
     assert isinstance(port, ModelPort)
-    new_port = ModelPort.__new__(ModelPort)
+    new_port = type(port).__new__(type(port))  # the classes of a mutant's port and coordinator too
     new_port.__dict__.update(port.__dict__)
-    coord = ClassicCoordinator.__new__(ClassicCoordinator)
+    coord = type(port.coordinator).__new__(type(port.coordinator))
     coord.__dict__.update(port.coordinator.__dict__)
     coord.chooser = _clone_chooser(port.coordinator.chooser)
     new_port.coordinator = coord
@@ -274,7 +273,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     new_port.state = new_state
     new_port.durable = list(port.durable)
     new_port.records = []
-    out = TracedClassicSim.__new__(TracedClassicSim)
+    out = type(sim).__new__(type(sim))
     out.__dict__.update(sim.__dict__)
     out.port = new_port
     out.clients = {n: copy.copy(c) for n, c in sim.clients.items()}

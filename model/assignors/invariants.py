@@ -202,3 +202,37 @@ def sticky_stale_claim_loses(obs: AssignmentObservation) -> Iterator[str]:
                     f"{_fmt(tp)} went to {member} on its stale generation-{gen} claim while its "
                     f"generation-{generation} owner {winner} took unclaimed {_fmt(min(instead, key=tp_key))}"
                 )
+
+
+@invariant("client.sticky_balanced", "safety", "client")
+def sticky_balanced(obs: AssignmentObservation) -> Iterator[str]:
+    """A sticky assignor's output is balanced: no member holds two or more partitions more than a member that could take one of them.
+
+    Reference C.3 step 3 and C.5; Kafka ASA `isBalanced` (the one-move form of the balance the
+    sticky assignors promise); KAFKA-15106 / PR #13920 (a wrong balance predicate left groups
+    unbalanced). For "sticky" and "cooperative-sticky" (vacuous for others): for members S and D,
+    if S holds a partition of a topic D subscribes to and D does not hold it, then
+    load(S) - load(D) <= 1 + k, where k is the number of subscribed partitions assigned to nobody
+    (under COOPERATIVE a partition still reported by its owner is held back for one rebalance,
+    which may lower its receiver's load by one each; under EAGER k is 0 for a complete assignment).
+    """
+    if obs.assignor not in STICKY_ASSIGNORS:
+        return
+    members = [m for m in obs.subscriptions if m in obs.assignments]
+    held = {m: set(_assigned(obs, m)) for m in members}
+    assigned = set().union(*held.values()) if held else set()
+    subscribed = {t for m in members for t in obs.subscriptions[m].topics if t in obs.partitions_per_topic}
+    missing = sum(1 for t in subscribed for p in range(obs.partitions_per_topic[t]) if (t, p) not in assigned)
+    slack = 1 + missing
+    for src in members:
+        for dst in members:
+            gap = len(held[src]) - len(held[dst])
+            if gap <= slack:
+                continue
+            topics = obs.subscriptions[dst].topics
+            movable = sorted((tp for tp in held[src] if tp[0] in topics and tp not in held[dst]), key=tp_key)
+            if movable:
+                yield (
+                    f"{src} holds {len(held[src])} partitions and {dst} {len(held[dst])}; "
+                    f"{_fmt(movable[0])} could move ({missing} partition(s) unassigned)"
+                )
