@@ -205,3 +205,18 @@ def test_oracle_catches_a_model_that_differs_from_kafka(kafka: object) -> None:
     result = _run(kafka, 12, 3, broken)
     assert any(v.invariant.startswith("oracle.") for v in result.violations), result.violations
     assert "REBALANCE_IN_PROGRESS" in " ".join(v.message for v in result.violations)
+
+
+@pytest.mark.target
+def test_consumer_oracle_catches_a_model_that_differs_from_kafka(kafka: object) -> None:
+    """The consumer oracle has teeth: with a broken model beside Apache Kafka (every epoch-0 join gets
+    a coordinator-generated member id, KAFKA-17116) the first join's answer is a protocol divergence."""
+    from conformance.adapters.check import _run_one, real_profile
+
+    run = _run_one(
+        kafka, "consumer", real_profile("ci"), 1, 0, {"mutant": "kafka-17116"}, "protocol", time.monotonic()
+    )
+    found = {v.invariant for v in run.result.violations}
+    assert "oracle.ConsumerGroupHeartbeat" in found, (found, run.result.steps)
+    assert any("member id" in v.message for v in run.result.violations)
+    assert run.result.trace is not None and any(s.actual for s in run.result.trace.steps)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conformance.adapters import open_target
-from conformance.adapters.check import run_on_target
+from conformance.adapters.check import run_protocols_on_target
 from conformance.build import make_classic_sim
 from conformance.errors import TargetError
 from model.classic.coordinator import ClassicCoordinator
@@ -25,9 +25,18 @@ EXPECTED: dict[str, Any] = yaml.safe_load(
 
 @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.get("ci")))
 def test_ci_profile_finds_what_is_published(name: str) -> None:
-    run = run_on_target(name, "classic", "ci", max_examples=None, seed=0, variants={}, level="protocol")
-    result = run.result
+    """Classic (ci profile), then on the same started target the KIP-848 consumer protocol where
+    specs/targets.yaml has a `consumer:` entry (fewer examples than the ci profile: each one waits
+    for session and rebalance timeouts on a real clock)."""
     want = EXPECTED[name]
+    consumer = want.get("consumer")
+    protocols = ["classic", "consumer"] if consumer else ["classic"]
+    examples = {"consumer": int(consumer["examples"])} if consumer else {}
+    runs, skipped = run_protocols_on_target(
+        name, protocols, "ci", max_examples=None, seed=0, variants={}, level="protocol", examples=examples
+    )
+    assert skipped == [] and [r.result.protocol for r in runs] == protocols
+    result = runs[0].result
     verdict = "FAILED" if result.violations else "PASSED"
     found = sorted({v.invariant for v in result.violations})
     assert verdict == want["verdict"], (found, result.steps)
@@ -37,6 +46,25 @@ def test_ci_profile_finds_what_is_published(name: str) -> None:
         assert all(f.split(".")[0] in ("oracle", "classic", "client", "target", "wire") for f in found), found
         assert result.trace is not None and result.trace.steps  # a trace that replays the run
     assert result.vacuous == [] or verdict == "FAILED"
+    if consumer:
+        check_consumer(runs[1], consumer)
+
+
+def check_consumer(run: Any, want: dict[str, Any]) -> None:
+    """The consumer protocol's verdict and findings as published; a failure comes with its trace."""
+    result = run.result
+    found = sorted({v.invariant for v in result.violations})
+    verdict = "FAILED" if result.violations else "PASSED"
+    assert verdict == want["verdict"], (found, result.steps[-20:])
+    if verdict == "FAILED":
+        assert set(found) & set(want["finds"]), found
+        assert result.trace is not None and result.trace.steps  # the counterexample is a trace
+        steps = result.trace.steps
+        assert any(s.event is not None for s in steps), "the trace records the requests sent"
+        if any(f.startswith("oracle.") for f in found):
+            assert any(s.actual for s in steps), "and the target's actual answers"
+    else:
+        assert run.rtt_ms, "a passing run was answered by the target"
 
 
 def test_target_that_aborts_is_a_crash_finding_with_the_steps() -> None:

@@ -240,3 +240,92 @@ def test_replay_needing_a_restart_on_a_target_that_cannot(kafka: Any, tmp_path: 
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}))
     result, _ = replay_on_target(trace, kafka.bootstrap, {})  # host:port: no launcher to restart it
     assert result.verdict == "ERROR" and "cannot be restarted" in (result.error or "")
+
+
+@pytest.mark.target
+def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: Any) -> None:
+    """`check` against Kafka with a broken model beside it records a trace on Kafka; replaying it
+    on Kafka with the same model fails the same way, and with the reference model it is FIXED."""
+    from conformance.adapters.check import REAL_PROFILES
+    from conformance.adapters.replay import replay_on_target
+    from conformance.run import run_check
+    from conformance.trace.emit import emit_counterexample
+    from conformance.trace.format import read_trace
+
+    mutant = {"mutant": "member-list-to-followers"}
+    result = run_check(
+        "classic",
+        target="apache-kafka",
+        profile=REAL_PROFILES["dev"],
+        max_examples=4,
+        seed_value=1,
+        variants=mutant,
+        port_factory=kafka.port_factory(),
+        config=kafka.model_config,
+        real_time=True,
+    )
+    assert result.violations and result.trace is not None
+    trace = read_trace(emit_counterexample(result.trace, tmp_path))
+    assert trace.header["target"]["name"] == "apache-kafka"
+    again, _ = replay_on_target(trace, kafka.bootstrap, mutant)  # type: ignore[arg-type]
+    assert again.verdict == "FAILED", again.error
+    assert {v.invariant for v in again.violations} & {v.invariant for v in result.violations}
+    fixed, _ = replay_on_target(trace, kafka.bootstrap, {})
+    assert fixed.verdict == "FIXED", fixed.violations
+
+
+class _StubAdapter:
+    """Just enough of KafkaAdapter for `faults.retry`: records lookups and resends."""
+
+    def __init__(self, fail_lookups: int = 0) -> None:
+        self.coordinators = {"g-real": ("127.0.0.1", 1)}
+        self.lookups, self.fail_lookups, self.sent = 0, fail_lookups, []  # type: ignore[var-annotated]
+        self.net = self
+
+    def find_coordinator(self, group: str, deadline_s: float) -> tuple[str, int]:
+        self.lookups += 1
+        if self.lookups <= self.fail_lookups:
+            raise RuntimeError("COORDINATOR_NOT_AVAILABLE")
+        self.coordinators[group] = ("127.0.0.1", 2)
+        return self.coordinators[group]
+
+    def connection(self, member: str, group: str) -> str:
+        return f"{member}@{self.coordinators[group][1]}"
+
+    def send(self, conn: str, payload: Any, tag: int, client_id: str) -> None:
+        self.sent.append((conn, payload, tag, client_id))
+
+
+class _StubPort:
+    def __init__(self, adapter: _StubAdapter) -> None:
+        from conformance.adapters.oracle import TargetSession
+
+        self.adapter, self.real_group = adapter, "g-real"
+        self.session = TargetSession(adapter, "r", lambda _t: None)  # type: ignore[arg-type]
+        self.sent = {7: ("payload", "c1", "c1@1")}
+        self.requests = {7: ("c1", None, 4, 0)}
+        self.retry_since: dict[int, float] = {}
+        self.retries, self.log = 0, []  # type: ignore[var-annotated]
+
+
+def test_retry_finds_the_coordinator_again_and_resends_the_same_request() -> None:
+    from conformance.adapters import faults
+
+    adapter = _StubAdapter()
+    port = _StubPort(adapter)
+    assert faults.retry(port, 7, HeartbeatResponse(ErrorCode.NOT_COORDINATOR))
+    assert adapter.lookups == 1 and adapter.sent == [("c1@2", "payload", 7, "c1")]
+    assert port.session.resends == 1 and "resent" in port.log[-1]
+
+
+def test_retry_gives_up_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.adapters import faults
+
+    port = _StubPort(_StubAdapter())
+    port.retry_since[7] = 0.0  # the first transient answer came long ago
+    assert not faults.retry(port, 7, HeartbeatResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+    monkeypatch.setattr(faults, "RETRY_DEADLINE_S", 0.5)
+    failing = _StubPort(_StubAdapter(fail_lookups=10))
+    assert not faults.retry(failing, 7, HeartbeatResponse(ErrorCode.NOT_COORDINATOR))
+    assert failing.adapter.sent == []  # no coordinator within the deadline: the answer is judged as is
+    assert not faults.retry(port, 99, HeartbeatResponse(ErrorCode.NOT_COORDINATOR))  # never sent

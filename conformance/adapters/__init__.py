@@ -15,6 +15,7 @@ import contextlib
 import os
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -200,7 +201,10 @@ def _connect(handle: TargetHandle) -> None:
     from conformance.adapters.oracle import TargetSession
 
     assert handle.bootstrap is not None
-    run_id = getattr(handle, "session_run_id", None) or f"{os.getpid() % 100000}{int(time.time()) % 100000}"
+    # a fresh suffix: two sessions on one coordinator within a second must not share group names
+    run_id = getattr(handle, "session_run_id", None) or (
+        f"{os.getpid() % 100000}{int(time.time()) % 100000}{uuid.uuid4().hex[:4]}"
+    )
     adapter = KafkaAdapter(handle.bootstrap)
     if os.environ.get("GROUPCHECK_PROXY", "on") != "off":  # member traffic through the fault proxy
         from conformance.adapters.proxy import FaultProxy

@@ -71,13 +71,12 @@ def run_protocols_on_target(
     variants: dict[str, str],
     level: str,
     only_offered: bool = False,
+    examples: dict[str, int] | None = None,
     restarts: int | None = None,
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
-    does not offer (ApiVersions) is skipped with its reason instead of being an error."""
-    from conformance.adapters import open_target
-    from conformance.adapters.consumer_check import not_run_reason
-
+    does not offer (ApiVersions) is skipped with its reason instead of being an error; ``examples``
+    overrides ``max_examples`` per protocol."""
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
     for protocol in protocols:
@@ -89,9 +88,52 @@ def run_protocols_on_target(
     runs: list[TargetRun] = []
     skipped: list[tuple[str, str]] = []
     opened = time.monotonic()
+    try:
+        counts = {p: (examples or {}).get(p, max_examples) for p in protocols}
+        n_restarts = RESTARTS[profile_name] if restarts is None else restarts
+        _run_all(
+            spec,
+            protocols,
+            profile,
+            counts,
+            seed,
+            variants,
+            level,
+            only_offered,
+            opened,
+            runs,
+            skipped,
+            n_restarts,
+        )
+    except TargetError as e:
+        # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
+        crashed = [r for r in runs if any(v.invariant == "target.crash" for v in r.result.violations)]
+        if not crashed:
+            raise
+        crashed[-1].handle.notes.append(f"stopping the target after the crash: {e}")
+    return runs, skipped
+
+
+def _run_all(
+    spec: str,
+    protocols: list[str],
+    profile: Profile,
+    counts: dict[str, int | None],
+    seed: int,
+    variants: dict[str, str],
+    level: str,
+    only_offered: bool,
+    opened: float,
+    runs: list[TargetRun],
+    skipped: list[tuple[str, str]],
+    restarts: int,
+) -> None:
+    from conformance.adapters import open_target
+    from conformance.adapters.consumer_check import not_run_reason
+
     with open_target(spec) as handle:
         if handle.session is not None:  # coordinator restarts (conformance/adapters/faults.py)
-            handle.session.max_restarts = RESTARTS[profile_name] if restarts is None else restarts
+            handle.session.max_restarts = restarts
         for protocol in protocols:
             why = not_run_reason(handle, protocol)
             if why is not None:
@@ -100,12 +142,11 @@ def run_protocols_on_target(
                 skipped.append((protocol, why))
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
-            runs.append(_run_one(handle, protocol, profile, max_examples, seed, variants, level, t0))
+            runs.append(_run_one(handle, protocol, profile, counts[protocol], seed, variants, level, t0))
         if handle.session is not None and hasattr(handle.session, "wire_drops"):
             from conformance.adapters.faults import summary
 
             handle.notes.append(summary(handle.session))
-    return runs, skipped
 
 
 def _run_one(

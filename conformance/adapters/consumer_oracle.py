@@ -116,19 +116,31 @@ def complete_assignment(
     topics: Mapping[str, int],
     assignor: str,
     homogeneous: bool,
+    pins: Mapping[str, Pin] | None = None,
 ) -> GroupAssignment | None:
-    """A legal assignment giving ``fixed`` members exactly their sets and the others what they had in
-    ``base`` as far as possible (sticky), filled least-loaded first; None when there is none."""
+    """A legal assignment giving ``fixed`` members exactly their sets, ``pins`` members at least their
+    floor and none of their excluded partitions, the others what they had in ``base`` as far as
+    possible (sticky), filled least-loaded first; None when there is none."""
+    pins = dict(pins or {})
+    floors = {m: p.floor for m, p in pins.items() if m in members and m not in fixed}
     taken: set[TopicPartition] = set()
-    for parts in fixed.values():
+    for parts in list(fixed.values()) + list(floors.values()):
         if parts & taken:
             return None
         taken |= parts
     free_members = sorted(m for m in members if m not in fixed)
     out: dict[str, set[TopicPartition]] = {m: set(fixed[m]) for m in fixed if m in members}
     for m in free_members:
-        out[m] = {tp for tp in base.get(m, frozenset()) if tp not in taken and tp[0] in members[m].subscribed}
-        taken |= out[m]
+        out[m] = set(floors.get(m, frozenset()))
+
+    def allowed(m: str, tp: TopicPartition) -> bool:
+        pin = pins.get(m)
+        return tp[0] in members[m].subscribed and (pin is None or tp not in pin.exclude)
+
+    for m in free_members:
+        keep = {tp for tp in base.get(m, frozenset()) if tp not in taken and allowed(m, tp)}
+        out[m] |= keep
+        taken |= keep
     every = [
         (t, p)
         for t in sorted(topics)
@@ -136,24 +148,24 @@ def complete_assignment(
         if any(t in s.subscribed for s in members.values())
     ]
     if assignor == "uniform" and homogeneous and members:
-        quota_hi = -(-len(every) // len(members))
-        quota_lo = len(every) // len(members)
-        for m in free_members:  # trim over-quota free members (keep the lowest partitions)
-            while len(out[m]) > quota_hi:
-                out[m].discard(max(out[m]))
-        # members above the low quota beyond the number of "extra" slots give one back
-        extra = len(every) - quota_lo * len(members)
+        quota_lo, extra = divmod(len(every), len(members))
+        quota_hi = quota_lo + (1 if extra else 0)
+        for m in free_members:  # trim over-quota free members (never below their floor)
+            for tp in sorted(out[m] - floors.get(m, frozenset()), reverse=True):
+                if len(out[m]) <= quota_hi:
+                    break
+                out[m].discard(tp)
         for m in sorted(free_members, key=lambda m: len(out[m])):
-            big = [x for x in members if len(out[x]) > quota_lo]
-            if len(big) <= extra:
+            if sum(1 for x in members if len(out[x]) > quota_lo) <= extra:
                 break
-            if len(out[m]) > quota_lo:
-                out[m].discard(max(out[m]))
+            spare = sorted(out[m] - floors.get(m, frozenset()))
+            if len(out[m]) > quota_lo and spare:
+                out[m].discard(spare[-1])
     taken = set().union(*out.values()) if out else set()
     for tp in every:
         if tp in taken:
             continue
-        eligible = [m for m in free_members if tp[0] in members[m].subscribed]
+        eligible = [m for m in free_members if allowed(m, tp)]
         if not eligible:
             return None
         owner = min(eligible, key=lambda m: (len(out[m]), m))
@@ -164,17 +176,30 @@ def complete_assignment(
     return result
 
 
+@dataclass(frozen=True)
+class Pin:
+    """What the target's answers revealed about a member's target since the assignment was computed:
+    it contains ``floor`` (the member's assigned partitions), none of ``exclude`` (partitions it was
+    told to revoke), and is exactly ``floor`` when the member is reconciled (``exact``)."""
+
+    floor: frozenset[TopicPartition]
+    exclude: frozenset[TopicPartition]
+    exact: bool
+
+
 # ---------------------------------------------------------------------- hypotheses
 @dataclass
 class CHypo:
     state: ConsumerCoordinatorState
     origin: int  # initial_group_epoch of the coordinator this hypothesis runs
     now: int = 0
-    #: members whose target the target has revealed since the assignment epoch ``frozen_epoch``
-    frozen: frozenset[str] = frozenset()
-    frozen_epoch: int = -1
+    #: what the target revealed of members' targets since the assignment epoch ``pin_epoch``
+    pins: Mapping[str, Pin] = field(default_factory=dict)
+    pin_epoch: int = -1
     adoptions: int = 0
     fired: int = 0
+    #: what this hypothesis adopted from the target (kafka-compat notes: legal, but not the model's choice)
+    notes: tuple[str, ...] = ()
 
     def copy(self) -> CHypo:
         return dataclasses.replace(self, state=self.state.copy())
@@ -184,8 +209,7 @@ class _Adopting:
     """Mixed into the model coordinator: `run_assignor` returns the adopted assignment when one is set."""
 
     adopt: dict[str, frozenset[TopicPartition]] | None = None
-    frozen_targets: dict[str, frozenset[TopicPartition]] = {}
-    last_legality: str | None = None
+    adopt_pins: Mapping[str, Pin] = {}
 
     def run_assignor(  # type: ignore[no-untyped-def]
         self, name, members, topics, homogeneous
@@ -193,7 +217,7 @@ class _Adopting:
         base = super().run_assignor(name, members, topics, homogeneous)  # type: ignore[misc]
         if self.adopt is None:
             return base  # type: ignore[no-any-return]
-        done = complete_assignment(base, self.adopt, members, topics, name, homogeneous)
+        done = complete_assignment(base, self.adopt, members, topics, name, homogeneous, self.adopt_pins)
         if done is None:
             raise _NoLegal(f"no legal {name} assignment gives {sorted(self.adopt)} what the target gave")
         return done
@@ -303,6 +327,11 @@ class ConsumerOraclePort:
         self.log: list[str] = []
         self.answers: dict[int, Any] = {}
         self.members: set[str] = set()
+        self.notes_reported = 0
+        self.adoptions = 0
+        self.origin_reported = False
+        #: the target crashed: nothing more to wait for (the simulator stops sleeping)
+        self.crashed = False
 
     # ------------------------------------------------------------------ clock
     def clock(self) -> int:
@@ -369,6 +398,11 @@ class ConsumerOraclePort:
     def coordinator_state(self) -> ConsumerCoordinatorState:
         return self.hypos[0].state
 
+    def model_now(self) -> int:
+        """The reported hypothesis' clock: every model timer up to it has fired (lags the real clock
+        by at most the tolerance window)."""
+        return self.hypos[0].now if self.hypos else 0
+
     def take_findings(self) -> list[Finding]:
         taken, self.findings = self.findings, []
         return taken
@@ -430,6 +464,25 @@ class ConsumerOraclePort:
             _m, notes = compare(self._model_answer(h0, ref) or target, target, prior)
             for note in notes:
                 self._finding("kafka-compat", f"compat.{NAMES[api]}", f"ref {ref}: {note}")
+            for note in h0.notes[self.notes_reported :]:
+                self._finding("kafka-compat", "compat.assignor", f"ref {ref}: {note}")
+            self.notes_reported = max(self.notes_reported, len(h0.notes))
+            self.adoptions = max(self.adoptions, h0.adoptions)
+            origins = {h.origin for h in self.hypos}
+            if (
+                not self.origin_reported
+                and len(origins) == 1
+                and isinstance(target, ConsumerGroupHeartbeatResponse)
+                and target.member_epoch > 0
+            ):
+                self.origin_reported = True
+                if origins == {0}:
+                    self._finding(
+                        "kafka-compat",
+                        "compat.ConsumerGroupHeartbeat",
+                        f"ref {ref}: a new group starts at epoch 0; Apache Kafka 4.3+ starts it at 1 "
+                        "(KAFKA-20268, apache/kafka#21700)",
+                    )
         return Result(deliveries=[Delivery(ref, target)])
 
     def _await(self, ref: int, t: int) -> tuple[Any, int]:
@@ -574,17 +627,17 @@ class ConsumerOraclePort:
         )
         out: list[tuple[CHypo, str | None]] = []
         for want in options:
-            d = CHypo(before.copy(), c.origin, c.now, c.frozen, c.frozen_epoch, c.adoptions + 1, c.fired)
+            d = CHypo(before.copy(), c.origin, c.now, c.pins, c.pin_epoch, c.adoptions + 1, c.fired, c.notes)
             g = d.state.groups.get(gid)
-            frozen_targets = {}
-            if g is not None and d.frozen_epoch == g.assignment_epoch and not recomputed:
-                frozen_targets = {
-                    m: g.target_of(m) for m in d.frozen if m in g.members and m != request.member_id
-                }
-            fixed = {**frozen_targets, request.member_id: want}
+            pins: dict[str, Pin] = {}
+            if g is not None and d.pin_epoch == g.assignment_epoch and not recomputed:
+                pins = {m: p for m, p in d.pins.items() if m in g.members and m != request.member_id}
+            fixed = {m: p.floor for m, p in pins.items() if p.exact}
+            fixed[request.member_id] = want
+            pins = {m: p for m, p in pins.items() if not p.exact}
             try:
                 if recomputed:
-                    coord.adopt = fixed  # type: ignore[attr-defined]
+                    coord.adopt, coord.adopt_pins = fixed, {}  # type: ignore[attr-defined]
                     try:
                         answer = self._run(d, request, ref, at)
                     finally:
@@ -592,7 +645,7 @@ class ConsumerOraclePort:
                 else:
                     if g is None or request.member_id not in g.members:
                         continue
-                    if not self._install(d, gid, fixed):
+                    if not self._install(d, gid, fixed, pins):
                         out.append((d, f"adopting {_tps(want)} for {request.member_id}: no legal completion"))
                         continue
                     answer = self._run(d, request, ref, at)
@@ -603,10 +656,23 @@ class ConsumerOraclePort:
             d._answer = answer  # type: ignore[attr-defined]
             if why is None:
                 self._freeze(d, request, target)
+                g_after = d.state.groups.get(gid)
+                name = (g_after.last_assignor if g_after is not None else None) or "uniform"
+                why_free = (
+                    "uniform tie-breaking follows Java hash-map order, reference §F"
+                    if name == "uniform"
+                    else "Kafka's range assignor is deterministic (RA L243): a kafka-compat deviation"
+                )
+                d.notes = d.notes + (
+                    f"the target's {name} assignor targeted {_tps(want)} to {request.member_id} where the "
+                    f"model's chose {_tps(model_target)}; both legal ({why_free}), adopted",
+                )
             out.append((d, None if why is None else f"adopted {_tps(want)}: {why}"))
         return out
 
-    def _install(self, d: CHypo, gid: str, fixed: dict[str, frozenset[TopicPartition]]) -> bool:
+    def _install(
+        self, d: CHypo, gid: str, fixed: dict[str, frozenset[TopicPartition]], pins: Mapping[str, Pin]
+    ) -> bool:
         """Replace the current target assignment by a legal one with ``fixed`` members' sets."""
         coord = self.coords[d.origin]
         g = d.state.groups[gid]
@@ -626,16 +692,19 @@ class ConsumerOraclePort:
         return True
 
     def _freeze(self, c: CHypo, request: Any, target: Any) -> None:
-        """The member's answer revealed its target: later adoptions must keep it."""
+        """Pin what the member's (matched) answer revealed of its target; later adoptions keep it."""
         if not isinstance(request, ConsumerGroupHeartbeatRequest) or target.error_code != ErrorCode.NONE:
             return
         g = c.state.groups.get(request.group_id)
         if g is None:
             return
-        if c.frozen_epoch != g.assignment_epoch:
-            c.frozen, c.frozen_epoch = frozenset(), g.assignment_epoch
-        if target.assigned() is not None or request.member_epoch != target.member_epoch:
-            c.frozen = c.frozen | {request.member_id}
+        if c.pin_epoch != g.assignment_epoch:
+            c.pins, c.pin_epoch = {}, g.assignment_epoch
+        m = g.members.get(request.member_id)
+        if m is None:
+            return
+        exact = m.state == MemberState.STABLE and m.member_epoch == g.assignment_epoch
+        c.pins = {**c.pins, m.member_id: Pin(m.assigned, m.pending_revocation, exact)}
 
     def _dedupe(self, cands: list[CHypo]) -> list[CHypo]:
         out: list[CHypo] = []
@@ -650,6 +719,7 @@ class ConsumerOraclePort:
         (self.findings if level == "protocol" else self.session.compat).append(f)
 
     def _crash(self, t: int, what: str) -> None:
+        self.crashed = True
         if any(f.rule == "target.crash" for f in self.findings):
             return
         crash = ""

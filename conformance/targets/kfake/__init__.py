@@ -32,7 +32,7 @@ class KfakeTarget(Target):
             "group.min.session.timeout.ms": 500,
             "group.max.session.timeout.ms": 300000,
             "group.initial.rebalance.delay.ms": 0,  # kfake has none
-            "group.consumer.session.timeout.ms": 6000,
+            "group.consumer.session.timeout.ms": 2000,
             "group.consumer.heartbeat.interval.ms": 500,
         }
 

@@ -27,7 +27,7 @@ class LibrdkafkaMockTarget(Target):
     def default_settings(self) -> dict[str, Any]:
         return {
             "group.initial.rebalance.delay.ms": 0,
-            "group.consumer.session.timeout.ms": 6000,
+            "group.consumer.session.timeout.ms": 2000,
             "group.consumer.heartbeat.interval.ms": 500,
         }
 
