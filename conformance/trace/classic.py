@@ -8,12 +8,12 @@ the target allows elsewhere (the virtual members answer whatever the target says
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from conformance.errors import UsageError
 from conformance.trace.codec import decode, encode
-from conformance.trace.format import Trace, trace_of_log
+from conformance.trace.format import CheckedLog, LogEntry, Trace, trace_of_log
 from model.classic.sim import ClassicSim
 from model.classic.world import ClassicWorld
 from model.observation import Observation
@@ -22,25 +22,13 @@ from model.observation import Observation
 CLIENT_OPS = ("restart", "subscribe", "protocols", "rejoin")
 
 
-@dataclass
-class Recorded:
-    """One logged op, its observation (None for client-only ops) and the checks the driver ran."""
-
-    op: dict[str, Any]
-    obs: Observation[ClassicWorld] | None
-    now: int
-    checked: tuple[str, ...] = ()
-    violated: tuple[tuple[str, str], ...] = ()
-    sometimes: tuple[str, ...] = ()
-
-
-class TracedClassicSim(ClassicSim):
+class TracedClassicSim(CheckedLog, ClassicSim):
     """A `ClassicSim` that records what the driver does (the Hypothesis machine, scenarios, replay)."""
 
     setup: dict[str, Any]
     variants: dict[str, str]
     seed: int
-    log: list[Recorded]
+    log: list[LogEntry]
 
     def __post_init__(self) -> None:
         self.log = []
@@ -125,21 +113,8 @@ class TracedClassicSim(ClassicSim):
         self, op: dict[str, Any], obs: Observation[ClassicWorld] | None, *, always: bool = False
     ) -> Any:
         if obs is not None or always:
-            self.log.append(Recorded(op, obs, self.now))
+            self.log.append(LogEntry(op, obs, self.now))
         return obs
-
-    def note_checks(
-        self,
-        obs: Observation[Any],
-        checked: tuple[str, ...],
-        violated: list[tuple[str, str]],
-        sometimes: tuple[str, ...],
-    ) -> None:
-        """Attach the driver's verdicts to the logged op that produced ``obs``."""
-        for rec in reversed(self.log):
-            if rec.obs is obs:
-                rec.checked, rec.violated, rec.sometimes = checked, tuple(violated), sometimes
-                return
 
 
 def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observation[ClassicWorld] | None:

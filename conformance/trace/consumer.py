@@ -10,24 +10,13 @@ response with the recording.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from conformance.errors import UsageError
-from conformance.trace.format import Trace, trace_of_log
+from conformance.trace.format import CheckedLog, LogEntry, Trace, trace_of_log
 from model.consumer.sim import Action, ConsumerSim
 from model.consumer.world import ConsumerWorld
 from model.observation import Observation
-
-
-@dataclass
-class Entry:
-    op: dict[str, Any]
-    obs: Observation[ConsumerWorld] | None
-    now: int
-    checked: tuple[str, ...] = ()
-    violated: tuple[tuple[str, str], ...] = ()
-    sometimes: tuple[str, ...] = ()
 
 
 def op_of(action: Action) -> dict[str, Any]:
@@ -41,10 +30,10 @@ def action_of(op: dict[str, Any], where: str) -> Action:
     return Action(name, tuple(sorted((k, v) for k, v in op.items() if k != "op")))
 
 
-class TracedConsumerSim(ConsumerSim):
+class TracedConsumerSim(CheckedLog, ConsumerSim):
     """A `ConsumerSim` whose log pairs actions with observations (check, scenarios, replay)."""
 
-    log: list[Entry]
+    log: list[LogEntry]
     setup: dict[str, Any]
     variants: dict[str, str]
     seed: int
@@ -56,27 +45,15 @@ class TracedConsumerSim(ConsumerSim):
 
     def _record(self, method: str, **args: object) -> None:
         super()._record(method, **args)
-        self.log.append(Entry(op_of(self.actions[-1]), None, self.now))
+        self.log.append(LogEntry(op_of(self.actions[-1]), None, self.now))
 
     def _step(self, event: object, result: Any) -> Observation[ConsumerWorld]:
         obs = super()._step(event, result)
         if self.log and self.log[-1].obs is None:
             self.log[-1].obs, self.log[-1].now = obs, self.now
         else:
-            self.log.append(Entry({"op": "cont"}, obs, self.now))
+            self.log.append(LogEntry({"op": "cont"}, obs, self.now))
         return obs
-
-    def note_checks(
-        self,
-        obs: Observation[Any],
-        checked: tuple[str, ...],
-        violated: list[tuple[str, str]],
-        sometimes: tuple[str, ...],
-    ) -> None:
-        for entry in reversed(self.log):
-            if entry.obs is obs:
-                entry.checked, entry.violated, entry.sometimes = checked, tuple(violated), sometimes
-                return
 
 
 def state_summary(world: ConsumerWorld | None, group_id: str) -> dict[str, Any] | None:

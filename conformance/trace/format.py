@@ -133,6 +133,38 @@ def header(
     }
 
 
+@dataclass
+class LogEntry:
+    """One op a recording simulator logged: the op, its observation (None for a client-only op), the
+    time, and the checks the driver ran on it (classic, consumer and mixed runs)."""
+
+    op: dict[str, Any]
+    obs: Any
+    now: int
+    checked: tuple[str, ...] = ()
+    violated: tuple[tuple[str, str], ...] = ()
+    sometimes: tuple[str, ...] = ()
+
+
+class CheckedLog:
+    """Mixin of the recording simulators: ``log`` is a list of `LogEntry`; the driver's verdicts on an
+    observation are attached to the entry that produced it."""
+
+    log: list[LogEntry]
+
+    def note_checks(
+        self,
+        obs: Any,
+        checked: tuple[str, ...],
+        violated: list[tuple[str, str]],
+        sometimes: tuple[str, ...],
+    ) -> None:
+        for entry in reversed(self.log):
+            if entry.obs is obs:
+                entry.checked, entry.violated, entry.sometimes = checked, tuple(violated), sometimes
+                return
+
+
 def trace_of_log(
     sim: Any,
     summary: Any,

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.errors import SpecError, UsageError
-from conformance.trace.consumer import Entry
-from conformance.trace.format import Trace, trace_of_log
+from conformance.trace.format import CheckedLog, LogEntry, Trace, trace_of_log
 from model.choice import SeededChooser
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MigrationPolicy
@@ -28,17 +27,17 @@ TUPLE_FIELDS = ("topics", "assignors")
 
 
 @dataclass
-class TracedMixedRun(MixedRun):
+class TracedMixedRun(CheckedLog, MixedRun):
     """A `MixedRun` whose ``log`` is the run's trace (the machine, scenarios, replay)."""
 
-    log: list[Entry] = field(default_factory=list)
+    log: list[LogEntry] = field(default_factory=list)
     setup: dict[str, Any] = field(default_factory=dict)
     variants: dict[str, str] = field(default_factory=dict)
     seed: int = 0
-    _open: Entry | None = None
+    _open: LogEntry | None = None
 
     def _op(self, op: dict[str, Any]) -> None:
-        entry = Entry({k: list(v) if isinstance(v, tuple) else v for k, v in op.items()}, None, self.now)
+        entry = LogEntry({k: list(v) if isinstance(v, tuple) else v for k, v in op.items()}, None, self.now)
         self.log.append(entry)
         self._open = entry
 
@@ -76,7 +75,7 @@ class TracedMixedRun(MixedRun):
             self._open.obs, self._open.now = self.last, self.now
             self._open = None
         else:
-            self.log.append(Entry({"op": "cont"}, self.last, self.now))
+            self.log.append(LogEntry({"op": "cont"}, self.last, self.now))
 
     def step_of(self, obs: Observation[Any]) -> int:
         """The trace step number of ``obs`` (its line's ``n``)."""
@@ -84,18 +83,6 @@ class TracedMixedRun(MixedRun):
             if self.log[n - 1].obs is obs:
                 return n
         raise KeyError("observation not in the log")
-
-    def note_checks(
-        self,
-        obs: Observation[Any],
-        checked: tuple[str, ...],
-        violated: list[tuple[str, str]],
-        sometimes: tuple[str, ...],
-    ) -> None:
-        for entry in reversed(self.log):
-            if entry.obs is obs:
-                entry.checked, entry.violated, entry.sometimes = checked, tuple(violated), sometimes
-                return
 
 
 def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) -> TracedMixedRun:
