@@ -173,6 +173,8 @@ class ScenarioRunner:
             sim.restart(old.name)
         elif verb == "rejoin":
             sim.rejoin(self._client(arg, where).name)
+        elif verb == "stale_subscription":  # fault: the next fall-out keeps the owned partitions (PR #10985)
+            sim.stale_subscription(self._client(arg, where).name)
         elif verb == "subscribe":
             sim.subscribe(self._client(arg["client"], where).name, tuple(arg["topics"]))
         elif verb == "protocols":

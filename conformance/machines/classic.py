@@ -376,6 +376,26 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                     for n in leader:
                         self.observe(self.sim.client_step(n), f"{n} step (leader)")
 
+            @precondition(lambda self: self.ready and self.sim.clients[self.names[0]].cooperative)
+            @rule(i=st.integers(0, 7))
+            def fall_out_with_stale_subscription(self, i: int) -> None:
+                """A cooperative member falls out of the group (a pause past session.timeout.ms) and its
+                ConsumerCoordinator does not update its SubscriptionState, so it rejoins claiming the
+                partitions the group has since given to others: the invalid ownedPartitions input
+                apache/kafka PR #10985 (KAFKA-12984) reports from the wild. Issue 8: added when the
+                kafka-12984 mutant survived (no legal event made conflicting claims)."""
+                assert self.sim is not None
+                name = self.client(i)
+                c = self.sim.clients[name]
+                if not c.owned or not c.member_id:
+                    return
+                self.sim.stale_subscription(name)
+                self.note(f"{name} keeps a stale SubscriptionState")
+                self.observe(self.sim.stall(name, True), f"{name} stalls")
+                ms = c.config.session_timeout_ms + 1
+                self.observe(self.sim.advance(ms), f"advance {ms}ms")
+                self.observe(self.sim.stall(name, False), f"{name} resumes")
+
         def static_names(self) -> list[str]:
             assert self.sim is not None
             return [n for n in self.names if self.sim.clients[n].config.instance_id is not None]

@@ -33,7 +33,7 @@ OUTSIDE = "outside the explore alphabet"
 #: Mutants whose fault the explorer's alphabet cannot reach, and why; every other mutant is explored
 #: within `DEFAULT_BOUND` (2 members x 2 partitions, 16 ops: kafka-7026's double assignment needs 15).
 BOUNDS: dict[str, Bound | str] = {
-    "kafka-12984": f"{OUTSIDE}: needs two members claiming one partition at one generation (a forged claim)",
+    "kafka-12984": Bound(2, 2, 16, ops=("step", "advance", "stall", "resume", "stale_subscription")),
     "kafka-8500": f"{OUTSIDE}: static members (group.instance.id) and a process restart mid-rebalance",
     "kafka-9801": f"{OUTSIDE}: static members (group.instance.id) and a process restart mid-rebalance",
     "kafka-10284": f"{OUTSIDE}: static members and coordinator failover",

@@ -201,38 +201,38 @@ class SessionTimerOffByOne(ClassicCoordinator):
 
 
 class NoVoidingClient(ClassicClient):
-    """KAFKA-12984 (row 2): the leader's cooperative-sticky assignor keeps the first of two
-    equal-generation claims on one partition instead of voiding both (PR #10985; reference C.3)."""
+    """KAFKA-12984 (row 2): the leader runs the cooperative-sticky assignor as it was before apache/kafka
+    PR #10985: claims carry no generation (the PR "brings the generation field back" to it) and a
+    partition several members claim as owned is not voided, so every claimant keeps it (the pre-fix
+    `allSubscriptionsEqual` added each claim to its claimant's owned list) and one partition goes to
+    two consumers in one generation (reference C.3)."""
 
     def _assignor(self, name: str):  # type: ignore[no-untyped-def]
         assignor = super()._assignor(name)
         if name != "cooperative-sticky":
             return assignor
-        return _FirstClaimWins(assignor.adjust)
+        return _PreFixCooperative(assignor.adjust)
 
 
-def _first_claim_wins() -> type:
-    from model.assignors.cooperative_sticky import CooperativeStickyAssignor
-    from model.embedded import Subscription
+def _pre_fix_cooperative() -> type:
+    from model.assignors.base import to_assignments
+    from model.assignors.cooperative_sticky import CooperativeStickyAssignor, held_back
+    from model.assignors.sticky import sticky_core
+    from model.embedded import DEFAULT_GENERATION
 
-    class FirstClaimWins(CooperativeStickyAssignor):
+    class PreFixCooperative(CooperativeStickyAssignor):
         def assign(self, partitions_per_topic: Any, subscriptions: Any) -> Any:
-            seen: dict[Any, int] = {}
-            kept: dict[str, Subscription] = {}
-            for member, sub in subscriptions.items():
-                owned = []
-                for tp in sub.owned_partitions:
-                    if seen.get(tp) == sub.generation_id:
-                        continue  # a second claim at the same generation is dropped, not voided
-                    seen.setdefault(tp, sub.generation_id)
-                    owned.append(tp)
-                kept[member] = replace(sub, owned_partitions=tuple(owned))
-            return super().assign(partitions_per_topic, kept)
+            claims = {m: (sub.owned_partitions, DEFAULT_GENERATION) for m, sub in subscriptions.items()}
+            result = sticky_core(partitions_per_topic, subscriptions, claims, resolve=False)
+            if self.adjust:
+                withheld = held_back(result, subscriptions)
+                result = {m: [tp for tp in ps if tp not in withheld[m]] for m, ps in result.items()}
+            return to_assignments(result, subscriptions)
 
-    return FirstClaimWins
+    return PreFixCooperative
 
 
-_FirstClaimWins = _first_claim_wins()
+_PreFixCooperative = _pre_fix_cooperative()
 
 
 class LooseBalanceClient(ClassicClient):
@@ -355,9 +355,13 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "kafka-12984",
         "classic",
         "catalogue",
-        "cooperative-sticky keeps one of two equal-generation claims instead of voiding both",
+        "pre-PR-#10985 cooperative-sticky: claims carry no generation and a doubly claimed partition is not voided",
         "bug catalogue row 2: KAFKA-12984 / apache/kafka PR #10985",
-        ("client.sticky_stale_claim_loses", "classic.single_owner_consumer"),
+        (
+            "client.assignment_single_owner",
+            "classic.single_owner_consumer",
+            "client.sticky_stale_claim_loses",
+        ),
         row=2,
         client=NoVoidingClient,
         variants=(("assignor", "cooperative-sticky"),),

@@ -27,15 +27,7 @@ from conformance.mutants import MUTANTS, Mutant, get_mutant, with_mutant_variant
 from conformance.profiles import Profile
 
 #: Why a mutant survives random exploration, when it does (survivors are listed, never hidden).
-SURVIVOR_REASONS = {
-    "kafka-12984": "missing fault and a model choice: well-behaved cooperative members never send two "
-    "equal-generation claims on one partition, so the leader's assignor never sees the input the "
-    "mutant mishandles; and even with such input the reference model keeps a voided partition on one "
-    "claimant (model/assignors/cooperative_sticky.py, which the ConsumerCoordinator check allows), so "
-    "'first claim wins' and 'void both' can hand out the same assignment; catching it needs an "
-    "adversary forging equal-generation claims and a reference that holds voided partitions back "
-    "for a rebalance as Java's builder does (PR #10985)",
-}
+SURVIVOR_REASONS: dict[str, str] = {}
 
 
 @dataclass

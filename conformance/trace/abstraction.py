@@ -160,7 +160,7 @@ def _client(ctx: _Ctx, name: str) -> Any:
         name in sim.stalled,
         name in sim.lose_next,
         tuple(repr(d.response) for d in sim.buffered.get(name, [])),
-    )
+    ) + (("stale_subscription",) if c.stale_subscription else ())  # a fault armed (issue 8, row 2)
 
 
 def _structure(sim: ClassicSim, order: tuple[str, ...], group_id: str) -> Any:

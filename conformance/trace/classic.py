@@ -19,7 +19,7 @@ from model.classic.world import ClassicWorld
 from model.observation import Observation
 
 #: ops that only change a client, with no request and no observation
-CLIENT_OPS = ("restart", "subscribe", "protocols", "rejoin")
+CLIENT_OPS = ("restart", "subscribe", "protocols", "rejoin", "stale_subscription")
 
 
 class TracedClassicSim(CheckedLog, ClassicSim):
@@ -108,6 +108,11 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self.clients[name].needs_rejoin = True
         self._record({"op": "rejoin", "client": name}, None, always=True)
 
+    def stale_subscription(self, name: str) -> None:
+        """Fault: the client's next fall-out leaves its owned partitions in place (`ClassicClient.stale_subscription`)."""
+        self.clients[name].stale_subscription = True
+        self._record({"op": "stale_subscription", "client": name}, None, always=True)
+
     # ------------------------------------------------------------ plumbing
     def _record(
         self, op: dict[str, Any], obs: Observation[ClassicWorld] | None, *, always: bool = False
@@ -152,6 +157,8 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             sim.set_protocols(client, tuple(op["assignors"]))
         elif kind == "rejoin":
             sim.rejoin(client)
+        elif kind == "stale_subscription":
+            sim.stale_subscription(client)
         else:
             raise UsageError(f"{where}: unknown op {kind!r}")
     except KeyError as exc:

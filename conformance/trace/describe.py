@@ -147,6 +147,7 @@ def action(op: dict[str, Any]) -> str:
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",
         "rejoin": f"{client} asks to rejoin",
+        "stale_subscription": f"{client} will keep its partitions when it next falls out (stale SubscriptionState)",
         # mixed-group runs (conformance.trace.mixed)
         "add_classic": f"{op.get('name')} starts (classic protocol, {','.join(op.get('assignors', []))})",
         "add_consumer": f"{op.get('name')} starts (consumer protocol)",

@@ -31,7 +31,7 @@ from conformance.trace.classic import TracedClassicSim, apply_op, to_trace
 from conformance.trace.format import Trace, groupcheck_version
 
 DEFAULT_OPS = ("step", "advance", "stall", "resume")
-ALL_OPS = (*DEFAULT_OPS, "lose_response", "leave", "restart")
+ALL_OPS = (*DEFAULT_OPS, "lose_response", "leave", "restart", "stale_subscription")
 
 
 @dataclass
@@ -106,6 +106,8 @@ def _enabled(sim: TracedClassicSim, ops: Iterable[str]) -> list[dict[str, Any]]:
             out.append({"op": "leave", "client": name})
         if "restart" in wanted and c.member_id:
             out.append({"op": "restart", "client": name})
+        if "stale_subscription" in wanted and c.owned and not c.stale_subscription and c.cooperative:
+            out.append({"op": "stale_subscription", "client": name})  # the row-2 fault (issue 8)
     if "advance" in wanted:
         out.append({"op": "advance", "ms": quiet_gap(sim)})
     return out
@@ -157,7 +159,7 @@ def explore_classic(
                 obs = apply_op(child, op, "explore")
                 child.log.clear()
                 child.port.records.clear()  # type: ignore[attr-defined]  # the log of records, not state
-                if obs is None and op["op"] not in ("restart",):
+                if obs is None and op["op"] not in ("restart", "stale_subscription"):
                     continue
                 child_key = abstract_key(child, symmetry=symmetry)
                 violations = checker.check(obs, level + 1) if obs is not None else []

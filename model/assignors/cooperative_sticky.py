@@ -8,9 +8,15 @@ removes from each member's new assignment every partition the member did not own
 still reported as owned (CSA `adjustAssignment` L123, `computePartitionsTransferringOwnership` L130;
 the condition Java's leader then asserts in CC `validateCooperativeAssignment` L683-708).
 
-Java's equal-subscriptions builder also holds back partitions whose claims were voided (PR #10985)
-from a claimant; the model keeps them on that claimant, which the CC check allows. `adjust=False`
-is the KAFKA-14639 mutant: the partition moves directly within one rebalance.
+Voided claims (KAFKA-12984, apache/kafka PR #10985): a partition claimed by two or more members at
+the top generation is owned by nobody, and when every member subscribes to the same topics Java's
+constrained builder records whoever receives it as "transferring ownership" (ASA `allSubscriptionsEqual`
+L164-182 puts it in `partitionsWithMultiplePreviousOwners`; `assignNewPartition` L825-836, apache/kafka
+1eb7644), so
+`adjustAssignment` withholds it for one rebalance even from a claimant: nobody holds it until every
+claimant has revoked it (`voided_claims`). With unequal subscriptions Java's general builder only
+withholds partitions another member still reports (`computePartitionsTransferringOwnership`), as here.
+`adjust=False` is the KAFKA-14639 mutant: the partition moves directly within one rebalance.
 """
 
 from __future__ import annotations
@@ -52,6 +58,24 @@ def held_back(
     return out
 
 
+def voided_claims(claims: Mapping[str, Claim]) -> set[TopicPartition]:
+    """Partitions claimed by two or more members at the highest generation claimed for them (PR #10985)."""
+    top: dict[TopicPartition, tuple[int, int]] = {}
+    for partitions, generation in claims.values():
+        for tp in dict.fromkeys(partitions):
+            best = top.get(tp)
+            if best is None or generation > best[0]:
+                top[tp] = (generation, 1)
+            elif generation == best[0]:
+                top[tp] = (generation, best[1] + 1)
+    return {tp for tp, (_, n) in top.items() if n > 1}
+
+
+def equal_subscriptions(subscriptions: Mapping[str, Subscription]) -> bool:
+    """Every member subscribes to the same topics (ASA `allSubscriptionsEqual`, the constrained builder)."""
+    return len({frozenset(sub.topics) for sub in subscriptions.values()}) <= 1
+
+
 class CooperativeStickyAssignor:
     """Kafka's `cooperative-sticky` assignor; `adjust=False` gives the KAFKA-14639 direct-transfer mutant."""
 
@@ -89,5 +113,8 @@ class CooperativeStickyAssignor:
         result = sticky_core(partitions_per_topic, subscriptions, claims, resolve=True)
         if self.adjust:
             withheld = held_back(result, subscriptions)
-            result = {m: [tp for tp in ps if tp not in withheld[m]] for m, ps in result.items()}
+            voided = voided_claims(claims) if equal_subscriptions(subscriptions) else set()
+            result = {
+                m: [tp for tp in ps if tp not in withheld[m] and tp not in voided] for m, ps in result.items()
+            }
         return to_assignments(result, subscriptions)

@@ -93,6 +93,11 @@ class ClassicClient:
     assignor_failed: str | None = None
     leader_input: tuple[tuple[str, Subscription], ...] = field(default=())
     leader_output: tuple[tuple[str, tuple[TopicPartition, ...]], ...] = field(default=())
+    #: Fault (off by default): the next time this consumer falls out of the group its
+    #: SubscriptionState is not updated, so it rejoins still claiming the partitions it lost (at the
+    #: reset generation -1): the ConsumerCoordinator failure apache/kafka PR #10985 (KAFKA-12984) describes as
+    #: "seen in the wild" feeding invalid ownedPartitions to the leader's assignor.
+    stale_subscription: bool = False
 
     @property
     def cooperative(self) -> bool:
@@ -273,11 +278,16 @@ class ClassicClient:
             self._request_rejoin()
 
     def _reset(self, *, member_id: bool) -> None:
-        """`resetStateAndGeneration`: cooperative members lose their partitions (onPartitionsLost)."""
+        """`resetStateAndGeneration`: cooperative members lose their partitions (onPartitionsLost).
+
+        Under the `stale_subscription` fault (one shot) the owned partitions survive the reset.
+        """
         self.generation = -1
         if member_id:
             self.member_id = ""
-        if self.cooperative:
+        if self.stale_subscription:
+            self.stale_subscription = False
+        elif self.cooperative:
             self.owned = ()
         self._request_rejoin()
 
