@@ -193,6 +193,42 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.sim.set_slow(self.client(i), slow)
             self.note(f"{self.client(i)} callbacks {'slow' if slow else 'immediate'}")
 
+        if not cfg.real_time:  # model and mutant targets only (real-target seeds keep their draws)
+
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7), j=st.integers(0, 7))
+            def leave_during_revocation(self, i: int, j: int) -> None:
+                """While member i (slow callbacks) revokes a partition, the member that is to receive it
+                shuts down: the next target can give the partition back to i, which then acknowledges
+                its revocation. The window KAFKA-19449 (apache/kafka PR #20781, bug catalogue row 6)
+                needs; issue 8: added when the kafka-19449 mutant survived random exploration."""
+                assert self.sim is not None
+                name = self.client(i)
+                self.sim.set_slow(name, True)
+                self.note(f"{name} callbacks slow")
+                for _ in range(3):  # heartbeat rounds until i has to revoke (a member joined late)
+                    for n in self.names:
+                        self.observe(self.sim.client_step(n))
+                    world = self.sim.world
+                    group = None if world is None else world.groups.get(self.sim.group_id)
+                    member = None if group is None else group.members.get(self.sim.client(name).member_id)
+                    if group is not None and member is not None and member.pending_revocation:
+                        ids = {self.sim.client(n).member_id: n for n in self.names}
+                        takers = sorted(
+                            ids[m]
+                            for m, target in group.target.items()
+                            if m != member.member_id and m in ids and target & member.pending_revocation
+                        )
+                        if takers:
+                            other = takers[j % len(takers)]
+                            self.observe(self.sim.leave(other), f"{other} leaves")
+                            self.observe(self.sim.reconcile(name), f"{name} callbacks done")
+                            self.observe(self.sim.client_step(name))
+                        break
+                    self.observe(self.sim.advance(500))
+                self.sim.set_slow(name, False)
+                self.note(f"{name} callbacks immediate")
+
         @precondition(lambda self: self.ready)
         @rule(i=st.integers(0, 7))
         def commit(self, i: int) -> None:

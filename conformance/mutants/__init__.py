@@ -54,12 +54,6 @@ MUTANTS: dict[str, Mutant] = _registry()
 
 #: Bug-catalogue rows without a mutant, and why (kept honest by tests/test_mutants.py).
 UNMODELLED_ROWS: dict[int, str] = {
-    6: "KAFKA-19449: the reference model follows Kafka 4.0, which has this behaviour (own pending "
-    "revocations count as unreleased; `own_pending_is_free` is the later fix), and in the model it only "
-    "delays reconciliation by one heartbeat, so no liveness bound is broken",
-    7: "KAFKA-19233: the reference model follows Kafka 4.0 (reference B.6 row 12 note: an epoch-0 rejoin "
-    "of a member still holding a higher epoch is FENCED_MEMBER_EPOCH until session expiry), so the "
-    "buggy behaviour is the model's own; a 'rejoin always possible' invariant would flag the reference",
     15: "KAFKA-20983/20985 (classic static client: a suppressed leave wiped the member id, a blind "
     "rejoin fenced its own attempt): the virtual classic client has no leave-suppression path to mutate",
     21: "KAFKA-8104 (classic client race on the generation reset): the virtual classic client is "

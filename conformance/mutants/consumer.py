@@ -37,6 +37,35 @@ class PendingRevocationIsFree(ConsumerCoordinator):
         return -1
 
 
+class OwnPendingCountsAsHeld(ConsumerCoordinator):
+    """KAFKA-19449 (row 6): reconciliation counts a partition the member itself has pending
+    revocation as held by another member, so a member whose target gives that partition back waits
+    (UNRELEASED_PARTITIONS) one heartbeat for itself: Kafka 4.0/4.1 before apache/kafka PR #20781
+    (the model's `own_pending_is_free=False`)."""
+
+    def reconcile_member(self, txn: Any, member: ConsumerMember, owned: Any, now: int) -> ConsumerMember:
+        fixed = self.config
+        self.config = replace(fixed, own_pending_is_free=False)
+        try:
+            return super().reconcile_member(txn, member, owned, now)
+        finally:
+            self.config = fixed
+
+
+class EpochZeroRejoinFenced(ConsumerCoordinator):
+    """KAFKA-19233 (row 7): an epoch-0 rejoin of a member the coordinator still holds at a higher
+    epoch is epoch-checked and answered FENCED_MEMBER_EPOCH, so a fenced member cannot rejoin until
+    its session expires: Kafka 4.0 before apache/kafka PR #21305 (`epoch_zero_rejoin=False`)."""
+
+    def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
+        fixed = self.config
+        self.config = replace(fixed, epoch_zero_rejoin=False)
+        try:
+            super().validate_member_epoch(member, request)
+        finally:
+            self.config = fixed
+
+
 class JoinAlwaysNewId(ConsumerCoordinator):
     """KAFKA-17116 (row 8): every epoch-0 join gets a coordinator-generated member id, as v0 did, so
     a join whose response is lost leaves a ghost member and each retry adds one (KIP-1082, B.9)."""
@@ -180,6 +209,26 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         ("consumer.responses_well_formed",),
         row=19,
         coordinator=DuplicatedPartitionInResponse,
+    ),
+    Mutant(
+        "kafka-19449",
+        "consumer",
+        "catalogue",
+        "a member's own pending revocation holds back that partition's re-assignment to it",
+        "bug catalogue row 6: KAFKA-19449 / apache/kafka PR #20781",
+        ("consumer.reconciliation_progress",),
+        row=6,
+        coordinator=OwnPendingCountsAsHeld,
+    ),
+    Mutant(
+        "kafka-19233",
+        "consumer",
+        "catalogue",
+        "an epoch-0 rejoin of a member still held at a higher epoch is fenced",
+        "bug catalogue row 7: KAFKA-19233 / apache/kafka PR #21305",
+        ("consumer.rejoin_always_possible",),
+        row=7,
+        coordinator=EpochZeroRejoinFenced,
     ),
     Mutant(
         "dekaf-1348",

@@ -19,6 +19,9 @@ A slot holds one member or nothing (``present``). The encoding follows the model
 * ``static_leave``: epoch -2 (B.7, GMM L3018): epoch -2, pending revocations dropped, no bump;
 * ``heartbeat``: the coordinator's pipeline for one ConsumerGroupHeartbeat (B.2): epoch validation
   (B.6 row 12, GMM L1362), join, target when due, reconciliation; a rejected request changes nothing.
+  These are Kafka 4.0's rules: an epoch-0 rejoin of a known member is epoch-checked (fixed by
+  KAFKA-19233) and a member's own pending revocation holds its partition back (fixed by KAFKA-19449);
+  the differential test runs the model with both fixes switched off (`kip848_replay`).
   The macro step of bounded model checking; every counterexample is replayed on the model with it.
 
 The differential test (`tests/test_smt_kip848.py`) runs ``heartbeat`` and ``fence`` against the

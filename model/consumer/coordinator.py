@@ -121,8 +121,16 @@ class ConsumerCoordinatorConfig:
     """Groups the principal may not READ (B.6 row 2)."""
     topic_describe_denied: frozenset[str] = frozenset()
     """Topics the principal may not DESCRIBE/READ (B.6 row 3; regex results are filtered by it)."""
-    own_pending_is_free: bool = False
-    """KAFKA-19449 fix (after 4.0): own pending revocations do not block re-assignment to the member."""
+    own_pending_is_free: bool = True
+    """KAFKA-19449 fix (apache/kafka PR #20781, merged 2025-10, after 4.1; observed on 4.4.0 by
+    `conformance/mutants/probe848.py`): a partition the member itself has pending revocation does not
+    hold back its re-assignment to that member. False: Kafka 4.0/4.1 (reference B.5), the
+    ``kafka-19449`` mutant."""
+    epoch_zero_rejoin: bool = True
+    """KAFKA-19233 fix (apache/kafka PR #21305, merged 2026-01; observed on 4.4.0 by
+    `conformance/mutants/probe848.py`): an epoch-0 heartbeat of a known member skips the epoch check,
+    so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (reference B.6 row
+    12 note: FENCED_MEMBER_EPOCH until the session expires), the ``kafka-19233`` mutant."""
     initial_group_epoch: Literal[0, 1] = 0
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,
@@ -480,8 +488,11 @@ class ConsumerCoordinator:
         txn.emit(current_assignment_record(gid, new))
 
     def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
-        """Row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned."""
+        """Row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned; epoch 0
+        (a rejoin) passes since KAFKA-19233 (`epoch_zero_rejoin`)."""
         epoch = request.member_epoch
+        if epoch == 0 and self.config.epoch_zero_rejoin:
+            return
         if epoch > member.member_epoch:
             raise _Rejected(ErrorCode.FENCED_MEMBER_EPOCH, "member epoch is ahead of the coordinator's")
         if epoch < member.member_epoch:

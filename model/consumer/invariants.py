@@ -439,6 +439,71 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     return []
 
 
+@invariant("consumer.reconciliation_progress", "liveness", "consumer")
+def reconciliation_progress(obs: Obs) -> list[str]:
+    """A member's own accepted heartbeat leaves it waiting (UNRELEASED_PARTITIONS) only for a partition another member still holds.
+
+    Bounded liveness of reconciliation (bug catalogue row 6): the partitions a member waits for
+    are those of its target it lacks that another member has assigned or pending revocation
+    (CurrentAssignmentBuilder `computeNextAssignment`, reference B.5). KAFKA-19449 (apache/kafka
+    PR #20781): Kafka 4.0/4.1 also counted the member's own pending revocations, so a member whose
+    target gave back a partition it was revoking waited one more heartbeat for itself; Kafka 4.4.0
+    does not (probed by `conformance/mutants/probe848.py`).
+    """
+    request = _heartbeat_request(obs)
+    response = heartbeat_response(obs)
+    if (
+        request is None
+        or response is None
+        or response.error_code != ErrorCode.NONE
+        or request.member_epoch < 0
+    ):
+        return []  # a leave (-1, -2) does not reconcile
+    g = obs.after.groups.get(request.group_id)
+    member = None if g is None else g.members.get(request.member_id)
+    if g is None or member is None or member.state != MemberState.UNRELEASED_PARTITIONS:
+        return []
+    wanted = g.target.get(member.member_id, _EMPTY) - member.assigned
+    held = {tp for o in g.members.values() if o.member_id != member.member_id for tp in o.held}
+    if wanted & held:
+        return []
+    return [
+        f"{request.group_id}: {member.member_id} left UNRELEASED_PARTITIONS although no other member holds "
+        f"any of {sorted(wanted)}"
+    ]
+
+
+@invariant("consumer.rejoin_always_possible", "liveness", "consumer")
+def rejoin_always_possible(obs: Obs) -> list[str]:
+    """A dynamic member that rejoins with epoch 0 is not fenced for its epoch: a fenced member can rejoin at once.
+
+    KIP-848: a member fenced with FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID abandons its partitions
+    and rejoins with epoch 0 (bug catalogue row 7; row 21 is the classic protocol's form). KAFKA-19233
+    (apache/kafka PR #21305): Kafka 4.0 epoch-checked that rejoin against the epoch the coordinator
+    still held, so the member was fenced again until its session expired; Kafka 4.4.0 accepts it
+    (probed by `conformance/mutants/probe848.py`). The bound is zero extra heartbeats.
+    """
+    request = _heartbeat_request(obs)
+    response = heartbeat_response(obs)
+    if (
+        request is None
+        or response is None
+        or request.member_epoch != 0
+        or request.instance_id is not None
+        or obs.before is None
+        or response.error_code not in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID)
+    ):
+        return []
+    gb = obs.before.groups.get(request.group_id)
+    member = None if gb is None else gb.members.get(request.member_id)
+    if member is None:
+        return []
+    return [
+        f"{request.group_id}: epoch-0 rejoin of {member.member_id} answered {response.error_code.name} "
+        f"(the coordinator held it at epoch {member.member_epoch})"
+    ]
+
+
 # ------------------------------------------------------------------------- Vanlightly's TLA+ set
 
 

@@ -5,9 +5,10 @@ Kept free of the coordinator so that it can be encoded in z3 one-to-one: inputs 
 current-assignment slice, the target epoch and set, a partition-epoch lookup (-1 = free) and the
 owned set the request reported (None when the request did not carry TopicPartitions).
 
-Variant ``own_pending_is_free`` models the KAFKA-19449 fix (PR #20781, after 4.0): a partition the
-member itself still has pending revocation is not "unreleased" for that member. The default (False)
-is Apache Kafka 4.0, where it is (reference B.5: "including this member's own pending revocations").
+Variant ``own_pending_is_free`` models the KAFKA-19449 fix (PR #20781, after 4.1): a partition the
+member itself still has pending revocation is not "unreleased" for that member. This function's
+default (False) is Apache Kafka 4.0 (reference B.5: "including this member's own pending
+revocations"); the coordinator passes its config, whose default is the fix (Kafka 4.4.0).
 """
 
 from __future__ import annotations
