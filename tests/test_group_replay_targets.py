@@ -5,6 +5,7 @@ One broker for the module (a few seconds to start); each replay is a handful of 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -66,3 +67,32 @@ def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(kafka: Any
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}, line=99))
     broken, _ = replay_on_target(trace, kafka.bootstrap, {})
     assert broken.verdict == "ERROR" and f"{trace.path}:99" in (broken.error or "")
+
+
+def test_mixed_oracle_catches_a_broken_model_and_its_trace_replays_on_kafka(
+    kafka: Any, tmp_path: Path
+) -> None:
+    """Mixed groups on Kafka (classic and consumer-protocol members in one group): with a model that
+    never tells a classic member to rejoin beside Kafka, the upgrade's rejoin is a divergence; the
+    trace recorded there replays FAILED with that model and FIXED with the reference model."""
+    from conformance.adapters.check import _run_one, real_profile
+    from conformance.adapters.replay import replay_on_target
+    from conformance.trace.emit import emit_counterexample
+
+    broken = {"mixed_mutant": "heartbeat-never-rejoins"}
+    run = _run_one(kafka, "mixed", real_profile("dev"), 1, 0, broken, "protocol", time.monotonic())
+    found = {v.invariant for v in run.result.violations}
+    assert "oracle.Heartbeat" in found, (found, run.result.steps)
+    assert any("REBALANCE_IN_PROGRESS" in v.message for v in run.result.violations)
+    trace = read_trace(emit_counterexample(run.result.trace, tmp_path))
+    assert trace.protocol == "mixed" and trace.header["target"]["name"] == "apache-kafka"
+    ops = {s.action.get("op") for s in trace.steps}
+    assert {"add_classic", "add_consumer", "run_for"} <= ops
+    fixed, notes = replay_on_target(trace, kafka.bootstrap, {})
+    assert fixed.error is None, fixed.error
+    assert fixed.verdict == "FIXED", fixed.violations
+    assert any("mixed_mutant=heartbeat-never-rejoins dropped" in n for n in notes)
+    kinds = {type(d.response).__name__ for obs in fixed.observations for d in obs.deliveries}
+    assert {"JoinGroupResponse", "SyncGroupResponse", "ConsumerGroupHeartbeatResponse"} <= kinds
+    again, _ = replay_on_target(trace, kafka.bootstrap, broken)  # type: ignore[arg-type]
+    assert again.verdict == "FAILED" and "oracle.Heartbeat" in {v.invariant for v in again.violations}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.errors import ToolError
 from conformance.trace.format import Trace
 from conformance.trace.replay import ReplayResult, replay
 
@@ -100,9 +101,80 @@ def replay_consumer_on_target(
 def replay_group_on_target(
     trace: Trace, spec: str, variants: dict[str, str | None]
 ) -> tuple[ReplayResult, list[str]]:
-    """The replay of a consumer (or, once built, mixed) trace on a real target."""
+    """The replay of a consumer or mixed-group trace on a real target."""
     if trace.protocol == "consumer":
         return replay_consumer_on_target(trace, spec, variants)
+    if trace.protocol == "mixed":
+        return replay_mixed_on_target(trace, spec, variants)
     result = ReplayResult(trace, spec, {})
-    result.error = f"protocol {trace.protocol!r} traces do not replay on real targets yet"
+    result.error = f"protocol {trace.protocol!r} traces do not replay on real targets"
     return result, []
+
+
+def replay_mixed_on_target(
+    trace: Trace, spec: str, variants: dict[str, str | None]
+) -> tuple[ReplayResult, list[str]]:
+    """Replay a mixed-group trace on ``spec``: each recorded `MixedRun` op (members start, stop,
+    crash, time runs) again on a `RealMixedRun` through the mixed oracle; ``run_for`` sleeps that
+    long in real ticks of the trace's ``tick_ms``. The recorded ``mixed_mutant`` (a coordinator
+    variant) is dropped; the target's migration policy replaces the recorded one."""
+    from conformance.adapters import open_target
+    from conformance.adapters.check import real_profile
+    from conformance.adapters.mixed_check import mixed_setup, not_run_reason
+    from conformance.adapters.mixed_realtime import real_mixed_run
+    from conformance.checker import Checker
+    from conformance.trace.mixed import apply_op
+    from conformance.trace.replay import _judge, _op_groups, _take_port_findings, _verdict
+
+    merged: dict[str, str | None] = dict(variants)
+    notes: list[str] = []
+    recorded = trace.header["variants"].get("mixed_mutant")
+    if recorded and "mixed_mutant" not in variants:
+        merged["mixed_mutant"] = None
+        notes.append(f"coordinator variant mixed_mutant={recorded} dropped: the target is the coordinator")
+    kept = {k: v for k, v in {**trace.header["variants"], **merged}.items() if v is not None}
+    with open_target(spec) as handle:
+        notes.insert(0, f"{handle.name} {handle.version}")
+        result = ReplayResult(trace, handle.name, kept)
+        why = not_run_reason(handle)
+        if why is not None:
+            result.error = f"{handle.name}: {why}"
+            return result, notes
+        for step in trace.steps:
+            if step.action.get("op") == "failover":
+                result.error = f"{trace.path}:{step.line}: mixed-group traces replay coordinator failover on the model only"
+                return result, notes
+        factory, _config, _ = mixed_setup(handle, real_profile("ci"))
+        setup = dict(trace.header["setup"])
+        port = factory(int(setup.get("seed", 0)), kept)
+        if setup.get("policy") and setup["policy"] != port.coordinator.config.policy.value:
+            notes.append(
+                f"recorded migration policy {setup['policy']}; the target runs "
+                f"{port.coordinator.config.policy.value}"
+            )
+        run = real_mixed_run(port, setup, kept)
+        result.sim = run
+        checker = Checker("mixed")
+        groups = _op_groups(trace, result)
+        if groups is None:
+            return result, notes
+        try:
+            for first, steps in groups:
+                where = f"{trace.path}:{first.line}"
+                mark = len(run.observations)
+                try:
+                    apply_op(run, first.action, where)
+                except ToolError as exc:
+                    result.error = str(exc)
+                    return result, notes
+                except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
+                    result.error = (
+                        f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+                    )
+                    return result, notes
+                _judge(trace, result, checker, run, steps, run.observations[mark:])
+                _take_port_findings(result, run, steps[-1].n)
+        finally:
+            port.close()
+        result.target_version = handle.version  # type: ignore[attr-defined]
+        return _verdict(result, False), notes
