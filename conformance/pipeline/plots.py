@@ -38,21 +38,20 @@ def _plt() -> Any:
 
 
 def label(row: Mapping[str, Any]) -> str:
-    """`assignor` plus the variants that differ from the correct defaults."""
+    """`assignor` plus the variants that differ from the correct defaults (metrics' `variant`)."""
     parts = [str(row.get("assignor") or "?")]
-    if row.get("sticky") not in (None, "-", "v1"):
-        parts.append(f"sticky={row['sticky']}")
-    if row.get("mutant") not in (None, "-"):
-        parts.append(f"mutant={row['mutant']}")
+    if row.get("variant"):
+        parts.append(str(row["variant"]))
     return " ".join(parts)
 
 
-def _groups(rows: Iterable[Mapping[str, Any]], value: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = defaultdict(list)
+def _groups(rows: Iterable[Mapping[str, Any]], value: str) -> dict[str, dict[str, list[float]]]:
+    """protocol -> label -> values."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r.get(value) is not None:
-            out[label(r)].append(float(r[value]))
-    return dict(sorted(out.items()))
+            out[str(r.get("protocol") or "classic")][label(r)].append(float(r[value]))
+    return {p: dict(sorted(g.items())) for p, g in sorted(out.items())}
 
 
 def _box(ax: Any, groups: dict[str, list[float]], title: str, ylabel: str) -> None:
@@ -64,8 +63,28 @@ def _box(ax: Any, groups: dict[str, list[float]], title: str, ylabel: str) -> No
     names = list(groups)
     ax.boxplot([groups[n] for n in names], showmeans=True, whis=(5, 95), flierprops={"markersize": 2})
     ax.set_xticks(range(1, len(names) + 1))
-    ax.set_xticklabels([f"{n}\n(n={len(groups[n]):,})" for n in names], fontsize=8, rotation=20)
+    ax.set_xticklabels([f"{n}\n(n={len(groups[n]):,})" for n in names], fontsize=7.5, rotation=25, ha="right")
     ax.grid(axis="y", alpha=0.3)
+
+
+def _panels(
+    plt: Any, by_proto: dict[str, dict[str, list[float]]], title: str, ylabel: str, log: bool = False
+) -> Any:
+    """One box-plot panel per protocol, widths by the number of boxes (classic has more)."""
+    protos = list(by_proto) or ["(none)"]
+    widths = [max(2, len(by_proto.get(p, {}))) for p in protos]
+    fig, axes = plt.subplots(
+        1, len(protos), figsize=(2.2 + 1.3 * sum(widths), 5.2), dpi=100, squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+    )  # fmt: skip
+    for ax, proto in zip(axes[0], protos, strict=True):
+        _box(ax, by_proto.get(proto, {}), f"{proto} protocol", ylabel)
+        if log:
+            ax.set_yscale("symlog", linthresh=100)
+            ax.set_ylim(bottom=0)
+    fig.suptitle(f"{title} (box 25-75%, whiskers 5-95%, triangle = mean)", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def distributions(
@@ -74,29 +93,19 @@ def distributions(
     ownerless: list[dict[str, Any]],
     out: Path,
 ) -> list[Path]:
-    """rebalance.png (length in steps and virtual ms), moved.png, ownerless.png."""
+    """Per assignor and variant, one panel per protocol: rebalance-steps.png and rebalance-ms.png
+    (rebalance length), moved.png (partitions moved per completed rebalance), ownerless.png."""
     plt = _plt()
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), dpi=100)
-    _box(axes[0], _groups(rebalances, "steps"), "Rebalance length (steps)", "steps per rebalance")
-    _box(axes[1], _groups(rebalances, "ms"), "Rebalance length (virtual time)", "ms per rebalance")
-    fig.suptitle(
-        "Rebalances per assignor / variant (box 25-75%, whiskers 5-95%, triangle = mean)", fontsize=10
-    )
-    fig.tight_layout()
-    written.append(_save(fig, out / "rebalance.png", plt))
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=100)
-    _box(ax, _groups(moved, "moved"), "Partitions moved per completed rebalance", "partitions")
-    fig.tight_layout()
-    written.append(_save(fig, out / "moved.png", plt))
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=100)
-    _box(ax, _groups(ownerless, "ms"), "Time without an owner while Stable (per span)", "virtual ms")
-    ax.set_yscale("symlog", linthresh=100)
-    ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    written.append(_save(fig, out / "ownerless.png", plt))
-    return written
+    figures = [
+        ("rebalance-steps.png", _groups(rebalances, "steps"), "Rebalance length in steps", "steps per rebalance", False),
+        ("rebalance-ms.png", _groups(rebalances, "ms"), "Rebalance length in virtual time", "ms per rebalance", True),
+        ("moved.png", _groups(moved, "moved"), "Partitions moved per completed rebalance", "partitions", False),
+        ("ownerless.png", _groups(ownerless, "ms"), "Time without an owner while Stable, per span", "virtual ms", True),
+    ]  # fmt: skip
+    return [
+        _save(_panels(plt, g, title, ylabel, log), out / name, plt) for name, g, title, ylabel, log in figures
+    ]
 
 
 def coverage_growth(growth: list[dict[str, Any]], out: Path, what: str) -> Path:
