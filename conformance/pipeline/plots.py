@@ -67,9 +67,7 @@ def _box(ax: Any, groups: dict[str, list[float]], title: str, ylabel: str) -> No
     ax.grid(axis="y", alpha=0.3)
 
 
-def _panels(
-    plt: Any, by_proto: dict[str, dict[str, list[float]]], title: str, ylabel: str, log: bool = False
-) -> Any:
+def _panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: str, ylabel: str) -> Any:
     """One box-plot panel per protocol, widths by the number of boxes (classic has more)."""
     protos = list(by_proto) or ["(none)"]
     widths = [max(2, len(by_proto.get(p, {}))) for p in protos]
@@ -79,10 +77,46 @@ def _panels(
     )  # fmt: skip
     for ax, proto in zip(axes[0], protos, strict=True):
         _box(ax, by_proto.get(proto, {}), f"{proto} protocol", ylabel)
-        if log:
-            ax.set_yscale("symlog", linthresh=100)
-            ax.set_ylim(bottom=0)
     fig.suptitle(f"{title} (box 25-75%, whiskers 5-95%, triangle = mean)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _ccdf_panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: str, xlabel: str) -> Any:
+    """Share of values longer than x, one line per assignor/variant and one panel per protocol.
+
+    Virtual-time spans are mostly 0 ms (a partition changes owner within one step at the same
+    virtual time), which flattens box plots; the complementary CDF shows the tail instead, and the
+    legend gives each line's share of zero-length spans."""
+    protos = list(by_proto) or ["(none)"]
+    fig, axes = plt.subplots(1, len(protos), figsize=(7.2 * len(protos), 5.2), dpi=100, squeeze=False)
+    for ax, proto in zip(axes[0], protos, strict=True):
+        groups = by_proto.get(proto, {})
+        ax.set_title(f"{proto} protocol", fontsize=10)
+        if not groups:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            continue
+        for name, values in groups.items():
+            xs = sorted(values)
+            n = len(xs)
+            distinct = sorted(set(xs))
+            # P(X > x) at each distinct value (xs is sorted: count from the right)
+            longer, j, shares = n, 0, []
+            for x in distinct:
+                while j < n and xs[j] <= x:
+                    j += 1
+                longer = n - j
+                shares.append(longer / n)
+            zero = sum(1 for v in xs if v == 0) / n
+            ax.step(distinct, shares, where="post", label=f"{name} (n={n:,}, {zero:.0%} at 0)")
+        ax.set_xscale("symlog", linthresh=100)
+        ax.set_xlim(left=0)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_ylabel("share longer than x", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7.5)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -97,15 +131,19 @@ def distributions(
     (rebalance length), moved.png (partitions moved per completed rebalance), ownerless.png."""
     plt = _plt()
     out.mkdir(parents=True, exist_ok=True)
-    figures = [
-        ("rebalance-steps.png", _groups(rebalances, "steps"), "Rebalance length in steps", "steps per rebalance", False),
-        ("rebalance-ms.png", _groups(rebalances, "ms"), "Rebalance length in virtual time", "ms per rebalance", True),
-        ("moved.png", _groups(moved, "moved"), "Partitions moved per completed rebalance", "partitions", False),
-        ("ownerless.png", _groups(ownerless, "ms"), "Time without an owner while Stable, per span", "virtual ms", True),
+    boxes = [
+        ("rebalance-steps.png", _groups(rebalances, "steps"), "Rebalance length in steps", "steps per rebalance"),
+        ("moved.png", _groups(moved, "moved"), "Partitions moved per completed rebalance", "partitions"),
     ]  # fmt: skip
-    return [
-        _save(_panels(plt, g, title, ylabel, log), out / name, plt) for name, g, title, ylabel, log in figures
+    written = [_save(_panels(plt, g, title, ylabel), out / name, plt) for name, g, title, ylabel in boxes]
+    tails = [
+        ("rebalance-ms.png", _groups(rebalances, "ms"), "Rebalance length in virtual time", "ms per rebalance"),
+        ("ownerless.png", _groups(ownerless, "ms"), "Time without an owner while Stable, per span", "virtual ms"),
+    ]  # fmt: skip
+    written += [
+        _save(_ccdf_panels(plt, g, title, xlabel), out / name, plt) for name, g, title, xlabel in tails
     ]
+    return sorted(written)
 
 
 def coverage_growth(growth: list[dict[str, Any]], out: Path, what: str) -> Path:
