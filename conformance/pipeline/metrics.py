@@ -170,9 +170,9 @@ FROM edges WHERE src_gs IS NOT NULL GROUP BY protocol, src_gs, dst_gs ORDER BY p
 
 #: the abstract states and transitions of one protocol's runs (an explore graph is of one protocol:
 #: classic keys and consumer keys must not be counted against each other's graph)
-REACHED_STATES = (
-    "SELECT DISTINCT abstract_state AS state FROM lake WHERE abstract_state IS NOT NULL AND protocol = '{protocol}'"
-)
+REACHED_STATES = """
+SELECT DISTINCT abstract_state AS state FROM lake WHERE abstract_state IS NOT NULL AND protocol = '{protocol}'
+"""
 REACHED_EDGES = """
 SELECT DISTINCT src, dst FROM (
   SELECT lag(abstract_state) OVER (PARTITION BY trace_id ORDER BY step) AS src, abstract_state AS dst FROM lake
