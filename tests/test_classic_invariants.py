@@ -240,3 +240,18 @@ def test_leader_sync_covers_members(stable) -> None:  # type: ignore[no-untyped-
     assert fails(rinv.leader_sync_covers_members, short)
     full = replace(sync, assignments=((m1.member_id, b""), (m2.member_id, b"")))
     assert not fails(rinv.leader_sync_covers_members, replace(short, event=Send("c1", 4, full)))
+
+
+# ---------------------------------------------------------------------- issue 8, session 4: row 21
+def test_lost_generation_rejoins(stable) -> None:  # type: ignore[no-untyped-def]
+    """KAFKA-8104: a client with generation -1 may only (re)join or leave."""
+    from model.classic.messages import HeartbeatRequest, JoinGroupRequest
+
+    c1 = stable.after.clients[0]
+    lost = replace(stable.after, clients=(replace(c1, generation=-1), *stable.after.clients[1:]))
+    beat = Send(c1.name, 9, HeartbeatRequest("g", -1, c1.member_id), "client")
+    assert fails(inv.lost_generation_rejoins, Observation(lost, beat, (), lost, 0))
+    join = Send(c1.name, 9, JoinGroupRequest("g", "", "consumer", (("range", b""),), 6000, 6000), "client")
+    assert not fails(inv.lost_generation_rejoins, Observation(lost, join, (), lost, 0))
+    assert not fails(inv.lost_generation_rejoins, Observation(stable.after, beat, (), stable.after, 0))
+    assert not fails(inv.lost_generation_rejoins, Observation(lost, replace(beat, how="raw"), (), lost, 0))

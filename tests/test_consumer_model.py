@@ -986,6 +986,31 @@ def test_every_invariant_can_fail() -> None:
     static_leave = lambda h: (ok(h.hb(join("s", instance_id="i"))), h.hb(beat("s", -2, instance_id="i")))  # noqa: E731
     expect("consumer.static_leave_expires", mutant_run(StaticLeaveCancelsTimers, static_leave))
     expect("consumer.target_computed_on_next_heartbeat", mutant_run(NoLazyTarget, two))
+
+    def give_back(h: Harness) -> None:  # KAFKA-19449: c2 leaves while m1 revokes for it
+        ok(h.hb(join("m1")))
+        ok(h.hb(join("m2")))
+        ok(h.hb(beat("m1", 1, P("t", 0, 1))))
+        ok(h.hb(beat("m2", -1)))
+        h.hb(beat("m1", 1, h.member("m1").assigned))
+
+    expect(
+        "consumer.reconciliation_progress",
+        mutant_run(ConsumerCoordinator, give_back, own_pending_is_free=False),
+    )
+    assert "consumer.reconciliation_progress" not in mutant_run(ConsumerCoordinator, give_back)
+
+    def rejoin(h: Harness) -> None:  # KAFKA-19233: epoch 0 while the coordinator holds m1 at epoch 2
+        ok(h.hb(join("m1")))
+        ok(h.hb(join("m2")))
+        ok(h.hb(beat("m1", 1, P("t", 0, 1))))
+        ok(h.hb(beat("m1", 1, h.member("m1").assigned)))
+        h.hb(beat("m1", 0, frozenset(), rebalance_timeout_ms=1, subscribed_topic_names=("t",)))
+
+    expect(
+        "consumer.rejoin_always_possible", mutant_run(ConsumerCoordinator, rejoin, epoch_zero_rejoin=False)
+    )
+    assert "consumer.rejoin_always_possible" not in mutant_run(ConsumerCoordinator, rejoin)
     h16147 = two_member_revocation(
         PendingRevocationIsFree(ConsumerCoordinatorConfig(), SeededChooser(1)), True
     )
@@ -1116,6 +1141,8 @@ def test_invariant_registry_entries() -> None:
         "consumer.rebalance_timeout_fences",
         "consumer.static_leave_expires",
         "consumer.target_computed_on_next_heartbeat",
+        "consumer.reconciliation_progress",
+        "consumer.rejoin_always_possible",
         "consumer.no_double_client_assignment",
         "consumer.legal_target_assignment",
         "consumer.valid_member_epoch",

@@ -43,3 +43,13 @@ def test_rows_6_and_7_are_caught_from_scratch(tmp_path: Path) -> None:
             name, profile=get_profile("ci"), seed=seed, budget_s=90, run_dir=tmp_path, shrink=False
         )
         assert row.caught and row.expected_hit, (name, row.invariants)
+
+
+def test_row_21_client_mutant_is_caught_from_scratch(tmp_path: Path) -> None:
+    """KAFKA-8104 (row 21): a client reset without the rejoin request keeps heartbeating with
+    generation -1; classic.lost_generation_rejoins catches it."""
+    assert MUTANTS["kafka-8104"].row == 21 and 21 not in UNMODELLED_ROWS
+    row = run_mutant(
+        "kafka-8104", profile=get_profile("ci"), seed=0, budget_s=60, run_dir=tmp_path, shrink=False
+    )
+    assert row.caught and row.expected_hit, row.invariants

@@ -56,8 +56,6 @@ MUTANTS: dict[str, Mutant] = _registry()
 UNMODELLED_ROWS: dict[int, str] = {
     15: "KAFKA-20983/20985 (classic static client: a suppressed leave wiped the member id, a blind "
     "rejoin fenced its own attempt): the virtual classic client has no leave-suppression path to mutate",
-    21: "KAFKA-8104 (classic client race on the generation reset): the virtual classic client is "
-    "single-threaded, so the race has no counterpart to mutate",
 }
 
 

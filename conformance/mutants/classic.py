@@ -214,6 +214,21 @@ class NoVoidingClient(ClassicClient):
         return _PreFixCooperative(assignor.adjust)
 
 
+class ResetWithoutRejoin(ClassicClient):
+    """KAFKA-8104 (row 21): the consumer loses its generation and does not rejoin. In Java the
+    heartbeat thread cleared the generation while the consumer thread completed a join, which then
+    carried on with no generation (apache/kafka PR #7460); the virtual client is single-threaded,
+    so this mutant models the race's outcome: `resetStateAndGeneration` without the rejoin request,
+    and the consumer keeps heartbeating with generation -1."""
+
+    def _reset(self, *, member_id: bool) -> None:
+        self.generation = -1
+        if member_id:
+            self.member_id = ""
+        if self.cooperative:
+            self.owned = ()
+
+
 def _pre_fix_cooperative() -> type:
     from model.assignors.base import to_assignments
     from model.assignors.cooperative_sticky import CooperativeStickyAssignor, held_back
@@ -386,6 +401,16 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         ("client.cooperative_no_direct_transfer",),
         row=3,
         variants=(("assignor", "cooperative-sticky"), ("cooperative_adjust", "false")),
+    ),
+    Mutant(
+        "kafka-8104",
+        "classic",
+        "catalogue",
+        "a consumer whose generation is reset does not rejoin (the heartbeat-thread race's outcome)",
+        "bug catalogue row 21: KAFKA-8104 / apache/kafka PR #7460",
+        ("classic.lost_generation_rejoins",),
+        row=21,
+        client=ResetWithoutRejoin,
     ),
     Mutant(
         "kafka-8500",

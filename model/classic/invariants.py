@@ -13,6 +13,7 @@ from model.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetCommitResponse,
     SyncGroupRequest,
@@ -377,6 +378,27 @@ def leader_list_complete(obs: Obs) -> Iterator[str]:
             listed = {m.member_id for m in r.members}
             if listed != ids:
                 yield f"leader list {sorted(listed)} != members {sorted(ids)} of generation {r.generation_id}"
+
+
+@invariant("classic.lost_generation_rejoins", "liveness", "classic")
+def lost_generation_rejoins(obs: Obs) -> Iterator[str]:
+    """A consumer that has lost its generation sends only JoinGroup (or LeaveGroup) until it has a new one: it can always rejoin.
+
+    Bug catalogue row 21, KAFKA-8104 (apache/kafka PR #7460): the heartbeat thread cleared the
+    generation while the consumer thread completed a join, which then went on with no generation
+    and never rejoined; the fix (AbstractCoordinator `joinGroupIfNeeded`: "Generation data was
+    cleared by heartbeat thread. Initiating rejoin.") rejoins instead. The virtual client is
+    single-threaded, so the bound is the race's observable outcome: the first request a client
+    sends with generation -1 (after `resetStateAndGeneration`, reference C.1) is a JoinGroup.
+    """
+    event = obs.event
+    if not isinstance(event, Send) or event.how != "client" or obs.before is None:
+        return
+    if isinstance(event.request, (JoinGroupRequest, LeaveGroupRequest)):
+        return
+    snap = next((c for c in obs.before.clients if c.name == event.client), None)
+    if snap is not None and snap.generation == -1:
+        yield f"{event.client} lost its generation but sent {type(event.request).__name__} instead of rejoining"
 
 
 @invariant("classic.followers_get_no_member_list", "transition", "classic")
