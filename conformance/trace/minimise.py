@@ -32,12 +32,51 @@ def _fails(trace: Trace, steps: list[Step], invariant: str) -> bool:
     return result.error is None and any(v.invariant == invariant for v in result.violations)
 
 
+def flatten_consumer(trace: Trace) -> Trace:
+    """A consumer trace whose ``settle`` actions are rewritten as the primitive ops they performed.
+
+    A settle is one action whose observations follow on ``cont`` lines; ddmin cannot cut inside it,
+    and it is not one op of `groupcheck explore` either. Each of its heartbeats becomes
+    ``reconcile`` + ``client_step`` of that client (settle completes slow callbacks first; a
+    ``reconcile`` of a client with nothing to finish is a no-op), each tick an ``advance``. So every
+    op is one BFS edge (issue 8). The settle's convergence bound is not kept, so a
+    ``consumer.eventual_convergence`` violation may not survive; `minimise` then keeps the original.
+    """
+    from model.consumer.world import AdvanceEvent, HeartbeatEvent
+
+    out: list[Step] = []
+    now = 0
+    in_settle = False
+    for step in trace.steps:
+        op = step.action.get("op")
+        if op != "cont":
+            in_settle = op == "settle"
+        if not in_settle:
+            out.append(step)
+            now = step.now
+            continue
+        event = step.event
+        if isinstance(event, HeartbeatEvent) and event.client is not None:
+            out.append(replace(step, action={"op": "reconcile", "name": event.client}, event=None))
+            out.append(replace(step, action={"op": "client_step", "name": event.client}))
+        elif isinstance(event, AdvanceEvent):
+            out.append(replace(step, action={"op": "advance", "ms": event.now - now}))
+            now = event.now
+        else:
+            return trace  # something a primitive op cannot reproduce: leave the trace as it is
+    return _with_steps(trace, out)
+
+
 def minimise(trace: Trace, invariant: str | None = None) -> Trace:
     """The shortest-found sub-sequence of ``trace``'s ops that still violates ``invariant``."""
     target = invariant or sorted(trace.violated)[0]
     steps = list(trace.steps)
     if not _fails(trace, steps, target):
         raise ValueError(f"the trace does not violate {target} on the model")
+    if trace.protocol == "consumer":
+        flat = flatten_consumer(trace)
+        if flat is not trace and _fails(flat, list(flat.steps), target):
+            trace, steps = flat, list(flat.steps)
     # cut everything after the first step that violates the target
     result = replay(trace, exact=False)
     first = min(v.step for v in result.violations if v.invariant == target)
