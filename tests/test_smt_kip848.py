@@ -185,7 +185,12 @@ def test_heartbeat_encoding_agrees_with_the_model(seed: int) -> None:
         owners = [rng.choice([j for j in range(M) if present_after[j]]) for _ in range(P)]
         target = tuple(frozenset(p for p in range(P) if owners[p] == j) for j in range(M))
         variant = rng.choice(
-            [K.Variant(), K.Variant(reconcile_pending="ignore"), K.Variant(epoch_check=False)]
+            [
+                K.Variant(),
+                K.Variant(reconcile_pending="ignore"),
+                K.Variant(epoch_check=False),
+                K.Variant(own_pending_free=False, epoch_zero_rejoin=False),  # Kafka 4.0's rules
+            ]
         )
 
         coordinator = ScriptedCoordinator(variant)

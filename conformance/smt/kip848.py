@@ -19,10 +19,12 @@ A slot holds one member or nothing (``present``). The encoding follows the model
 * ``static_leave``: epoch -2 (B.7, GMM L3018): epoch -2, pending revocations dropped, no bump;
 * ``heartbeat``: the coordinator's pipeline for one ConsumerGroupHeartbeat (B.2): epoch validation
   (B.6 row 12, GMM L1362), join, target when due, reconciliation; a rejected request changes nothing.
-  These are Kafka 4.0's rules: an epoch-0 rejoin of a known member is epoch-checked (fixed by
-  KAFKA-19233) and a member's own pending revocation holds its partition back (fixed by KAFKA-19449);
-  the differential test runs the model with both fixes switched off (`kip848_replay`).
   The macro step of bounded model checking; every counterexample is replayed on the model with it.
+
+The rules are the model's defaults, Apache Kafka 4.4.0's: an epoch-0 heartbeat of a known member
+passes the epoch check (KAFKA-19233, apache/kafka PR #21305) and a member's own pending revocation
+does not hold its partition back from that member (KAFKA-19449, PR #20781). ``Variant`` switches
+each back to Kafka 4.0's rule (``epoch_zero_rejoin=False``, ``own_pending_free=False``).
 
 The differential test (`tests/test_smt_kip848.py`) runs ``heartbeat`` and ``fence`` against the
 model's coordinator on randomized concrete states and inputs.
@@ -53,6 +55,8 @@ class Variant:
     reconcile_pending: str = "respect"  # "ignore": pending revocations do not block assignment
     leave_bump: bool = True
     epoch_check: bool = True
+    own_pending_free: bool = True  # False: Kafka 4.0 before KAFKA-19449
+    epoch_zero_rejoin: bool = True  # False: Kafka 4.0 before KAFKA-19233
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,13 @@ def free_partitions(g: Group, variant: Variant) -> Any:
     return free
 
 
+def free_for(g: Group, m: Member, variant: Variant) -> Any:
+    """Free partitions as member ``m`` sees them: its own pending revocations too since KAFKA-19449
+    (`model.consumer.reconcile.next_assignment`, ``own_pending_is_free``)."""
+    free = free_partitions(g, variant)
+    return free | m.pending if variant.own_pending_free else free
+
+
 def next_assignment(
     m: Member, e: Any, target_epoch: Any, target: Any, free: Any, owned: Any, owned_null: Any
 ) -> Member:
@@ -352,7 +363,7 @@ def step_target(g: Group, tag: str) -> Step:
 def step_reconcile(g: Group, i: int, tag: str, variant: Variant) -> Step:
     owned, owned_null = _owned_inputs(tag, g.width)
     m = g.members[i]
-    r = reconcile(m, g.assignment_epoch, free_partitions(g, variant), owned, owned_null)
+    r = reconcile(m, g.assignment_epoch, free_for(g, m, variant), owned, owned_null)
     post = g.replace_member(i, r.member)
     post = Group(post.members, g.group_epoch, g.assignment_epoch, restamp(g, m, r.member))
     post = ite_group(r.changed, post, g)
@@ -407,9 +418,11 @@ def step_static_leave(g: Group, i: int, tag: str) -> Step:
     return Step(m.present, post)
 
 
-def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any) -> Any:
-    """B.6 row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned."""
+def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any, rejoin: bool = False) -> Any:
+    """B.6 row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned; with
+    ``rejoin``, epoch 0 too (KAFKA-19233)."""
     return z3.Or(
+        z3.And(e == 0, z3.BoolVal(rejoin)),
         e == m.epoch,
         z3.And(e < m.epoch, e == m.prev, z3.Not(owned_null), subset(owned, m.assigned)),
     )
@@ -424,7 +437,8 @@ def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str =
     targets = [z3.BitVec(f"{tag}_target{j}", w) for j in range(len(g.members))]
     m = g.members[i]
     joining = z3.Not(m.present)
-    valid = z3.If(joining, e == 0, epoch_valid(m, e, owned, owned_null) if variant.epoch_check else True)
+    checked = epoch_valid(m, e, owned, owned_null, rejoin=variant.epoch_zero_rejoin)
+    valid = z3.If(joining, e == 0, checked if variant.epoch_check else True)
     # join: the member record and the group-epoch bump
     g1 = ite_group(joining, step_join(g, i, tag).post, g)
     # target assignment when due (computed by any legal assignor)
@@ -432,7 +446,7 @@ def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str =
     g2 = ite_group(due, with_target(g1, targets), g1)
     # reconciliation of this member
     m2 = g2.members[i]
-    r = reconcile(m2, g2.assignment_epoch, free_partitions(g2, variant), owned, owned_null)
+    r = reconcile(m2, g2.assignment_epoch, free_for(g2, m2, variant), owned, owned_null)
     g3 = g2.replace_member(i, r.member)
     g3 = Group(g3.members, g2.group_epoch, g2.assignment_epoch, restamp(g2, m2, r.member))
     g3 = ite_group(r.changed, g3, g2)

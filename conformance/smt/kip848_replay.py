@@ -34,10 +34,11 @@ class ScriptedCoordinator(ConsumerCoordinator):
     """The model's coordinator with the solver's target assignments and a variant's broken rule."""
 
     def __init__(self, variant: Variant) -> None:
-        # The z3 encoding (`conformance.smt.kip848`) states Kafka 4.0's rules: an epoch-0 heartbeat of a
-        # known member is epoch-checked (before KAFKA-19233) and a member's own pending revocation
-        # holds its partition back (before KAFKA-19449); the model's defaults are the fixed 4.4.0 rules.
-        super().__init__(ConsumerCoordinatorConfig(own_pending_is_free=False, epoch_zero_rejoin=False))
+        super().__init__(
+            ConsumerCoordinatorConfig(
+                own_pending_is_free=variant.own_pending_free, epoch_zero_rejoin=variant.epoch_zero_rejoin
+            )
+        )
         self.variant = variant
         self.next_target: dict[str, frozenset[TopicPartition]] | None = None
 
