@@ -52,6 +52,7 @@ def run_check(
     protocol: str,
     *,
     target: str = "model",
+    target_version: str = "",
     profile: Profile,
     max_examples: int | None = None,
     seed_value: int = 0,
@@ -74,6 +75,7 @@ def run_check(
     checker = Checker(protocol)
     n = max_examples if max_examples is not None else profile.max_examples
     result = CheckResult(protocol, target, seed_value, n, variants, level=level)
+    result.target_version = target_version  # written into a counterexample's trace header
     machine_settings = MachineSettings(
         variants, checker, port_factory, config=dict(config or {}), real_time=real_time, coverage=coverage
     )

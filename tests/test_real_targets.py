@@ -45,6 +45,8 @@ def test_ci_profile_finds_what_is_published(name: str) -> None:
         # specs/targets.yaml lists those seen, the test requires a finding about the target with a trace
         assert all(f.split(".")[0] in ("oracle", "classic", "client", "target", "wire") for f in found), found
         assert result.trace is not None and result.trace.steps  # a trace that replays the run
+        assert result.trace.header["target"] == {"name": name, "version": runs[0].handle.version}
+        assert runs[0].handle.version not in ("", "unknown")
     assert result.vacuous == [] or verdict == "FAILED"
     if consumer:
         check_consumer(runs[1], consumer)

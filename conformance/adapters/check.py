@@ -177,6 +177,7 @@ def _run_one(
     result = run_check(
         protocol,
         target=h.name,
+        target_version=h.version,
         profile=profile,
         max_examples=max_examples,
         seed_value=seed,
