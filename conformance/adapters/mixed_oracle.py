@@ -70,7 +70,8 @@ from model.consumer.messages import (
 )
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MixedState
-from model.consumer.records import TargetAssignmentMemberRecord, apply
+from model.consumer.records import CurrentAssignmentRecord, TargetAssignmentMemberRecord, apply
+from model.consumer.state import MemberState
 from model.embedded import (
     Assignment,
     EmbeddedDecodeError,
@@ -86,7 +87,17 @@ from model.result import Result
 #: The protocol-legal model variants the first answers decide between (an index per hypothesis):
 #: where a new group's epochs start (0: Kafka 4.0, 1: Kafka 4.3+, KAFKA-20268) and which epoch a
 #: classic member of a consumer group must reach (`MixedConfig.classic_rejoin_epoch`).
-ORIGINS = {0: (0, "group"), 1: (1, "group"), 2: (0, "assignment"), 3: (1, "assignment")}
+#: ``group.consumer.migration.policy`` too, unless the target's launcher states it: a coordinator
+#: that refuses an online upgrade (GROUP_ID_NOT_FOUND) may run policy ``disabled`` or ``downgrade``,
+#: which is legal; the answers select the policy and a policy other than Kafka's default
+#: ``bidirectional`` is a kafka-compat note.
+POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+ORIGINS = {
+    i: (origin, rejoin, policy)
+    for i, (policy, rejoin, origin) in enumerate(
+        (p, r, o) for p in POLICIES for r in ("group", "assignment") for o in (0, 1)
+    )
+}
 
 
 @dataclass
@@ -105,7 +116,7 @@ class MHypo:
 class MixedTiming:
     late_ms: int = 500
     answer_deadline_ms: int = 5000
-    max_hypotheses: int = 16
+    max_hypotheses: int = 48
 
 
 def _tps(parts: frozenset[TopicPartition] | None) -> str:
@@ -203,14 +214,19 @@ class MixedOraclePort:
     coordinator: MixedCoordinator
     session: TargetSession
     timing: MixedTiming = field(default_factory=MixedTiming)
+    #: the target's launcher states ``group.consumer.migration.policy`` (else it is a hypothesis)
+    policy_known: bool = False
 
     def __post_init__(self) -> None:
         self.adapter = self.session.adapter
         self.chooser = RefChooser()
-        self.coords = {k: self._with_origin(*v) for k, v in ORIGINS.items()}
+        known = self.coordinator.config.policy.value if self.policy_known else None
+        origins = {k: v for k, v in ORIGINS.items() if known is None or v[2] == known}
+        self.coords = {k: self._with_origin(*v) for k, v in origins.items()}
+        self.policy_reported = False
         self.real_group = self.session.next_group()
         self.t0 = time.monotonic()
-        self.hypos: list[MHypo] = [MHypo(MixedState(), k) for k in ORIGINS]
+        self.hypos: list[MHypo] = [MHypo(MixedState(), k) for k in self.coords]
         self.topics = TopicMap()
         self.findings: list[Finding] = []
         self.log: list[str] = []
@@ -218,11 +234,18 @@ class MixedOraclePort:
         self.notes_reported = 0
         self.crashed = False
         self._t_ans = 0
+        #: why the run left what this oracle follows (a request parked by target and model), or None
+        self.unsupported: str | None = None
+        self.rejoin_reported = False
 
-    def _with_origin(self, origin: int, rejoin: str) -> MixedCoordinator:
+    def _with_origin(self, origin: int, rejoin: str, policy: str) -> MixedCoordinator:
+        from model.consumer.mixed_state import MigrationPolicy
+
         base = self.coordinator
         consumer = dataclasses.replace(base.config.consumer, initial_group_epoch=origin)
-        config = dataclasses.replace(base.config, consumer=consumer, classic_rejoin_epoch=rejoin)
+        config = dataclasses.replace(
+            base.config, consumer=consumer, classic_rejoin_epoch=rejoin, policy=MigrationPolicy(policy)
+        )
         coord = type(base)(config, self.chooser)
         # the server assignor's choice can be replaced by the target's (consumer_oracle._Adopting)
         coord.consumer = adopting(coord.consumer, origin)  # type: ignore[assignment]
@@ -295,7 +318,17 @@ class MixedOraclePort:
         self.log.append(f"t={t} ref {ref} {member} {name} -> {short(target)} at t={t_ans}")
         if target is None:
             cands = [c for h in self.hypos for c, _ in self._candidates(h, t, t_ans, request, ref, None)]
+            parked = bool(cands) and all(getattr(c, "_answer", None) is None for c in cands)
             self.hypos = self._dedupe(cands + list(self.hypos))
+            if parked and not self.crashed:
+                # the model parks it too (a join phase waiting for other classic members): consistent,
+                # but this oracle waits for answers one request at a time (module docstring)
+                self.unsupported = self.unsupported or (
+                    f"at t={t}, {member}'s {name} (ref {ref}) is parked by the target and by the model "
+                    "(a classic group of several members in a join phase): the mixed oracle on a real "
+                    "target does not follow parked requests"
+                )
+                return None
             if not self.crashed:
                 self._finding(
                     "protocol",
@@ -327,6 +360,25 @@ class MixedOraclePort:
         _m, notes = compare(getattr(h0, "_answer", None) or target, target, prior)
         for note in notes:
             self._finding("kafka-compat", f"compat.{name}", f"ref {ref}: {note}")
+        rejoins = {ORIGINS[h.origin][1] for h in self.hypos}
+        if not self.rejoin_reported and rejoins == {"assignment"}:
+            self.rejoin_reported = True
+            self._finding(
+                "kafka-compat",
+                "compat.mixed",
+                f"ref {ref}: a classic member is told to rejoin when the target assignment epoch is ahead of "
+                "it (as Apache Kafka 4.4.0); the model's default compares the group epoch (GMM @1eb7644 "
+                "L5637): MixedConfig.classic_rejoin_epoch=assignment selected",
+            )
+        policies = {ORIGINS[h.origin][2] for h in self.hypos}
+        if not self.policy_reported and len(policies) == 1 and policies != {"bidirectional"}:
+            self.policy_reported = True
+            self._finding(
+                "kafka-compat",
+                "compat.mixed",
+                f"ref {ref}: the target behaves as group.consumer.migration.policy={policies.pop()} "
+                "(Apache Kafka's default is bidirectional)",
+            )
         for note in h0.notes[self.notes_reported :]:
             self._finding("kafka-compat", "compat.mixed", f"ref {ref}: {note}")
         self.notes_reported = max(self.notes_reported, len(h0.notes))
@@ -521,9 +573,12 @@ class MixedOraclePort:
         """The target's partitions for this member, installed in the model's target assignment when a
         legal completion exists (consumer_oracle.complete_assignment), then the request run again."""
         if isinstance(target, ConsumerGroupHeartbeatResponse):
-            if target.error_code != ErrorCode.NONE or target.assigned() is None:
+            if target.error_code != ErrorCode.NONE:
                 return None
-            got = target.assigned() or frozenset()
+            # no assignment in the answer means "unchanged" (reference §B.10): what it had before
+            got = target.assigned() if target.assigned() is not None else prior
+            if got is None:
+                return None
             gid, member_id = request.group_id, request.member_id
         elif isinstance(target, SyncGroupResponse):
             if target.error != ErrorCode.NONE or not isinstance(answer, SyncGroupResponse):
@@ -537,6 +592,14 @@ class MixedOraclePort:
         coord = self.coords[before.origin]
         tries: list[tuple[MHypo, bool]] = [(before.copy(), True)]  # the assignor runs in this request
         tries += [(d, False) for d in self._with_target(before, gid, member_id, got, coord)]  # it ran before
+        if isinstance(target, SyncGroupResponse):
+            # a classic member's partitions were decided at its JoinGroup (reconciliation), which does
+            # not show them: take them as assigned now if nobody else holds any of them
+            tries += (
+                [(d, False) for d in self._with_assigned(tries[-1][0], gid, member_id, got)]
+                if len(tries) > 1
+                else []
+            )
         for d, hook in tries:
             engine: Any = coord.consumer
             if hook:
@@ -584,6 +647,36 @@ class MixedOraclePort:
         for mid, parts in sorted(done.items()):
             if parts != g.target_of(mid):
                 apply(d.state.consumer, TargetAssignmentMemberRecord(gid, mid, tuple(sorted(parts))))
+        return [d]
+
+    def _with_assigned(
+        self, h: MHypo, gid: str, member_id: str, got: frozenset[TopicPartition]
+    ) -> list[MHypo]:
+        """``h`` (whose target gives ``member_id`` exactly ``got``) with the member reconciled to it,
+        when that is legal: no other member holds any of ``got`` and it revokes nothing."""
+        g = h.state.consumer.groups.get(gid)
+        m = None if g is None else g.members.get(member_id)
+        if g is None or m is None or m.pending_revocation:
+            return []
+        others: frozenset[TopicPartition] = frozenset()
+        for mid, other in g.members.items():
+            if mid != member_id:
+                others |= other.held
+        if got & others or g.target_of(member_id) != got:
+            return []
+        d = h.copy()
+        apply(
+            d.state.consumer,
+            CurrentAssignmentRecord(
+                gid,
+                member_id,
+                m.member_epoch,
+                m.previous_member_epoch,
+                MemberState.STABLE,
+                tuple(sorted(got)),
+                (),
+            ),
+        )
         return [d]
 
     def _dedupe(self, cands: list[MHypo]) -> list[MHypo]:
@@ -675,6 +768,7 @@ def mixed_config(handle: Any) -> MixedConfig:
     _factory, consumer_keys, _ = consumer_setup(handle, real_profile("ci"))
     settings = dict(getattr(handle.launcher, "settings", {}) or {})
     policy = MigrationPolicy(str(settings.get("group.consumer.migration.policy", "bidirectional")).lower())
+    # (the oracle keeps every policy as a hypothesis unless the launcher states it: mixed_check)
     return MixedConfig(
         policy=policy,
         classic=classic_config(handle.model_config, "target settings"),
