@@ -332,11 +332,16 @@ class TargetSession:
     #: coordinator restarts the machine may ask for in this run (faults.restart; 0: the rule is off)
     max_restarts: int = 0
     restarts_done: int = 0
+    #: how a restart stops the target: kill (SIGKILL, a crash; default) or term (clean shutdown)
+    restart_signal: str = "kill"
     #: (stopped, loaded after, serving again) in port ms, per restart
     restart_times: list[tuple[int, int, int]] = field(default_factory=list)
     #: answers the fault proxy swallowed (LoseResponse on the wire), and transient-error resends
     wire_drops: int = 0
     resends: int = 0
+    #: requests the proxy duplicated, connections cut (CutConnection, DuplicateRequest)
+    wire_duplicates: int = 0
+    wire_cuts: int = 0
 
     def real_topic(self, name: str, partitions: int) -> str:
         return f"gc-{self.run_id}-{name}-{partitions}"
@@ -383,6 +388,12 @@ class OraclePort:
         self.retry_since: dict[int, float] = {}
         self.retries = 0
         self.restarts: list[tuple[int, int, int]] = []  # (stopped, loaded after, serving) ms
+        # duplicated requests (faults.submit): original ref -> client address; the copy's ref per
+        # client address once the simulator applied it; copy answers that came first
+        self.duplicated: dict[int, tuple[Any, ...]] = {}
+        self.copy_ref: dict[tuple[Any, ...], int] = {}
+        self.copy_early: dict[tuple[Any, ...], tuple[int, bytes, float]] = {}
+        self.copy_ready: list[tuple[Any, int, bytes, float]] = []
 
     @property
     def supports_failover(self) -> bool:
@@ -465,6 +476,27 @@ class OraclePort:
 
     def lose_answer(self, ref: int) -> bool:
         return faults.lose_in_flight(self, ref)
+
+    def cut_connection(self, ref: int) -> None:
+        faults.cut(self, ref)
+
+    def send_copy(self, ref: int, request: Request, now: int, original: int) -> list[Delivery]:
+        """The copy of duplicated request ``original``, applied by the target right after it answered
+        the original (faults.submit wrote it): the model applies it now and the copy's answer, which
+        the proxy hands over, is judged like any other."""
+        client = self.duplicated.pop(original, None)
+        member, _request, version, _sent = self.requests[original]
+        if client is None:  # no proxy: the copy goes on the wire now, from the same member
+            self.current_member = member
+            return self.send(ref, request, now)
+        t = self.clock()
+        self.requests[ref] = (member, self._as_sent(request, version), version, t)
+        self.copy_ref[client] = ref
+        early = self.copy_early.pop(client, None)
+        if early is not None:
+            self.copy_ready.append((client, *early))
+        self.log.append(f"t={t} ref {ref}: the target applies the copy of ref {original}")
+        return self._operate(t, ("send", ref, self.requests[ref][1]))
 
     def inject_append_failure(self) -> None:
         raise NotImplementedError("append failures cannot be injected into a real target")
