@@ -126,34 +126,80 @@ def make_scaled(work: Path, base: Path, rows: int) -> Path:
     return out
 
 
+def make_big(work: Path, lake: Path, rows: int) -> Path:
+    """A lake of `rows` rows as copies of a scaled lake, written file by file (cheap: pyarrow).
+
+    Each copy rewrites only `trace_id` (suffix `@k`) one row group at a time, so memory stays at one
+    row group and the other columns are re-encoded unchanged; copy k of the 10M-row lake holds
+    exactly that lake's violations under new ids. (Session 3's `make_scaled` per 160,000-row slice
+    took over 27 minutes for 75M rows under load; this writes 100M rows in a few minutes.)"""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out = work / f"big-{lake.name}-{rows}"
+    if (out / "_done").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    sources = sorted(lake.glob("*.parquet"))
+    per_copy = sum(pq.ParquetFile(f).metadata.num_rows for f in sources)
+    if rows % per_copy:
+        raise SystemExit(f"--big {rows} is not a multiple of the {per_copy:,} rows of {lake}")
+    for k in range(rows // per_copy):
+        for f in sources:
+            target = out / f"copy{k:03d}-{f.name}"
+            if target.exists():
+                continue
+            src = pq.ParquetFile(f)
+            tmp = target.with_suffix(".tmp")
+            with pq.ParquetWriter(tmp, src.schema_arrow, compression="zstd") as w:
+                for g in range(src.num_row_groups):
+                    t = src.read_row_group(g)
+                    ids = pc.binary_join_element_wise(t.column("trace_id"), pa.scalar(f"@{k}"), "")
+                    w.write_table(t.set_column(0, "trace_id", ids))
+            tmp.rename(target)
+    (out / "_done").write_text(str(rows))
+    return out
+
+
 # ---------------------------------------------------------------------- engines (one process each)
 #: two per core: AQE coalesces small shuffles further; more only adds task overhead on 2 cores
 SHUFFLE_PARTITIONS = 4
 
 
-def engine_spark_windows(path: str) -> dict[str, Any]:
+def engine_spark_windows(path: str, mode: str = "direct") -> dict[str, Any]:
+    """mode "direct": each check scans the lake; "prep": one scan into a persisted `prep` table."""
+    from pyspark import StorageLevel
+
     from conformance.pipeline.session import get_session
-    from conformance.pipeline.windows import CHECKS, window_sql
+    from conformance.pipeline.windows import CHECKS, prepare_sql, window_sql
 
     spark = get_session(None, "groupcheck-bench", shuffle_partitions=SHUFFLE_PARTITIONS)
     spark.read.parquet(path).createOrReplaceTempView("lake")
     start = time.perf_counter()
-    found = sum(len(spark.sql(window_sql(c, "spark")).collect()) for c in CHECKS)
+    prep = None
+    if mode == "prep":
+        prep = spark.sql(prepare_sql("spark")).persist(StorageLevel.MEMORY_AND_DISK)
+        prep.createOrReplaceTempView("prep")
+        prep.count()
+    found = sum(len(spark.sql(window_sql(c, "spark", prepared=prep is not None)).collect()) for c in CHECKS)
     seconds = time.perf_counter() - start
     spark.stop()
     return {"seconds": seconds, "violations": found}
 
 
-def engine_duckdb_windows(path: str) -> dict[str, Any]:
+def engine_duckdb_windows(path: str, mode: str = "direct") -> dict[str, Any]:
     import duckdb
 
-    from conformance.pipeline.windows import CHECKS, window_sql
+    from conformance.pipeline.windows import CHECKS, prepare_sql, window_sql
 
     con = duckdb.connect()
     con.execute("SET threads = 2; SET memory_limit = '8GB'; SET preserve_insertion_order = false")
     con.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet('{path}/*.parquet')")
     start = time.perf_counter()
-    found = sum(len(con.execute(window_sql(c, "duckdb")).fetchall()) for c in CHECKS)
+    if mode == "prep":
+        con.execute("CREATE TEMP TABLE prep AS " + prepare_sql("duckdb"))
+    found = sum(len(con.execute(window_sql(c, "duckdb", prepared=mode == "prep")).fetchall()) for c in CHECKS)
     return {"seconds": time.perf_counter() - start, "violations": found}
 
 
@@ -292,6 +338,13 @@ def main() -> None:
         "--registry-rows-runs", type=int, default=500, help="runs for the registry audit (0: skip)"
     )
     ap.add_argument("--swarm-runs", type=int, default=1000, help="0: skip")
+    ap.add_argument(
+        "--duel",
+        default="0",
+        help="rows of an interleaved Spark/DuckDB duel (spark, duckdb, spark, ...; 0: skip)",
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the duel")
+    ap.add_argument("--modes", default="direct,prep", help="window-check modes in the duel (direct, prep)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/groupcheck-bench"))
     ap.add_argument("--out", type=Path)
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
@@ -322,9 +375,15 @@ def main() -> None:
             r = measure(engine, path, timeout_s=a.timeout)
             table.append(_row(n, engine, r))
             print(table[-1], flush=True)
+    duel = int(float(a.duel))
+    duel_lines: list[str] = []
+    if duel:
+        duel_lines = _duel(a, make_scaled(a.work, base, duel), duel)
     big = int(float(a.big))
     if big:
-        path = str(make_scaled(a.work, base, big))
+        t1 = time.perf_counter()
+        path = str(make_big(a.work, make_scaled(a.work, base, sizes[-1] if sizes else 10_000_000), big))
+        print(f"big lake: {big:,} rows ready in {time.perf_counter() - t1:.0f} s", flush=True)
         for engine in ("spark-windows", "duckdb-windows"):
             r = measure(engine, path, timeout_s=max(a.timeout, 1800))
             table.append(_row(big, engine, r))
@@ -352,6 +411,7 @@ def main() -> None:
         print(sw[-1], flush=True)
     text = "\n".join(
         lines
+        + duel_lines
         + ["### Window audit (3 SQL checks; same Parquet files)", ""] + table
         + ["", "### Per-trace registry audit", ""] + reg
         + ["", "### Swarm", ""] + sw + ["", f"Load average at end: {loadavg()}", ""]
@@ -359,6 +419,59 @@ def main() -> None:
     if a.out:
         a.out.write_text(text)
     print(text)
+
+
+def _duel(a: argparse.Namespace, lake: Path, n: int) -> list[str]:
+    """Spark and DuckDB in turn on one lake, `--rounds` times per mode, each in a fresh process,
+    with the load average before and after each: on a shared machine neither engine gets the quiet
+    minutes alone. The summary is the median per engine and mode and the Spark/DuckDB ratio of the
+    medians (and per round, of neighbouring runs)."""
+    import statistics
+
+    rows = [
+        f"### Interleaved duel at {n:,} rows ({a.rounds} rounds; each run a fresh process)",
+        "",
+        "| round | mode | engine | seconds | violating traces | peak RSS MiB | process s | load before | load after |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    times: dict[tuple[str, str], list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    for rnd in range(1, a.rounds + 1):
+        for mode in [m for m in a.modes.split(",") if m]:
+            got = {}
+            for engine in ("spark-windows", "duckdb-windows"):
+                before = loadavg()
+                r = measure(engine, str(lake), mode, timeout_s=a.timeout)
+                after = loadavg()
+                if "error" in r:
+                    rows.append(
+                        f"| {rnd} | {mode} | {engine} | - | {r['error']} | - | - | {before} | {after} |"
+                    )
+                else:
+                    got[engine] = r["seconds"]
+                    times.setdefault((engine, mode), []).append(r["seconds"])
+                    rows.append(
+                        f"| {rnd} | {mode} | {engine} | {r['seconds']:.1f} | {r['violations']} | "
+                        f"{r['peak_rss_mib']} | {r['process_s']} | {before} | {after} |"
+                    )
+                print(rows[-1], flush=True)
+            if len(got) == 2:
+                ratios.setdefault(mode, []).append(got["spark-windows"] / got["duckdb-windows"])
+    rows += ["", "| mode | engine | runs | median s | min s | max s |", "|---|---|---|---|---|---|"]
+    for (engine, mode), ts in sorted(times.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        rows.append(
+            f"| {mode} | {engine} | {len(ts)} | {statistics.median(ts):.1f} | {min(ts):.1f} | {max(ts):.1f} |"
+        )
+    rows.append("")
+    for mode in ratios:
+        sp, dk = times.get(("spark-windows", mode)), times.get(("duckdb-windows", mode))
+        if sp and dk:
+            rows.append(
+                f"* {mode}: Spark / DuckDB = **{statistics.median(sp) / statistics.median(dk):.2f}x** "
+                f"(medians); per round {', '.join(f'{x:.2f}x' for x in ratios[mode])}"
+            )
+    rows.append("")
+    return rows
 
 
 def _row(n: int, engine: str, r: dict[str, Any]) -> str:

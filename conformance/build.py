@@ -209,7 +209,8 @@ def make_consumer_sim(
         from conformance.mutants.sim import mutant_client_sim
 
         # recorded too: the trace layer's log on top of the mutant client's processes
-        cls = type("TracedMutantClientSim", (TracedConsumerSim, mutant_client_sim(mutant.client)), {})
+        base = sim_class or TracedConsumerSim  # a real-time simulator keeps its clock
+        cls = type("TracedMutantClientSim", (base, mutant_client_sim(mutant.client)), {})
         sim = cls(port, specs, SeededChooser(seed + 1000))
     else:
         sim = (sim_class or TracedConsumerSim)(port, specs, SeededChooser(seed + 1000))

@@ -1154,3 +1154,53 @@ def test_check_protocol_mixed_finds_mutants_from_scratch(
     args = ["check", "--protocol", "mixed", "--max-examples", "100", "--variant", f"mixed_mutant={mutant}"]
     assert main(args) == 1
     assert invariant in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- classic_rejoin_epoch (Kafka 4.4.0, issue 4)
+def _two_classic_members(h: Harness) -> tuple[str, str]:
+    ok(h.send(join("A")))
+    ids = []
+    for _ in range(2):
+        required = h.send(jg())
+        assert isinstance(required, JoinGroupResponse) and required.error == E.MEMBER_ID_REQUIRED
+        ok(h.send(jg(required.member_id)))
+        ids.append(required.member_id)
+    return ids[0], ids[1]
+
+
+@pytest.mark.parametrize(("rejoin", "expected"), [("group", E.REBALANCE_IN_PROGRESS), ("assignment", E.NONE)])
+def test_classic_rejoin_epoch_after_a_classic_leave(rejoin: str, expected: E) -> None:
+    """A classic LeaveGroup bumps the group epoch; until a request computes the new target the
+    assignment epoch lags. Kafka @1eb7644 compares the group epoch (rejoin now); Kafka 4.4.0 the
+    target assignment epoch (rejoin once the new target exists). The invariant follows the setting."""
+    h = Harness(MixedCoordinator(MixedConfig(classic_rejoin_epoch=rejoin)))
+    b, c = _two_classic_members(h)
+    for member in ("A", b, c):  # everyone catches up with the last epoch
+        m = h.member(member)
+        if member == "A":
+            ok(h.send(beat("A", m.member_epoch, m.assigned)))
+        else:
+            h.send(jg(member))
+    ok(h.send(LeaveGroupRequest("g", (MemberIdentity(c),))))
+    g = h.group
+    assert g.group_epoch > g.assignment_epoch  # the leave bumped the group epoch only
+    mb = h.member(b)
+    assert mb.member_epoch == g.assignment_epoch
+    hb = h.send(HeartbeatRequest("g", mb.member_epoch, b))
+    assert isinstance(hb, HeartbeatResponse) and hb.error == expected
+    ok(h.send(beat("A", h.member("A").member_epoch, h.member("A").assigned)))  # computes the target
+    hb = h.send(HeartbeatRequest("g", mb.member_epoch, b))
+    assert isinstance(hb, HeartbeatResponse) and hb.error == E.REBALANCE_IN_PROGRESS
+    assert not h.violations, h.violations
+
+
+def test_classic_rejoin_epoch_invariant_still_has_teeth() -> None:
+    """A coordinator that never says REBALANCE_IN_PROGRESS is caught under either setting."""
+    from conformance.mutants.mixed import HeartbeatNeverRejoins
+
+    for rejoin in ("group", "assignment"):
+        h = Harness(HeartbeatNeverRejoins(MixedConfig(classic_rejoin_epoch=rejoin)))
+        b, _c = _two_classic_members(h)
+        ok(h.send(join("D")))  # bumps the group epoch and computes a new target
+        h.send(HeartbeatRequest("g", h.member(b).member_epoch, b))
+        assert any(i == "mixed.classic_heartbeat_rule" for i, _ in h.violations), rejoin

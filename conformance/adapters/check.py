@@ -173,6 +173,10 @@ def _run_one(
     rtt_before = len(session.rtt_ms) if session is not None else 0
     if protocol == "classic":
         port_factory, config = h.port_factory(), h.model_config
+    elif protocol == "mixed":  # conformance/adapters/mixed_check.py
+        from conformance.adapters.mixed_check import mixed_setup
+
+        port_factory, config, profile = mixed_setup(h, profile)
     else:
         port_factory, config, profile = consumer_setup(h, profile)
     result = run_check(

@@ -1,8 +1,7 @@
 """Which protocols a real target runs, and the set-up of a consumer-protocol run (issue 4).
 
 `not_run_reason` says why a protocol cannot run on an opened target: the target does not offer it
-(ApiVersions lists no JoinGroup / ConsumerGroupHeartbeat v1), or our oracle for it is not built
-(mixed groups, reference §B.13). `--protocol all` reports such a protocol as "not offered" /
+(ApiVersions lists no JoinGroup / ConsumerGroupHeartbeat v1; mixed groups need both). `--protocol all` reports such a protocol as "not offered" /
 "not run" instead of failing. `consumer_setup` gives the consumer machine its oracle port and the
 model settings that match what the target was started with.
 """
@@ -51,8 +50,10 @@ def not_run_reason(handle: Any, protocol: str) -> str | None:
                 f"v{caps.api_versions[68][1]} only; the oracle drives v1 members (KIP-1082)"
             )
         return None
-    if protocol == "mixed":
-        return "not run: the mixed-group oracle (classic members in a consumer group, §B.13) is not built yet"
+    if protocol == "mixed":  # conformance/adapters/mixed_check.py
+        from conformance.adapters.mixed_check import not_run_reason as mixed_reason
+
+        return None if handle.kind == "model" else mixed_reason(handle)
     return f"unknown protocol {protocol!r}"
 
 

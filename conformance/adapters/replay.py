@@ -37,10 +37,10 @@ def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -
     dropped = [k for k in COORDINATOR_VARIANTS if k in trace.header["variants"] and k not in variants]
     for k in dropped:
         merged[k] = None
-    if trace.protocol != "classic":
-        result = ReplayResult(trace, spec, {})
-        result.error = f"protocol {trace.protocol!r} traces do not replay on real targets yet (classic only)"
-        return result, []
+    if trace.protocol != "classic":  # consumer and mixed traces (issue 5 on real targets)
+        from conformance.adapters.consumer_replay import replay_group_on_target
+
+        return replay_group_on_target(trace, spec, variants)
     failovers = [s for s in trace.steps if s.action.get("op") == "failover"]
     for step in trace.steps:
         if step.action.get("op") == "append_failure":

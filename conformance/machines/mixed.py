@@ -28,8 +28,12 @@ MAX_LIVE = 5
 
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
     checker = cfg.checker or Checker("mixed")
-    if cfg.port_factory is not None:
-        raise UsageError("the mixed-group suite runs on the model target only")
+    if cfg.port_factory is not None:  # a real coordinator (conformance/adapters/mixed_oracle.py)
+        if not cfg.real_time:
+            raise UsageError("the mixed-group suite runs on the model or, in real time, on a real target")
+        from conformance.machines.mixed_real import make_real_machine
+
+        return make_real_machine(cfg)
     fixed_policy = cfg.variants.get("migration_policy")
 
     class MixedMachine(RuleBasedStateMachine):

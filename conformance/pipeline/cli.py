@@ -19,7 +19,15 @@ def add_parser(sub: Any) -> None:
     psub = p.add_subparsers(dest="pipeline_command", required=True, parser_class=type(p))
     s = psub.add_parser("swarm", help="N seeded model runs on Spark into a Parquet trace lake")
     s.add_argument("--runs", type=int, required=True)
-    s.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    s.add_argument(
+        "--protocol", default="classic", choices=["classic", "consumer", "both"],
+        help="both: even runs classic, odd runs consumer",
+    )  # fmt: skip
+    s.add_argument(
+        "--mix-variants", action="store_true",
+        help="also draw each assignor's alternative variants (sticky v0, cooperative-sticky without "
+        "adjustment, ConsumerGroupHeartbeat v0): a distribution for metrics over every assignor and variant",
+    )  # fmt: skip
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--steps", type=int, default=80, help="steps per run")
     s.add_argument("--variant", action="append", default=[], help="pin a variant for every run (KEY=VALUE)")
@@ -95,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         s = jobs.swarm(
             spark, args.runs, args.out, seed=args.seed, protocol=args.protocol, variants=variants,
             steps=args.steps, overwrite=args.overwrite, coverage=args.coverage, shape=_shape(args.shape),
+            mix=args.mix_variants,
         )  # fmt: skip
         print(f"swarm: {s.runs} runs, {s.rows} rows in {s.seconds:.1f} s -> {s.out}")
         return EXIT_OK

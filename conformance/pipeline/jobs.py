@@ -53,6 +53,7 @@ def swarm(
     overwrite: bool = False,
     coverage: bool = False,
     shape: tuple[int, int] | None = None,
+    mix: bool = False,
 ) -> SwarmSummary:
     from conformance.pipeline.swarm_model import draw_config, run_one
 
@@ -67,7 +68,9 @@ def swarm(
         pending: list[dict[str, Any]] = []
         for batch in batches:
             for index in batch.column("id").to_pylist():
-                pending.extend(run_one(draw_config(seed, index, protocol, pinned, steps, coverage, shape)))
+                pending.extend(
+                    run_one(draw_config(seed, index, protocol, pinned, steps, coverage, shape, mix))
+                )
                 if len(pending) >= BATCH_ROWS:
                     yield schema.rows_to_batch(pending)
                     pending = []
@@ -300,8 +303,17 @@ def metrics(
 
             meta, g = graph
             explore = Coverage(g, meta)
-            explore.nodes = {r.state for r in spark.sql(REACHED_STATES).collect()}
-            explore.edges = {(r.src, r.dst) for r in spark.sql(REACHED_EDGES).collect()}
+            proto = explore.protocol
+            if proto not in ("classic", "consumer"):
+                raise UsageError(f"explore graph of protocol {proto!r}: expected classic or consumer")
+            explore.nodes = {r.state for r in spark.sql(REACHED_STATES.format(protocol=proto)).collect()}
+            if not explore.nodes:
+                raise UsageError(
+                    f"{path}: no {proto} runs with abstract states for this {proto} explore graph"
+                )
+            explore.edges = {
+                (r.src, r.dst) for r in spark.sql(REACHED_EDGES.format(protocol=proto)).collect()
+            }
     elif graph is not None:
         raise UsageError(
             f"{path}: no abstract states in this lake: run the swarm with --coverage for --graph"

@@ -18,9 +18,16 @@ from __future__ import annotations
 from conformance.pipeline.windows import _DIALECT, _HELD
 
 _CONFIG = """
-  CASE WHEN protocol = 'consumer' THEN 'uniform' ELSE get_json_object(config, '$.assignor') END AS assignor,
-  coalesce(get_json_object(config, '$.variants.sticky'), '-') AS sticky,
-  coalesce(get_json_object(config, '$.variants.mutant'), '-') AS mutant
+  protocol,
+  coalesce(get_json_object(config, '$.assignor'), CASE WHEN protocol = 'consumer' THEN 'uniform' END) AS assignor,
+  concat_ws(' ',
+    CASE WHEN get_json_object(config, '$.assignor') = 'sticky'
+          AND get_json_object(config, '$.variants.sticky') = 'v0' THEN 'sticky=v0' END,
+    CASE WHEN get_json_object(config, '$.assignor') = 'cooperative-sticky'
+          AND get_json_object(config, '$.variants.cooperative_adjust') = 'false' THEN 'no-adjust' END,
+    CASE WHEN get_json_object(config, '$.variants.heartbeat_version') = '0' THEN 'heartbeat=v0' END,
+    CASE WHEN get_json_object(config, '$.variants.mutant') IS NOT NULL
+         THEN concat('mutant=', get_json_object(config, '$.variants.mutant')) END) AS variant
 """
 
 _REBALANCE_SPANS = """
@@ -35,21 +42,21 @@ islands AS (
   FROM flagged
 ),
 spans AS (
-  SELECT trace_id, assignor, sticky, mutant, count(*) AS steps, max(now) - min(now) AS ms
-  FROM islands WHERE busy GROUP BY trace_id, assignor, sticky, mutant, island
+  SELECT trace_id, protocol, assignor, variant, count(*) AS steps, max(now) - min(now) AS ms
+  FROM islands WHERE busy GROUP BY trace_id, protocol, assignor, variant, island
 )
 """
 
 REBALANCES = (
     _REBALANCE_SPANS
     + """
-SELECT assignor, sticky, mutant, count(*) AS rebalances, avg(steps) AS avg_steps,
+SELECT protocol, assignor, variant, count(*) AS rebalances, avg(steps) AS avg_steps,
        percentile_approx(steps, 0.95) AS p95_steps, avg(ms) AS avg_ms, max(ms) AS max_ms
-FROM spans GROUP BY assignor, sticky, mutant ORDER BY assignor, sticky, mutant
+FROM spans GROUP BY protocol, assignor, variant ORDER BY protocol, assignor, variant
 """
 )
 
-REBALANCE_SPANS = _REBALANCE_SPANS + "SELECT assignor, sticky, mutant, steps, ms FROM spans"
+REBALANCE_SPANS = _REBALANCE_SPANS + "SELECT protocol, assignor, variant, steps, ms FROM spans"
 
 _MOVED = """
 WITH owners AS (
@@ -60,53 +67,53 @@ WITH owners AS (
   GROUP BY trace_id, protocol, config, generation, h.topic, h.partition
 ),
 changes AS (
-  SELECT trace_id, assignor, sticky, mutant, generation,
+  SELECT trace_id, protocol, assignor, variant, generation,
          CASE WHEN owner <> lag(owner) OVER (PARTITION BY trace_id, topic, part ORDER BY generation)
               THEN 1 ELSE 0 END AS moved
   FROM owners
 ),
 per_gen AS (
-  SELECT trace_id, assignor, sticky, mutant, generation, sum(moved) AS moved
-  FROM changes GROUP BY trace_id, assignor, sticky, mutant, generation
+  SELECT trace_id, protocol, assignor, variant, generation, sum(moved) AS moved
+  FROM changes GROUP BY trace_id, protocol, assignor, variant, generation
 )
 """
 
 MOVED = (
     _MOVED
     + """
-SELECT assignor, sticky, mutant, count(*) AS stable_generations, avg(moved) AS avg_moved, max(moved) AS max_moved
-FROM per_gen GROUP BY assignor, sticky, mutant ORDER BY assignor, sticky, mutant
+SELECT protocol, assignor, variant, count(*) AS stable_generations, avg(moved) AS avg_moved, max(moved) AS max_moved
+FROM per_gen GROUP BY protocol, assignor, variant ORDER BY protocol, assignor, variant
 """
 )
 
-MOVED_ROWS = _MOVED + "SELECT assignor, sticky, mutant, moved FROM per_gen"
+MOVED_ROWS = _MOVED + "SELECT protocol, assignor, variant, moved FROM per_gen"
 
 _OWNERLESS = """
 WITH parts AS (
-  SELECT trace_id, step, now, assignor, sticky, mutant, held, tp.topic AS topic, {explode}({seq}) AS part
+  SELECT trace_id, step, now, protocol, assignor, variant, held, tp.topic AS topic, {explode}({seq}) AS part
   FROM (SELECT trace_id, step, now, {config}, subscribed, {explode}(topic_partitions) AS tp, {held_keys} AS held
         FROM (SELECT trace_id, step, now, protocol, config, subscribed, topic_partitions, {held} AS held
               FROM lake WHERE group_state = 'Stable') s) t
   WHERE array_contains(subscribed, tp.topic)
 ),
 spans AS (
-  SELECT trace_id, assignor, sticky, mutant, max(now) - min(now) AS ms
+  SELECT trace_id, protocol, assignor, variant, max(now) - min(now) AS ms
   FROM (SELECT *, step - row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step) AS island
         FROM parts WHERE NOT {owned}) i
-  GROUP BY trace_id, assignor, sticky, mutant, topic, part, island
+  GROUP BY trace_id, protocol, assignor, variant, topic, part, island
 )
 """
 
 OWNERLESS_SPANS = (
     _OWNERLESS
     + """
-SELECT assignor, sticky, mutant, count(*) AS spans, avg(ms) AS avg_ms,
+SELECT protocol, assignor, variant, count(*) AS spans, avg(ms) AS avg_ms,
        percentile_approx(ms, 0.95) AS p95_ms, max(ms) AS max_ms
-FROM spans GROUP BY assignor, sticky, mutant ORDER BY assignor, sticky, mutant
+FROM spans GROUP BY protocol, assignor, variant ORDER BY protocol, assignor, variant
 """
 )
 
-OWNERLESS_ROWS = _OWNERLESS + "SELECT assignor, sticky, mutant, ms FROM spans"
+OWNERLESS_ROWS = _OWNERLESS + "SELECT protocol, assignor, variant, ms FROM spans"
 
 #: the coarse state of a step: every lake has it
 COARSE_STATE = """concat(protocol, '|', coalesce(group_state, 'none'), '|m', CAST(member_count AS STRING), '|s',
@@ -161,10 +168,15 @@ FROM edges WHERE src_gs IS NOT NULL GROUP BY protocol, src_gs, dst_gs ORDER BY p
 """
 )
 
-REACHED_STATES = "SELECT DISTINCT abstract_state AS state FROM lake WHERE abstract_state IS NOT NULL"
+#: the abstract states and transitions of one protocol's runs (an explore graph is of one protocol:
+#: classic keys and consumer keys must not be counted against each other's graph)
+REACHED_STATES = """
+SELECT DISTINCT abstract_state AS state FROM lake WHERE abstract_state IS NOT NULL AND protocol = '{protocol}'
+"""
 REACHED_EDGES = """
 SELECT DISTINCT src, dst FROM (
   SELECT lag(abstract_state) OVER (PARTITION BY trace_id ORDER BY step) AS src, abstract_state AS dst FROM lake
+  WHERE protocol = '{protocol}'
 ) e WHERE src IS NOT NULL AND dst IS NOT NULL AND src <> dst
 """
 

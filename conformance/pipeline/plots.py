@@ -38,21 +38,20 @@ def _plt() -> Any:
 
 
 def label(row: Mapping[str, Any]) -> str:
-    """`assignor` plus the variants that differ from the correct defaults."""
+    """`assignor` plus the variants that differ from the correct defaults (metrics' `variant`)."""
     parts = [str(row.get("assignor") or "?")]
-    if row.get("sticky") not in (None, "-", "v1"):
-        parts.append(f"sticky={row['sticky']}")
-    if row.get("mutant") not in (None, "-"):
-        parts.append(f"mutant={row['mutant']}")
+    if row.get("variant"):
+        parts.append(str(row["variant"]))
     return " ".join(parts)
 
 
-def _groups(rows: Iterable[Mapping[str, Any]], value: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = defaultdict(list)
+def _groups(rows: Iterable[Mapping[str, Any]], value: str) -> dict[str, dict[str, list[float]]]:
+    """protocol -> label -> values."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r.get(value) is not None:
-            out[label(r)].append(float(r[value]))
-    return dict(sorted(out.items()))
+            out[str(r.get("protocol") or "classic")][label(r)].append(float(r[value]))
+    return {p: dict(sorted(g.items())) for p, g in sorted(out.items())}
 
 
 def _box(ax: Any, groups: dict[str, list[float]], title: str, ylabel: str) -> None:
@@ -64,8 +63,62 @@ def _box(ax: Any, groups: dict[str, list[float]], title: str, ylabel: str) -> No
     names = list(groups)
     ax.boxplot([groups[n] for n in names], showmeans=True, whis=(5, 95), flierprops={"markersize": 2})
     ax.set_xticks(range(1, len(names) + 1))
-    ax.set_xticklabels([f"{n}\n(n={len(groups[n]):,})" for n in names], fontsize=8, rotation=20)
+    ax.set_xticklabels([f"{n}\n(n={len(groups[n]):,})" for n in names], fontsize=7.5, rotation=25, ha="right")
     ax.grid(axis="y", alpha=0.3)
+
+
+def _panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: str, ylabel: str) -> Any:
+    """One box-plot panel per protocol, widths by the number of boxes (classic has more)."""
+    protos = list(by_proto) or ["(none)"]
+    widths = [max(2, len(by_proto.get(p, {}))) for p in protos]
+    fig, axes = plt.subplots(
+        1, len(protos), figsize=(2.2 + 1.3 * sum(widths), 5.2), dpi=100, squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+    )  # fmt: skip
+    for ax, proto in zip(axes[0], protos, strict=True):
+        _box(ax, by_proto.get(proto, {}), f"{proto} protocol", ylabel)
+    fig.suptitle(f"{title} (box 25-75%, whiskers 5-95%, triangle = mean)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _ccdf_panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: str, xlabel: str) -> Any:
+    """Share of values longer than x, one line per assignor/variant and one panel per protocol.
+
+    Virtual-time spans are mostly 0 ms (a partition changes owner within one step at the same
+    virtual time), which flattens box plots; the complementary CDF shows the tail instead, and the
+    legend gives each line's share of zero-length spans."""
+    protos = list(by_proto) or ["(none)"]
+    fig, axes = plt.subplots(1, len(protos), figsize=(7.2 * len(protos), 5.2), dpi=100, squeeze=False)
+    for ax, proto in zip(axes[0], protos, strict=True):
+        groups = by_proto.get(proto, {})
+        ax.set_title(f"{proto} protocol", fontsize=10)
+        if not groups:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            continue
+        for name, values in groups.items():
+            xs = sorted(values)
+            n = len(xs)
+            distinct = sorted(set(xs))
+            # P(X > x) at each distinct value (xs is sorted: count from the right)
+            longer, j, shares = n, 0, []
+            for x in distinct:
+                while j < n and xs[j] <= x:
+                    j += 1
+                longer = n - j
+                shares.append(longer / n)
+            zero = sum(1 for v in xs if v == 0) / n
+            ax.step(distinct, shares, where="post", label=f"{name} (n={n:,}, {zero:.0%} at 0)")
+        ax.set_xscale("symlog", linthresh=100)
+        ax.set_xlim(left=0)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_ylabel("share longer than x", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7.5)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def distributions(
@@ -74,29 +127,23 @@ def distributions(
     ownerless: list[dict[str, Any]],
     out: Path,
 ) -> list[Path]:
-    """rebalance.png (length in steps and virtual ms), moved.png, ownerless.png."""
+    """Per assignor and variant, one panel per protocol: rebalance-steps.png and rebalance-ms.png
+    (rebalance length), moved.png (partitions moved per completed rebalance), ownerless.png."""
     plt = _plt()
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), dpi=100)
-    _box(axes[0], _groups(rebalances, "steps"), "Rebalance length (steps)", "steps per rebalance")
-    _box(axes[1], _groups(rebalances, "ms"), "Rebalance length (virtual time)", "ms per rebalance")
-    fig.suptitle(
-        "Rebalances per assignor / variant (box 25-75%, whiskers 5-95%, triangle = mean)", fontsize=10
-    )
-    fig.tight_layout()
-    written.append(_save(fig, out / "rebalance.png", plt))
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=100)
-    _box(ax, _groups(moved, "moved"), "Partitions moved per completed rebalance", "partitions")
-    fig.tight_layout()
-    written.append(_save(fig, out / "moved.png", plt))
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=100)
-    _box(ax, _groups(ownerless, "ms"), "Time without an owner while Stable (per span)", "virtual ms")
-    ax.set_yscale("symlog", linthresh=100)
-    ax.set_ylim(bottom=0)
-    fig.tight_layout()
-    written.append(_save(fig, out / "ownerless.png", plt))
-    return written
+    boxes = [
+        ("rebalance-steps.png", _groups(rebalances, "steps"), "Rebalance length in steps", "steps per rebalance"),
+        ("moved.png", _groups(moved, "moved"), "Partitions moved per completed rebalance", "partitions"),
+    ]  # fmt: skip
+    written = [_save(_panels(plt, g, title, ylabel), out / name, plt) for name, g, title, ylabel in boxes]
+    tails = [
+        ("rebalance-ms.png", _groups(rebalances, "ms"), "Rebalance length in virtual time", "ms per rebalance"),
+        ("ownerless.png", _groups(ownerless, "ms"), "Time without an owner while Stable, per span", "virtual ms"),
+    ]  # fmt: skip
+    written += [
+        _save(_ccdf_panels(plt, g, title, xlabel), out / name, plt) for name, g, title, xlabel in tails
+    ]
+    return sorted(written)
 
 
 def coverage_growth(growth: list[dict[str, Any]], out: Path, what: str) -> Path:

@@ -45,6 +45,8 @@ def consumer_client_specs(cfg: Any) -> list[dict[str, Any]]:
     clients = []
     for i in range(cfg.members):
         spec: dict[str, Any] = {"name": f"c{i + 1}", "topics": list(cfg.subscriptions[i])}
+        if cfg.assignor != "uniform":  # uniform is the coordinator's default: explore's set-up names none
+            spec["server_assignor"] = cfg.assignor
         if cfg.static[i]:
             spec["instance_id"] = f"i{i + 1}"
         clients.append(spec)

@@ -24,6 +24,8 @@ from model.classic.sim import ClassicSim
 from model.observation import Observation
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+#: the KIP-848 server assignors (group.consumer.assignors, first = default; reference §B.11)
+CONSUMER_ASSIGNORS = ("uniform", "range")
 FAULTS = (
     "stall",
     "lose_response",
@@ -74,13 +76,23 @@ def draw_config(
     steps: int = 80,
     coverage: bool = False,
     shape: tuple[int, int] | None = None,
+    mix: bool = False,
 ) -> SwarmConfig:
     """The swarm distribution; `pinned` variants (from --variant) override the drawn ones.
 
     `shape` (members, partitions) pins explore's set-up (`conformance.trace.explore.classic_setup`:
     that many dynamic members subscribed to one topic `t` of that many partitions) so that the runs'
-    abstract states can be found in an explore graph; faults and actions are still drawn."""
+    abstract states can be found in an explore graph; faults and actions are still drawn.
+
+    Protocol ``both`` alternates classic (even index) and consumer (odd). Consumer runs draw the
+    server assignor (uniform or range, reference §B.11) unless ``assignor`` is pinned. ``mix`` also
+    draws the alternative variants of the assignor in use (sticky: user data v0 or v1;
+    cooperative-sticky: with or without the KIP-429 adjustment; consumer: ConsumerGroupHeartbeat v0
+    or v1), so that a metrics report covers every assignor and variant; these draws come after the
+    others, so a run's members, topics and faults do not depend on them."""
     pinned = dict(pinned or {})
+    if protocol == "both":
+        protocol = ("classic", "consumer")[index % 2]
     rng = random.Random(f"swarm:{seed}:{index}")
     members = rng.choice((2, 2, 3, 3, 3, 4, 5))
     topics = {"t": rng.randint(1, 8)}
@@ -107,8 +119,21 @@ def draw_config(
     subscriptions = tuple(
         tuple(sorted(topics)) if ("u" in topics and rng.random() < 0.5) else ("t",) for _ in range(members)
     )
+    if protocol == "consumer":
+        assignor = rng.choice(CONSUMER_ASSIGNORS)
+        if pinned.get("assignor") in CONSUMER_ASSIGNORS:
+            assignor = pinned["assignor"]
+        if mix and "heartbeat_version" not in pinned:
+            variants["heartbeat_version"] = rng.choice(("1", "1", "0"))
+    elif mix:
+        if assignor == "sticky" and "sticky" not in pinned:
+            variants["sticky"] = rng.choice(("v1", "v0"))
+        if assignor == "cooperative-sticky" and "cooperative_adjust" not in pinned:
+            variants["cooperative_adjust"] = rng.choice(("true", "false"))
     if shape is not None:
         members, topics = shape[0], {"t": shape[1]}
+        if protocol == "consumer" and "assignor" not in pinned:
+            assignor = "uniform"  # explore's clients name no server assignor: the default, uniform
         static, subscriptions = (False,) * members, (("t",),) * members
         if protocol == "classic":  # explore's variants: only the pinned ones (they shape the client config)
             variants = {**{k: v for k, v in pinned.items() if k != "assignor"}, "assignor": assignor}

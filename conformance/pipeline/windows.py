@@ -114,10 +114,31 @@ CHECKS = {
 }
 
 
-def window_sql(check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS) -> str:
-    """The SQL of one check for a table named `lake`; one row per violating trace (its first step)."""
+#: One scan for the three checks: the columns they read, with the stable current-generation holdings
+#: filtered once (the one lambda), materialised as table `prep` (Spark: a persisted DataFrame; DuckDB:
+#: a temporary table). The checks then read `prep` (`window_sql(..., prepared=True)`) instead of
+#: decoding the nested `holdings` column of the lake twice and filtering it twice.
+PREPARE = """
+SELECT trace_id, step, now, group_state, generation, failover, persisted_generation, subscribed,
+       topic_partitions, {held} AS held
+FROM lake
+"""
+
+
+def prepare_sql(dialect: str) -> str:
+    """The SELECT whose result the prepared checks read as table `prep`."""
+    return PREPARE.replace("{held}", _HELD).replace("{filter}", _DIALECT[dialect]["filter"])
+
+
+def window_sql(
+    check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS, prepared: bool = False
+) -> str:
+    """The SQL of one check for a table named `lake` (or `prep`, see `PREPARE`); one row per
+    violating trace (its first step)."""
     d = _DIALECT[dialect]
     text = CHECKS[check].replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))
+    if prepared:
+        text = text.replace("{held} AS held", "held").replace("FROM lake", "FROM prep")
     text = text.replace("{held}", _HELD)
     for word in ("doubled", "held_keys", "owned", "explode", "filter"):
         text = text.replace("{" + word + "}", d[word])

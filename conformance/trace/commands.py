@@ -69,14 +69,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.coverage_picture:
             print(f"  coverage picture: {coverage.picture(args.coverage_picture)}")
     if args.output and result.sim is not None:
-        from conformance.trace import classic, consumer
+        from conformance.trace import classic, consumer, mixed
 
-        to_trace = consumer.to_trace if trace.protocol == "consumer" else classic.to_trace
+        to_trace = {"consumer": consumer.to_trace, "mixed": mixed.to_trace}.get(
+            trace.protocol, classic.to_trace
+        )
 
         again = to_trace(
             result.sim,
             target=args.target,
-            target_version=trace.header["target"]["version"],
+            target_version=getattr(result, "target_version", None) or trace.header["target"]["version"],
             origin={"kind": "replay", "of": trace.fingerprint()},
             violations=[(v.invariant, v.message, v.step) for v in result.violations],
         )

@@ -70,6 +70,7 @@ def replay(
             port_factory,
             exact and target == "model" and merged == trace.header["variants"],
             coverage,
+            real,
         )
     from conformance.build import make_classic_sim
     from conformance.trace.classic import apply_op
@@ -167,10 +168,17 @@ def _short(event: Any) -> str:
 
 
 def _replay_consumer(
-    trace: Trace, result: ReplayResult, port_factory: Any, strict: bool, coverage: Any = None
+    trace: Trace,
+    result: ReplayResult,
+    port_factory: Any,
+    strict: bool,
+    coverage: Any = None,
+    real: dict[str, Any] | None = None,
 ) -> ReplayResult:
     """Consumer traces: call each recorded action again; its observations must match the step
-    lines it produced (the action's own line and the ``cont`` lines after it)."""
+    lines it produced (the action's own line and the ``cont`` lines after it). With ``real``
+    (conformance/adapters/consumer_replay.py) the port is the consumer oracle on a real clock: the
+    target's settings replace the recording's and the oracle's findings count as violations."""
     from conformance.build import make_consumer_sim
     from conformance.trace.consumer import action_of
 
@@ -179,11 +187,12 @@ def _replay_consumer(
         sim = make_consumer_sim(
             {str(k): int(v) for k, v in setup.get("topics", {}).items()},
             list(setup.get("clients", [])),
-            dict(setup.get("config", {})),
+            {**dict(setup.get("config", {})), **(real or {}).get("config", {})},
             result.variants,
             seed=int(trace.header["seed"]),
             where=f"{trace.path}:1",
             port_factory=port_factory,
+            sim_class=(real or {}).get("sim_class"),
         )
     except ToolError as exc:
         result.error = str(exc)
@@ -208,7 +217,21 @@ def _replay_consumer(
         if coverage is not None:
             coverage.visit(sim)
         _judge(trace, result, checker, sim, recorded, observations)
+        if real is not None:
+            _take_port_findings(result, sim, recorded[-1].n)
+    if real is not None and real.get("settle_ms") and groups:
+        last = trace.steps[-1].n + 1
+        obs = sim.advance(int(real["settle_ms"]))
+        result.observations.append(obs)
+        result.violations += checker.check(obs, last)
+        _take_port_findings(result, sim, last)
     return _verdict(result, strict)
+
+
+def _take_port_findings(result: ReplayResult, sim: Any, n: int) -> None:
+    """A real target's oracle findings (protocol level) are violations, as in `check`."""
+    take = getattr(sim.port, "take_findings", None)
+    result.violations += [Violation(f.rule, f.message, n) for f in (take() if take else [])]
 
 
 def _op_groups(trace: Trace, result: ReplayResult) -> list[tuple[Any, list[Any]]] | None:

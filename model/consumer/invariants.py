@@ -448,8 +448,13 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
 
     Vanlightly TLA+ NoDoubleClientAssignment (kafka-tlaplus groupprotocol/). A client is current when
     the coordinator would accept its next heartbeat: its member exists and the client's epoch is the
-    member's epoch or its previous one (reference B.6 row 12). A zombie whose member was fenced and
-    re-created by a duplicated join is not current: its next heartbeat is fenced.
+    member's epoch, or the previous one while everything the client owns is still assigned to the
+    member (reference B.6 row 12; GMM `throwIfConsumerGroupMemberEpochIsInvalid`: previous epoch
+    only with owned ⊆ assigned). A zombie whose member was fenced and re-created by a duplicated
+    join is not current: its next heartbeat is fenced. Neither is a client whose revocation a
+    duplicated epoch-0 join (owned = []) acknowledged in its name: it still owns the revoked
+    partitions at the previous epoch, so its next heartbeat is fenced too (reports/pipeline, 2000-run
+    consumer swarm, session 4).
     """
     out: list[str] = []
     world = obs.after
@@ -457,7 +462,10 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
     for c in world.clients:
         g = world.groups.get(c.group_id)
         m = None if g is None else g.members.get(c.member_id)
-        if m is not None and c.member_epoch in (m.member_epoch, m.previous_member_epoch):
+        if m is not None and (
+            c.member_epoch == m.member_epoch
+            or (c.member_epoch == m.previous_member_epoch and c.owned <= m.assigned)
+        ):
             by_group.setdefault(c.group_id, []).append(c)
     for gid, clients in sorted(by_group.items()):
         seen: dict[TopicPartition, str] = {}

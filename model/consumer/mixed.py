@@ -158,6 +158,15 @@ class MixedConfig:
     policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
     classic: ClassicConfig = field(default_factory=ClassicConfig)
     consumer: ConsumerCoordinatorConfig = field(default_factory=ConsumerCoordinatorConfig)
+    classic_rejoin_epoch: str = "group"
+    """Which epoch a classic member of a consumer group must reach before its Heartbeat / SyncGroup
+    stop answering REBALANCE_IN_PROGRESS: ``group`` (the group epoch; GMM
+    ``classicGroupHeartbeatToConsumerGroup`` and ``throwIfRebalanceInProgress`` at apache/kafka
+    @1eb7644 L5637 and at 0013464) or ``assignment`` (the target assignment epoch: what Apache Kafka
+    4.4.0 answers, observed by the mixed oracle, `groupcheck check --target apache-kafka --protocol
+    mixed`: after a classic LeaveGroup bumps the group epoch, the other classic members keep getting
+    NONE until the next request that computes the new target assignment). Both are protocol-legal:
+    the member rejoins once a new target exists either way."""
 
 
 @dataclass(frozen=True)
@@ -369,10 +378,17 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
             for tp in group.target_of(member.member_id)
         )
 
+    rejoin_epoch: str = "group"
+    """`MixedConfig.classic_rejoin_epoch` (set by the facade)."""
+
+    def rejoin_target_epoch(self, group: ConsumerGroup) -> int:
+        """The epoch a classic member is compared with (`MixedConfig.classic_rejoin_epoch`)."""
+        return group.assignment_epoch if self.rejoin_epoch == "assignment" else group.group_epoch
+
     def classic_heartbeat_needs_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
         """Reference L6038: epoch behind the group, revoking, or unreleased with everything free."""
         return (
-            member.member_epoch < group.group_epoch
+            member.member_epoch < self.rejoin_target_epoch(group)
             or member.state == MemberState.UNREVOKED_PARTITIONS
             or (
                 member.state == MemberState.UNRELEASED_PARTITIONS
@@ -382,7 +398,10 @@ class MixedConsumerCoordinator(ConsumerCoordinator):
 
     def sync_rebalance_in_progress(self, group: ConsumerGroup, member: ConsumerMember) -> bool:
         """GMM ``throwIfRebalanceInProgress``."""
-        return group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS
+        return (
+            self.rejoin_target_epoch(group) > member.member_epoch
+            and member.state != MemberState.UNREVOKED_PARTITIONS
+        )
 
     def join_generation(self, member: ConsumerMember) -> int:
         """The JoinGroup generation of a classic member is its member epoch."""
@@ -616,6 +635,7 @@ class MixedCoordinator:
         self.consumer = self.consumer_class(
             self.config.consumer, self.chooser, self.config.policy, self.config.classic.max_size
         )
+        self.consumer.rejoin_epoch = self.config.classic_rejoin_epoch
 
     # ------------------------------------------------------------------ routing
 

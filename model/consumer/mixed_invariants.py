@@ -128,7 +128,9 @@ def classic_heartbeat_rule(obs: Obs) -> list[str]:
     """A valid Heartbeat of a classic member in a consumer group is answered REBALANCE_IN_PROGRESS exactly when its epoch is behind the group epoch, it must revoke, or it is unreleased with nothing left to wait for.
 
     Reference B.13 (GMM ``classicGroupHeartbeatToConsumerGroup``, 4.0 L6038; CoG
-    ``waitingOnUnreleasedPartition``).
+    ``waitingOnUnreleasedPartition``). "Behind" is measured against the epoch the coordinator is
+    configured to compare (`MixedConfig.classic_rejoin_epoch`: the group epoch, or the target
+    assignment epoch as Apache Kafka 4.4.0 does).
     """
     event = _classic_event(obs)
     if event is None or obs.before is None or not isinstance(event.request, HeartbeatRequest):
@@ -143,8 +145,10 @@ def classic_heartbeat_rule(obs: Obs) -> list[str]:
         req.group_instance_id is not None and gb.static_members.get(req.group_instance_id) != m.member_id
     ):
         return []
+    # the epoch the configured coordinator compares with (MixedConfig.classic_rejoin_epoch)
+    behind = gb.assignment_epoch if obs.after.classic_rejoin_epoch == "assignment" else gb.group_epoch
     rejoin = (
-        m.member_epoch < gb.group_epoch
+        m.member_epoch < behind
         or m.state == MemberState.UNREVOKED_PARTITIONS
         or (m.state == MemberState.UNRELEASED_PARTITIONS and not waiting_on_unreleased(gb, m.member_id))
     )

@@ -82,6 +82,8 @@ class MixedWorld(ConsumerWorld):
     classic_max_size: int = 2**31 - 1
     classic_snaps: Mapping[str, GroupSnap] = field(default_factory=lambda: MappingProxyType({}))
     initial_rebalance_delay_ms: int = 3_000
+    #: `MixedConfig.classic_rejoin_epoch` of the coordinator ("group" or "assignment")
+    classic_rejoin_epoch: str = "group"
 
 
 CLASSIC_STATE_INVARIANTS = (
@@ -181,6 +183,7 @@ def capture_mixed_world(
         classic_max_size=config.classic.max_size,
         classic_snaps=MappingProxyType({gid: GroupSnap.of(g) for gid, g in state.classic.groups.items()}),
         initial_rebalance_delay_ms=config.classic.initial_rebalance_delay_ms,
+        classic_rejoin_epoch=config.classic_rejoin_epoch,
     )
 
 

@@ -13,7 +13,7 @@ from conformance.pipeline import codec, schema
 from conformance.pipeline.audit_core import audit_trace
 from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
 from conformance.pipeline.swarm_model import draw_config, observations, run_one
-from conformance.pipeline.windows import CHECKS, python_window_checks, window_sql
+from conformance.pipeline.windows import CHECKS, prepare_sql, python_window_checks, window_sql
 
 V0 = {"sticky": "v0", "assignor": "sticky"}
 
@@ -154,6 +154,11 @@ def test_window_checks_agree_between_python_and_duckdb_and_have_teeth(v0_rows):
     con.register("lake", pa.Table.from_batches([schema.rows_to_batch(rows)]))
     sql = [tuple(x[:3]) for c in CHECKS for x in con.execute(window_sql(c, "duckdb")).fetchall()]
     assert sorted(sql) == sorted(tuple(x[:3]) for x in py)
+    con.execute("CREATE TEMP TABLE prep AS " + prepare_sql("duckdb"))  # the one-scan form
+    one_scan = [
+        tuple(x[:3]) for c in CHECKS for x in con.execute(window_sql(c, "duckdb", prepared=True)).fetchall()
+    ]
+    assert sorted(one_scan) == sorted(sql)
     kinds = {(t, inv) for t, _s, inv, _m in py}
     assert ("mutant-1", "window.generation_monotonic") in kinds
     assert any(inv == "window.single_holder" for _t, inv in kinds)

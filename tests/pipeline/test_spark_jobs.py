@@ -52,6 +52,17 @@ def test_audit_finds_kafka_7026_on_v0_and_writes_replayable_traces(spark, v0_lak
     rows = sorted(pq.read_table(v0_lake).to_pylist(), key=lambda r: (r["trace_id"], r["step"]))
     py = {(t, s, i) for t, s, i, _m in python_window_checks(rows)}
     assert {(t, s, i) for t, s, i, _m in summary.violations if i.startswith("window.")} == py
+    # the one-scan form (a persisted `prep` table, benchmarks/pipeline.py --modes prep) finds the same
+    from conformance.pipeline.windows import CHECKS, prepare_sql, window_sql
+
+    spark.read.parquet(str(v0_lake)).createOrReplaceTempView("lake")
+    prep = spark.sql(prepare_sql("spark")).persist()
+    prep.createOrReplaceTempView("prep")
+    one_scan = {
+        tuple(r)[:3] for c in CHECKS for r in spark.sql(window_sql(c, "spark", prepared=True)).collect()
+    }
+    prep.unpersist()
+    assert one_scan == py
     files = [Path(p) for p in summary.counterexamples]
     assert files and all(p.exists() for p in files)
     from conformance.cli import main
@@ -129,8 +140,8 @@ def test_metrics_report_with_plots_and_abstract_coverage(spark, tmp_path):
     assert sum(r["new_states"] for r in results["growth"]) == cov["states"]
     summary = write_metrics_report(results, str(lake), tmp_path / "m", explore)
     text = summary.read_text()
-    for png in ("rebalance.png", "moved.png", "ownerless.png", "coverage-growth.png", "state-machine-classic.png",
-                "explore-coverage.png"):  # fmt: skip
+    for png in ("rebalance-steps.png", "rebalance-ms.png", "moved.png", "ownerless.png", "coverage-growth.png",
+                "state-machine-classic.png", "explore-coverage.png"):  # fmt: skip
         assert f"]({png})" in text and (tmp_path / "m" / png).stat().st_size > 10_000, png
     assert (tmp_path / "m" / "coverage.parquet").exists()
 
@@ -142,9 +153,39 @@ def test_metrics_over_a_lake_without_abstract_states(spark, v0_lake, tmp_path):
     assert explore is None and "abstract" not in results
     rebalances = {r["assignor"]: r for r in results["rebalances"]}
     assert set(rebalances) == {"sticky"} and rebalances["sticky"]["rebalances"] > 8
-    assert {label for r in results["rebalance_spans"] for label in [r["sticky"]]} == {"v0"}
+    assert {(r["protocol"], r["variant"]) for r in results["rebalance_spans"]} == {("classic", "sticky=v0")}
     assert results["moved"] and results["moved"][0]["stable_generations"] > 0
     cov = results["coverage"][0]
     assert cov["protocol"] == "classic" and cov["states"] > 5 and cov["transitions"] > 5
     with pytest.raises(UsageError, match="run the swarm with --coverage"):
         metrics(spark, str(v0_lake), tmp_path / "metrics2", ({}, None))
+
+
+def test_consumer_coverage_is_computed_against_the_consumer_explore_graph(spark, tmp_path):
+    """A lake of both protocols (`--protocol both --coverage --shape 2,2`) against a consumer explore
+    graph: only the consumer runs' abstract states count, and they are consumer_explore's keys."""
+    from conformance.pipeline.jobs import metrics
+    from conformance.pipeline.schema import LAKE_SCHEMA, rows_to_batch
+    from conformance.trace.consumer_explore import explore_consumer
+    from conformance.trace.coverage import load_graph
+    from conformance.trace.explore import save_graph
+
+    rows = [r for i in range(6) for r in run_one(draw_config(3, i, "both", None, 30, True, (2, 2)))]
+    lake = tmp_path / "both"
+    lake.mkdir()
+    pq.write_table(pa.Table.from_batches([rows_to_batch(rows)], LAKE_SCHEMA), lake / "part-0.parquet")
+    consumer_keys = {r["abstract_state"] for r in rows if r["protocol"] == "consumer"}
+    classic_keys = {r["abstract_state"] for r in rows if r["protocol"] == "classic"}
+    assert consumer_keys and classic_keys and not consumer_keys & classic_keys
+    graph = load_graph(save_graph(explore_consumer(2, 2, depth=4), tmp_path / "c.json"))
+    results, explore = metrics(spark, str(lake), tmp_path / "m", graph)
+    assert explore.protocol == "consumer" and explore.nodes == consumer_keys
+    assert 0 < explore.covered_nodes() < explore.graph.number_of_nodes()
+    assert all(a in consumer_keys and b in consumer_keys for a, b in explore.edges)
+    assert {r["protocol"] for r in results["rebalances"]} == {"classic", "consumer"}
+    classic_only = tmp_path / "classic"
+    classic_only.mkdir()
+    mine = [r for r in rows if r["protocol"] == "classic"]
+    pq.write_table(pa.Table.from_batches([rows_to_batch(mine)], LAKE_SCHEMA), classic_only / "p.parquet")
+    with pytest.raises(UsageError, match="no consumer runs with abstract states"):
+        metrics(spark, str(classic_only), tmp_path / "m2", graph)

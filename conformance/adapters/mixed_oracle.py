@@ -1,0 +1,685 @@
+"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (issue 4, B.13).
+
+Classic members speak JoinGroup / SyncGroup / Heartbeat / LeaveGroup through the classic wire
+codec (`conformance.adapters.codec`, as the classic oracle does); consumer-protocol members speak
+ConsumerGroupHeartbeat through the consumer codec (`consumer_codec`). All of them share ONE real
+group on the target, and the model beside it is the mixed coordinator (`model.consumer.mixed`).
+
+In a consumer group every classic request is answered as soon as its records are written, never
+parked (GMM ``classicGroupJoinToConsumerGroup`` completes the response from ``appendFuture``,
+apache/kafka@1eb7644 GroupMetadataManager.java L2084-2103; SyncGroup and Heartbeat likewise), and a
+ConsumerGroupHeartbeat is always answered at once. So one operation is: send, wait for the answer
+(deadline), keep the model *hypotheses* that explain it — as the consumer oracle does
+(`consumer_oracle`): timers whose deadline falls in the tolerance window may or may not have
+fired, and a new group's epochs start at 0 (Kafka 4.0) or 1 (4.3+, KAFKA-20268); both are kept
+until an answer decides. A parked answer (a classic group in a join phase) is waited for up to the
+deadline too, so the machine on real targets keeps classic groups to one member
+(`conformance.machines.mixed_real`).
+
+Kafka's arbitrary choices, checked legal and ADOPTED:
+
+* member ids the coordinator generates (a classic JoinGroup without one): the target's id is
+  legal when no member of the group has it; the model's fresh id is renamed to it;
+* the server assignor's choices (uniform tie-breaking, reference §F): when the target's answer
+  differs from the model only in the partitions it gives, the target's choice is installed in
+  the model's target assignment if a legal completion exists (`consumer_oracle.complete_assignment`);
+  for a classic member the partitions are those of the SyncGroup assignment bytes (reference §C.1).
+
+No hypothesis explains an answer -> a protocol finding (``oracle.<Api>``, request, answer, what
+the model expected). Differences in Apache Kafka's exact bytes (the encoded assignment's version,
+the heartbeat interval echoed) are kafka-compat findings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.adapters.codec import API_NAMES, api_key_of, decode_response, encode_request
+from conformance.adapters.consumer_codec import (
+    API_CONSUMER_GROUP_HEARTBEAT,
+    TopicMap,
+    decode_heartbeat,
+    encode_heartbeat,
+)
+from conformance.adapters.consumer_oracle import (
+    TOPIC_PROPAGATION_S,
+    _NoLegal,
+    _topic_ids,
+    adopting,
+    complete_assignment,
+)
+from conformance.adapters.consumer_oracle import compare as compare_heartbeat
+from conformance.adapters.oracle import Finding, OraclePort, TargetSession, rename
+from conformance.errors import TargetError
+from model.classic.messages import (
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartition,
+)
+from model.consumer.mixed import MixedConfig, MixedCoordinator
+from model.consumer.mixed_state import MixedState
+from model.consumer.records import TargetAssignmentMemberRecord, apply
+from model.embedded import (
+    Assignment,
+    EmbeddedDecodeError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from model.errors import ErrorCode
+from model.result import Result
+
+# ---------------------------------------------------------------------- hypotheses
+#: The protocol-legal model variants the first answers decide between (an index per hypothesis):
+#: where a new group's epochs start (0: Kafka 4.0, 1: Kafka 4.3+, KAFKA-20268) and which epoch a
+#: classic member of a consumer group must reach (`MixedConfig.classic_rejoin_epoch`).
+ORIGINS = {0: (0, "group"), 1: (1, "group"), 2: (0, "assignment"), 3: (1, "assignment")}
+
+
+@dataclass
+class MHypo:
+    state: MixedState
+    origin: int  # the ORIGINS key of the coordinator this hypothesis runs
+    now: int = 0
+    adoptions: int = 0
+    notes: tuple[str, ...] = ()
+
+    def copy(self) -> MHypo:
+        return dataclasses.replace(self, state=self.state.copy())
+
+
+@dataclass
+class MixedTiming:
+    late_ms: int = 500
+    answer_deadline_ms: int = 5000
+    max_hypotheses: int = 16
+
+
+def _tps(parts: frozenset[TopicPartition] | None) -> str:
+    if parts is None:
+        return "none"
+    return "{" + ", ".join(f"{t}-{p}" for t, p in sorted(parts)) + "}"
+
+
+def _e(code: Any) -> str:
+    return code.name if isinstance(code, ErrorCode) else str(code)
+
+
+def sync_partitions(resp: SyncGroupResponse) -> frozenset[TopicPartition] | None:
+    """The partitions a SyncGroup answer's assignment bytes give (None: not decodable)."""
+    if not resp.assignment:
+        return frozenset()
+    try:
+        return frozenset(decode_assignment(resp.assignment).partitions)
+    except EmbeddedDecodeError:
+        return None
+
+
+def short(resp: Any) -> str:
+    if resp is None:
+        return "nothing"
+    name = type(resp).__name__.removesuffix("Response")
+    err = getattr(resp, "error_code", getattr(resp, "error", None))
+    if err is not None and err != ErrorCode.NONE:
+        return f"{name} {_e(err)}"
+    if isinstance(resp, ConsumerGroupHeartbeatResponse):
+        return f"{name} NONE epoch {resp.member_epoch} assignment {_tps(resp.assigned())}"
+    if isinstance(resp, JoinGroupResponse):
+        return f"{name} NONE generation {resp.generation_id} member {resp.member_id}"
+    if isinstance(resp, SyncGroupResponse):
+        return f"{name} NONE assignment {_tps(sync_partitions(resp))}"
+    return f"{name} NONE"
+
+
+def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) -> tuple[str | None, list[str]]:
+    """(protocol mismatch or None, kafka-compat notes) between the model's answer and the target's."""
+    if model is None:
+        return "the model parks the request (no answer yet)", []
+    if type(model) is not type(target):
+        return f"{type(target).__name__}, model {type(model).__name__}", []
+    if isinstance(target, ConsumerGroupHeartbeatResponse):
+        return compare_heartbeat(model, target, prior)
+    notes: list[str] = []
+    if isinstance(target, HeartbeatResponse):
+        return (
+            None if model.error == target.error else f"error {_e(target.error)}, model {_e(model.error)}"
+        ), notes
+    if isinstance(target, LeaveGroupResponse):
+        if model.error != target.error:
+            return f"error {_e(target.error)}, model {_e(model.error)}", notes
+        mine = sorted((m.member_id, _e(m.error)) for m in model.members)
+        theirs = sorted((m.member_id, _e(m.error)) for m in target.members)
+        return (None if mine == theirs else f"members {theirs}, model {mine}"), notes
+    if isinstance(target, JoinGroupResponse):
+        if model.error != target.error:
+            return f"error {_e(target.error)}, model {_e(model.error)}", notes
+        if model.member_id != target.member_id:
+            return f"member id {target.member_id!r}, model {model.member_id!r}", notes
+        if target.error != ErrorCode.NONE:
+            return None, notes
+        for what in ("generation_id", "protocol_type", "protocol_name", "leader"):
+            if getattr(model, what) != getattr(target, what):
+                return f"{what} {getattr(target, what)!r}, model {getattr(model, what)!r}", notes
+        mine = sorted(m.member_id for m in model.members)
+        theirs = sorted(m.member_id for m in target.members)
+        return (None if mine == theirs else f"member list {theirs}, model {mine}"), notes
+    if isinstance(target, SyncGroupResponse):
+        if model.error != target.error:
+            return f"error {_e(target.error)}, model {_e(model.error)}", notes
+        if target.error != ErrorCode.NONE:
+            return None, notes
+        for what in ("protocol_type", "protocol_name"):
+            if getattr(model, what) != getattr(target, what):
+                return f"{what} {getattr(target, what)!r}, model {getattr(model, what)!r}", notes
+        mine, theirs = sync_partitions(model), sync_partitions(target)
+        if theirs is None:
+            return "assignment bytes the consumer embedded protocol cannot read (reference §C.1)", notes
+        if mine != theirs:
+            return f"assignment {_tps(theirs)}, model {_tps(mine)}", notes
+        if model.assignment != target.assignment:
+            notes.append("SyncGroup assignment bytes differ from the model's encoding (same partitions)")
+        return None, notes
+    return (None if model == target else f"{target!r}, model {model!r}"), notes
+
+
+# ---------------------------------------------------------------------- the port
+@dataclass
+class MixedOraclePort:
+    """One real group, both protocols' members, the mixed model beside it (module docstring)."""
+
+    coordinator: MixedCoordinator
+    session: TargetSession
+    timing: MixedTiming = field(default_factory=MixedTiming)
+
+    def __post_init__(self) -> None:
+        self.adapter = self.session.adapter
+        self.chooser = RefChooser()
+        self.coords = {k: self._with_origin(*v) for k, v in ORIGINS.items()}
+        self.real_group = self.session.next_group()
+        self.t0 = time.monotonic()
+        self.hypos: list[MHypo] = [MHypo(MixedState(), k) for k in ORIGINS]
+        self.topics = TopicMap()
+        self.findings: list[Finding] = []
+        self.log: list[str] = []
+        self.members: set[str] = set()
+        self.notes_reported = 0
+        self.crashed = False
+        self._t_ans = 0
+
+    def _with_origin(self, origin: int, rejoin: str) -> MixedCoordinator:
+        base = self.coordinator
+        consumer = dataclasses.replace(base.config.consumer, initial_group_epoch=origin)
+        config = dataclasses.replace(base.config, consumer=consumer, classic_rejoin_epoch=rejoin)
+        coord = type(base)(config, self.chooser)
+        # the server assignor's choice can be replaced by the target's (consumer_oracle._Adopting)
+        coord.consumer = adopting(coord.consumer, origin)  # type: ignore[assignment]
+        return coord
+
+    # ------------------------------------------------------------------ clock
+    def clock(self) -> int:
+        return int((time.monotonic() - self.t0) * 1000)
+
+    def sleep_until(self, ms: int) -> None:
+        while True:
+            left = ms - self.clock()
+            if left <= 0:
+                return
+            time.sleep(min(left, 50) / 1000)
+
+    def state(self) -> MixedState:
+        return self.hypos[0].state
+
+    def reported_coordinator(self) -> MixedCoordinator:
+        return self.coords[self.hypos[0].origin] if self.hypos else self.coordinator
+
+    def model_now(self) -> int:
+        return self.hypos[0].now if self.hypos else 0
+
+    def take_findings(self) -> list[Finding]:
+        taken, self.findings = self.findings, []
+        return taken
+
+    def close(self) -> None:
+        for member in self.members:
+            self.adapter.drop_member(member)
+
+    # ------------------------------------------------------------------ topics and time
+    def create_topic(self, topic: str, partitions: int) -> None:
+        real = self.session.real_topic(topic, partitions)
+        fresh = real not in self.session.__dict__.get("topic_ids", {})
+        self.session.ensure_topic(real)
+        ids = _topic_ids(self.session, [real])
+        if fresh:  # the coordinator learns a new topic from the next metadata image (consumer_oracle)
+            time.sleep(TOPIC_PROPAGATION_S)
+        if real not in ids:
+            raise TargetError(f"{self.adapter.bootstrap}: Metadata does not list topic {real} with an id")
+        self.topics.add(topic, real, ids[real])
+        for h in self.hypos:
+            self.coords[h.origin].create_topic(h.state, topic, partitions)
+
+    def advance(self) -> None:
+        t = self.clock()
+        for h in self.hypos:
+            self._fire_certain(h, t)
+
+    # ------------------------------------------------------------------ one operation
+    def exchange(self, member: str, request: Any, ref: int) -> Any:
+        """Send ``request`` for ``member``; the target's answer (None: none), hypotheses updated."""
+        self.members.add(member)
+        t = self.clock()
+        try:
+            api, version, payload = self._encode(request)
+        except _NotOffered as e:
+            self._finding("protocol", f"oracle.{e.api}", str(e))
+            return None
+        try:
+            self.adapter.submit(member, self.real_group, payload, ref, member)
+        except TargetError as e:
+            self._crash(t, f"cannot send {API_NAMES.get(api, api)}: {e}")
+            return None
+        target, t_ans = self._await(ref, t, request, version)
+        name = _api_name(request)
+        self.log.append(f"t={t} ref {ref} {member} {name} -> {short(target)} at t={t_ans}")
+        if target is None:
+            cands = [c for h in self.hypos for c, _ in self._candidates(h, t, t_ans, request, ref, None)]
+            self.hypos = self._dedupe(cands + list(self.hypos))
+            if not self.crashed:
+                self._finding(
+                    "protocol",
+                    f"oracle.{name}",
+                    f"at t={t}, {member} sends {name} (ref {ref}): no answer within "
+                    f"{self.timing.answer_deadline_ms} ms",
+                )
+            return None
+        prior = self._prior(request)
+        cands: list[MHypo] = []
+        reasons: list[str] = []
+        for h in self.hypos:
+            for c, why in self._candidates(h, t, t_ans, request, ref, target, prior):
+                (cands if why is None else reasons).append(c if why is None else why)  # type: ignore[arg-type]
+        if not cands:
+            uniq = list(dict.fromkeys(reasons))
+            self._finding(
+                "protocol",
+                f"oracle.{name}",
+                f"at t={t}, {member} sends {name} (ref {ref}): the target answered {short(target)}; "
+                f"no model hypothesis explains it ({len(uniq)} tried): " + " | ".join(uniq[:4]),
+            )
+            if not self.adapter.alive():
+                self._crash(t, "the target stopped answering")
+            return target
+        cands.sort(key=lambda c: (c.adoptions, c.origin))
+        self.hypos = self._dedupe(cands)
+        h0 = self.hypos[0]
+        _m, notes = compare(getattr(h0, "_answer", None) or target, target, prior)
+        for note in notes:
+            self._finding("kafka-compat", f"compat.{name}", f"ref {ref}: {note}")
+        for note in h0.notes[self.notes_reported :]:
+            self._finding("kafka-compat", "compat.mixed", f"ref {ref}: {note}")
+        self.notes_reported = max(self.notes_reported, len(h0.notes))
+        return target
+
+    # ------------------------------------------------------------------ wire
+    def _encode(self, request: Any) -> tuple[int, int, Any]:
+        caps = self.adapter.connect()
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            lo, hi = caps.api_versions.get(API_CONSUMER_GROUP_HEARTBEAT, (0, -1))
+            if not lo <= request.version <= hi:
+                raise _NotOffered(
+                    "ConsumerGroupHeartbeat", f"target offers no ConsumerGroupHeartbeat v{request.version}"
+                )
+            payload = encode_heartbeat(request, request.version, self.real_group, self.topics)
+            return API_CONSUMER_GROUP_HEARTBEAT, request.version, payload
+        key = api_key_of(request)
+        version = caps.version(key, getattr(request, "version", 99))
+        if version is None:
+            raise _NotOffered(API_NAMES[key], f"target offers no {API_NAMES[key]} version we speak")
+        sent = OraclePort._as_sent(None, request, version)  # type: ignore[arg-type]
+        if isinstance(sent, JoinGroupRequest):  # the embedded subscription names real topics
+            sent = dataclasses.replace(
+                sent, protocols=tuple((n, self._real_subscription(m)) for n, m in sent.protocols)
+            )
+        if isinstance(sent, SyncGroupRequest):
+            sent = dataclasses.replace(
+                sent,
+                assignments=tuple(
+                    (mid, self._map_assignment(a, self.topics.real_name)) for mid, a in sent.assignments
+                ),
+            )
+        real = dataclasses.replace(sent, group_id=self.real_group)
+        return key, version, encode_request(real, version, self.topics.real_name)
+
+    def _real_subscription(self, metadata: bytes) -> bytes:
+        from model.consumer.mixed import subscription_version
+
+        try:
+            sub = decode_subscription(metadata)
+        except EmbeddedDecodeError:
+            return metadata  # malformed on purpose: the target must say so
+        sub = dataclasses.replace(
+            sub,
+            topics=tuple(self.topics.real_name(t) for t in sub.topics),
+            owned_partitions=tuple((self.topics.real_name(t), p) for t, p in sub.owned_partitions),
+        )
+        return encode_subscription(sub, subscription_version(metadata))
+
+    @staticmethod
+    def _map_assignment(data: bytes, name: Any) -> bytes:
+        from model.consumer.mixed import subscription_version
+
+        if not data:
+            return data
+        try:
+            a = decode_assignment(data)
+        except EmbeddedDecodeError:
+            return data
+        return encode_assignment(
+            Assignment(tuple((name(t), p) for t, p in a.partitions), a.user_data), subscription_version(data)
+        )
+
+    def _await(self, ref: int, t: int, request: Any, version: int) -> tuple[Any, int]:
+        end = t + self.timing.answer_deadline_ms
+        while self.clock() < end:
+            for arrival in self.adapter.poll(0.02):
+                if arrival.tag != ref:
+                    continue
+                at = int((arrival.at - self.t0) * 1000)
+                self.session.rtt_ms.append(at - t)
+                if arrival.value is None:
+                    return None, at
+                try:
+                    if isinstance(request, ConsumerGroupHeartbeatRequest):
+                        return decode_heartbeat(arrival.value, self.topics), at
+                    resp = decode_response(
+                        request, arrival.value, version, lambda real, _p, _m: self.topics.model_of_name(real)
+                    )
+                    if isinstance(resp, SyncGroupResponse):
+                        resp = dataclasses.replace(
+                            resp, assignment=self._map_assignment(resp.assignment, self.topics.model_of_name)
+                        )
+                    return resp, at
+                except Exception as e:  # noqa: BLE001 - a value we cannot map is a finding
+                    self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
+                    return None, at
+            for wf in self.adapter.take_findings():
+                self._finding("protocol", f"wire.{wf.kind}", wf.describe())
+                if wf.kind in ("closed", "truncated"):
+                    self._crash(t, "the target closed a connection with a request outstanding")
+                    return None, self.clock()
+        return None, self.clock()
+
+    def _prior(self, request: Any) -> frozenset[TopicPartition] | None:
+        if not isinstance(request, ConsumerGroupHeartbeatRequest) or not self.hypos:
+            return None
+        g = self.hypos[0].state.consumer.groups.get(request.group_id)
+        m = None if g is None else g.members.get(request.member_id)
+        return None if m is None else m.assigned
+
+    # ------------------------------------------------------------------ hypotheses
+    def _fire_certain(self, h: MHypo, t: int) -> None:
+        cutoff = t - self.timing.late_ms
+        if cutoff > h.now:
+            self.coords[h.origin].advance(h.state, cutoff)
+            h.now = cutoff
+
+    def _uncertain(self, h: MHypo, t: int, t_ans: int) -> list[int]:
+        deadlines = {tm.deadline for g in h.state.consumer.groups.values() for tm in g.timers.values()} | {
+            d for g in h.state.classic.groups.values() for d, *_ in _classic_deadlines(g)
+        }
+        return sorted(d for d in deadlines if t - self.timing.late_ms < d <= t_ans)
+
+    def _candidates(
+        self, h: MHypo, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None
+    ) -> list[tuple[MHypo, str | None]]:
+        self._t_ans = t_ans
+        base = h.copy()
+        self._fire_certain(base, t)
+        deadlines = self._uncertain(base, t, t_ans)
+        out: list[tuple[MHypo, str | None]] = []
+        for k in range(len(deadlines) + 1):
+            c = base.copy()
+            if k:
+                self.coords[c.origin].advance(c.state, deadlines[k - 1])
+                c.now = max(c.now, deadlines[k - 1])
+            out.extend(self._apply(c, request, ref, max(t, c.now), target, prior))
+        return out
+
+    def _run(self, c: MHypo, request: Any, ref: int, at: int, until: int | None = None) -> Any:
+        """The model's answer to ``request`` at ``at``; a request the model parks (a classic join
+        phase that a timer completes, e.g. the initial rebalance delay) is answered by the timers
+        due up to ``until`` (the target's answer time), fired in deadline order."""
+        self.chooser.reset(ref)
+        coord = self.coords[c.origin]
+        result = coord.handle(c.state, request, ref, at)
+        answer = next((d.response for d in result.deliveries if d.ref == ref), None)
+        horizon = at if until is None else max(at, until)
+        while answer is None:
+            due = [d for d in self._deadlines(c) if d <= horizon]
+            if not due:
+                break
+            step = min(due)
+            later = coord.advance(c.state, step)
+            c.now = max(c.now, step)
+            answer = next((d.response for d in later.deliveries if d.ref == ref), None)
+        return answer
+
+    def _deadlines(self, h: MHypo) -> set[int]:
+        return {tm.deadline for g in h.state.consumer.groups.values() for tm in g.timers.values()} | {
+            d for g in h.state.classic.groups.values() for d, *_ in _classic_deadlines(g)
+        }
+
+    def _apply(
+        self, c: MHypo, request: Any, ref: int, at: int, target: Any, prior: Any
+    ) -> list[tuple[MHypo, str | None]]:
+        before = c.copy()
+        answer = self._run(c, request, ref, at, self._t_ans)
+        c.now = max(c.now, at)  # the model handled the request at ``at``: its clock is there
+        c._answer = answer  # type: ignore[attr-defined]
+        if target is None:
+            return [(c, None)]
+        why, _ = compare(answer, target, prior)
+        if why is None:
+            return [(c, None)]
+        adopted = self._adopt_member_id(c, answer, target, prior)
+        if adopted is not None:
+            return [adopted]
+        adopted = self._adopt_assignment(before, request, ref, at, answer, target, prior)
+        if adopted is not None:
+            return [adopted]
+        return [(c, f"{short(target)} vs model {short(answer)}: {why}")]
+
+    def _adopt_member_id(
+        self, c: MHypo, answer: Any, target: Any, prior: Any
+    ) -> tuple[MHypo, str | None] | None:
+        """The coordinator's generated member id (classic JoinGroup without one): legal when fresh."""
+        if not isinstance(target, JoinGroupResponse) or not isinstance(answer, JoinGroupResponse):
+            return None
+        old, new = answer.member_id, target.member_id
+        if not old or not new or old == new or new in _member_ids(c.state):
+            return None
+        d = dataclasses.replace(c, state=rename(c.state, old, new))
+        d._answer = dataclasses.replace(answer, member_id=new)  # type: ignore[attr-defined]
+        why, _ = compare(d._answer, target, prior)  # type: ignore[attr-defined]
+        return (d, None) if why is None else None
+
+    def _adopt_assignment(
+        self, before: MHypo, request: Any, ref: int, at: int, answer: Any, target: Any, prior: Any
+    ) -> tuple[MHypo, str | None] | None:
+        """The target's partitions for this member, installed in the model's target assignment when a
+        legal completion exists (consumer_oracle.complete_assignment), then the request run again."""
+        if isinstance(target, ConsumerGroupHeartbeatResponse):
+            if target.error_code != ErrorCode.NONE or target.assigned() is None:
+                return None
+            got = target.assigned() or frozenset()
+            gid, member_id = request.group_id, request.member_id
+        elif isinstance(target, SyncGroupResponse):
+            if target.error != ErrorCode.NONE or not isinstance(answer, SyncGroupResponse):
+                return None
+            got = sync_partitions(target)
+            gid, member_id = request.group_id, request.member_id
+            if got is None:
+                return None
+        else:
+            return None
+        coord = self.coords[before.origin]
+        tries: list[tuple[MHypo, bool]] = [(before.copy(), True)]  # the assignor runs in this request
+        tries += [(d, False) for d in self._with_target(before, gid, member_id, got, coord)]  # it ran before
+        for d, hook in tries:
+            engine: Any = coord.consumer
+            if hook:
+                engine.adopt, engine.adopt_pins = {member_id: got}, {}
+            try:
+                again = self._run(d, request, ref, at, self._t_ans)
+            except _NoLegal:
+                continue
+            finally:
+                engine.adopt = None
+            d.now = max(d.now, at)
+            why, _ = compare(again, target, prior)
+            if why is None:
+                d._answer = again  # type: ignore[attr-defined]
+                d.adoptions += 1
+                d.notes = d.notes + (
+                    f"the target's assignor gave {member_id} {_tps(got)} where the model's chose "
+                    f"{_tps(_given(answer))}; legal (reference §B.11, §F), adopted",
+                )
+                return d, None
+        return None
+
+    def _with_target(
+        self, h: MHypo, gid: str, member_id: str, got: frozenset[TopicPartition], coord: MixedCoordinator
+    ) -> list[MHypo]:
+        """``h`` with a legal target assignment giving ``member_id`` exactly ``got`` (none if no legal one)."""
+        g = h.state.consumer.groups.get(gid)
+        if g is None or member_id not in g.members:
+            return []
+        from model.consumer.assignors import is_homogeneous
+
+        engine = coord.consumer
+        specs = engine.assignment_specs(h.state.consumer, g)
+        homogeneous = is_homogeneous(
+            engine.subscribed_topics(h.state.consumer, m) for m in g.members.values()
+        )
+        name = g.last_assignor or engine.config.assignors[0]
+        done = complete_assignment(
+            dict(g.target), {member_id: got}, specs, dict(g.subscription_metadata), name, homogeneous
+        )
+        if done is None:
+            return []
+        d = h.copy()
+        d.adoptions += 1
+        for mid, parts in sorted(done.items()):
+            if parts != g.target_of(mid):
+                apply(d.state.consumer, TargetAssignmentMemberRecord(gid, mid, tuple(sorted(parts))))
+        return [d]
+
+    def _dedupe(self, cands: list[MHypo]) -> list[MHypo]:
+        out: list[MHypo] = []
+        for c in cands:
+            if not any(o.origin == c.origin and o.state == c.state for o in out):
+                out.append(c)
+        return out[: self.timing.max_hypotheses]
+
+    # ------------------------------------------------------------------ findings
+    def _finding(self, level: str, rule: str, message: str) -> None:
+        f = Finding(level, rule, message, self.clock())
+        (self.findings if level == "protocol" else self.session.compat).append(f)
+
+    def _crash(self, t: int, what: str) -> None:
+        self.crashed = True
+        if any(f.rule == "target.crash" for f in self.findings):
+            return
+        crash = ""
+        launcher = self.session.launcher
+        if launcher is not None:
+            try:
+                launcher.check_alive()
+            except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
+                crash = f": {e}"
+        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
+
+
+class RefChooser:
+    """The model's choices beside a real target: fresh ids depend only on the request (so equal
+    hypotheses stay equal; the target's id is adopted anyway), ties take the first option."""
+
+    def __init__(self) -> None:
+        self.ref = 0
+        self.counter = 0
+
+    def reset(self, ref: int) -> None:
+        self.ref, self.counter = ref, 0
+
+    def new_uuid(self) -> str:
+        self.counter += 1
+        return str(uuid.UUID(int=(0x5EED << 96) | (self.ref << 16) | self.counter, version=4))
+
+    def pick(self, kind: str, options: Any) -> str:
+        return str(options[0])
+
+
+class _NotOffered(Exception):
+    def __init__(self, api: str, message: str) -> None:
+        super().__init__(message)
+        self.api = api
+
+
+def _given(answer: Any) -> frozenset[TopicPartition] | None:
+    if isinstance(answer, ConsumerGroupHeartbeatResponse):
+        return answer.assigned()
+    if isinstance(answer, SyncGroupResponse):
+        return sync_partitions(answer)
+    return None
+
+
+def _api_name(request: Any) -> str:
+    if isinstance(request, ConsumerGroupHeartbeatRequest):
+        return "ConsumerGroupHeartbeat"
+    return API_NAMES[api_key_of(request)]
+
+
+def _member_ids(state: MixedState) -> set[str]:
+    out: set[str] = set()
+    for g in state.consumer.groups.values():
+        out |= set(g.members)
+    for cg in state.classic.groups.values():
+        out |= set(cg.members) | set(getattr(cg, "pending_members", ()))
+    return out
+
+
+def _classic_deadlines(group: Any) -> list[tuple[int]]:
+    """The armed timers of a classic group (`model.classic.state` ``Group.timers``)."""
+    return [(int(tm.deadline),) for tm in group.timers.values()]
+
+
+def mixed_config(handle: Any) -> MixedConfig:
+    """The mixed model with the target's group settings (launcher settings, else Kafka's defaults)."""
+    from conformance.adapters.check import real_profile
+    from conformance.adapters.consumer_check import consumer_setup
+    from conformance.build import classic_config, consumer_config
+    from model.consumer.mixed_state import MigrationPolicy
+
+    _factory, consumer_keys, _ = consumer_setup(handle, real_profile("ci"))
+    settings = dict(getattr(handle.launcher, "settings", {}) or {})
+    policy = MigrationPolicy(str(settings.get("group.consumer.migration.policy", "bidirectional")).lower())
+    return MixedConfig(
+        policy=policy,
+        classic=classic_config(handle.model_config, "target settings"),
+        consumer=consumer_config(consumer_keys, {}, "target settings"),
+    )
+
+
+__all__ = ["MixedOraclePort", "Result", "compare", "mixed_config"]

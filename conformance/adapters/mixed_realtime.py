@@ -1,0 +1,130 @@
+"""A mixed-group run on a real clock against a real coordinator (issue 4; B.13).
+
+`RealMixedRun` is the traced `MixedRun` (its log is the trace, `conformance.trace.mixed`) with the
+coordinator replaced by `MixedOraclePort`: each request a classic or consumer-protocol member sends
+goes to the target and to the model hypotheses, the member gets the target's answer, and the
+observation shows the reported hypothesis' state at its model clock (every timer up to it has
+fired; it lags the real clock by at most the oracle's tolerance window). ``tick`` sleeps: time
+passes only when a rule needs it. A request left unanswered by its deadline is a finding; the
+member then treats it as lost (a classic client's request timeout, a consumer's lost heartbeat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from conformance.adapters.mixed_oracle import MixedOraclePort
+from conformance.trace.mixed import TracedMixedRun
+from model.classic.client import ClassicClient
+from model.consumer.client import VirtualConsumer
+from model.consumer.messages import ConsumerGroupHeartbeatRequest
+from model.consumer.mixed_world import ClassicRequestEvent
+from model.consumer.world import AdvanceEvent, HeartbeatEvent, TopicEvent
+from model.result import Delivery, Result
+
+#: real milliseconds between two rounds of member requests (the consumer heartbeat interval on
+#: the launchers is 500 ms, classic members heartbeat every round)
+REAL_TICK_MS = 250
+
+
+class RealMixedRun(TracedMixedRun):
+    """`TracedMixedRun` whose coordinator is a real target behind `MixedOraclePort`."""
+
+    port: MixedOraclePort
+
+    def attach(self, port: MixedOraclePort) -> RealMixedRun:
+        self.port = port
+        self.state = port.state()
+        return self
+
+    def _call(self, action: Callable[[], Any]) -> Callable[[], Result]:
+        def run() -> Result:
+            out = action()
+            self.state = self.port.state()
+            self.now = min(self.port.clock(), max(self.port.model_now(), 0))
+            return out if isinstance(out, Result) else Result()
+
+        return run
+
+    def _observed(self, event: object, action: Callable[[], Any]) -> None:
+        real = max(self.now, self.port.clock())
+        try:
+            self._step(event, self._call(action))
+        finally:
+            self.now = real  # the trace and the members run on the real clock
+        if self.log and self.log[-1].obs is self.last:
+            self.log[-1].now = real
+
+    def world(self) -> Any:
+        """The world of the reported hypothesis, with the settings of the coordinator it runs."""
+        from model.consumer.mixed_world import capture_mixed_world
+
+        running = [c for n, c in sorted(self.clients.items()) if n not in self.stopped]
+        return capture_mixed_world(self.state, self.port.reported_coordinator(), running)
+
+    # ---------------------------------------------------------------- MixedRun on the wire
+    def topic(self, name: str, partitions: int) -> None:
+        self._op({"op": "topic", "name": name, "partitions": partitions})
+        self._observed(
+            TopicEvent("create", name, partitions), lambda: self.port.create_topic(name, partitions)
+        )
+
+    def tick(self) -> None:
+        self.port.sleep_until(self.now + self.tick_ms)
+        self.now = self.port.clock()
+        self._observed(AdvanceEvent(self.now), self.port.advance)
+        for name in sorted(self.clients):
+            if name in self.stopped:
+                continue
+            client = self.clients[name]
+            request: object | None
+            if isinstance(client, ClassicClient):
+                request = client.next_request(dict(self.state.classic.topics))
+            else:
+                request = client.next_request(self.now)
+            if request is not None:
+                self._send(name, request)
+
+    def failover(self) -> None:
+        raise NotImplementedError("mixed-group coordinator failover on a real target is not supported")
+
+    def _send(self, name: str, request: object) -> None:
+        ref = self._next_ref
+        self._next_ref += 1
+        self._refs[ref] = name
+        event: object = (
+            HeartbeatEvent(ref, request, name)
+            if isinstance(request, ConsumerGroupHeartbeatRequest)
+            else ClassicRequestEvent(ref, request, name)  # type: ignore[arg-type]
+        )
+        answered: list[Any] = []
+
+        def exchange() -> Result:
+            answer = self.port.exchange(name, request, ref)
+            answered.append(answer)
+            return Result(deliveries=[] if answer is None else [Delivery(ref, answer)])
+
+        self.now = max(self.now, self.port.clock())
+        self._observed(event, exchange)
+        if answered and answered[0] is None:  # no answer by the deadline: the member gives up on it
+            self._refs.pop(ref, None)
+            client = self.clients[name]
+            if isinstance(client, ClassicClient):
+                client.on_timeout()
+            elif isinstance(client, VirtualConsumer):
+                client.on_request_lost(self.now)
+
+
+def real_mixed_run(port: MixedOraclePort, setup: dict[str, Any], variants: dict[str, str]) -> RealMixedRun:
+    """A traced run on ``port`` with the header set-up of `make_mixed_run` (policy, seed, tick)."""
+    run = RealMixedRun(
+        port.coordinator, (), tick_ms=int(setup.get("tick_ms", REAL_TICK_MS)), keep_observations=True
+    )
+    run.setup = {
+        "policy": port.coordinator.config.policy.value,
+        "seed": int(setup.get("seed", 0)),
+        "tick_ms": run.tick_ms,
+    }
+    run.variants, run.seed = dict(variants), int(setup.get("seed", 0))
+    return run.attach(port)

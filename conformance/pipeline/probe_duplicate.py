@@ -1,0 +1,140 @@
+"""Probe: what a coordinator does with a late duplicate of an epoch-0 ConsumerGroupHeartbeat.
+
+The consumer swarm (issue 7, session 3) found `consumer.no_double_client_assignment` after the
+fault injector re-delivered a client's epoch-0 join (owned partitions: none) while that member
+already held partitions. This probe replays the two shapes of that situation against a real
+coordinator through the consumer oracle (`conformance.adapters.consumer_oracle`: every request goes
+to the target and to the model, divergences are findings):
+
+1. *previous epoch 0*: c1 joins (epoch 0 -> E, previous epoch 0), stalls; c2 joins (group epoch
+   bumps, c1 must give up a partition); c1's join arrives again. GMM
+   `throwIfConsumerGroupMemberEpochIsInvalid` accepts it as the previous epoch with owned ⊆
+   assigned (reference §B.6 row 12), and CurrentAssignmentBuilder skips the revocation because
+   the request owns nothing (§B.5 next(e, A) step 1), so the partition is freed for c2 while the
+   real c1 still holds it. c1's next real heartbeat (previous epoch, owning the freed partition)
+   is fenced.
+2. *later epoch*: c1 has moved on (previous epoch > 0) and an epoch-0 join for its member id
+   arrives. Kafka 4.0 fences it (FENCED_MEMBER_EPOCH, the model's rule); KAFKA-19233
+   (apache/kafka PR #21305, merged 2026-01-14) lets any epoch-0 heartbeat of an existing member
+   rejoin, so a newer broker accepts it: the oracle reports that as a divergence from the model.
+
+    python -m conformance.pipeline.probe_duplicate --target apache-kafka [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _summary(obs: Any, name: str) -> dict[str, Any]:
+    resp = next((d.response for d in obs.deliveries), None) if obs is not None else None
+    client = next((c for c in obs.after.clients if c.name == name), None) if obs is not None else None
+    out: dict[str, Any] = {
+        "error": None if resp is None else str(getattr(resp.error_code, "name", resp.error_code))
+    }
+    if resp is not None:
+        out["member_epoch"] = resp.member_epoch
+        out["assignment"] = None if resp.assignment is None else sorted(
+            f"{t.topic}-{p}" for t in resp.assignment for p in t.partitions
+        )  # fmt: skip
+    if client is not None:
+        out["client_epoch"] = client.member_epoch
+        out["client_owns"] = sorted(f"{t}-{p}" for t, p in client.owned)
+    return out
+
+
+def probe(target: str) -> dict[str, Any]:
+    from conformance.adapters import open_target
+    from conformance.adapters.consumer_check import consumer_setup
+    from conformance.adapters.consumer_realtime import RealTimeConsumerSim
+    from conformance.build import make_consumer_sim
+    from conformance.profiles import PROFILES
+
+    steps: list[dict[str, Any]] = []
+    with open_target(target) as handle:
+        port_factory, config, _profile = consumer_setup(handle, PROFILES["ci"])
+        clients = [{"name": "c1", "topics": ["t"]}, {"name": "c2", "topics": ["t"]}]
+        sim = make_consumer_sim(
+            {"t": 2}, clients, config, {"heartbeat_version": "1"},
+            port_factory=port_factory, sim_class=RealTimeConsumerSim,
+        )  # fmt: skip
+
+        wait_ms = int(config.get("heartbeat_interval_ms", 5000)) + 100
+        steps.append({"step": f"set-up: {config}", "findings": []})
+
+        def beat(name: str) -> Any:
+            """The client's next heartbeat, once its interval has passed (real time)."""
+            sim.advance(wait_ms)
+            return sim.client_step(name)
+
+        def note(what: str, obs: Any, name: str) -> None:
+            row = {"step": what, **_summary(obs, name)}
+            row["findings"] = [f"{f.level} {f.rule}: {f.message}" for f in sim.port.take_findings()]
+            steps.append(row)
+
+        note("1. c1 joins (epoch 0)", sim.client_step("c1"), "c1")
+        note("1. c1 acknowledges", sim.client_step("c1"), "c1")
+        sim.stall("c1", True)
+        # c1's last request is its acknowledgement: its join is re-sent field by field, as the
+        # swarm's `duplicate` fault re-delivered it
+        note("1. c2 joins (group epoch bumps)", sim.client_step("c2"), "c2")
+        member = sim.clients["c1"].member_id
+        note(
+            "1. a late copy of c1's epoch-0 join (owns nothing)",
+            sim.heartbeat_as(member, 0, owned=[], topics=["t"]),
+            "c1",
+        )
+        note("1. c2 heartbeats", beat("c2"), "c2")
+        sim.stall("c1", False)
+        note("1. c1 resumes: its next heartbeat", beat("c1"), "c1")
+        note("1. c1 rejoins", beat("c1"), "c1")
+        note("1. c1 heartbeats", beat("c1"), "c1")
+        note("2. c2 heartbeats", beat("c2"), "c2")
+        member = sim.clients["c1"].member_id
+        epoch_before = sim.clients["c1"].member_epoch
+        note(
+            f"2. an epoch-0 join for c1's member id (c1 at epoch {epoch_before})",
+            sim.heartbeat_as(member, 0, owned=[], topics=["t"]),
+            "c1",
+        )
+        version = handle.version
+    return {"target": target, "version": version, "steps": steps}
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"# Late duplicate of an epoch-0 ConsumerGroupHeartbeat on {result['target']} {result['version']}",
+        "",
+        "Command: `python -m conformance.pipeline.probe_duplicate --target " + result["target"] + "`",
+        "",
+        "| step | error | response epoch | response assignment | client epoch | client owns | oracle findings |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in result["steps"]:
+        lines.append(
+            f"| {s['step']} | {s.get('error')} | {s.get('member_epoch', '-')} | "
+            f"{', '.join(s.get('assignment') or []) or '-'} | {s.get('client_epoch', '-')} | "
+            f"{', '.join(s.get('client_owns') or []) or '-'} | {'; '.join(s['findings']) or 'none'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="probe_duplicate")
+    ap.add_argument("--target", default="apache-kafka")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args(argv)
+    result = probe(a.target)
+    text = render(result)
+    print(text)
+    print(json.dumps(result, indent=2, default=str))
+    if a.out:
+        a.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Consumer and mixed-group traces replayed on Apache Kafka (issue 5 on real targets; issue 4).
+
+One broker for the module (a few seconds to start); each replay is a handful of requests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.adapters import open_target
+from conformance.trace.format import read_trace
+
+pytestmark = pytest.mark.target
+REGRESSIONS = Path(__file__).parent / "regressions"
+GHOST = REGRESSIONS / "consumer.no_ghost_member_2ff8b30cc9b1.ndjson"  # KAFKA-17116, a coordinator mutant
+STATIC_CLOSE = REGRESSIONS / "consumer.static_close_is_temporary_3ba76cbb626d.ndjson"  # a client mutant
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[Any]:
+    with open_target("apache-kafka") as handle:
+        yield handle
+
+
+def test_consumer_regression_is_fixed_on_kafka_and_a_kafka_recording_replays_there(
+    kafka: Any, tmp_path: Path
+) -> None:
+    from conformance.adapters.replay import replay_on_target
+    from conformance.trace import consumer
+    from conformance.trace.emit import emit_counterexample
+
+    trace = read_trace(GHOST)
+    result, notes = replay_on_target(trace, kafka.bootstrap, {})
+    assert result.error is None, result.error
+    assert result.verdict == "FIXED", result.violations
+    assert any("mutant=kafka-17116 dropped" in n for n in notes)
+    answers = [d.response for obs in result.observations for d in obs.deliveries]
+    assert answers and all(a.error_code.name == "NONE" for a in answers)  # Kafka answered every heartbeat
+    # the replay's own log is a trace recorded on Kafka: it replays there and passes
+    recorded = consumer.to_trace(
+        result.sim, target="apache-kafka", target_version="4.4.0", origin={"kind": "replay"}, violations=[]
+    )
+    again_trace = read_trace(emit_counterexample(recorded, tmp_path))
+    assert again_trace.header["target"]["name"] == "apache-kafka" and again_trace.verdict == "PASSED"
+    again, _ = replay_on_target(again_trace, kafka.bootstrap, {})
+    assert again.error is None and again.verdict == "PASSED", again.violations
+    # teeth: with the mutant kept beside Kafka, the oracle sees Kafka answer otherwise
+    kept, _ = replay_on_target(trace, kafka.bootstrap, {"mutant": "kafka-17116"})
+    assert kept.verdict == "FAILED"
+    assert any(v.invariant == "oracle.ConsumerGroupHeartbeat" for v in kept.violations), kept.violations
+
+
+def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(kafka: Any) -> None:
+    from conformance.adapters.replay import replay_on_target
+
+    trace = read_trace(STATIC_CLOSE)
+    result, notes = replay_on_target(trace, kafka.bootstrap, {})
+    assert any("mutant=dekaf-1348 kept" in n for n in notes)
+    assert result.verdict == "FAILED"  # the bug is in our virtual member, whatever the coordinator
+    assert {v.invariant for v in result.violations} == {"consumer.static_close_is_temporary"}
+    trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}, line=99))
+    broken, _ = replay_on_target(trace, kafka.bootstrap, {})
+    assert broken.verdict == "ERROR" and f"{trace.path}:99" in (broken.error or "")
+
+
+def test_mixed_oracle_catches_a_broken_model_and_its_trace_replays_on_kafka(
+    kafka: Any, tmp_path: Path
+) -> None:
+    """Mixed groups on Kafka (classic and consumer-protocol members in one group): with a model that
+    never tells a classic member to rejoin beside Kafka, the upgrade's rejoin is a divergence; the
+    trace recorded there replays FAILED with that model and FIXED with the reference model."""
+    from conformance.adapters.check import _run_one, real_profile
+    from conformance.adapters.replay import replay_on_target
+    from conformance.trace.emit import emit_counterexample
+
+    broken = {"mixed_mutant": "heartbeat-never-rejoins"}
+    run = _run_one(kafka, "mixed", real_profile("dev"), 1, 0, broken, "protocol", time.monotonic())
+    found = {v.invariant for v in run.result.violations}
+    assert "oracle.Heartbeat" in found, (found, run.result.steps)
+    assert any("REBALANCE_IN_PROGRESS" in v.message for v in run.result.violations)
+    trace = read_trace(emit_counterexample(run.result.trace, tmp_path))
+    assert trace.protocol == "mixed" and trace.header["target"]["name"] == "apache-kafka"
+    ops = {s.action.get("op") for s in trace.steps}
+    assert {"add_classic", "add_consumer", "run_for"} <= ops
+    fixed, notes = replay_on_target(trace, kafka.bootstrap, {})
+    assert fixed.error is None, fixed.error
+    assert fixed.verdict == "FIXED", fixed.violations
+    assert any("mixed_mutant=heartbeat-never-rejoins dropped" in n for n in notes)
+    kinds = {type(d.response).__name__ for obs in fixed.observations for d in obs.deliveries}
+    assert {"JoinGroupResponse", "SyncGroupResponse", "ConsumerGroupHeartbeatResponse"} <= kinds
+    again, _ = replay_on_target(trace, kafka.bootstrap, broken)  # type: ignore[arg-type]
+    assert again.verdict == "FAILED" and "oracle.Heartbeat" in {v.invariant for v in again.violations}

@@ -1,0 +1,50 @@
+"""The mixed-group oracle's pieces that need no broker (issue 4; reference B.13)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from conformance.adapters.consumer_check import not_run_reason
+from conformance.adapters.mixed_oracle import RefChooser, compare
+from model.classic.messages import HeartbeatResponse, SyncGroupResponse
+from model.embedded import Assignment, encode_assignment
+from model.errors import ErrorCode as E
+
+
+def test_compare_reads_sync_assignments_and_separates_compat_notes() -> None:
+    v0 = encode_assignment(Assignment((("t", 0), ("t", 1))), 0)
+    v3 = encode_assignment(Assignment((("t", 1), ("t", 0))), 3)
+    other = encode_assignment(Assignment((("t", 2),)), 3)
+    mine = SyncGroupResponse(E.NONE, "consumer", "range", v0)
+    assert compare(mine, SyncGroupResponse(E.NONE, "consumer", "range", v3), None) == (
+        None,
+        ["SyncGroup assignment bytes differ from the model's encoding (same partitions)"],
+    )
+    why, _ = compare(mine, SyncGroupResponse(E.NONE, "consumer", "range", other), None)
+    assert why is not None and "assignment {t-2}" in why
+    why, _ = compare(None, HeartbeatResponse(E.NONE), None)
+    assert why is not None and "parks" in why
+    why, _ = compare(HeartbeatResponse(E.NONE), HeartbeatResponse(E.REBALANCE_IN_PROGRESS), None)
+    assert why == "error REBALANCE_IN_PROGRESS, model NONE"
+
+
+def test_ref_chooser_ids_depend_on_the_request_only() -> None:
+    a, b = RefChooser(), RefChooser()
+    a.reset(7)
+    b.reset(7)
+    assert [a.new_uuid(), a.new_uuid()] == [b.new_uuid(), b.new_uuid()]
+    b.reset(8)
+    assert b.new_uuid() != a.new_uuid()
+
+
+def test_mixed_runs_only_where_both_protocols_are_offered() -> None:
+    classic_only = SimpleNamespace(
+        capabilities=SimpleNamespace(features=frozenset({"classic"}), api_versions={11: (0, 9)}), kind="kafka"
+    )
+    why = not_run_reason(classic_only, "mixed") or ""
+    assert why.startswith("not run") and "ConsumerGroupHeartbeat" in why
+    both = SimpleNamespace(
+        capabilities=SimpleNamespace(features=frozenset({"classic", "consumer"}), api_versions={68: (0, 1)}),
+        kind="kafka",
+    )
+    assert not_run_reason(both, "mixed") is None
