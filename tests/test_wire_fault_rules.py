@@ -36,7 +36,11 @@ def _stable(sim: Any, names: list[str], seen: list[Any]) -> None:
     for _ in range(12):
         settle_round(sim, names, seen.append)
         g = sim.port.group("g")
-        if g is not None and g.state == GroupState.STABLE and all(c.generation > 0 for c in sim.clients.values()):
+        if (
+            g is not None
+            and g.state == GroupState.STABLE
+            and all(c.generation > 0 for c in sim.clients.values())
+        ):
             if all(n not in sim.awaiting for n in names):
                 return
     raise AssertionError("the group did not become stable")
