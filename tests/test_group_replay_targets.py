@@ -96,3 +96,27 @@ def test_mixed_oracle_catches_a_broken_model_and_its_trace_replays_on_kafka(
     assert {"JoinGroupResponse", "SyncGroupResponse", "ConsumerGroupHeartbeatResponse"} <= kinds
     again, _ = replay_on_target(trace, kafka.bootstrap, broken)  # type: ignore[arg-type]
     assert again.verdict == "FAILED" and "oracle.Heartbeat" in {v.invariant for v in again.violations}
+
+
+def test_a_model_mixed_counterexample_is_fixed_on_kafka(kafka: Any, tmp_path: Path) -> None:
+    """A mixed-group counterexample found on the model (a coordinator that never tells a classic
+    member to rejoin) replays on Kafka through the mixed oracle: FIXED, the mutant dropped."""
+    from conformance.adapters.replay import replay_on_target
+    from conformance.profiles import get_profile
+    from conformance.run import run_check
+    from conformance.trace.emit import emit_counterexample
+
+    found = run_check(
+        "mixed",
+        profile=get_profile("dev"),
+        seed_value=0,
+        variants={"mixed_mutant": "heartbeat-never-rejoins"},
+    )
+    assert found.trace is not None and "mixed.classic_heartbeat_rule" in {
+        v.invariant for v in found.violations
+    }
+    trace = read_trace(emit_counterexample(found.trace, tmp_path))
+    result, notes = replay_on_target(trace, kafka.bootstrap, {})
+    assert result.error is None, result.error
+    assert result.verdict == "FIXED", result.violations
+    assert any("dropped" in n for n in notes) and result.observations

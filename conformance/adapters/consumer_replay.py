@@ -177,4 +177,7 @@ def replay_mixed_on_target(
         finally:
             port.close()
         result.target_version = handle.version  # type: ignore[attr-defined]
+        if port.unsupported is not None:
+            result.error = f"{trace.path}: not replayable on a real target: {port.unsupported}"
+            return result, notes
         return _verdict(result, False), notes

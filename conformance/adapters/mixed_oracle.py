@@ -70,7 +70,8 @@ from model.consumer.messages import (
 )
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MixedState
-from model.consumer.records import TargetAssignmentMemberRecord, apply
+from model.consumer.records import CurrentAssignmentRecord, TargetAssignmentMemberRecord, apply
+from model.consumer.state import MemberState
 from model.embedded import (
     Assignment,
     EmbeddedDecodeError,
@@ -218,6 +219,9 @@ class MixedOraclePort:
         self.notes_reported = 0
         self.crashed = False
         self._t_ans = 0
+        #: why the run left what this oracle follows (a request parked by target and model), or None
+        self.unsupported: str | None = None
+        self.rejoin_reported = False
 
     def _with_origin(self, origin: int, rejoin: str) -> MixedCoordinator:
         base = self.coordinator
@@ -295,7 +299,17 @@ class MixedOraclePort:
         self.log.append(f"t={t} ref {ref} {member} {name} -> {short(target)} at t={t_ans}")
         if target is None:
             cands = [c for h in self.hypos for c, _ in self._candidates(h, t, t_ans, request, ref, None)]
+            parked = bool(cands) and all(getattr(c, "_answer", None) is None for c in cands)
             self.hypos = self._dedupe(cands + list(self.hypos))
+            if parked and not self.crashed:
+                # the model parks it too (a join phase waiting for other classic members): consistent,
+                # but this oracle waits for answers one request at a time (module docstring)
+                self.unsupported = self.unsupported or (
+                    f"at t={t}, {member}'s {name} (ref {ref}) is parked by the target and by the model "
+                    "(a classic group of several members in a join phase): the mixed oracle on a real "
+                    "target does not follow parked requests"
+                )
+                return None
             if not self.crashed:
                 self._finding(
                     "protocol",
@@ -327,6 +341,16 @@ class MixedOraclePort:
         _m, notes = compare(getattr(h0, "_answer", None) or target, target, prior)
         for note in notes:
             self._finding("kafka-compat", f"compat.{name}", f"ref {ref}: {note}")
+        rejoins = {ORIGINS[h.origin][1] for h in self.hypos}
+        if not self.rejoin_reported and rejoins == {"assignment"}:
+            self.rejoin_reported = True
+            self._finding(
+                "kafka-compat",
+                "compat.mixed",
+                f"ref {ref}: a classic member is told to rejoin when the target assignment epoch is ahead of "
+                "it (as Apache Kafka 4.4.0); the model's default compares the group epoch (GMM @1eb7644 "
+                "L5637): MixedConfig.classic_rejoin_epoch=assignment selected",
+            )
         for note in h0.notes[self.notes_reported :]:
             self._finding("kafka-compat", "compat.mixed", f"ref {ref}: {note}")
         self.notes_reported = max(self.notes_reported, len(h0.notes))
@@ -521,9 +545,12 @@ class MixedOraclePort:
         """The target's partitions for this member, installed in the model's target assignment when a
         legal completion exists (consumer_oracle.complete_assignment), then the request run again."""
         if isinstance(target, ConsumerGroupHeartbeatResponse):
-            if target.error_code != ErrorCode.NONE or target.assigned() is None:
+            if target.error_code != ErrorCode.NONE:
                 return None
-            got = target.assigned() or frozenset()
+            # no assignment in the answer means "unchanged" (reference §B.10): what it had before
+            got = target.assigned() if target.assigned() is not None else prior
+            if got is None:
+                return None
             gid, member_id = request.group_id, request.member_id
         elif isinstance(target, SyncGroupResponse):
             if target.error != ErrorCode.NONE or not isinstance(answer, SyncGroupResponse):
@@ -537,6 +564,14 @@ class MixedOraclePort:
         coord = self.coords[before.origin]
         tries: list[tuple[MHypo, bool]] = [(before.copy(), True)]  # the assignor runs in this request
         tries += [(d, False) for d in self._with_target(before, gid, member_id, got, coord)]  # it ran before
+        if isinstance(target, SyncGroupResponse):
+            # a classic member's partitions were decided at its JoinGroup (reconciliation), which does
+            # not show them: take them as assigned now if nobody else holds any of them
+            tries += (
+                [(d, False) for d in self._with_assigned(tries[-1][0], gid, member_id, got)]
+                if len(tries) > 1
+                else []
+            )
         for d, hook in tries:
             engine: Any = coord.consumer
             if hook:
@@ -584,6 +619,36 @@ class MixedOraclePort:
         for mid, parts in sorted(done.items()):
             if parts != g.target_of(mid):
                 apply(d.state.consumer, TargetAssignmentMemberRecord(gid, mid, tuple(sorted(parts))))
+        return [d]
+
+    def _with_assigned(
+        self, h: MHypo, gid: str, member_id: str, got: frozenset[TopicPartition]
+    ) -> list[MHypo]:
+        """``h`` (whose target gives ``member_id`` exactly ``got``) with the member reconciled to it,
+        when that is legal: no other member holds any of ``got`` and it revokes nothing."""
+        g = h.state.consumer.groups.get(gid)
+        m = None if g is None else g.members.get(member_id)
+        if g is None or m is None or m.pending_revocation:
+            return []
+        others: frozenset[TopicPartition] = frozenset()
+        for mid, other in g.members.items():
+            if mid != member_id:
+                others |= other.held
+        if got & others or g.target_of(member_id) != got:
+            return []
+        d = h.copy()
+        apply(
+            d.state.consumer,
+            CurrentAssignmentRecord(
+                gid,
+                member_id,
+                m.member_epoch,
+                m.previous_member_epoch,
+                MemberState.STABLE,
+                tuple(sorted(got)),
+                (),
+            ),
+        )
         return [d]
 
     def _dedupe(self, cands: list[MHypo]) -> list[MHypo]:
