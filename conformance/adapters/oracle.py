@@ -119,6 +119,10 @@ class Hypo:
     bound: dict[str, str] = field(default_factory=dict)
     #: choices this hypothesis made that the protocol allows but Apache Kafka would not (kafka-compat)
     compat: tuple[str, ...] = ()
+    #: timers an operation armed, by the refs it answered (and its own): ref -> (model time, timers)
+    armed: dict[int, tuple[int, tuple[tuple[str, str, int], ...]]] = field(default_factory=dict)
+    #: how much later than its model deadline the target may fire a timer: (group, key, deadline) -> ms
+    slack: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -310,6 +314,8 @@ class Timing:
 
     early_ms: int = 30
     late_ms: int = 500
+    #: the most a timer may fire late for its arming request's answer delay (OraclePort._widen)
+    slack_cap_ms: int = 2000
     answer_deadline_ms: int = 8000
     max_hypotheses: int = 24
 
@@ -633,9 +639,11 @@ class OraclePort:
             h.now,
             h.bound,
             h.compat,
+            dict(h.armed),
+            dict(h.slack),
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
-        self._apply(c, lambda: self.coordinator.advance(c.state, t - tm.early_ms), t)
+        self._apply(c, lambda: self._fire_certain(c, t - tm.early_ms), t)
         before = self._uncertain(c, t)
         if k > len(before):
             return None
@@ -644,7 +652,7 @@ class OraclePort:
         if op[0] == "send":
             _, ref, request = op
             at = max(t, c.now)
-            self._apply(c, lambda: self.coordinator.handle(c.state, request, ref, at), at)
+            self._apply(c, lambda: self.coordinator.handle(c.state, request, ref, at), at, ref)
         c.now = max(c.now, t)
         after = self._uncertain(c, t)
         if j > len(after):
@@ -673,9 +681,32 @@ class OraclePort:
         c.now = max(c.now, deadline)
         self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)
 
-    def _apply(self, c: Hypo, call: Callable[[], Result], t: int) -> None:
+    def _fire_certain(self, c: Hypo, cutoff: int) -> Result:
+        """Fire, in deadline order, the timers that have certainly fired in the target by ``cutoff``:
+        up to the first one whose deadline plus its slack lies beyond (see `_widen`)."""
+        out = Result()
+        while True:
+            nxt = self.coordinator.next_deadline(c.state)
+            if nxt is None or nxt[0] > cutoff:
+                return out
+            deadline, gid, key = nxt
+            if deadline + c.slack.get((gid, key, deadline), 0) > cutoff:
+                return out
+            out.extend(self.coordinator.fire_timer(c.state, gid, key, deadline))
+
+    def _apply(self, c: Hypo, call: Callable[[], Result], t: int, ref: int | None = None) -> None:
         current = {gid: g.state for gid, g in c.state.groups.items()}
+        timers = {(gid, k): tm.deadline for gid, g in c.state.groups.items() for k, tm in g.timers.items()}
         result = call()
+        armed = tuple(
+            (gid, k, tm.deadline)
+            for gid, g in c.state.groups.items()
+            for k, tm in g.timers.items()
+            if timers.get((gid, k)) != tm.deadline
+        )
+        if armed:
+            for r in [d.ref for d in result.deliveries] + ([ref] if ref is not None else []):
+                c.armed[r] = (t, armed)
         for rec in result.records:
             if getattr(rec, "durable", False):
                 c.durable.append(rec)
@@ -718,6 +749,27 @@ class OraclePort:
             k += 1
         return out
 
+    def _widen(self, c: Hypo, ref: int) -> None:
+        """The target's answer to ``ref`` arrived this much after the model applied the operation that
+        armed timers: the target armed them as late as that (it processes an operation somewhere
+        before its answer), so it may fire them that much after their model deadlines.
+
+        Without this a timer the model counts as certainly fired (deadline more than ``early_ms``
+        ago) may still be pending in a target that processed the arming request late, and the
+        verdict depends on scheduling luck. The model's state and deadlines are untouched (the
+        invariants read them); only the oracle's idea of "certainly fired" waits longer, and the
+        timers still fire in deadline order in every hypothesis."""
+        entry = c.armed.pop(ref, None)
+        got = self.answers.get(ref)
+        if entry is None or got is None:
+            return
+        mt, timers = entry
+        delta = min(got[1] - mt, self.timing.slack_cap_ms)
+        if delta <= 0:
+            return
+        for gid, key, deadline in timers:
+            c.slack[(gid, key, deadline)] = max(delta, c.slack.get((gid, key, deadline), 0))
+
     def _evaluate(self, c: Hypo, now: int, horizon: int) -> str | None:
         """None when ``c`` is consistent with the target so far, else why not."""
         pending = sorted(
@@ -739,6 +791,7 @@ class OraclePort:
                     return f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): {m}"
                 c.outstanding.pop(ref, None)
                 c.matched.add(ref)
+                self._widen(c, ref)
             elif now - mt > self.timing.answer_deadline_ms:
                 member, request, version, _sent = self.requests[ref]
                 return (
