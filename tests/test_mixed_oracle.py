@@ -48,3 +48,21 @@ def test_mixed_runs_only_where_both_protocols_are_offered() -> None:
         kind="kafka",
     )
     assert not_run_reason(both, "mixed") is None
+
+
+def test_migration_policy_is_a_hypothesis_unless_the_launcher_states_it() -> None:
+    """A target that refuses an online upgrade may run policy disabled or downgrade (legal): every
+    policy is a hypothesis the answers select, unless the target's launcher states the setting."""
+    from conformance.adapters.mixed_oracle import ORIGINS, POLICIES, MixedOraclePort
+    from model.choice import SeededChooser
+    from model.consumer.mixed import MixedConfig, MixedCoordinator
+    from model.consumer.mixed_state import MigrationPolicy
+
+    session = SimpleNamespace(adapter=None, next_group=lambda: "gc-test-g1")
+    coordinator = MixedCoordinator(MixedConfig(policy=MigrationPolicy.UPGRADE), SeededChooser(0))
+    free = MixedOraclePort(coordinator, session)  # type: ignore[arg-type]
+    assert {c.config.policy.value for c in free.coords.values()} == set(POLICIES)
+    assert len(free.hypos) == len(ORIGINS)
+    stated = MixedOraclePort(coordinator, session, policy_known=True)  # type: ignore[arg-type]
+    assert {c.config.policy for c in stated.coords.values()} == {MigrationPolicy.UPGRADE}
+    assert {c.config.classic_rejoin_epoch for c in stated.coords.values()} == {"group", "assignment"}

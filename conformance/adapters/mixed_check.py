@@ -51,6 +51,7 @@ def mixed_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Pro
             if name not in MIXED_MUTANTS:
                 raise UsageError(f"unknown mixed mutant {name!r} (known: {', '.join(sorted(MIXED_MUTANTS))})")
             cls = MIXED_MUTANTS[name]
-        return MixedOraclePort(cls(config, SeededChooser(seed)), session)
+        stated = "group.consumer.migration.policy" in (getattr(handle.launcher, "settings", {}) or {})
+        return MixedOraclePort(cls(config, SeededChooser(seed)), session, policy_known=stated)
 
     return factory, {}, MIXED_REAL_PROFILES[profile.name]

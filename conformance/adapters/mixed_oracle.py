@@ -87,7 +87,17 @@ from model.result import Result
 #: The protocol-legal model variants the first answers decide between (an index per hypothesis):
 #: where a new group's epochs start (0: Kafka 4.0, 1: Kafka 4.3+, KAFKA-20268) and which epoch a
 #: classic member of a consumer group must reach (`MixedConfig.classic_rejoin_epoch`).
-ORIGINS = {0: (0, "group"), 1: (1, "group"), 2: (0, "assignment"), 3: (1, "assignment")}
+#: ``group.consumer.migration.policy`` too, unless the target's launcher states it: a coordinator
+#: that refuses an online upgrade (GROUP_ID_NOT_FOUND) may run policy ``disabled`` or ``downgrade``,
+#: which is legal; the answers select the policy and a policy other than Kafka's default
+#: ``bidirectional`` is a kafka-compat note.
+POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+ORIGINS = {
+    i: (origin, rejoin, policy)
+    for i, (policy, rejoin, origin) in enumerate(
+        (p, r, o) for p in POLICIES for r in ("group", "assignment") for o in (0, 1)
+    )
+}
 
 
 @dataclass
@@ -106,7 +116,7 @@ class MHypo:
 class MixedTiming:
     late_ms: int = 500
     answer_deadline_ms: int = 5000
-    max_hypotheses: int = 16
+    max_hypotheses: int = 48
 
 
 def _tps(parts: frozenset[TopicPartition] | None) -> str:
@@ -204,14 +214,19 @@ class MixedOraclePort:
     coordinator: MixedCoordinator
     session: TargetSession
     timing: MixedTiming = field(default_factory=MixedTiming)
+    #: the target's launcher states ``group.consumer.migration.policy`` (else it is a hypothesis)
+    policy_known: bool = False
 
     def __post_init__(self) -> None:
         self.adapter = self.session.adapter
         self.chooser = RefChooser()
-        self.coords = {k: self._with_origin(*v) for k, v in ORIGINS.items()}
+        known = self.coordinator.config.policy.value if self.policy_known else None
+        origins = {k: v for k, v in ORIGINS.items() if known is None or v[2] == known}
+        self.coords = {k: self._with_origin(*v) for k, v in origins.items()}
+        self.policy_reported = False
         self.real_group = self.session.next_group()
         self.t0 = time.monotonic()
-        self.hypos: list[MHypo] = [MHypo(MixedState(), k) for k in ORIGINS]
+        self.hypos: list[MHypo] = [MHypo(MixedState(), k) for k in self.coords]
         self.topics = TopicMap()
         self.findings: list[Finding] = []
         self.log: list[str] = []
@@ -223,10 +238,14 @@ class MixedOraclePort:
         self.unsupported: str | None = None
         self.rejoin_reported = False
 
-    def _with_origin(self, origin: int, rejoin: str) -> MixedCoordinator:
+    def _with_origin(self, origin: int, rejoin: str, policy: str) -> MixedCoordinator:
+        from model.consumer.mixed_state import MigrationPolicy
+
         base = self.coordinator
         consumer = dataclasses.replace(base.config.consumer, initial_group_epoch=origin)
-        config = dataclasses.replace(base.config, consumer=consumer, classic_rejoin_epoch=rejoin)
+        config = dataclasses.replace(
+            base.config, consumer=consumer, classic_rejoin_epoch=rejoin, policy=MigrationPolicy(policy)
+        )
         coord = type(base)(config, self.chooser)
         # the server assignor's choice can be replaced by the target's (consumer_oracle._Adopting)
         coord.consumer = adopting(coord.consumer, origin)  # type: ignore[assignment]
@@ -350,6 +369,15 @@ class MixedOraclePort:
                 f"ref {ref}: a classic member is told to rejoin when the target assignment epoch is ahead of "
                 "it (as Apache Kafka 4.4.0); the model's default compares the group epoch (GMM @1eb7644 "
                 "L5637): MixedConfig.classic_rejoin_epoch=assignment selected",
+            )
+        policies = {ORIGINS[h.origin][2] for h in self.hypos}
+        if not self.policy_reported and len(policies) == 1 and policies != {"bidirectional"}:
+            self.policy_reported = True
+            self._finding(
+                "kafka-compat",
+                "compat.mixed",
+                f"ref {ref}: the target behaves as group.consumer.migration.policy={policies.pop()} "
+                "(Apache Kafka's default is bidirectional)",
             )
         for note in h0.notes[self.notes_reported :]:
             self._finding("kafka-compat", "compat.mixed", f"ref {ref}: {note}")
@@ -740,6 +768,7 @@ def mixed_config(handle: Any) -> MixedConfig:
     _factory, consumer_keys, _ = consumer_setup(handle, real_profile("ci"))
     settings = dict(getattr(handle.launcher, "settings", {}) or {})
     policy = MigrationPolicy(str(settings.get("group.consumer.migration.policy", "bidirectional")).lower())
+    # (the oracle keeps every policy as a hypothesis unless the launcher states it: mixed_check)
     return MixedConfig(
         policy=policy,
         classic=classic_config(handle.model_config, "target settings"),
