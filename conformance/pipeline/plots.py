@@ -86,8 +86,8 @@ def _ccdf_panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: s
     """Share of values longer than x, one line per assignor/variant and one panel per protocol.
 
     Virtual-time spans are mostly 0 ms (a partition changes owner within one step at the same
-    virtual time), which flattens box plots; the complementary CDF shows the tail instead, and the
-    legend gives each line's share of zero-length spans."""
+    virtual time), which flattens box plots; the complementary CDF (log scale: the tail is a few
+    percent) shows the tail instead, and the legend gives each line's share of zero-length spans."""
     protos = list(by_proto) or ["(none)"]
     fig, axes = plt.subplots(1, len(protos), figsize=(7.2 * len(protos), 5.2), dpi=100, squeeze=False)
     for ax, proto in zip(axes[0], protos, strict=True):
@@ -96,6 +96,7 @@ def _ccdf_panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: s
         if not groups:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
             continue
+        lowest = 1.0
         for name, values in groups.items():
             xs = sorted(values)
             n = len(xs)
@@ -108,10 +109,16 @@ def _ccdf_panels(plt: Any, by_proto: dict[str, dict[str, list[float]]], title: s
                 longer = n - j
                 shares.append(longer / n)
             zero = sum(1 for v in xs if v == 0) / n
-            ax.step(distinct, shares, where="post", label=f"{name} (n={n:,}, {zero:.0%} at 0)")
+            kept = [(x, y) for x, y in zip(distinct, shares, strict=True) if y > 0]  # log scale: > 0
+            if kept and len(kept) < len(distinct):  # the last step runs on to the largest value
+                kept.append((distinct[len(kept)], kept[-1][1]))
+            lowest = min([lowest, *(y for _, y in kept)])
+            ax.step([x for x, _ in kept], [y for _, y in kept], where="post",
+                    label=f"{name} (n={n:,}, {zero:.0%} at 0)")  # fmt: skip
         ax.set_xscale("symlog", linthresh=100)
         ax.set_xlim(left=0)
-        ax.set_ylim(0, 1)
+        ax.set_yscale("log")
+        ax.set_ylim(lowest / 2, 1.05)
         ax.set_xlabel(xlabel, fontsize=9)
         ax.set_ylabel("share longer than x", fontsize=9)
         ax.grid(alpha=0.3)
