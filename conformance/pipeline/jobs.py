@@ -290,7 +290,10 @@ def metrics(
             "abstract_state" in df.columns
             and not spark.sql(REACHED_STATES.format(protocol=proto.replace("'", "")) + " LIMIT 1").collect()
         ):
-            raise UsageError(f"{path}: no {proto} runs with abstract states for this {proto} explore graph")
+            raise UsageError(
+                f"{path}: no {proto} runs with abstract states for this {proto} explore graph "
+                f"(run the swarm with --coverage and --protocol {proto} or both)"
+            )
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     for name in QUERIES:
