@@ -33,7 +33,7 @@ check: $(STAMP)
 # Publish reports/conformance/<target>.md for every real target (a target with findings exits 1: expected).
 REAL_TARGETS ?= apache-kafka kfake librdkafka-mock tansu kafka-0.9
 conformance-reports: $(STAMP)
-	for t in $(REAL_TARGETS); do $(BIN)/groupcheck check --target $$t --protocol classic --profile $(PROFILE) --publish || test $$? -eq 1; done
+	for t in $(REAL_TARGETS); do $(BIN)/groupcheck check --target $$t --protocol all --profile $(PROFILE) --publish || test $$? -eq 1; done
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/model_throughput.py

@@ -1,27 +1,54 @@
-"""Conformance runs side by side: the classic ci profile on the model and on each real target.
+"""Conformance runs side by side: the ci profile, classic and KIP-848 consumer, on the model and on
+each real target, in one run.
 
-For each target: wall time of the whole `check` (provision check, start, run, stop), the run's own
-seconds, port operations (requests sent + time steps) per second, and the round-trip time of
-Heartbeat requests (answered at once by every coordinator), median and 95th percentile. One run,
-one target at a time. Usage: python benchmarks/targets_conformance.py [TARGET ...]
+For each target (started once, both protocols on it, then stopped): wall time of the whole run
+(start, both protocols, stop), each protocol's own seconds, its operations and operations per
+second, and the request round-trip time, median and 95th percentile. Classic: operations are the
+oracle's port operations (requests sent plus time steps), RTT is Heartbeat's (answered at once by
+every coordinator). Consumer: operations are the requests sent (ConsumerGroupHeartbeat,
+OffsetCommit; each answered at once, so the RTT is every request's). A target without
+ConsumerGroupHeartbeat is listed as not offered. The load average is recorded before each target.
+Usage: python benchmarks/targets_conformance.py [TARGET ...]   (folds in the former
+benchmarks/targets_consumer.py)
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import sys
 import time
 
-from conformance.adapters.check import run_on_target
+from conformance.adapters.check import run_protocols_on_target
 from conformance.profiles import get_profile
 from conformance.run import run_check
 from model.classic.sim import ModelPort
 
 DEFAULT = ["model", "apache-kafka", "kfake", "librdkafka-mock", "tansu", "kafka-0.9"]
+HEADER = (
+    "| target | version | protocol | profile | protocol verdict | load avg | wall s | run s | ops | ops/s "
+    "| RTT median ms | RTT p95 ms |"
+)
 
 
-def model_row() -> str:
+def _pct(values: list[float]) -> tuple[str, str]:
+    if not values:
+        return "-", "-"
+    v = sorted(values)
+    return f"{statistics.median(v):.2f}", f"{v[int(0.95 * (len(v) - 1))]:.2f}"
+
+
+def _verdict(result: object) -> str:
+    found = sorted({v.invariant for v in result.violations})  # type: ignore[attr-defined]
+    return "PASSED" if not found else "FAILED (" + ", ".join(found) + ")"
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def model_rows() -> list[str]:
     ops = 0
 
     class Counting(ModelPort):
@@ -35,41 +62,65 @@ def model_row() -> str:
             ops += 1
             return super().advance(now)
 
+    load = _load()
     t0 = time.monotonic()
     result = run_check("classic", profile=get_profile("ci"), seed_value=0, port_factory=Counting)
     wall = time.monotonic() - t0
-    return (
-        f"| model | reference | ci 150x40 | {result.verdict} | {wall:.1f} | {result.seconds:.1f} | {ops} "
-        f"| {ops / result.seconds:.0f} | - | - |"
+    rows = [
+        f"| model | reference | classic | ci 150x40 | {result.verdict} | {load} | {wall:.1f} | {result.seconds:.1f} "
+        f"| {ops} | {ops / result.seconds:.0f} | - | - |"
+    ]
+    load = _load()
+    t0 = time.monotonic()
+    result = run_check("consumer", profile=get_profile("ci"), seed_value=0)
+    wall = time.monotonic() - t0
+    rows.append(
+        f"| model | reference | consumer | ci 150x40 | {result.verdict} | {load} | {wall:.1f} | {result.seconds:.1f} "
+        "| - | - | - | - |"
     )
+    return rows
 
 
-def target_row(name: str) -> str:
-    run = run_on_target(name, "classic", "ci", max_examples=None, seed=0, variants={}, level="protocol")
-    r = run.result
-    session = run.handle.session
-    hb = sorted(session.heartbeat_rtt_ms)
-    med = statistics.median(hb) if hb else float("nan")
-    p95 = hb[int(0.95 * (len(hb) - 1))] if hb else float("nan")
-    verdict = (
-        "PASSED"
-        if not r.violations
-        else "FAILED (" + ", ".join(sorted({v.invariant for v in r.violations})) + ")"
-    )
-    return (
-        f"| {name} | {r.target_version} | ci 12x25 | {verdict} | {run.wall_s:.1f} | {r.seconds:.1f} | {session.ops} "
-        f"| {session.ops / max(r.seconds, 1e-9):.0f} | {med:.2f} | {p95:.2f} |"
-    )
+def target_rows(name: str) -> list[str]:
+    load = _load()
+    t0 = time.monotonic()
+    runs, skipped = run_protocols_on_target(
+        name, ["classic", "consumer"], "ci", max_examples=None, seed=0, variants={}, level="protocol",
+        only_offered=True,
+    )  # fmt: skip
+    wall = time.monotonic() - t0
+    rows = []
+    for run in runs:
+        r = run.result
+        if r.protocol == "classic":
+            session = run.handle.session
+            ops = session.ops
+            rtt = list(session.heartbeat_rtt_ms)
+            shape = "ci 12x25"
+        else:
+            rtt = list(run.rtt_ms)  # this protocol's requests only (check.py slices the session's)
+            ops = len(rtt)
+            shape = f"ci {r.max_examples}x20"
+        med, p95 = _pct(rtt)
+        rows.append(
+            f"| {name} | {r.target_version} | {r.protocol} | {shape} | {_verdict(r)} | {load} | {wall:.1f} "
+            f"| {r.seconds:.1f} | {ops} | {ops / max(r.seconds, 1e-9):.1f} | {med} | {p95} |"
+        )
+    for protocol, why in skipped:
+        rows.append(f"| {name} | - | {protocol} | - | {why} | {load} | {wall:.1f} | - | - | - | - | - |")
+    return rows
 
 
 def main(names: list[str]) -> None:
-    print(f"machine: {platform.node()} {platform.machine()}, Python {platform.python_version()}")
     print(
-        "| target | version | profile | protocol verdict | wall s | run s | port ops | ops/s | heartbeat RTT median ms | p95 ms |"
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"started: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(HEADER)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
-        print(model_row() if name == "model" else target_row(name), flush=True)
+        for row in model_rows() if name == "model" else target_rows(name):
+            print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="real targets that can restart: coordinator restarts per run (default: by profile)",
     )
+    c.add_argument(  # faults on real targets (conformance/adapters/faults.py)
+        "--restart-signal",
+        default="kill",
+        choices=["kill", "term"],
+        help="how a restart stops the target: kill (SIGKILL, a crash; default) or term (clean shutdown)",
+    )
 
     # real targets (issue 4: conformance/adapters/check.py)
     tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
@@ -214,6 +220,7 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
         variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
+        restart_signal=args.restart_signal,
     )  # fmt: skip
     args.not_run = skipped
     codes = []

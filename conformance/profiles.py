@@ -12,12 +12,16 @@ class Profile:
     name: str
     max_examples: int
     step_count: int
+    #: the machines' wire-fault rules (cut connections, duplicated requests) are in the mix
+    wire_faults: bool = False
 
 
 PROFILES = {
     "dev": Profile("dev", 50, 30),
     "ci": Profile("ci", 150, 40),
     "thorough": Profile("thorough", 2000, 80),
+    # the ci mix plus wire faults (conformance/machines/classic.py; real targets: the fault proxy)
+    "faults": Profile("faults", 150, 40, wire_faults=True),
 }
 
 

@@ -77,6 +77,7 @@ def run_check(
     machine_settings = MachineSettings(
         variants, checker, port_factory, config=dict(config or {}), real_time=real_time, coverage=coverage
     )
+    machine_settings.wire_faults = profile.wire_faults  # the `faults` profile (conformance/profiles.py)
     machine = machines[protocol](machine_settings)
     test_settings = settings(
         max_examples=n,

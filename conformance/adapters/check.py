@@ -21,10 +21,11 @@ REAL_PROFILES = {
     "dev": Profile("dev", 4, 20),
     "ci": Profile("ci", 12, 25),
     "thorough": Profile("thorough", 120, 40),
+    "faults": Profile("faults", 6, 25, wire_faults=True),
 }
 LEVELS = ("protocol", "kafka-compat")
 #: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
-RESTARTS = {"dev": 0, "ci": 1, "thorough": 4}
+RESTARTS = {"dev": 0, "ci": 1, "thorough": 4, "faults": 1}
 
 
 @dataclass
@@ -73,6 +74,7 @@ def run_protocols_on_target(
     only_offered: bool = False,
     examples: dict[str, int] | None = None,
     restarts: int | None = None,
+    restart_signal: str = "kill",
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
     does not offer (ApiVersions) is skipped with its reason instead of being an error; ``examples``
@@ -104,6 +106,7 @@ def run_protocols_on_target(
             runs,
             skipped,
             n_restarts,
+            restart_signal,
         )
     except TargetError as e:
         # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
@@ -127,6 +130,7 @@ def _run_all(
     runs: list[TargetRun],
     skipped: list[tuple[str, str]],
     restarts: int,
+    restart_signal: str = "kill",
 ) -> None:
     from conformance.adapters import open_target
     from conformance.adapters.consumer_check import not_run_reason
@@ -134,6 +138,7 @@ def _run_all(
     with open_target(spec) as handle:
         if handle.session is not None:  # coordinator restarts (conformance/adapters/faults.py)
             handle.session.max_restarts = restarts
+            handle.session.restart_signal = restart_signal
         for protocol in protocols:
             why = not_run_reason(handle, protocol)
             if why is not None:

@@ -28,6 +28,7 @@ CONSUMER_REAL_PROFILES = {
     "dev": Profile("dev", 3, 15),
     "ci": Profile("ci", 6, 20),
     "thorough": Profile("thorough", 60, 40),
+    "faults": Profile("faults", 6, 20, wire_faults=True),
 }
 
 

@@ -7,13 +7,28 @@
   answer leaves a member the client does not know (its generated id stays provisional in the model
   until a later answer names it, or its session expires in both). The client waits until its
   request timeout, exactly as on the model.
-* ``Failover``: the target process is stopped and started again on the same log directories
-  (`Target.restart`, only for launchers with the ``restart`` capability). The model's hypotheses
+* ``Failover``: the target process is crashed (SIGKILL, the default; ``--restart-signal term`` for a
+  clean SIGTERM shutdown) and started again on the same log directories (`Target.restart`, only
+  for launchers with the ``restart`` capability). After a SIGKILL the broker recovers its logs
+  without a clean-shutdown marker and must wait until the controller has timed out its old
+  registration (`broker.session.timeout.ms`) before it serves again; the coordinator may have
+  loaded the group and expired its members by then (seen on 4.4.0: the group comes back Empty,
+  its generation kept). The oracle therefore loads each hypothesis both when the target served
+  again and at the stop with the timers run up to then, and keeps what the recovered group shows. The model's hypotheses
   unload and load their durable records (`model.classic.records.load`, GMM onLoaded) at the moment
   the target has finished loading; the group the target recovered (DescribeGroups: state, members,
   assignments) must match one of them (rule ``oracle.Failover``). Requests in flight when the
   target went away are answered to the clients as the model's unload answers them
   (NOT_COORDINATOR): the real client sees a disconnect, which it treats the same way.
+* ``CutConnection``: the member's connection is closed under a request the target has already
+  taken (the proxy closes both sides; without the proxy the adapter closes its own). The target
+  keeps what it applied; its answer goes nowhere, so the oracle accepts the model's (``lost``) and
+  the client takes Java's disconnect path (`model/classic/sim.py`).
+* ``DuplicateRequest``: the proxy writes the member's next request twice, the copy under a
+  correlation id of its own, and hands the copy's answer to the oracle. Kafka serves a
+  connection's requests one at a time, so the target applies the copy right after it answered the
+  original; the simulator applies it to the model at the same point (`send_copy`) and the oracle
+  compares the copy's answer like any other (a duplicated LeaveGroup: UNKNOWN_MEMBER_ID).
 * NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS mid-run (after a
   restart, or a coordinator moving): the oracle finds the coordinator again and resends the same
   request, within `RETRY_DEADLINE_S`; only then is the answer judged.
@@ -21,6 +36,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -54,8 +70,47 @@ def submit(port: Any, payload: Any, ref: int, client_id: str) -> None:
         port.log.append(f"proxy drops the answer to ref {ref}")
         port.session.wire_drops += 1
         return
+    if fault == "duplicate" and adapter.proxy is not None:
+        client = conn.sock.getsockname()
+        adapter.proxy.duplicate_request(client, conn.next_corr)
+        port.duplicated[ref] = tuple(client)
+        port.log.append(f"proxy duplicates ref {ref}")
+        port.session.wire_duplicates += 1
     adapter.net.send(conn, payload, ref, client_id)
     port.sent[ref] = (payload, client_id, conn)
+
+
+def cut(port: Any, ref: int) -> bool:
+    """Close the connection that carries ``ref`` (the machine's CutConnection); True if it was open."""
+    if ref not in port.sent:
+        return False
+    conn = port.sent[ref][2]
+    if conn.closed:
+        return False
+    adapter = port.adapter
+    client = conn.sock.getsockname()
+    if adapter.proxy is not None:  # both sides closed by the proxy; ours before anyone polls it
+        adapter.proxy.cut(client, timeout_s=0.5)
+    adapter.retire(conn)
+    adapter.net.close(conn)  # without the proxy this is the cut (the target sees the disconnect)
+    if ref not in port.answers:
+        port.lost.add(ref)  # the target's answer goes nowhere: the model's is accepted as is
+    port.session.wire_cuts += 1
+    port.log.append(f"connection of ref {ref} cut")
+    return True
+
+
+def copy_answer(
+    port: Any, client: Any, corr: int, frame: bytes, at: float
+) -> tuple[int, bytes, float] | None:
+    """A duplicated request's copy answered (the proxy swallowed it): (copy ref, frame, arrival),
+    or None while the simulator has not applied the copy to the model yet (kept until it does)."""
+    key = tuple(client)
+    ref = port.copy_ref.pop(key, None)
+    if ref is None:
+        port.copy_early[key] = (corr, frame, at)
+        return None
+    return ref, frame, at
 
 
 def lose_in_flight(port: Any, ref: int) -> bool:
@@ -87,9 +142,18 @@ def captured(port: Any) -> list[Any]:
     proxy = port.adapter.proxy
     if proxy is None:
         return []
+    from conformance.adapters.proxy import COPY_CORRELATION_BASE
+
     out = []
-    for client, corr, frame, at in proxy.take_captured():
+    captured = proxy.take_captured() + port.copy_ready
+    port.copy_ready = []
+    for client, corr, frame, at in captured:
         ref = port.swallowed.pop((client, corr), None)
+        if ref is None and corr >= COPY_CORRELATION_BASE:
+            got = copy_answer(port, client, corr, frame, at)
+            if got is None:
+                continue
+            ref = got[0]
         if ref is None or ref not in port.requests:
             continue
         _member, request, version, _sent = port.requests[ref]
@@ -140,8 +204,10 @@ def retry(port: Any, ref: int, resp: Any) -> bool:
 def summary(session: Any) -> str:
     """One line on the faults a run injected into a real target (for `check` and benchmarks)."""
     took = [round((serving - stopped) / 1000, 1) for stopped, _loaded, serving in session.restart_times]
+    how = "SIGKILL" if session.restart_signal == "kill" else "SIGTERM"
     return (
-        f"faults: {session.wire_drops} answer(s) lost on the wire, {session.restarts_done} restart(s)"
+        f"faults: {session.wire_drops} answer(s) lost on the wire, {session.wire_duplicates} request(s) "
+        f"duplicated, {session.wire_cuts} connection(s) cut, {session.restarts_done} restart(s) ({how})"
         + (f" ({', '.join(f'{t:g}' for t in took)} s)" if took else "")
         + f", {session.resends} resend(s) after a coordinator error"
     )
@@ -252,7 +318,7 @@ def restart(port: Any) -> list[Any]:
         port.adapter.proxy.cut_all()
     port.adapter.take_findings()  # connections we closed ourselves are not findings
     try:
-        launcher.restart(RESTART_DEADLINE_S)
+        launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
     except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
         port._crash(t, f"restart failed: {e}")
         return []
@@ -262,19 +328,31 @@ def restart(port: Any) -> list[Any]:
     port.log.append(f"t={t} restart; group served again, loaded after t={t_load}")
     deliveries: list[Any] | None = None
     keep, reasons = [], []
-    for h in port.hypos:
-        answered = port.coordinator.unload(h.state).deliveries
+    for h0 in port.hypos:
+        answered = port.coordinator.unload(h0.state).deliveries
         if deliveries is None:
             deliveries = answered
-        h.state = load(h.durable, t_load)
-        h.outstanding = {}
-        h.now = max(h.now, t_load)
-        h.reported = len(h.transitions)
-        why = recovered_matches(h, seen)
-        if why is None:
-            keep.append(h)
-        else:
-            reasons.append(why)
+        # When did the target load the group? Somewhere between the stop and the first good answer.
+        # After a clean stop it loads as it starts serving (t_load); after a crash a KRaft broker
+        # is back as a process long before it may serve (its old registration must time out first,
+        # broker.session.timeout.ms), and the coordinator may load the group, arm its timers and
+        # expire the members nobody heartbeats meanwhile. Both are Kafka; the recovered group says
+        # which (a model loading at the stop and running its timers up to t_load).
+        for at in dict.fromkeys((t_load, t)):
+            h = copy.deepcopy(h0)
+            h.state = load(h.durable, at)
+            h.outstanding = {}
+            h.now = max(h.now, at)
+            if at < t_load:
+                port._apply(h, lambda h=h: port.coordinator.advance(h.state, t_load), t_load)
+                h.outstanding = {}
+                h.now = max(h.now, t_load)
+            h.reported = len(h.transitions)
+            why = recovered_matches(h, seen)
+            if why is None:
+                keep.append(h)
+            else:
+                reasons.append(why)
     port.lost.update(in_flight)
     for d in deliveries or []:
         port.delivered.add(d.ref)

@@ -119,6 +119,10 @@ class Hypo:
     bound: dict[str, str] = field(default_factory=dict)
     #: choices this hypothesis made that the protocol allows but Apache Kafka would not (kafka-compat)
     compat: tuple[str, ...] = ()
+    #: timers an operation armed, by the refs it answered (and its own): ref -> (model time, timers)
+    armed: dict[int, tuple[int, tuple[tuple[str, str, int], ...]]] = field(default_factory=dict)
+    #: how much later than its model deadline the target may fire a timer: (group, key, deadline) -> ms
+    slack: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -310,6 +314,8 @@ class Timing:
 
     early_ms: int = 30
     late_ms: int = 500
+    #: the most a timer may fire late for its arming request's answer delay (OraclePort._widen)
+    slack_cap_ms: int = 2000
     answer_deadline_ms: int = 8000
     max_hypotheses: int = 24
 
@@ -332,11 +338,16 @@ class TargetSession:
     #: coordinator restarts the machine may ask for in this run (faults.restart; 0: the rule is off)
     max_restarts: int = 0
     restarts_done: int = 0
+    #: how a restart stops the target: kill (SIGKILL, a crash; default) or term (clean shutdown)
+    restart_signal: str = "kill"
     #: (stopped, loaded after, serving again) in port ms, per restart
     restart_times: list[tuple[int, int, int]] = field(default_factory=list)
     #: answers the fault proxy swallowed (LoseResponse on the wire), and transient-error resends
     wire_drops: int = 0
     resends: int = 0
+    #: requests the proxy duplicated, connections cut (CutConnection, DuplicateRequest)
+    wire_duplicates: int = 0
+    wire_cuts: int = 0
 
     def real_topic(self, name: str, partitions: int) -> str:
         return f"gc-{self.run_id}-{name}-{partitions}"
@@ -383,6 +394,12 @@ class OraclePort:
         self.retry_since: dict[int, float] = {}
         self.retries = 0
         self.restarts: list[tuple[int, int, int]] = []  # (stopped, loaded after, serving) ms
+        # duplicated requests (faults.submit): original ref -> client address; the copy's ref per
+        # client address once the simulator applied it; copy answers that came first
+        self.duplicated: dict[int, tuple[Any, ...]] = {}
+        self.copy_ref: dict[tuple[Any, ...], int] = {}
+        self.copy_early: dict[tuple[Any, ...], tuple[int, bytes, float]] = {}
+        self.copy_ready: list[tuple[Any, int, bytes, float]] = []
 
     @property
     def supports_failover(self) -> bool:
@@ -465,6 +482,27 @@ class OraclePort:
 
     def lose_answer(self, ref: int) -> bool:
         return faults.lose_in_flight(self, ref)
+
+    def cut_connection(self, ref: int) -> None:
+        faults.cut(self, ref)
+
+    def send_copy(self, ref: int, request: Request, now: int, original: int) -> list[Delivery]:
+        """The copy of duplicated request ``original``, applied by the target right after it answered
+        the original (faults.submit wrote it): the model applies it now and the copy's answer, which
+        the proxy hands over, is judged like any other."""
+        client = self.duplicated.pop(original, None)
+        member, _request, version, _sent = self.requests[original]
+        if client is None:  # no proxy: the copy goes on the wire now, from the same member
+            self.current_member = member
+            return self.send(ref, request, now)
+        t = self.clock()
+        self.requests[ref] = (member, self._as_sent(request, version), version, t)
+        self.copy_ref[client] = ref
+        early = self.copy_early.pop(client, None)
+        if early is not None:
+            self.copy_ready.append((client, *early))
+        self.log.append(f"t={t} ref {ref}: the target applies the copy of ref {original}")
+        return self._operate(t, ("send", ref, self.requests[ref][1]))
 
     def inject_append_failure(self) -> None:
         raise NotImplementedError("append failures cannot be injected into a real target")
@@ -601,9 +639,11 @@ class OraclePort:
             h.now,
             h.bound,
             h.compat,
+            dict(h.armed),
+            dict(h.slack),
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
-        self._apply(c, lambda: self.coordinator.advance(c.state, t - tm.early_ms), t)
+        self._apply(c, lambda: self._fire_certain(c, t - tm.early_ms), t)
         before = self._uncertain(c, t)
         if k > len(before):
             return None
@@ -612,7 +652,7 @@ class OraclePort:
         if op[0] == "send":
             _, ref, request = op
             at = max(t, c.now)
-            self._apply(c, lambda: self.coordinator.handle(c.state, request, ref, at), at)
+            self._apply(c, lambda: self.coordinator.handle(c.state, request, ref, at), at, ref)
         c.now = max(c.now, t)
         after = self._uncertain(c, t)
         if j > len(after):
@@ -641,9 +681,32 @@ class OraclePort:
         c.now = max(c.now, deadline)
         self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)
 
-    def _apply(self, c: Hypo, call: Callable[[], Result], t: int) -> None:
+    def _fire_certain(self, c: Hypo, cutoff: int) -> Result:
+        """Fire, in deadline order, the timers that have certainly fired in the target by ``cutoff``:
+        up to the first one whose deadline plus its slack lies beyond (see `_widen`)."""
+        out = Result()
+        while True:
+            nxt = self.coordinator.next_deadline(c.state)
+            if nxt is None or nxt[0] > cutoff:
+                return out
+            deadline, gid, key = nxt
+            if deadline + c.slack.get((gid, key, deadline), 0) > cutoff:
+                return out
+            out.extend(self.coordinator.fire_timer(c.state, gid, key, deadline))
+
+    def _apply(self, c: Hypo, call: Callable[[], Result], t: int, ref: int | None = None) -> None:
         current = {gid: g.state for gid, g in c.state.groups.items()}
+        timers = {(gid, k): tm.deadline for gid, g in c.state.groups.items() for k, tm in g.timers.items()}
         result = call()
+        armed = tuple(
+            (gid, k, tm.deadline)
+            for gid, g in c.state.groups.items()
+            for k, tm in g.timers.items()
+            if timers.get((gid, k)) != tm.deadline
+        )
+        if armed:
+            for r in [d.ref for d in result.deliveries] + ([ref] if ref is not None else []):
+                c.armed[r] = (t, armed)
         for rec in result.records:
             if getattr(rec, "durable", False):
                 c.durable.append(rec)
@@ -686,6 +749,27 @@ class OraclePort:
             k += 1
         return out
 
+    def _widen(self, c: Hypo, ref: int) -> None:
+        """The target's answer to ``ref`` arrived this much after the model applied the operation that
+        armed timers: the target armed them as late as that (it processes an operation somewhere
+        before its answer), so it may fire them that much after their model deadlines.
+
+        Without this a timer the model counts as certainly fired (deadline more than ``early_ms``
+        ago) may still be pending in a target that processed the arming request late, and the
+        verdict depends on scheduling luck. The model's state and deadlines are untouched (the
+        invariants read them); only the oracle's idea of "certainly fired" waits longer, and the
+        timers still fire in deadline order in every hypothesis."""
+        entry = c.armed.pop(ref, None)
+        got = self.answers.get(ref)
+        if entry is None or got is None:
+            return
+        mt, timers = entry
+        delta = min(got[1] - mt, self.timing.slack_cap_ms)
+        if delta <= 0:
+            return
+        for gid, key, deadline in timers:
+            c.slack[(gid, key, deadline)] = max(delta, c.slack.get((gid, key, deadline), 0))
+
     def _evaluate(self, c: Hypo, now: int, horizon: int) -> str | None:
         """None when ``c`` is consistent with the target so far, else why not."""
         pending = sorted(
@@ -707,6 +791,7 @@ class OraclePort:
                     return f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): {m}"
                 c.outstanding.pop(ref, None)
                 c.matched.add(ref)
+                self._widen(c, ref)
             elif now - mt > self.timing.answer_deadline_ms:
                 member, request, version, _sent = self.requests[ref]
                 return (

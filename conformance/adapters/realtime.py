@@ -43,6 +43,8 @@ class RealTimeSim(TracedClassicSim):
             # the fault proxy loses this answer on the wire (conformance/adapters/faults.py); the
             # oracle then delivers the model's answer, which the client drops as on the model
             self.port.fault_next = "drop"  # type: ignore[attr-defined]
+        elif how == "client" and name in self.duplicate_next and getattr(self.port, "wire_faults", False):
+            self.port.fault_next = "duplicate"  # type: ignore[attr-defined]
         self.now = max(self.now, self.port.clock())  # type: ignore[attr-defined]
         return super()._send(name, request, how)
 
@@ -78,10 +80,11 @@ class RealTimeSim(TracedClassicSim):
     def advance(self, ms: int) -> Observation[ClassicWorld]:
         """Sleep ``ms`` of real time (answers are collected meanwhile), then as `ClassicSim.advance`."""
         start = self.now
-        self.port.sleep_until(start + max(ms, 20))  # type: ignore[attr-defined]
         before = self.world
+        deliveries = self._send_due_copies()
+        self.port.sleep_until(start + max(ms, 20))  # type: ignore[attr-defined]
         self.now = max(self.now, self.port.clock())  # type: ignore[attr-defined]
-        deliveries = self.port.advance(self.now)
+        deliveries += self._with_copies(self.port.advance(self.now))
         leader_assignment = self._deliver(deliveries, replay=False)
         for name, (_ref, sent_at) in sorted(self.awaiting.items()):
             if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:

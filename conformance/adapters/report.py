@@ -134,6 +134,11 @@ def write_published(
             "",
             f"Seed {r.seed}, {r.max_examples} examples x profile steps, {r.seconds:.1f} s, variants {r.variants or 'none'}.",
             "",
+        ]
+        sub = (expected or {}).get(r.protocol)
+        if isinstance(sub, dict) and sub.get("why"):  # the protocol's own entry (consumer:, mixed:)
+            lines += [f"What the suite finds here ({r.protocol}, specs/targets.yaml): {sub['why']}", ""]
+        lines += [
             "| invariant | kind | protocol | kafka-compat |",
             "|---|---|---|---|",
         ]

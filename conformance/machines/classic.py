@@ -68,6 +68,8 @@ class MachineSettings:
     first: list[InvariantViolation] = field(default_factory=list)
 
     coverage: Any = None  # conformance.trace.coverage.Coverage: abstract states reached (classic)
+    #: the wire-fault rules (cut a connection, duplicate a request): the `faults` profile
+    wire_faults: bool = False
 
 
 def port_findings(sim: TracedClassicSim | None, step: int) -> list[Violation]:
@@ -339,6 +341,25 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 c.config.join_version,
             )
             self.observe(self.sim.send_raw(name, req), f"{name} JoinGroup duplicated")
+
+        # Wire faults (profile `faults`; model/classic/sim.py CutConnection, DuplicateRequest; on a
+        # real target the fault proxy, conformance/adapters/faults.py). Off by default so that the
+        # other profiles keep their rule set and each seed its draws.
+        if cfg.wire_faults:
+
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7))
+            def cut_connection(self, i: int) -> None:
+                assert self.sim is not None
+                name = self.client(i)
+                self.observe(self.sim.cut_connection(name), f"{name}'s connection is cut")
+
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7))
+            def duplicate_request(self, i: int) -> None:
+                assert self.sim is not None
+                name = self.client(i)
+                self.observe(self.sim.duplicate_request(name), f"{name}'s next request is duplicated")
 
         # Model and mutant targets only: against a real coordinator the rule set (and so each seed's
         # draws) stays as the adapter tests and published target reports were tuned with.

@@ -273,8 +273,11 @@ def read_line(proc: Proc, deadline: Deadline, what: str) -> str:
     return buf.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
 
 
-def terminate(proc: Proc, deadline: Deadline, grace_s: float) -> None:
-    """SIGTERM the process group, wait ``grace_s``, then SIGKILL; wait until the group is empty."""
+def terminate(proc: Proc, deadline: Deadline, grace_s: float, *, crash: bool = False) -> None:
+    """SIGTERM the process group, wait ``grace_s``, then SIGKILL; wait until the group is empty.
+
+    ``crash``: SIGKILL at once (no shutdown hooks: a JVM writes no clean-shutdown marker, a
+    KRaft broker skips its controlled shutdown), the way a machine or process crash looks."""
     proc.expected_exit = True
 
     def signal_group(sig: int) -> None:
@@ -284,9 +287,12 @@ def terminate(proc: Proc, deadline: Deadline, grace_s: float) -> None:
     if not proc.group_alive():
         _close_pipes(proc)
         return
-    # Closing stdin first lets the programs that serve until stdin closes exit on their own.
-    _close_pipes(proc, stdin_only=True)
-    signal_group(signal.SIGTERM)
+    if crash:
+        grace_s = 0.0
+    else:
+        # Closing stdin first lets the programs that serve until stdin closes exit on their own.
+        _close_pipes(proc, stdin_only=True)
+        signal_group(signal.SIGTERM)
     grace_end = min(deadline.end, time.monotonic() + grace_s)
     while time.monotonic() < grace_end and proc.group_alive():
         time.sleep(0.05)
@@ -774,12 +780,16 @@ class Target:
             if crashed is not None:
                 raise crashed
 
-    def restart(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> str:
+    def restart(self, timeout_s: float = DEFAULT_START_TIMEOUT_S, *, signal_name: str = "term") -> str:
         """Stop the running target's processes and start them again on the same state and ports.
 
         A coordinator failover for targets that persist their state (capability ``restart``; the
-        subclass implements ``_relaunch``). Returns the bootstrap address once it answers a probe.
+        subclass implements ``_relaunch``). ``signal_name``: ``term`` stops them cleanly (SIGTERM,
+        SIGKILL after the grace period), ``kill`` crashes them (SIGKILL at once). Returns the
+        bootstrap address once it answers a probe.
         """
+        if signal_name not in ("term", "kill"):
+            raise TargetError(f"{self.name}: restart signal {signal_name!r} (known: term, kill)")
         if "restart" not in self.capabilities:
             raise TargetError(f"{self.name}: cannot be restarted on its own state (no restart capability)")
         deadline = Deadline(timeout_s)
@@ -790,7 +800,7 @@ class Target:
             self._check_crashed()
             for p in self._stop_order(running.procs):
                 try:
-                    terminate(p, deadline, grace_s=self.stop_grace_s)
+                    terminate(p, deadline, grace_s=self.stop_grace_s, crash=signal_name == "kill")
                 except (TimeoutError, OSError) as e:
                     raise TargetError(f"{self.name}: restart could not stop {p.role}: {e}") from e
             self._detach_now = running.detached

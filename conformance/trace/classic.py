@@ -83,6 +83,16 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "lose_response", "client": name}, obs)
         return obs
 
+    def cut_connection(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().cut_connection(name)
+        self._record({"op": "cut_connection", "client": name}, obs)
+        return obs
+
+    def duplicate_request(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().duplicate_request(name)
+        self._record({"op": "duplicate_request", "client": name}, obs)
+        return obs
+
     # ------------------------------------------------------------ client-only changes
     def restart(self, name: str) -> None:
         """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
@@ -144,6 +154,10 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.stall(client, kind == "stall")
         if kind == "lose_response":
             return sim.lose_response(client)
+        if kind == "cut_connection":
+            return sim.cut_connection(client)
+        if kind == "duplicate_request":
+            return sim.duplicate_request(client)
         if kind == "restart":
             sim.restart(client)
         elif kind == "subscribe":

@@ -143,6 +143,8 @@ def action(op: dict[str, Any]) -> str:
         "stall": f"{client} stalls",
         "resume": f"{client} resumes",
         "lose_response": f"{client}'s next response is lost",
+        "cut_connection": f"{client}'s connection is cut",
+        "duplicate_request": f"{client}'s next request is duplicated",
         "restart": f"{client} restarts",
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",

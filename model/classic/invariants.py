@@ -361,9 +361,13 @@ def single_owner_consumer(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.leader_list_complete", "transition", "classic")
 def leader_list_complete(obs: Obs) -> Iterator[str]:
-    """The leader's JoinGroup member list holds every member of the new generation (KAFKA-9801; CG L1302)."""
+    """The leader's JoinGroup member list holds every member of the new generation (KAFKA-9801; CG L1302).
+
+    Judged while the group still is in that generation's sync or stable phase: an answer a real
+    target delivers late can share an observation with a later join that already began the next
+    rebalance (same generation number, one more member), which says nothing about the list."""
     g = obs.after.group
-    if g is None:
+    if g is None or g.state not in (S.COMPLETING_REBALANCE, S.STABLE):
         return
     ids = {m.member_id for m in g.members}
     for d in produced(obs):

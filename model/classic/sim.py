@@ -71,7 +71,42 @@ class LoseResponse:
     client: str
 
 
-Event = Send | Advance | Failover | CreateTopic | AppendFailure | Stall | LoseResponse
+@dataclass(frozen=True)
+class CutConnection:
+    """The client's connection to the coordinator is closed (a network fault, not the client's
+    choice). The coordinator keeps what it already applied (a parked JoinGroup stays a joining
+    member; Kafka answers it on a dead connection, which goes nowhere); the client sees a
+    disconnect and takes the path Java takes then: fail the in-flight request, find the
+    coordinator again and rejoin (AbstractCoordinator / ConsumerNetworkClient disconnect handling,
+    modelled by `ClassicClient.on_timeout`)."""
+
+    client: str
+
+
+@dataclass(frozen=True)
+class DuplicateRequest:
+    """The client's next request reaches the coordinator twice (a retry below the client, a
+    duplicating network). Kafka serves one connection's requests one at a time, in order (the
+    socket server mutes a connection until its answer is sent: `SocketServer` Processor), so the
+    copy is applied after the original is answered, a parked JoinGroup's copy only once the join
+    completes: at the start of the simulator's next step, so that one observation never mixes the
+    original's answer with what its copy did. The client hears the original's answer; the copy's
+    goes nowhere (the step's deliveries show it)."""
+
+    client: str
+
+
+Event = (
+    Send
+    | Advance
+    | Failover
+    | CreateTopic
+    | AppendFailure
+    | Stall
+    | LoseResponse
+    | CutConnection
+    | DuplicateRequest
+)
 
 
 # ---------------------------------------------------------------------- ports
@@ -181,6 +216,11 @@ class ClassicSim:
     stalled: set[str] = field(default_factory=set)
     buffered: dict[str, list[Delivery]] = field(default_factory=dict)
     lose_next: set[str] = field(default_factory=set)
+    #: clients whose next request is duplicated; original ref -> (copy ref, request) not yet sent
+    duplicate_next: set[str] = field(default_factory=set)
+    copies: dict[int, tuple[int, Request]] = field(default_factory=dict)
+    #: copies whose original has been answered: applied at the start of the next step
+    copies_due: list[tuple[int, Request, int]] = field(default_factory=list)
     delivered: Delivered = ()
     world: ClassicWorld | None = None
     owner_of_ref: dict[int, str] = field(default_factory=dict)
@@ -219,8 +259,9 @@ class ClassicSim:
 
     def advance(self, ms: int) -> Observation[ClassicWorld]:
         before = self.world
+        deliveries = self._send_due_copies()
         self.now += ms
-        deliveries = self.port.advance(self.now)
+        deliveries += self._with_copies(self.port.advance(self.now))
         leader_assignment = self._deliver(deliveries, replay=False)
         for name, (_ref, sent_at) in sorted(self.awaiting.items()):
             if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:
@@ -231,6 +272,8 @@ class ClassicSim:
 
     def failover(self) -> Observation[ClassicWorld]:
         before = self.world
+        self.copies.clear()  # the connections close with the coordinator: copies not yet applied are gone
+        self.copies_due.clear()
         deliveries = self.port.failover(self.now)
         return self._finish(before, Failover(), deliveries, failover=True)
 
@@ -260,6 +303,29 @@ class ClassicSim:
         self.lose_next.add(name)
         return self._finish(before, LoseResponse(name), [])
 
+    def cut_connection(self, name: str) -> Observation[ClassicWorld]:
+        """See `CutConnection`: the awaited answer is abandoned and the client handles a disconnect."""
+        before = self.world
+        waiting = self.awaiting.pop(name, None)
+        if waiting is not None:
+            self.lose_next.discard(name)
+            self._cut(waiting[0])
+            self.copies.pop(waiting[0], None)  # a copy behind it on the closed connection never arrives
+            self.clients[name].on_timeout()
+        return self._finish(before, CutConnection(name), [])
+
+    def duplicate_request(self, name: str) -> Observation[ClassicWorld]:
+        """See `DuplicateRequest`: the client's next request is sent twice."""
+        before = self.world
+        self.duplicate_next.add(name)
+        return self._finish(before, DuplicateRequest(name), [])
+
+    def _cut(self, ref: int) -> None:
+        """The connection carrying ``ref`` closes (a real target's port closes it on the wire)."""
+        cut = getattr(self.port, "cut_connection", None)
+        if cut is not None:
+            cut(ref)
+
     # ---------------------------------------------------------------- plumbing
     def _send(self, name: str, request: Request, how: str) -> Observation[ClassicWorld]:
         before = self.world
@@ -268,8 +334,36 @@ class ClassicSim:
         self.owner_of_ref[ref] = name
         if how == "client":
             self.awaiting[name] = (ref, self.now)
-        deliveries = self.port.send(ref, request, self.now)
+            if name in self.duplicate_next:
+                self.duplicate_next.discard(name)
+                self.copies[ref] = (self.next_ref, request)
+                self.next_ref += 1
+        deliveries = self._send_due_copies()
+        deliveries += self._with_copies(self.port.send(ref, request, self.now))
         return self._finish(before, Send(name, ref, request, how), deliveries)
+
+    def _with_copies(self, deliveries: list[Delivery]) -> list[Delivery]:
+        """Note the duplicated requests whose original was answered here (`DuplicateRequest`)."""
+        for d in deliveries:
+            copy = self.copies.pop(d.ref, None)
+            if copy is not None:
+                self.copies_due.append((copy[0], copy[1], d.ref))
+        return list(deliveries)
+
+    def _send_due_copies(self) -> list[Delivery]:
+        """Apply the copies whose originals have been answered; their answers (and whatever else
+        they cause) join this step's deliveries, given to no client for the copies themselves."""
+        out: list[Delivery] = []
+        while self.copies_due:
+            ref, request, original = self.copies_due.pop(0)
+            send_copy = getattr(self.port, "send_copy", None)
+            answered = (
+                send_copy(ref, request, self.now, original)
+                if send_copy is not None
+                else self.port.send(ref, request, self.now)
+            )
+            out += self._with_copies(answered)
+        return out
 
     def _finish(
         self,

@@ -1,0 +1,210 @@
+"""Wire faults as machine rules: a duplicated request and a cut connection (model/classic/sim.py
+DuplicateRequest, CutConnection; conformance/adapters/faults.py maps them onto the fault proxy).
+
+On the model: a duplicated request is applied twice, the copy only once the original is answered
+(Kafka serves one connection's requests in order); a cut abandons the awaited answer, the
+coordinator keeps what it applied and the client takes the disconnect path (rejoin). Against
+Apache Kafka (marked ``target``): the oracle judges the copies' answers too, the model and Kafka
+agree, and a model that answers a duplicated LeaveGroup wrongly is caught."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conformance.adapters import open_target
+from conformance.build import make_classic_sim, settle_round
+from conformance.checker import Checker
+from model.classic.coordinator import ClassicCoordinator
+from model.classic.messages import HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupResponse
+from model.classic.sim import CutConnection, DuplicateRequest
+from model.classic.state import GroupState
+from model.errors import ErrorCode
+
+
+def _sim(n: int = 2, **kw: Any) -> Any:
+    clients = [
+        {"name": f"c{i}", "assignors": ["range"], "session_timeout_ms": 1500, "rebalance_timeout_ms": 2000}
+        for i in range(1, n + 1)
+    ]
+    return make_classic_sim({"t": 2}, clients, {}, {}, **kw)
+
+
+def _stable(sim: Any, names: list[str], seen: list[Any]) -> None:
+    for _ in range(12):
+        settle_round(sim, names, seen.append)
+        g = sim.port.group("g")
+        if (
+            g is not None
+            and g.state == GroupState.STABLE
+            and all(c.generation > 0 for c in sim.clients.values())
+        ):
+            if all(n not in sim.awaiting for n in names):
+                return
+    raise AssertionError("the group did not become stable")
+
+
+def test_duplicated_heartbeat_is_applied_twice_and_answered_once() -> None:
+    sim, seen = _sim(), []
+    _stable(sim, ["c1", "c2"], seen)
+    assert isinstance(sim.duplicate_request("c1").event, DuplicateRequest)
+    obs = sim.client_step("c1")
+    beats = [d for d in obs.deliveries if isinstance(d.response, HeartbeatResponse)]
+    assert len(beats) == 1 and "c1" not in sim.awaiting  # the original, answered and delivered
+    assert len(sim.copies_due) == 1  # the copy is applied at the start of the next step
+    nxt = sim.advance(10)
+    copies = [d for d in nxt.deliveries if isinstance(d.response, HeartbeatResponse)]
+    assert len(copies) == 1 and copies[0].ref != beats[0].ref  # the copy has a ref of its own
+    assert sim.owner_of_ref.get(copies[0].ref) is None  # ... and goes to no client
+    assert not sim.copies and not sim.copies_due
+
+
+def test_copy_of_a_parked_join_waits_for_the_join_to_complete() -> None:
+    sim, seen = _sim(), []
+    _stable(sim, ["c1", "c2"], seen)
+    sim.clients["c1"].needs_rejoin = True
+    sim.duplicate_request("c1")
+    obs = sim.client_step("c1")  # c1 rejoins: parked until c2 rejoins too
+    assert isinstance(obs.event.request, JoinGroupRequest)
+    assert [d for d in obs.deliveries if isinstance(d.response, JoinGroupResponse)] == []
+    assert len(sim.copies) == 1  # the copy waits behind the parked original
+    done = None
+    for _ in range(6):
+        o = sim.client_step("c2") or sim.advance(100)
+        joins = [d for d in o.deliveries if isinstance(d.response, JoinGroupResponse)]
+        if len(joins) >= 2:
+            done = joins
+            break
+    assert done is not None, "the join did not complete"
+    assert not sim.copies and len(sim.copies_due) == 1
+    copy = [d for d in sim.advance(10).deliveries if isinstance(d.response, JoinGroupResponse)]
+    # the copy arrives in CompletingRebalance from a known member: answered with the current generation
+    assert len(copy) == 1 and sim.owner_of_ref.get(copy[0].ref) is None
+    assert copy[0].response.error == ErrorCode.NONE
+    assert copy[0].response.generation_id == done[0].response.generation_id
+
+
+def test_cut_connection_abandons_the_parked_join_and_the_client_rejoins() -> None:
+    sim, seen = _sim(), []
+    _stable(sim, ["c1", "c2"], seen)
+    sim.clients["c1"].needs_rejoin = True
+    sim.client_step("c1")  # parked
+    member = sim.clients["c1"].member_id
+    assert "c1" in sim.awaiting
+    obs = sim.cut_connection("c1")
+    assert isinstance(obs.event, CutConnection)
+    assert "c1" not in sim.awaiting
+    g = sim.port.group("g")
+    assert g is not None and member in {m.member_id for m in g.members}  # the coordinator kept it
+    again = sim.client_step("c1")  # Java's disconnect path: join again, same member id
+    assert isinstance(again.event.request, JoinGroupRequest) and again.event.request.member_id == member
+
+
+def test_faults_profile_drives_the_rules_on_the_model() -> None:
+    from conformance.profiles import get_profile
+    from conformance.run import run_check
+
+    result = run_check("classic", profile=get_profile("faults"), max_examples=40, seed_value=1)
+    assert result.violations == [], result.steps
+    from conformance.machines.classic import MachineSettings, make_machine
+
+    with_faults, without = make_machine(MachineSettings(wire_faults=True)), make_machine(MachineSettings())
+    for name in ("cut_connection", "duplicate_request"):
+        assert hasattr(with_faults, name) and not hasattr(without, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Apache Kafka: the proxy duplicates and cuts, the oracle judges
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[Any]:
+    with open_target("apache-kafka") as handle:
+        yield handle
+
+
+class LeaveTwiceIsFine(ClassicCoordinator):
+    """A broken model: a LeaveGroup from a member that already left is answered NONE (Kafka:
+    UNKNOWN_MEMBER_ID for that member, GroupMetadataManager classicGroupLeave)."""
+
+    def handle(self, state, request, ref, now):  # type: ignore[no-untyped-def]
+        from dataclasses import replace
+
+        result = super().handle(state, request, ref, now)
+        result.deliveries = [
+            replace(
+                d,
+                response=replace(
+                    d.response, members=tuple(replace(m, error=ErrorCode.NONE) for m in d.response.members)
+                ),
+            )
+            if isinstance(d.response, LeaveGroupResponse)
+            else d
+            for d in result.deliveries
+        ]
+        return result
+
+
+def _faults_on_kafka(handle: Any, broken: bool) -> tuple[Any, list[tuple[str, str]]]:
+    from conformance.adapters.realtime import REAL_TIMING, RealTimeSim
+
+    factory = handle.port_factory()
+    port_factory = (lambda c: factory(LeaveTwiceIsFine(c.config, c.chooser))) if broken else factory
+    clients = [
+        {"name": f"c{i}", "assignors": ["range"], "topics": ["t"], "session_timeout_ms": 1500,
+         "rebalance_timeout_ms": 2000}
+        for i in (1, 2)
+    ]  # fmt: skip
+    sim = make_classic_sim(
+        {"t": 2}, clients, handle.model_config, {}, port_factory=port_factory, sim_class=RealTimeSim,
+        request_timeout_ms=REAL_TIMING.request_timeout_ms,
+    )  # fmt: skip
+    checker, found, n = Checker("classic"), [], [0]
+
+    def judge(obs: Any) -> None:
+        if obs is None:
+            return
+        n[0] += 1
+        found.extend((v.invariant, v.message) for v in checker.check(obs, n[0]))
+        found.extend((f.rule, f.message) for f in sim.port.take_findings())
+
+    try:
+        for _ in range(12):
+            settle_round(sim, ["c1", "c2"], judge)
+            g = sim.port.group("g")
+            if g is not None and g.state == GroupState.STABLE and not sim.awaiting:
+                break
+        judge(sim.duplicate_request("c1"))  # a heartbeat twice
+        settle_round(sim, ["c1", "c2"], judge)
+        sim.clients["c2"].needs_rejoin = True
+        judge(sim.client_step("c2"))  # c2 rejoins: parked until c1 rejoins
+        judge(sim.cut_connection("c2"))  # ... and its connection is cut under the parked join
+        for _ in range(4):
+            settle_round(sim, ["c1", "c2"], judge)
+        judge(sim.duplicate_request("c1"))
+        judge(sim.leave("c1"))  # a LeaveGroup twice: the copy's answer is UNKNOWN_MEMBER_ID
+        judge(sim.advance(300))
+    finally:
+        sim.port.close()
+    return sim, found
+
+
+@pytest.mark.target
+def test_duplicates_and_cuts_agree_with_apache_kafka(kafka: Any) -> None:
+    proxy = kafka.session.adapter.proxy
+    assert proxy is not None
+    proxy.take_events()
+    sim, found = _faults_on_kafka(kafka, broken=False)
+    kinds = [e.kind for e in proxy.take_events()]
+    assert kinds.count("duplicate") == 2 and "cut" in kinds, kinds
+    assert sum("applies the copy" in line for line in sim.port.log) == 2, sim.port.log
+    assert found == [], found
+
+
+@pytest.mark.target
+def test_a_model_wrong_about_a_duplicated_leave_is_caught_on_apache_kafka(kafka: Any) -> None:
+    _sim_, found = _faults_on_kafka(kafka, broken=True)
+    assert any(rule == "oracle.LeaveGroup" for rule, _ in found), found
