@@ -284,6 +284,16 @@ def metrics(
 
     df = read_lake(spark, path)
     df.where("trace_id IS NOT NULL AND step IS NOT NULL AND now IS NOT NULL").createOrReplaceTempView("lake")
+    if graph is not None:  # a graph of a protocol the lake has no abstract states of: say so before the work
+        proto = str(graph[0].get("protocol", "classic"))
+        if (
+            "abstract_state" in df.columns
+            and not spark.sql(REACHED_STATES.format(protocol=proto.replace("'", "")) + " LIMIT 1").collect()
+        ):
+            raise UsageError(
+                f"{path}: no {proto} runs with abstract states for this {proto} explore graph "
+                f"(run the swarm with --coverage and --protocol {proto} or both)"
+            )
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, Any]]] = {}
     for name in QUERIES:
