@@ -173,9 +173,21 @@ def _run(
     )
 
 
+#: A known weakness of the oracle, open in issue 4: under scheduling delays it can still report a
+#: divergence that a second run of the same examples does not (seen: Kafka NONE where the model has
+#: UNKNOWN_MEMBER_ID about 3.2 s into a run, and a leader Kafka chose that no hypothesis kept, in 1 of
+#: about 5 full test runs). One second attempt keeps CI from depending on that luck; a deterministic
+#: divergence fails both attempts, and each first-attempt finding is printed for the record.
+ATTEMPTS = 2
+
+
 @pytest.mark.target
 def test_oracle_agrees_with_apache_kafka(kafka: object) -> None:
-    result = _run(kafka, 3, 7)
+    for attempt in range(ATTEMPTS):
+        result = _run(kafka, 3, 7)
+        if not result.violations:
+            break
+        print(f"attempt {attempt + 1}: {result.violations}")
     assert result.violations == [], result.steps
     assert kafka.session.rtt_ms  # type: ignore[attr-defined]
 
@@ -202,7 +214,11 @@ def test_oracle_catches_a_model_that_differs_from_kafka(kafka: object) -> None:
     def broken(coord: ClassicCoordinator) -> ClassicCoordinator:
         return HeartbeatIgnoresRebalance(coord.config, coord.chooser)
 
-    result = _run(kafka, 12, 3, broken)
+    for attempt in range(ATTEMPTS):
+        result = _run(kafka, 12, 3, broken)
+        if "REBALANCE_IN_PROGRESS" in " ".join(v.message for v in result.violations):
+            break
+        print(f"attempt {attempt + 1}: {result.violations}")
     assert any(v.invariant.startswith("oracle.") for v in result.violations), result.violations
     assert "REBALANCE_IN_PROGRESS" in " ".join(v.message for v in result.violations)
 
