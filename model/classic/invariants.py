@@ -258,9 +258,12 @@ def replaced_static_fenced(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.join_completes_when_all_joined", "safety", "classic")
 def join_completes_when_all_joined(obs: Obs) -> Iterator[str]:
-    """Outside the initial rebalance, the join phase completes as soon as every member has rejoined (E.11; GMM L4528; KAFKA-7909)."""
+    """Outside the initial rebalance, the join phase completes as soon as every member has rejoined (E.11; GMM L4528; KAFKA-7909).
+
+    Vacuously so when the last member left: `hasAllMembersJoined` holds for no members and no pending
+    ones, so Kafka completes the phase and the group becomes Empty (GMM removeMemberAndUpdateClassicGroup)."""
     g = obs.after.group
-    if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state == S.EMPTY or not g.members:
+    if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state == S.EMPTY:
         return
     if all(m.awaiting_join is not None for m in g.members) and not g.pending_members:
         yield "every member joined but the join phase did not complete"
@@ -279,8 +282,11 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
     before = obs.before.group if obs.before is not None else None
     if before is not None and before.state == S.PREPARING_REBALANCE and before.timer("join") == deadline:
         return  # bounded when it was armed; members leaving since then do not move it (GMM L5250)
-    if deadline > obs.now + g.rebalance_timeout_ms():
-        yield f"join timer at {deadline} beyond now + rebalance timeout {obs.now + g.rebalance_timeout_ms()}"
+    # Armed during this observation: by then the group held members of the state before or after it
+    # (one Advance can arm the timer and then expire the members it was armed for).
+    timeout = max(g.rebalance_timeout_ms(), before.rebalance_timeout_ms() if before is not None else 0)
+    if deadline > obs.now + timeout:
+        yield f"join timer at {deadline} beyond now + rebalance timeout {obs.now + timeout}"
 
 
 @invariant("classic.initial_rebalance_bounded", "liveness", "classic")
