@@ -303,8 +303,48 @@ class ConsumerTiming:
     max_hypotheses: int = 16
 
 
+class HypothesisFindings:
+    """What the consumer and the mixed oracle ports share: pruning equal hypotheses, recording a
+    finding at its level, and a crash of the target as a finding with the launcher's report. The
+    port provides ``timing``, ``findings``, ``session``, ``clock`` and ``crashed``."""
+
+    timing: Any
+    findings: list[Finding]
+    session: TargetSession
+    clock: Any
+    crashed: bool
+
+    def _dedupe(self, cands: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for c in cands:
+            if not any(o.origin == c.origin and o.state == c.state for o in out):
+                out.append(c)
+        return out[: self.timing.max_hypotheses]
+
+    # ------------------------------------------------------------------ findings
+    def _finding(self, level: str, rule: str, message: str) -> None:
+        f = Finding(level, rule, message, self.clock())
+        (self.findings if level == "protocol" else self.session.compat).append(f)
+
+    def _crash(self, t: int, what: str) -> None:
+        self.crashed = True
+        if any(f.rule == "target.crash" for f in self.findings):
+            return
+        crash = ""
+        launcher = self.session.launcher
+        if launcher is not None:
+            for _ in range(20):
+                try:
+                    launcher.check_alive()
+                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
+                    crash = f": {e}"
+                    break
+                time.sleep(0.05)
+        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
+
+
 @dataclass
-class ConsumerOraclePort:
+class ConsumerOraclePort(HypothesisFindings):
     """`ConsumerPort` for a real coordinator plus the model hypotheses (see module docstring)."""
 
     coordinator: ConsumerCoordinator
@@ -705,34 +745,6 @@ class ConsumerOraclePort:
             return
         exact = m.state == MemberState.STABLE and m.member_epoch == g.assignment_epoch
         c.pins = {**c.pins, m.member_id: Pin(m.assigned, m.pending_revocation, exact)}
-
-    def _dedupe(self, cands: list[CHypo]) -> list[CHypo]:
-        out: list[CHypo] = []
-        for c in cands:
-            if not any(o.origin == c.origin and o.state == c.state for o in out):
-                out.append(c)
-        return out[: self.timing.max_hypotheses]
-
-    # ------------------------------------------------------------------ findings
-    def _finding(self, level: str, rule: str, message: str) -> None:
-        f = Finding(level, rule, message, self.clock())
-        (self.findings if level == "protocol" else self.session.compat).append(f)
-
-    def _crash(self, t: int, what: str) -> None:
-        self.crashed = True
-        if any(f.rule == "target.crash" for f in self.findings):
-            return
-        crash = ""
-        launcher = self.session.launcher
-        if launcher is not None:
-            for _ in range(20):
-                try:
-                    launcher.check_alive()
-                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
-                    crash = f": {e}"
-                    break
-                time.sleep(0.05)
-        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
 
 
 def _offers(caps: Any, api_key: int, version: int) -> bool:

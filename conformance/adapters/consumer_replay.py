@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.errors import ToolError
 from conformance.trace.format import Trace
 from conformance.trace.replay import ReplayResult, replay
 
@@ -122,9 +121,7 @@ def replay_mixed_on_target(
     from conformance.adapters.check import real_profile
     from conformance.adapters.mixed_check import mixed_setup, not_run_reason
     from conformance.adapters.mixed_realtime import real_mixed_run
-    from conformance.checker import Checker
-    from conformance.trace.mixed import apply_op
-    from conformance.trace.replay import _judge, _op_groups, _take_port_findings, _verdict
+    from conformance.trace.replay import _take_port_findings, _verdict, replay_mixed_ops
 
     merged: dict[str, str | None] = dict(variants)
     notes: list[str] = []
@@ -154,26 +151,11 @@ def replay_mixed_on_target(
             )
         run = real_mixed_run(port, setup, kept)
         result.sim = run
-        checker = Checker("mixed")
-        groups = _op_groups(trace, result)
-        if groups is None:
-            return result, notes
         try:
-            for first, steps in groups:
-                where = f"{trace.path}:{first.line}"
-                mark = len(run.observations)
-                try:
-                    apply_op(run, first.action, where)
-                except ToolError as exc:
-                    result.error = str(exc)
-                    return result, notes
-                except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
-                    result.error = (
-                        f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
-                    )
-                    return result, notes
-                _judge(trace, result, checker, run, steps, run.observations[mark:])
-                _take_port_findings(result, run, steps[-1].n)
+            if not replay_mixed_ops(
+                trace, result, run, lambda steps: _take_port_findings(result, run, steps[-1].n)
+            ):
+                return result, notes
         finally:
             port.close()
         result.target_version = handle.version  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ from conformance.adapters.consumer_codec import (
 )
 from conformance.adapters.consumer_oracle import (
     TOPIC_PROPAGATION_S,
+    HypothesisFindings,
     _NoLegal,
     _topic_ids,
     adopting,
@@ -208,7 +209,7 @@ def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) ->
 
 # ---------------------------------------------------------------------- the port
 @dataclass
-class MixedOraclePort:
+class MixedOraclePort(HypothesisFindings):
     """One real group, both protocols' members, the mixed model beside it (module docstring)."""
 
     coordinator: MixedCoordinator
@@ -678,31 +679,6 @@ class MixedOraclePort:
             ),
         )
         return [d]
-
-    def _dedupe(self, cands: list[MHypo]) -> list[MHypo]:
-        out: list[MHypo] = []
-        for c in cands:
-            if not any(o.origin == c.origin and o.state == c.state for o in out):
-                out.append(c)
-        return out[: self.timing.max_hypotheses]
-
-    # ------------------------------------------------------------------ findings
-    def _finding(self, level: str, rule: str, message: str) -> None:
-        f = Finding(level, rule, message, self.clock())
-        (self.findings if level == "protocol" else self.session.compat).append(f)
-
-    def _crash(self, t: int, what: str) -> None:
-        self.crashed = True
-        if any(f.rule == "target.crash" for f in self.findings):
-            return
-        crash = ""
-        launcher = self.session.launcher
-        if launcher is not None:
-            try:
-                launcher.check_alive()
-            except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
-                crash = f": {e}"
-        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
 
 
 class RefChooser:

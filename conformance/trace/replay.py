@@ -8,6 +8,7 @@ and every response equal to the recording, or the trace is stale and the verdict
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -293,7 +294,7 @@ def _verdict(result: ReplayResult, strict: bool) -> ReplayResult:
 
 def _replay_mixed(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
     """Mixed-group traces (B.13): each recorded `MixedRun` op again on a rebuilt coordinator."""
-    from conformance.trace.mixed import apply_op, make_mixed_run
+    from conformance.trace.mixed import make_mixed_run
 
     if port_factory is not None:
         result.error = "mixed-group traces replay on the model only"
@@ -304,10 +305,23 @@ def _replay_mixed(trace: Trace, result: ReplayResult, port_factory: Any, strict:
         result.error = str(exc)
         return result
     result.sim = run
+    if not replay_mixed_ops(trace, result, run):
+        return result
+    return _verdict(result, strict)
+
+
+def replay_mixed_ops(
+    trace: Trace, result: ReplayResult, run: Any, after_group: Callable[[list[Any]], None] | None = None
+) -> bool:
+    """Apply a mixed trace's op groups to ``run`` (the model's or a real target's) and judge each;
+    ``after_group`` sees each group's recorded steps. False when an op could not be replayed
+    (``result.error`` says where)."""
+    from conformance.trace.mixed import apply_op
+
     checker = Checker("mixed")
     groups = _op_groups(trace, result)
     if groups is None:
-        return result
+        return False
     for first, recorded in groups:
         where = f"{trace.path}:{first.line}"
         mark = len(run.observations)
@@ -315,9 +329,11 @@ def _replay_mixed(trace: Trace, result: ReplayResult, port_factory: Any, strict:
             apply_op(run, first.action, where)
         except ToolError as exc:
             result.error = str(exc)
-            return result
-        except Exception as exc:
+            return False
+        except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
             result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
-            return result
+            return False
         _judge(trace, result, checker, run, recorded, run.observations[mark:])
-    return _verdict(result, strict)
+        if after_group is not None:
+            after_group(recorded)
+    return True
