@@ -134,7 +134,8 @@ def settle_round(sim: ClassicSim, names: list[str], observe: Callable[[Any], Non
         obs = sim.client_step(name)
         if obs is not None:
             observe(obs)
-            busy = busy or not isinstance(obs.event.request, HeartbeatRequest)
+            request = getattr(obs.event, "request", None)  # None: the request was held (DelayRequest)
+            busy = busy or not isinstance(request, HeartbeatRequest)
     if not busy:
         observe(sim.advance(quiet_gap(sim)))
 

@@ -114,8 +114,43 @@ def test_faults_profile_drives_the_rules_on_the_model() -> None:
     from conformance.machines.classic import MachineSettings, make_machine
 
     with_faults, without = make_machine(MachineSettings(wire_faults=True)), make_machine(MachineSettings())
-    for name in ("cut_connection", "duplicate_request"):
+    for name in ("cut_connection", "duplicate_request", "delay_request", "release"):
         assert hasattr(with_faults, name) and not hasattr(without, name)
+
+
+def test_held_request_arrives_after_others_and_after_its_session() -> None:
+    """DelayRequest on the model: c2's heartbeat is held while c1 acts and c2's session runs out;
+    released, the coordinator has expired c2 (UNKNOWN_MEMBER_ID) and c2 rejoins."""
+    from model.classic.sim import DelayRequest
+
+    sim, seen = _sim(), []
+    _stable(sim, ["c1", "c2"], seen)
+    assert isinstance(sim.delay_request("c2").event, DelayRequest)
+    sim.advance(600)
+    held = sim.client_step("c2")
+    assert isinstance(held.event, DelayRequest) and held.deliveries == () and "c2" in sim.held
+    assert sim.client_step("c2") is None  # one request in flight
+    for _ in range(4):
+        sim.client_step("c1")
+        sim.advance(500)
+    member = sim.clients["c2"].member_id
+    late = sim.release("c2")
+    answer = next(d.response for d in late.deliveries if d.ref == late.event.ref)
+    assert isinstance(answer, HeartbeatResponse) and answer.error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert member not in {m.member_id for m in sim.port.group("g").members}
+    again = sim.client_step("c2")  # Java: UNKNOWN_MEMBER_ID -> reset, rejoin
+    assert isinstance(again.event.request, JoinGroupRequest)
+
+
+def test_held_request_is_dropped_when_the_client_restarts() -> None:
+    sim, seen = _sim(), []
+    _stable(sim, ["c1", "c2"], seen)
+    sim.delay_request("c2")
+    sim.advance(600)
+    sim.client_step("c2")
+    assert "c2" in sim.held
+    sim.restart("c2")  # the old process's connection closes: the held request never arrives
+    assert sim.held == {} and sim.release("c2") is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,3 +360,58 @@ def test_consumer_wire_faults_agree_with_apache_kafka(kafka: Any) -> None:
 def test_a_model_that_bumps_the_epoch_on_a_duplicated_heartbeat_is_caught_on_apache_kafka(kafka: Any) -> None:
     _sim_, found = _consumer_faults_on_kafka(kafka, broken=True)
     assert any(rule == "oracle.ConsumerGroupHeartbeat" for rule, _ in found), found
+
+
+@pytest.mark.target
+def test_a_held_classic_heartbeat_arrives_after_its_session_and_kafka_agrees(kafka: Any) -> None:
+    """DelayRequest on Apache Kafka: c2's heartbeat is held by the proxy while c1 goes on and c2's
+    1.5 s session runs out; released, it reaches a group that has expired c2 (model and Kafka)."""
+    from conformance.adapters.realtime import REAL_TIMING, RealTimeSim
+    from model.classic.sim import DelayRequest
+
+    proxy = kafka.session.adapter.proxy
+    proxy.take_events()
+    clients = [
+        {"name": f"c{i}", "assignors": ["range"], "topics": ["t"], "session_timeout_ms": 1500,
+         "rebalance_timeout_ms": 2000}
+        for i in (1, 2)
+    ]  # fmt: skip
+    sim = make_classic_sim(
+        {"t": 2}, clients, kafka.model_config, {}, port_factory=kafka.port_factory(), sim_class=RealTimeSim,
+        request_timeout_ms=REAL_TIMING.request_timeout_ms,
+    )  # fmt: skip
+    checker, found, n = Checker("classic"), [], [0]
+
+    def judge(obs: Any) -> Any:
+        if obs is not None:
+            n[0] += 1
+            found.extend((v.invariant, v.message) for v in checker.check(obs, n[0]))
+            found.extend((f.rule, f.message) for f in sim.port.take_findings())
+        return obs
+
+    try:
+        for _ in range(12):
+            settle_round(sim, ["c1", "c2"], judge)
+            g = sim.port.group("g")
+            if g is not None and g.state == GroupState.STABLE and not sim.awaiting:
+                break
+        judge(sim.delay_request("c2"))
+        for _ in range(20):  # c2's next heartbeat goes on the wire and is held
+            got = judge(sim.client_step("c2"))
+            if got is not None:
+                assert isinstance(got.event, DelayRequest) and "c2" in sim.held
+                break
+            judge(sim.advance(100))
+        for _ in range(7):  # c1 goes on while c2's session runs out
+            judge(sim.client_step("c1"))
+            judge(sim.advance(300))
+        late = judge(sim.release("c2"))
+        answer = next(d.response for d in late.deliveries if d.ref == late.event.ref)
+        for _ in range(6):
+            settle_round(sim, ["c1", "c2"], judge)
+    finally:
+        sim.port.close()
+    kinds = [e.kind for e in proxy.take_events()]
+    assert "delay" in kinds and "release" in kinds, kinds
+    assert found == [], found
+    assert isinstance(answer, HeartbeatResponse) and answer.error == ErrorCode.UNKNOWN_MEMBER_ID, answer

@@ -29,6 +29,12 @@
   connection's requests one at a time, so the target applies the copy right after it answered the
   original; the simulator applies it to the model at the same point (`send_copy`) and the oracle
   compares the copy's answer like any other (a duplicated LeaveGroup: UNKNOWN_MEMBER_ID).
+* ``DelayRequest``: the request goes on the wire and the proxy holds it (`FaultProxy.delay_request`
+  with `MAX_HOLD_MS` as the bound, then `held` until the proxy has it) until the simulator's
+  ``release``; then the proxy lets it through and the model applies it at that moment. Other
+  members' requests sent meanwhile certainly reach the target first, so the order is the one the
+  model applies; when the client gives up on it (request timeout) or restarts, its connection is
+  closed and the held request never reaches the target, in both (`ClassicSim.drop_held`).
 * NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and COORDINATOR_LOAD_IN_PROGRESS mid-run (after a
   restart, or a coordinator moving): the oracle finds the coordinator again and resends the same
   request, within `RETRY_DEADLINE_S`; only then is the answer judged.
@@ -47,6 +53,8 @@ from model.errors import ErrorCode
 
 PROVISIONAL = "00000000-0000-4000-8000-"  # as conformance.adapters.oracle (no import cycle)
 
+#: the longest the proxy holds a delayed request nobody releases (DelayRequest)
+MAX_HOLD_MS = 60_000
 #: how long a request is retried while the coordinator moves or loads (a restart included)
 RETRY_DEADLINE_S = 30.0
 TRANSIENT = (
@@ -70,6 +78,19 @@ def submit(port: Any, payload: Any, ref: int, client_id: str) -> None:
         port.log.append(f"proxy drops the answer to ref {ref}")
         port.session.wire_drops += 1
         return
+    if fault == "hold":  # DelayRequest: held by the proxy until `release` (without one: not sent yet)
+        port.held[ref] = None
+        port.sent[ref] = (payload, client_id, conn)
+        if adapter.proxy is None:
+            return
+        client = conn.sock.getsockname()
+        adapter.proxy.delay_request(client, conn.next_corr, MAX_HOLD_MS)
+        adapter.net.send(conn, payload, ref, client_id)
+        adapter.proxy.held(client, timeout_s=5.0)
+        port.held[ref] = conn
+        port.session.wire_delays += 1
+        port.log.append(f"proxy holds ref {ref}")
+        return
     if fault == "duplicate" and adapter.proxy is not None:
         client = conn.sock.getsockname()
         adapter.proxy.duplicate_request(client, conn.next_corr)
@@ -85,6 +106,7 @@ def cut(port: Any, ref: int) -> bool:
     if ref not in port.sent:
         return False
     conn = port.sent[ref][2]
+    port.held.pop(ref, None)  # a held request goes with its connection (never reaches the target)
     if conn.closed:
         return False
     adapter = port.adapter
@@ -98,6 +120,29 @@ def cut(port: Any, ref: int) -> bool:
     port.session.wire_cuts += 1
     port.log.append(f"connection of ref {ref} cut")
     return True
+
+
+def release(port: Any, ref: int) -> list[Any]:
+    """The held request ``ref`` reaches the target now: the proxy ends its hold (or, without the
+    proxy, it is sent now) and the model applies it at this moment, as the simulator did."""
+    if ref not in port.held:
+        return []
+    conn = port.held.pop(ref)
+    member, request, _version, _t = port.requests[ref]
+    payload, client_id, sent_conn = port.sent[ref]
+    t = port.clock()
+    if conn is None:
+        port.adapter.net.send(sent_conn, payload, ref, client_id)
+    elif not conn.closed:
+        port.adapter.proxy.release(conn.sock.getsockname(), timeout_s=5.0)
+    port.requests[ref] = (member, request, _version, t)  # the target takes it now
+    port.log.append(f"t={t} ref {ref} released")
+    from model.classic.messages import JoinGroupRequest
+
+    out: list[Any] = port._operate(t, ("send", ref, request))
+    if isinstance(request, JoinGroupRequest) and ref not in port.answers:
+        port._barrier()
+    return out
 
 
 def copy_answer(

@@ -402,6 +402,8 @@ class OraclePort:
         self.copy_ref: dict[tuple[Any, ...], int] = {}
         self.copy_early: dict[tuple[Any, ...], tuple[int, bytes, float]] = {}
         self.copy_ready: list[tuple[Any, int, bytes, float]] = []
+        #: requests the proxy holds (DelayRequest, faults.hold): ref -> its connection (None: not sent)
+        self.held: dict[int, Any] = {}
 
     @property
     def supports_failover(self) -> bool:
@@ -449,6 +451,8 @@ class OraclePort:
             faults.submit(self, payload, ref, client_id)
         except TargetError as e:  # cannot even connect any more: the target went away mid-run
             self._crash(t, f"cannot send {API_NAMES[key]}: {e}")
+            return []
+        if ref in self.held:  # held by the proxy: the model applies it at the release (faults.release)
             return []
         self.log.append(f"t={t} ref {ref} {self.current_member} {API_NAMES[key]} v{version}")
         out = self._operate(t, ("send", ref, request))
@@ -505,6 +509,15 @@ class OraclePort:
             self.copy_ready.append((client, *early))
         self.log.append(f"t={t} ref {ref}: the target applies the copy of ref {original}")
         return self._operate(t, ("send", ref, self.requests[ref][1]))
+
+    def hold(self, ref: int, request: Request, now: int) -> None:
+        """DelayRequest: the request goes on the wire and the fault proxy holds it (faults.hold);
+        the model applies it at `release`, when the target sees it."""
+        self.fault_next = "hold"
+        self.send(ref, request, now)
+
+    def release(self, ref: int, request: Request, now: int) -> list[Delivery]:
+        return faults.release(self, ref)
 
     def inject_append_failure(self) -> None:
         raise NotImplementedError("append failures cannot be injected into a real target")

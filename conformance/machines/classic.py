@@ -361,6 +361,23 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 name = self.client(i)
                 self.observe(self.sim.duplicate_request(name), f"{name}'s next request is duplicated")
 
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7))
+            def delay_request(self, i: int) -> None:
+                """model/classic/sim.py DelayRequest: the member's next request is held on the wire."""
+                assert self.sim is not None
+                name = self.client(i)
+                self.observe(self.sim.delay_request(name), f"{name}'s next request is held on the wire")
+
+            @precondition(lambda self: self.ready and bool(self.sim.held))
+            @rule(i=st.integers(0, 7))
+            def release(self, i: int) -> None:
+                """The held request arrives, after what others sent and the time that passed meanwhile."""
+                assert self.sim is not None
+                held = sorted(self.sim.held)
+                name = held[i % len(held)]
+                self.observe(self.sim.release(name), f"{name}'s held request arrives")
+
         # Model and mutant targets only: against a real coordinator the rule set (and so each seed's
         # draws) stays as the adapter tests and published target reports were tuned with.
         if not cfg.real_time:
@@ -442,7 +459,10 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                     self.observe(obs, f"{name} step")
                     if state() == phase:
                         return True
-                    busy = busy or (obs is not None and not isinstance(obs.event.request, HeartbeatRequest))
+                    busy = busy or (
+                        obs is not None
+                        and not isinstance(getattr(obs.event, "request", None), HeartbeatRequest)
+                    )
                 if not busy:  # stalled or silent members: time runs to the next deadline
                     self.observe(self.sim.advance(quiet_gap(self.sim)), "advance to the next deadline")
                     if state() == phase:

@@ -93,11 +93,22 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "duplicate_request", "client": name}, obs)
         return obs
 
+    def delay_request(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().delay_request(name)
+        self._record({"op": "delay_request", "client": name}, obs)
+        return obs
+
+    def release(self, name: str) -> Observation[ClassicWorld] | None:
+        obs = super().release(name)
+        self._record({"op": "release", "client": name}, obs)
+        return obs
+
     # ------------------------------------------------------------ client-only changes
     def restart(self, name: str) -> None:
         """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
         old = self.clients[name]
         self.clients[name] = type(old)(name, old.config)  # a mutant client stays a mutant (issue 8)
+        self.drop_held(name)  # the old process's connection closed with it
         self.awaiting.pop(name, None)
         self.stalled.discard(name)
         self._record({"op": "restart", "client": name}, None, always=True)
@@ -163,6 +174,10 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.cut_connection(client)
         if kind == "duplicate_request":
             return sim.duplicate_request(client)
+        if kind == "delay_request":
+            return sim.delay_request(client)
+        if kind == "release":
+            return sim.release(client)
         if kind == "restart":
             sim.restart(client)
         elif kind == "subscribe":

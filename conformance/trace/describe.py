@@ -145,6 +145,8 @@ def action(op: dict[str, Any]) -> str:
         "lose_response": f"{client}'s next response is lost",
         "cut_connection": f"{client}'s connection is cut",
         "duplicate_request": f"{client}'s next request is duplicated",
+        "delay_request": f"{client}'s next request is held on the wire",
+        "release": f"{client}'s held request arrives",
         "restart": f"{client} restarts",
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",

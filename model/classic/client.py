@@ -161,8 +161,13 @@ class ClassicClient:
         )
 
     def commit_request(self, offset: int) -> OffsetCommitRequest | None:
-        """Commit one offset for every owned partition (Java commitSync with the current generation)."""
-        if self.inflight is not None or self.phase != Phase.STABLE or not self.owned:
+        """Commit one offset for every owned partition (Java commitSync with the current generation).
+
+        A consumer that is not part of an active group (its generation reset to -1) fails the commit
+        itself and sends nothing: ConsumerCoordinator.sendOffsetCommitRequest, `generationIfStable()`
+        null -> CommitFailedException / RebalanceInProgressException. Matters under the
+        `stale_subscription` fault, which keeps the owned partitions across the reset."""
+        if self.inflight is not None or self.phase != Phase.STABLE or not self.owned or self.generation < 0:
             return None
         self.inflight = "commit"
         parts = tuple(OffsetCommitPartition(t, p, offset) for t, p in self.owned)

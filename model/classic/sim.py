@@ -96,6 +96,21 @@ class DuplicateRequest:
     client: str
 
 
+@dataclass(frozen=True)
+class DelayRequest:
+    """The client's next request is held by the network and reaches the coordinator only at
+    `ClassicSim.release` (or before the client's next request: one connection keeps its order).
+    The coordinator serves requests in the order they arrive (Kafka: a connection's requests in
+    order, different connections' as they come), so the held request is applied after whatever
+    other members sent meanwhile and after the timers that fired meanwhile: a delayed JoinGroup
+    may arrive after the rebalance it was meant for completed, a delayed Heartbeat after its
+    session expired. The client waits as for any answer; when it gives up (request timeout) or its
+    process restarts, the connection closes and the held request never arrives; so does a cut.
+    Adversarial (raw) requests on the member's behalf take other connections and may overtake it."""
+
+    client: str
+
+
 Event = (
     Send
     | Advance
@@ -106,6 +121,7 @@ Event = (
     | LoseResponse
     | CutConnection
     | DuplicateRequest
+    | DelayRequest
 )
 
 
@@ -224,6 +240,9 @@ class ClassicSim:
     delivered: Delivered = ()
     world: ClassicWorld | None = None
     owner_of_ref: dict[int, str] = field(default_factory=dict)
+    #: clients whose next request is held (`DelayRequest`), and the held requests: name -> (ref, request)
+    delay_next: set[str] = field(default_factory=set)
+    held: dict[str, tuple[int, Request]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -274,6 +293,7 @@ class ClassicSim:
         before = self.world
         self.copies.clear()  # the connections close with the coordinator: copies not yet applied are gone
         self.copies_due.clear()
+        self.held.clear()  # ... and so are held requests
         deliveries = self.port.failover(self.now)
         return self._finish(before, Failover(), deliveries, failover=True)
 
@@ -307,6 +327,8 @@ class ClassicSim:
         """See `CutConnection`: the awaited answer is abandoned and the client handles a disconnect."""
         before = self.world
         waiting = self.awaiting.pop(name, None)
+        if waiting is not None and self.held.get(name, (None,))[0] == waiting[0]:
+            del self.held[name]  # never arrived: the closed connection takes it along
         if waiting is not None:
             self.lose_next.discard(name)
             self._cut(waiting[0])
@@ -320,6 +342,29 @@ class ClassicSim:
         self.duplicate_next.add(name)
         return self._finish(before, DuplicateRequest(name), [])
 
+    def delay_request(self, name: str) -> Observation[ClassicWorld]:
+        """See `DelayRequest`: the client's next request is held until `release` (or dropped)."""
+        before = self.world
+        self.delay_next.add(name)
+        return self._finish(before, DelayRequest(name), [])
+
+    def release(self, name: str) -> Observation[ClassicWorld] | None:
+        """The held request of ``name`` reaches the coordinator now (a `Send` of the client's)."""
+        if name not in self.held:
+            return None
+        before = self.world
+        ref, request = self.held.pop(name)
+        deliveries = self._send_due_copies()
+        deliveries += self._arrive(ref, request)
+        return self._finish(before, Send(name, ref, request, "client"), deliveries)
+
+    def drop_held(self, name: str) -> None:
+        """The held request of ``name`` never arrives: the connection carrying it closed (the process
+        restarted, or the client's request timeout closed it: Java's NetworkClient disconnects on a
+        timed-out request)."""
+        if name in self.held:
+            self._cut(self.held.pop(name)[0])
+
     def _cut(self, ref: int) -> None:
         """The connection carrying ``ref`` closes (a real target's port closes it on the wire)."""
         cut = getattr(self.port, "cut_connection", None)
@@ -329,6 +374,9 @@ class ClassicSim:
     # ---------------------------------------------------------------- plumbing
     def _send(self, name: str, request: Request, how: str) -> Observation[ClassicWorld]:
         before = self.world
+        if how == "client":
+            self.drop_held(name)  # the client gave up on it (request timeout): its connection closed
+        deliveries = self._send_due_copies()
         ref = self.next_ref
         self.next_ref += 1
         self.owner_of_ref[ref] = name
@@ -338,9 +386,23 @@ class ClassicSim:
                 self.duplicate_next.discard(name)
                 self.copies[ref] = (self.next_ref, request)
                 self.next_ref += 1
-        deliveries = self._send_due_copies()
+            if name in self.delay_next:  # `DelayRequest`: held on the wire until `release`
+                self.delay_next.discard(name)
+                self.held[name] = (ref, request)
+                hold = getattr(self.port, "hold", None)
+                if hold is not None:
+                    hold(ref, request, self.now)
+                return self._finish(before, DelayRequest(name), deliveries)
         deliveries += self._with_copies(self.port.send(ref, request, self.now))
         return self._finish(before, Send(name, ref, request, how), deliveries)
+
+    def _arrive(self, ref: int, request: Request) -> list[Delivery]:
+        """A held request reaches the coordinator (a real target's port ends the proxy's hold)."""
+        deliver = getattr(self.port, "release", None)
+        answered = (
+            deliver(ref, request, self.now) if deliver is not None else self.port.send(ref, request, self.now)
+        )
+        return self._with_copies(answered)
 
     def _with_copies(self, deliveries: list[Delivery]) -> list[Delivery]:
         """Note the duplicated requests whose original was answered here (`DuplicateRequest`)."""
