@@ -1,13 +1,15 @@
-"""Conformance runs side by side: the ci profile, classic and KIP-848 consumer, on the model and on
-each real target, in one run.
+"""Conformance runs side by side: the ci profile, classic, KIP-848 consumer and mixed groups, on the
+model and on each real target, in one run.
 
-For each target (started once, both protocols on it, then stopped): wall time of the whole run
-(start, both protocols, stop), each protocol's own seconds, its operations and operations per
-second, and the request round-trip time, median and 95th percentile. Classic: operations are the
-oracle's port operations (requests sent plus time steps), RTT is Heartbeat's (answered at once by
-every coordinator). Consumer: operations are the requests sent (ConsumerGroupHeartbeat,
-OffsetCommit; each answered at once, so the RTT is every request's). A target without
-ConsumerGroupHeartbeat is listed as not offered. The load average is recorded before each target.
+For each target (started once, the three protocols on it, then stopped): wall time of the whole run
+(start, every protocol, stop), each protocol's own seconds, its operations and operations per
+second (the machine's steps per second), and the request round-trip time, median and 95th
+percentile. Classic: operations are the oracle's port operations (requests sent plus time steps),
+RTT is Heartbeat's (answered at once by every coordinator). Consumer and mixed: operations are the
+requests sent (ConsumerGroupHeartbeat, OffsetCommit; mixed adds the classic members' JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup) and the RTT is every request's that the oracle timed. A target
+without ConsumerGroupHeartbeat is listed as not offered / not run. The load average is recorded
+before each target.
 Usage: python benchmarks/targets_conformance.py [TARGET ...]   (folds in the former
 benchmarks/targets_consumer.py)
 """
@@ -78,6 +80,14 @@ def model_rows() -> list[str]:
         f"| model | reference | consumer | ci 150x40 | {result.verdict} | {load} | {wall:.1f} | {result.seconds:.1f} "
         "| - | - | - | - |"
     )
+    load = _load()
+    t0 = time.monotonic()
+    result = run_check("mixed", profile=get_profile("ci"), seed_value=0)
+    wall = time.monotonic() - t0
+    rows.append(
+        f"| model | reference | mixed | ci 150x40 | {result.verdict} | {load} | {wall:.1f} | {result.seconds:.1f} "
+        "| - | - | - | - |"
+    )
     return rows
 
 
@@ -85,7 +95,7 @@ def target_rows(name: str) -> list[str]:
     load = _load()
     t0 = time.monotonic()
     runs, skipped = run_protocols_on_target(
-        name, ["classic", "consumer"], "ci", max_examples=None, seed=0, variants={}, level="protocol",
+        name, ["classic", "consumer", "mixed"], "ci", max_examples=None, seed=0, variants={}, level="protocol",
         only_offered=True,
     )  # fmt: skip
     wall = time.monotonic() - t0
@@ -100,7 +110,7 @@ def target_rows(name: str) -> list[str]:
         else:
             rtt = list(run.rtt_ms)  # this protocol's requests only (check.py slices the session's)
             ops = len(rtt)
-            shape = f"ci {r.max_examples}x20"
+            shape = f"ci {r.max_examples}x{20 if r.protocol == 'consumer' else 8}"
         med, p95 = _pct(rtt)
         rows.append(
             f"| {name} | {r.target_version} | {r.protocol} | {shape} | {_verdict(r)} | {load} | {wall:.1f} "

@@ -28,7 +28,10 @@
   correlation id of its own, and hands the copy's answer to the oracle. Kafka serves a
   connection's requests one at a time, so the target applies the copy right after it answered the
   original; the simulator applies it to the model at the same point (`send_copy`) and the oracle
-  compares the copy's answer like any other (a duplicated LeaveGroup: UNKNOWN_MEMBER_ID).
+  compares the copy's answer like any other (a duplicated LeaveGroup: UNKNOWN_MEMBER_ID). The
+  connection carrying a copy takes no further request (`Connection.blocked`): a copy the target
+  parks (a JoinGroup) mutes it until answered, which would hold the member's next request back
+  where the model does not.
 * ``DelayRequest``: the request goes on the wire and the proxy holds it (`FaultProxy.delay_request`
   with `MAX_HOLD_MS` as the bound, then `held` until the proxy has it) until the simulator's
   ``release``; then the proxy lets it through and the model applies it at that moment. Other
@@ -94,6 +97,11 @@ def submit(port: Any, payload: Any, ref: int, client_id: str) -> None:
     if fault == "duplicate" and adapter.proxy is not None:
         client = conn.sock.getsockname()
         adapter.proxy.duplicate_request(client, conn.next_corr)
+        # The target reads the copy once the original is answered; a copy it parks (a JoinGroup)
+        # mutes this connection until its own answer, so the member's later requests take another
+        # connection, as the model has them (seen on Kafka 4.4.0: a SyncGroup queued behind a
+        # parked copy was read 1.4 s late, after the copy's join phase had removed its sender)
+        conn.blocked = True
         port.duplicated[ref] = tuple(client)
         port.log.append(f"proxy duplicates ref {ref}")
         port.session.wire_duplicates += 1

@@ -76,10 +76,13 @@ class Connection:
     buf: bytearray = field(default_factory=bytearray)
     next_corr: int = 1
     closed: bool = False
+    #: never take a new request: a request we do not track may still hold it (a duplicate's copy
+    #: that the target parks mutes the connection until it is answered: conformance/adapters/faults.py)
+    blocked: bool = False
 
     @property
     def busy(self) -> bool:
-        return bool(self.pending)
+        return bool(self.pending) or self.blocked
 
 
 def encode_frame(payload: Any, correlation_id: int, client_id: str) -> bytes:
