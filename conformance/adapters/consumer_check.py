@@ -28,7 +28,7 @@ CONSUMER_REAL_PROFILES = {
     "dev": Profile("dev", 3, 15),
     "ci": Profile("ci", 6, 20),
     "thorough": Profile("thorough", 60, 40),
-    "faults": Profile("faults", 6, 20, wire_faults=True),
+    "faults": Profile("faults", 8, 20, wire_faults=True),  # 8: the fault rules dilute the ci mix
 }
 
 

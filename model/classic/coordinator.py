@@ -376,7 +376,7 @@ class ClassicCoordinator:
     def prepare_rebalance(self, tx: Tx, group: ClassicGroup, now: int) -> None:
         """`prepareRebalance` (GMM L5208)."""
         if group.state == S.COMPLETING_REBALANCE:
-            self.reset_assignments_with_error(tx, group, E.REBALANCE_IN_PROGRESS)
+            self.reset_assignments_with_error(tx, group, E.REBALANCE_IN_PROGRESS, now)
         tx.timer(group, "sync", None)
         initial = group.state == S.EMPTY
         tx.set(group, state=S.PREPARING_REBALANCE, previous_state=group.state)
@@ -390,11 +390,17 @@ class ClassicCoordinator:
         else:
             tx.timer(group, "join", now + group.rebalance_timeout_ms())
 
-    def reset_assignments_with_error(self, tx: Tx, group: ClassicGroup, error: ErrorCode) -> None:
-        """Answer parked syncs with ``error`` and reset every assignment (GMM L5317)."""
+    def reset_assignments_with_error(self, tx: Tx, group: ClassicGroup, error: ErrorCode, now: int) -> None:
+        """Answer parked syncs with ``error`` and reset every assignment (GMM L5317). A member whose
+        parked SyncGroup is answered gets its session timer re-armed, as on success:
+        GMM `resetAndPropagateAssignmentWithError` -> `propagateAssignment` reschedules the heartbeat
+        of every member whose sync future it completed, whatever the error (seen on Kafka 4.4.0: a
+        follower parked in SyncGroup past its session, answered REBALANCE_IN_PROGRESS, stays a member
+        for another session timeout)."""
         for member in list(group.members.values()):
             if member.awaiting_sync is not None:
                 tx.reply(member.awaiting_sync, SyncGroupResponse(error))
+                tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
             if member.awaiting_sync is not None or member.assignment:
                 tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None, assignment=b"")))
 
@@ -572,7 +578,7 @@ class ClassicCoordinator:
         if not self.persist(tx, group):
             for mid, member in list(group.members.items()):
                 tx.emit(MemberUpserted(group.group_id, replace(member, assignment=before[mid])))
-            self.reset_assignments_with_error(tx, group, E.COORDINATOR_NOT_AVAILABLE)
+            self.reset_assignments_with_error(tx, group, E.COORDINATOR_NOT_AVAILABLE, now)
             self.prepare_rebalance(tx, group, now)
             return
         self.propagate_assignment(tx, group, now)
