@@ -134,7 +134,7 @@ def response(resp: Any, names: Names) -> str:
 
 def action(op: dict[str, Any]) -> str:
     """A client-only or fault op in words (for steps without a request)."""
-    kind, client = op.get("op"), op.get("client", "")
+    kind, client = op.get("op"), op.get("client") or op.get("name", "")  # consumer ops name it `name`
     words = {
         "advance": f"time +{op.get('ms')} ms",
         "failover": "coordinator failover",
