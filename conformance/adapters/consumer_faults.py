@@ -8,8 +8,8 @@ let the fault proxy (`proxy.py`) stand between, so the target sees what the mode
   swallows its answer, so the target applies it and the member never hears it; the oracle takes
   the swallowed answer from the proxy and judges it like any other. ``cut`` then closes the
   member's connection (both sides): the member's next request goes on a new one, as the Java
-  client reconnects after a disconnect (NetworkClient; the heartbeat failure path,
-  AbstractHeartbeatRequestManager.onFailure, sends every field again).
+  client reconnects after a disconnect (NetworkClient; the heartbeat request manager's onFailure
+  resets its HeartbeatState, so every field is sent again).
 * ``duplicate``: the proxy writes the heartbeat twice, the copy under a correlation id of its own,
   and swallows the copy's answer. The target serves one connection's requests in order, so it
   applies the copy right after answering the original; `heartbeat_copy` takes the copy's answer

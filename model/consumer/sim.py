@@ -361,8 +361,8 @@ class ConsumerSim:
         """The client's connection closes after its next heartbeat reached the coordinator and
         before the answer came back: the coordinator keeps what it applied, the client sees a
         disconnect and takes Java's failure path (the heartbeat failed: every field is sent again
-        after the retry backoff; `VirtualConsumer.on_request_lost`, as
-        AbstractHeartbeatRequestManager.onFailure resets the sent fields)."""
+        after the retry backoff; `VirtualConsumer.on_request_lost`, as the Java heartbeat request
+        manager's onFailure records a failed attempt and resets its HeartbeatState)."""
         out = [o for o in (self.release(name),) if o is not None]
         self._record("cut_connection", name=name)
         self.wire_next[name] = "cut"
