@@ -179,7 +179,7 @@ def run_mutant(
 def ddmin(trace: Any, found: list[str], expect: tuple[str, ...], *, polish_budget_s: float = 5.0) -> Any:
     """Hypothesis' shrunk trace, minimised further by delta debugging over its recorded ops
     (`conformance.trace.minimise`: a rule such as ``settle`` expands into many ops Hypothesis cannot
-    drop one by one), then for classic traces merged advances (`compress_time`) and a breadth-first
+    drop one by one), then for classic traces merged advances (`compress_time`), and a breadth-first
     polish of the tail (`conformance.trace.polish`, ``polish_budget_s`` CPU seconds; 0 skips it).
     Keeps the violation of an expected invariant when there is one."""
     from conformance.trace.minimise import minimise
@@ -189,12 +189,12 @@ def ddmin(trace: Any, found: list[str], expect: tuple[str, ...], *, polish_budge
         small = minimise(trace, wanted[0])
         if trace.protocol == "classic":
             small = minimise(compress_time(small, wanted[0]), wanted[0])
-            if polish_budget_s > 0:  # a shorter tail found breadth-first (conformance/trace/polish.py)
-                from conformance.trace.polish import polish
+        if polish_budget_s > 0:  # a shorter tail found breadth-first (conformance/trace/polish.py)
+            from conformance.trace.polish import polish
 
-                polished = polish(small, wanted[0], budget_s=polish_budget_s)
-                if len(polished.steps) < len(small.steps):
-                    small = minimise(polished, wanted[0])
+            polished = polish(small, wanted[0], budget_s=polish_budget_s)
+            if len(polished.steps) < len(small.steps):
+                small = minimise(polished, wanted[0])
     except (ValueError, AssertionError):  # not exactly replayable: keep Hypothesis' trace
         return trace
     return small if len(small.steps) < len(trace.steps) else trace
