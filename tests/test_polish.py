@@ -66,3 +66,19 @@ def test_polish_leaves_the_reference_model_alone() -> None:
     header = {**trace.header, "variants": {}}
     plain = Trace(header, trace.steps, trace.verdict, trace.violated, trace.violations, trace.path)
     assert [s.action for s in polish(plain, GEN, budget_s=5).steps] == SEVEN
+
+
+def test_polish_runs_on_consumer_traces_and_keeps_them_failing() -> None:
+    """The consumer path (consumer explore's ops, no symmetry): the committed KAFKA-16251
+    counterexample is already shortest (3 ops), so it comes back unchanged and still failing."""
+    from pathlib import Path
+
+    from conformance.trace.format import read_trace
+
+    trace = read_trace(
+        Path(__file__).parent / "regressions" / "consumer.fenced_member_releases_first_64158d835280.ndjson"
+    )
+    inv = "consumer.fenced_member_releases_first"
+    polished = polish(trace, inv, budget_s=5)
+    assert [s.action for s in polished.steps] == [s.action for s in trace.steps]
+    assert _fails(polished, list(polished.steps), inv)

@@ -123,6 +123,7 @@ def run_mutant(
     seed: int = 0,
     run_dir: Path | None = None,
     shrink: bool = True,
+    polish_budget_s: float = 5.0,
 ) -> KillRow:
     """The suite from scratch against one mutant: ``groupcheck check --seed S`` (the profile's
     examples), then seeds S+1, S+2, ... while the budget lasts; the first failure ends the run and
@@ -166,7 +167,7 @@ def run_mutant(
         trace = result.trace
         if trace is not None and shrink:
             row.hypothesis_steps = len(trace.steps)
-            trace = ddmin(trace, row.invariants, mutant.expect)
+            trace = ddmin(trace, row.invariants, mutant.expect, polish_budget_s=polish_budget_s)
             row.shrunk_steps = len(trace.steps)
         if trace is not None and run_dir is not None:
             from conformance.trace.format import counterexample_path, write_trace

@@ -106,9 +106,9 @@ def _consumer(trace: Trace) -> _Protocol:
             return None
         return observations
 
-    return _Protocol(
-        root, apply, _enabled, _clone, lambda sim: consumer_key(sim, symmetry=False), (*CONSUMER_OPS, "cont")
-    )
+    # a settle is many ops (and no explore edge): never added whole
+    own = (*CONSUMER_OPS, "cont", "settle")
+    return _Protocol(root, apply, _enabled, _clone, lambda sim: consumer_key(sim, symmetry=False), own)
 
 
 def _ops(trace: Trace) -> list[int]:
