@@ -103,6 +103,9 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "release", "client": name}, obs)
         return obs
 
+    def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
+        return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
+
     # ------------------------------------------------------------ client-only changes
     def restart(self, name: str) -> None:
         """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
@@ -178,6 +181,8 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.delay_request(client)
         if kind == "release":
             return sim.release(client)
+        if kind == "unsubscribe":
+            return sim.unsubscribe(client)
         if kind == "restart":
             sim.restart(client)
         elif kind == "subscribe":

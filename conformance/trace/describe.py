@@ -148,6 +148,7 @@ def action(op: dict[str, Any]) -> str:
         "delay_request": f"{client}'s next request is held on the wire",
         "release": f"{client}'s held request arrives",
         "restart": f"{client} restarts",
+        "unsubscribe": f"{client} unsubscribes (static: no LeaveGroup) and subscribes again",
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",
         "rejoin": f"{client} asks to rejoin",
