@@ -157,6 +157,11 @@ def _rename_hypo(h: Hypo, old: str, new: str) -> None:
     h.state = rename(h.state, old, new)
     h.durable = rename(h.durable, old, new)
     h.outstanding = rename(h.outstanding, old, new)
+    # timer keys carry member ids: the slack a timer was given (and the timers an operation armed,
+    # widened when its answer comes) must follow the rename, or a new member's pending timer loses
+    # its slack the moment its MEMBER_ID_REQUIRED answer names it
+    h.armed = rename(h.armed, old, new)
+    h.slack = rename(h.slack, old, new)
 
 
 def _ids_in(h: Hypo) -> set[str]:
@@ -316,6 +321,9 @@ class Timing:
     late_ms: int = 500
     #: the most a timer may fire late for its arming request's answer delay (OraclePort._widen)
     slack_cap_ms: int = 2000
+    #: how long after its deadline a timer counts as fired when the target has not been seen
+    #: running since (OraclePort._seen_running: a target paused for longer is out of scope)
+    unseen_cap_ms: int = 2000
     answer_deadline_ms: int = 8000
     max_hypotheses: int = 24
 
@@ -643,7 +651,7 @@ class OraclePort:
             dict(h.slack),
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
-        self._apply(c, lambda: self._fire_certain(c, t - tm.early_ms), t)
+        self._fire_certain(c, t - tm.early_ms, t)
         before = self._uncertain(c, t)
         if k > len(before):
             return None
@@ -664,6 +672,27 @@ class OraclePort:
         )
         return c, len(before), len(after)
 
+    def _seen_running(self, due: int, t: int) -> bool:
+        """Has the target shown it was running after ``due``, early enough before ``t``?
+
+        A Kafka coordinator timer does not act at its deadline: `CoordinatorRuntime`'s
+        `EventBasedCoordinatorTimer` turns the expired `TimerTask` (fired by the `SystemTimer`
+        reaper thread) into a `CoordinatorWriteEvent` queued with `enqueueLast` behind whatever
+        requests are queued already (coordinator-common `runtime/CoordinatorRuntime.java`). A broker
+        that is paused (GC, a starved or stopped JVM) across a deadline queues the timeout only when
+        it runs again, in a race with the requests that arrived meanwhile: a request sent well after
+        the deadline may still be processed first. So a due timer counts as certainly fired only
+        once the target answered a request sent at or after ``due`` (it was running then, and its
+        reaper with it), that answer having arrived ``early_ms`` before ``t``; or, never seen
+        running, ``unseen_cap_ms`` after ``due``. Until then both outcomes stay hypotheses.
+        Requests are dated by their send time (not the answer's arrival, which a slow reader of
+        the socket may see late)."""
+        tm = self.timing
+        if due + tm.unseen_cap_ms <= t:
+            return True
+        last = t - tm.early_ms
+        return any(at <= last and self.requests[ref][3] >= due for ref, (_r, at) in self.answers.items())
+
     def _uncertain(self, c: Hypo, t: int) -> list[int]:
         tm = self.timing
         return sorted(
@@ -681,18 +710,24 @@ class OraclePort:
         c.now = max(c.now, deadline)
         self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)
 
-    def _fire_certain(self, c: Hypo, cutoff: int) -> Result:
-        """Fire, in deadline order, the timers that have certainly fired in the target by ``cutoff``:
-        up to the first one whose deadline plus its slack lies beyond (see `_widen`)."""
-        out = Result()
+    def _fire_certain(self, c: Hypo, cutoff: int, t: int) -> None:
+        """Fire, in deadline order, the timers that have certainly fired in the target before an
+        operation at ``t``: up to the first one whose deadline plus its slack lies beyond ``cutoff``
+        (see `_widen`) or that the target has not been seen running past (`_seen_running`).
+
+        Each firing is dated at its deadline, as the model applies it: the timers it arms (a join
+        phase completed by its timer re-arms every session, GMM `completeClassicGroupJoin`) are
+        widened by how much later than that deadline the target answered (its parked JoinGroups),
+        not by how much later than this operation."""
         while True:
             nxt = self.coordinator.next_deadline(c.state)
             if nxt is None or nxt[0] > cutoff:
-                return out
+                return
             deadline, gid, key = nxt
-            if deadline + c.slack.get((gid, key, deadline), 0) > cutoff:
-                return out
-            out.extend(self.coordinator.fire_timer(c.state, gid, key, deadline))
+            due = deadline + c.slack.get((gid, key, deadline), 0)
+            if due > cutoff or not self._seen_running(due, t):
+                return
+            self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)  # noqa: B023
 
     def _apply(self, c: Hypo, call: Callable[[], Result], t: int, ref: int | None = None) -> None:
         current = {gid: g.state for gid, g in c.state.groups.items()}
@@ -915,10 +950,20 @@ class OraclePort:
         out: list[Hypo] = []
         for c in cands:
             mine = {r: v[0] for r, v in c.outstanding.items()}
-            if not any(
-                o.state == c.state and {r: v[0] for r, v in o.outstanding.items()} == mine for o in out
-            ):
+            same = next(
+                (
+                    o
+                    for o in out
+                    if o.state == c.state and {r: v[0] for r, v in o.outstanding.items()} == mine
+                ),
+                None,
+            )
+            if same is None:
                 out.append(c)
+            else:  # one hypothesis for both: the wider slack of each timer (a dropped twin may have had it)
+                for k, v in c.slack.items():
+                    if v > same.slack.get(k, 0):
+                        same.slack = {**same.slack, k: v}
         return out[: self.timing.max_hypotheses]
 
     def _new_deliveries(self, everything: bool = False) -> list[Delivery]:
