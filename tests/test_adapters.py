@@ -19,7 +19,7 @@ from conformance.adapters.wire import Network
 from conformance.errors import TargetError, UsageError
 from conformance.run import run_check
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.state import ClassicGroup, ClassicState, Member, Timer
+from model.classic.state import ClassicGroup, ClassicState, GroupState, Member, Timer
 
 # ---------------------------------------------------------------------------------------------
 # a server that answers every request with bytes we choose
@@ -141,6 +141,52 @@ def test_a_due_timer_is_certain_only_once_the_target_was_seen_running_after_it()
     assert seen._seen_running(1000, 1400)
     assert not seen._seen_running(1000, 1130)  # that answer came too close before the operation
     assert not seen._seen_running(1200, 1400)  # and was sent before this deadline
+
+
+def test_timers_fired_before_a_request_are_shown_from_the_state_they_left() -> None:
+    """While RealTimeSim shows the timers that fired just before a request (`take_pre_split`), the
+    port's view is the state before that request: its groups, transitions and durable records."""
+    from model.classic.world import GroupSnap
+
+    port = _bare_port({})
+    early = ClassicGroup("g", state=GroupState.COMPLETING_REBALANCE, generation=2)
+    late = ClassicGroup("g", state=GroupState.PREPARING_REBALANCE, generation=2)
+    h = Hypo(ClassicState(groups={"g": late}))
+    h.transitions = [
+        (GroupState.EMPTY, GroupState.COMPLETING_REBALANCE),
+        (GroupState.COMPLETING_REBALANCE, GroupState.PREPARING_REBALANCE),
+    ]
+    port.hypos = [h]
+    port.pre_split = (frozenset({3}), {"g": GroupSnap.of(early)}, 1, 0)
+    port.mid_view = None
+    refs, groups, transitions, durable = port.take_pre_split() or ((), {}, 0, 0)
+    assert refs == {3} and port.take_pre_split() is None  # taken once
+    port.mid_view = (groups, transitions, durable)
+    assert port.group("g") == GroupSnap.of(early)
+    assert port.take_transitions() == ((GroupState.EMPTY, GroupState.COMPLETING_REBALANCE),)
+    port.mid_view = None
+    assert port.group("g") == GroupSnap.of(late)
+    assert port.take_transitions() == ((GroupState.COMPLETING_REBALANCE, GroupState.PREPARING_REBALANCE),)
+
+
+def test_consumer_oracle_cutoff_waits_for_the_target_to_be_seen_running() -> None:
+    """The consumer and mixed oracles' certain-fired cutoff: ``late_ms`` before the operation, no later
+    than the last send the target answered in time, and never more than ``unseen_cap_ms`` behind."""
+    from conformance.adapters.consumer_oracle import ConsumerOraclePort, ConsumerTiming
+
+    port = ConsumerOraclePort.__new__(ConsumerOraclePort)
+    port.timing = ConsumerTiming()
+    assert port._certain_cutoff(5000) == 5000 - port.unseen_cap_ms  # never seen running
+    port._note_answer(4000, 4004)
+    assert port._certain_cutoff(5000) == 4000  # seen running at 4000, not since
+    port._note_answer(4800, 4805)
+    assert port._certain_cutoff(5000) == 4500  # late_ms bounds it
+    port._note_answer(4900, 4990)  # answered too close to the operation to vouch for it
+    assert port._certain_cutoff(5000) == 4500
+    port._note_answer(4995, 5700)  # a 705 ms answer: the target may arm its timers that late
+    assert port._certain_cutoff(6000) == 4995
+    port._note_answer(6500, 6505)
+    assert port._certain_cutoff(7000) == 7000 - 705 - port.seen_margin_ms
 
 
 def test_unknown_target_is_a_usage_error() -> None:

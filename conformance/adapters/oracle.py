@@ -123,6 +123,9 @@ class Hypo:
     armed: dict[int, tuple[int, tuple[tuple[str, str, int], ...]]] = field(default_factory=dict)
     #: how much later than its model deadline the target may fire a timer: (group, key, deadline) -> ms
     slack: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    #: timers this candidate fired before its operation: (refs they answered, the groups, how many
+    #: transitions and durable records, all as they stood just before the operation); see `pre_split`
+    pre: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -162,6 +165,7 @@ def _rename_hypo(h: Hypo, old: str, new: str) -> None:
     # its slack the moment its MEMBER_ID_REQUIRED answer names it
     h.armed = rename(h.armed, old, new)
     h.slack = rename(h.slack, old, new)
+    h.pre = rename(h.pre, old, new)
 
 
 def _ids_in(h: Hypo) -> set[str]:
@@ -408,6 +412,10 @@ class OraclePort:
         self.copy_ref: dict[tuple[Any, ...], int] = {}
         self.copy_early: dict[tuple[Any, ...], tuple[int, bytes, float]] = {}
         self.copy_ready: list[tuple[Any, int, bytes, float]] = []
+        # timers fired just before the last request (take_pre_split) and, while RealTimeSim shows
+        # that part, the view it reads: (groups, transitions, durable records) before the request
+        self.pre_split: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+        self.mid_view: tuple[dict[str, GroupSnap], int, int] | None = None
 
     @property
     def supports_failover(self) -> bool:
@@ -521,12 +529,27 @@ class OraclePort:
         for h in self.hypos:
             self.coordinator.create_topic(h.state, topic, partitions)
 
+    def take_pre_split(self) -> tuple[frozenset[int], dict[str, GroupSnap], int, int] | None:
+        """What the reported hypothesis' timers did just before the last request (`Hypo.pre`), once.
+
+        The target may fire a due timer just before it processes a request; the model then fires
+        it in the same operation. `RealTimeSim` shows that part as an observation of its own
+        (an ``advance`` of 0 ms) so that invariants comparing the state before a request with its
+        answers never read a timer's answers (a join phase its timer completed) as the request's."""
+        taken, self.pre_split = self.pre_split, None
+        return taken
+
     def group(self, group_id: str) -> GroupSnap | None:
+        if self.mid_view is not None:
+            return self.mid_view[0].get(group_id)
         g = self.hypos[0].state.groups.get(group_id) if self.hypos else None
         return None if g is None else GroupSnap.of(g)
 
     def persisted(self, group_id: str) -> PersistedSnap | None:
-        for rec in reversed(self.hypos[0].durable if self.hypos else []):
+        durable = self.hypos[0].durable if self.hypos else []
+        if self.mid_view is not None:
+            durable = durable[: self.mid_view[2]]
+        for rec in reversed(durable):
             if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
                 return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
         return None
@@ -535,8 +558,9 @@ class OraclePort:
         if not self.hypos:
             return ()
         h = self.hypos[0]
-        taken = tuple(h.transitions[h.reported :])
-        h.reported = len(h.transitions)
+        upto = len(h.transitions) if self.mid_view is None else self.mid_view[1]
+        taken = tuple(h.transitions[h.reported : upto])
+        h.reported = max(h.reported, upto)
         return taken
 
     def renames(self) -> list[tuple[str, str]]:
@@ -651,12 +675,19 @@ class OraclePort:
             dict(h.slack),
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
-        self._fire_certain(c, t - tm.early_ms, t)
+        fired = self._fire_certain(c, t - tm.early_ms, t)
         before = self._uncertain(c, t)
         if k > len(before):
             return None
         for _ in range(k):
             self._fire_next(c)
+        if op[0] == "send" and fired + k:
+            c.pre = (
+                frozenset(c.outstanding) - frozenset(h.outstanding),
+                {gid: GroupSnap.of(g) for gid, g in c.state.groups.items()},
+                len(c.transitions),
+                len(c.durable),
+            )
         if op[0] == "send":
             _, ref, request = op
             at = max(t, c.now)
@@ -710,7 +741,7 @@ class OraclePort:
         c.now = max(c.now, deadline)
         self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)
 
-    def _fire_certain(self, c: Hypo, cutoff: int, t: int) -> None:
+    def _fire_certain(self, c: Hypo, cutoff: int, t: int) -> int:
         """Fire, in deadline order, the timers that have certainly fired in the target before an
         operation at ``t``: up to the first one whose deadline plus its slack lies beyond ``cutoff``
         (see `_widen`) or that the target has not been seen running past (`_seen_running`).
@@ -718,15 +749,17 @@ class OraclePort:
         Each firing is dated at its deadline, as the model applies it: the timers it arms (a join
         phase completed by its timer re-arms every session, GMM `completeClassicGroupJoin`) are
         widened by how much later than that deadline the target answered (its parked JoinGroups),
-        not by how much later than this operation."""
+        not by how much later than this operation. Returns how many fired."""
+        fired = 0
         while True:
             nxt = self.coordinator.next_deadline(c.state)
             if nxt is None or nxt[0] > cutoff:
-                return
+                return fired
             deadline, gid, key = nxt
             due = deadline + c.slack.get((gid, key, deadline), 0)
             if due > cutoff or not self._seen_running(due, t):
-                return
+                return fired
+            fired += 1
             self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)  # noqa: B023
 
     def _apply(self, c: Hypo, call: Callable[[], Result], t: int, ref: int | None = None) -> None:
@@ -874,6 +907,7 @@ class OraclePort:
                 self._crash(t, "the target closed a connection with requests outstanding")
                 return self._new_deliveries()
             self._collect(0.01)
+        self.pre_split = None
         if not cands or not keep:
             self._divergence(t, op, list(reasons.values()))
             return self._new_deliveries(everything=True)
@@ -890,6 +924,7 @@ class OraclePort:
             )
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
+            self.pre_split = h0.pre
             for note in h0.compat[self.compat_reported :]:
                 self._finding("kafka-compat", "compat.JoinGroup", f"t={t}: {note}")
             self.compat_reported = max(self.compat_reported, len(h0.compat))
