@@ -126,6 +126,8 @@ class Hypo:
     #: timers this candidate fired before its operation: (refs they answered, the groups, how many
     #: transitions and durable records, all as they stood just before the operation); see `pre_split`
     pre: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+    #: the same for the timers it fired after its operation (the view: just after the operation)
+    post: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -166,6 +168,7 @@ def _rename_hypo(h: Hypo, old: str, new: str) -> None:
     h.armed = rename(h.armed, old, new)
     h.slack = rename(h.slack, old, new)
     h.pre = rename(h.pre, old, new)
+    h.post = rename(h.post, old, new)
 
 
 def _ids_in(h: Hypo) -> set[str]:
@@ -415,6 +418,7 @@ class OraclePort:
         # timers fired just before the last request (take_pre_split) and, while RealTimeSim shows
         # that part, the view it reads: (groups, transitions, durable records) before the request
         self.pre_split: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+        self.post_split: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
         self.mid_view: tuple[dict[str, GroupSnap], int, int] | None = None
 
     @property
@@ -537,6 +541,11 @@ class OraclePort:
         (an ``advance`` of 0 ms) so that invariants comparing the state before a request with its
         answers never read a timer's answers (a join phase its timer completed) as the request's."""
         taken, self.pre_split = self.pre_split, None
+        return taken
+
+    def take_post_split(self) -> tuple[frozenset[int], dict[str, GroupSnap], int, int] | None:
+        """As `take_pre_split`, for the timers fired just after the last request (`Hypo.post`)."""
+        taken, self.post_split = self.post_split, None
         return taken
 
     def group(self, group_id: str) -> GroupSnap | None:
@@ -696,8 +705,17 @@ class OraclePort:
         after = self._uncertain(c, t)
         if j > len(after):
             return None
+        if op[0] == "send" and j:
+            mark = frozenset(c.outstanding)
+            view = (
+                {gid: GroupSnap.of(g) for gid, g in c.state.groups.items()},
+                len(c.transitions),
+                len(c.durable),
+            )
         for _ in range(j):
             self._fire_next(c)
+        if op[0] == "send" and j:
+            c.post = (frozenset(c.outstanding) - mark, *view)
         c.choices = h.choices + tuple(
             f"{kind}={opts[i]}" for kind, opts, i in self.chooser.log if len(opts) > 1
         )
@@ -907,7 +925,7 @@ class OraclePort:
                 self._crash(t, "the target closed a connection with requests outstanding")
                 return self._new_deliveries()
             self._collect(0.01)
-        self.pre_split = None
+        self.pre_split = self.post_split = None
         if not cands or not keep:
             self._divergence(t, op, list(reasons.values()))
             return self._new_deliveries(everything=True)
@@ -924,7 +942,7 @@ class OraclePort:
             )
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
-            self.pre_split = h0.pre
+            self.pre_split, self.post_split = h0.pre, h0.post
             for note in h0.compat[self.compat_reported :]:
                 self._finding("kafka-compat", "compat.JoinGroup", f"t={t}: {note}")
             self.compat_reported = max(self.compat_reported, len(h0.compat))

@@ -163,6 +163,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             for pre in take() if take is not None else []:
                 self._observe_one(pre, f"timers due before: {what}")
             self._observe_one(obs, what)
+            take = getattr(self.sim, "take_post_observations", None)
+            for post in take() if take is not None else []:
+                self._observe_one(post, f"timers due after: {what}")
 
         def _observe_one(self, obs: Observation[Any] | None, what: str) -> None:
             if obs is None:
