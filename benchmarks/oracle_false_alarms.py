@@ -67,11 +67,18 @@ class LegacyCoordinator(ClassicCoordinator):
 @contextlib.contextmanager
 def legacy() -> Iterator[None]:
     """The oracle as before: no `_seen_running` evidence, slack lost when a provisional id is
-    renamed, certain timers dated at the operation (not their deadline)."""
+    renamed, certain timers dated at the operation (not their deadline), timers fired around a
+    request folded into its observation (no `take_pre_split` / `take_post_split`)."""
     port = oracle_mod.OraclePort
-    saved = (port._seen_running, port._fire_certain, oracle_mod._rename_hypo)
+    saved = (
+        port._seen_running,
+        port._fire_certain,
+        port.take_pre_split,
+        port.take_post_split,
+        oracle_mod._rename_hypo,
+    )
 
-    def fire_certain(self: Any, c: Any, cutoff: int, t: int) -> None:
+    def fire_certain(self: Any, c: Any, cutoff: int, t: int) -> int:
         def fire() -> Any:
             out = oracle_mod.Result()
             while True:
@@ -84,6 +91,7 @@ def legacy() -> Iterator[None]:
                 out.extend(self.coordinator.fire_timer(c.state, gid, key, deadline))
 
         self._apply(c, fire, t)
+        return 0
 
     def rename_hypo(h: Any, old: str, new: str) -> None:
         h.state = oracle_mod.rename(h.state, old, new)
@@ -92,11 +100,18 @@ def legacy() -> Iterator[None]:
 
     port._seen_running = lambda self, due, t: True  # type: ignore[method-assign]
     port._fire_certain = fire_certain  # type: ignore[method-assign]
+    port.take_pre_split = port.take_post_split = lambda self: None  # type: ignore[method-assign]
     oracle_mod._rename_hypo = rename_hypo
     try:
         yield
     finally:
-        port._seen_running, port._fire_certain, oracle_mod._rename_hypo = saved  # type: ignore[method-assign]
+        (
+            port._seen_running,
+            port._fire_certain,
+            port.take_pre_split,
+            port.take_post_split,
+            oracle_mod._rename_hypo,
+        ) = saved  # type: ignore[method-assign]
 
 
 def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
