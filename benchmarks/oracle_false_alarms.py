@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import open_target
+from conformance.adapters import consumer_oracle, open_target
 from conformance.adapters import oracle as oracle_mod
 from conformance.adapters.check import _run_one, real_profile
 from model.classic.coordinator import ClassicCoordinator
@@ -101,10 +101,15 @@ def legacy() -> Iterator[None]:
     port._seen_running = lambda self, due, t: True  # type: ignore[method-assign]
     port._fire_certain = fire_certain  # type: ignore[method-assign]
     port.take_pre_split = port.take_post_split = lambda self: None  # type: ignore[method-assign]
+    # the consumer and mixed oracles: a fixed late_ms margin, no evidence of the target running
+    base = consumer_oracle.HypothesisFindings
+    saved_cutoff = base._certain_cutoff
+    base._certain_cutoff = lambda self, t: t - self.timing.late_ms  # type: ignore[method-assign]
     oracle_mod._rename_hypo = rename_hypo
     try:
         yield
     finally:
+        base._certain_cutoff = saved_cutoff  # type: ignore[method-assign]
         (
             port._seen_running,
             port._fire_certain,
@@ -127,9 +132,10 @@ def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
 
 def one_run(handle: Any, args: argparse.Namespace, variant: str, seed: int) -> Any:
     if args.protocol == "consumer":
-        return _run_one(
-            handle, "consumer", real_profile("ci"), 6, seed, {}, "protocol", time.monotonic()
-        ).result
+        with legacy() if variant == "before" else contextlib.nullcontext():
+            return _run_one(
+                handle, "consumer", real_profile("ci"), 6, seed, {}, "protocol", time.monotonic()
+            ).result
     examples, profile = (3, "dev") if args.mode == "agree" else (12, "ci")
     inner = handle.port_factory()
 
