@@ -392,11 +392,9 @@ class ClassicCoordinator:
 
     def reset_assignments_with_error(self, tx: Tx, group: ClassicGroup, error: ErrorCode, now: int) -> None:
         """Answer parked syncs with ``error`` and reset every assignment (GMM L5317). A member whose
-        parked SyncGroup is answered gets its session timer re-armed, as on success:
-        GMM `resetAndPropagateAssignmentWithError` -> `propagateAssignment` reschedules the heartbeat
-        of every member whose sync future it completed, whatever the error (seen on Kafka 4.4.0: a
-        follower parked in SyncGroup past its session, answered REBALANCE_IN_PROGRESS, stays a member
-        for another session timeout)."""
+        parked sync is answered gets a new session, as when it is answered an assignment
+        (`resetAndPropagateAssignmentWithError` goes through `propagateAssignment`, which re-arms the
+        heartbeat of each member `completeSyncFuture` answered)."""
         for member in list(group.members.values()):
             if member.awaiting_sync is not None:
                 tx.reply(member.awaiting_sync, SyncGroupResponse(error))
@@ -585,12 +583,16 @@ class ClassicCoordinator:
         tx.set(group, state=S.STABLE, previous_state=group.state)
 
     def propagate_assignment(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        """Answer the parked SyncGroups; only the members answered get a new session (GMM
+        `propagateAssignment` re-arms a member's heartbeat only when `ClassicGroup.completeSyncFuture`
+        completed its parked sync): a member that has not sent its SyncGroup yet keeps the session
+        its join completion (or last heartbeat) started."""
         for member in list(group.members.values()):
             if member.awaiting_sync is not None:
                 resp = SyncGroupResponse(E.NONE, group.protocol_type, group.protocol, member.assignment)
                 tx.reply(member.awaiting_sync, resp)
                 tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None)))
-            tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
+                tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
 
     # ------------------------------------------------------------------ Heartbeat
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
