@@ -1,0 +1,255 @@
+"""Coordinator failover for KIP-848 groups on a real target (issue 4): restart, reload, compare.
+
+The consumer machine's Failover rule restarts the target as the classic rule does
+(`conformance.adapters.faults.restart`: `Target.restart`, SIGKILL by default, the same log folder
+and ports). What survives is what KIP-848 writes to ``__consumer_offsets``: the group epoch, the
+subscription metadata, each member's subscription, the target assignment and its epoch, each
+member's current assignment with its member epoch and partitions pending revocation, and committed
+offsets (``GroupCoordinatorRecordHelpers``; replayed by ``GroupMetadataManager.replay``). Timers are
+in memory only: ``GroupMetadataManager.onLoaded`` schedules every loaded member's session timeout
+afresh, and the rebalance timeout of members in UNREVOKED_PARTITIONS
+(group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java).
+Each model hypothesis therefore keeps its durable view (`model.consumer.records.durable_view`, equal
+to the model's own ``rebuild`` of its records) and runs ``on_loaded``.
+
+When the target loaded the group is not observable: after a clean stop it loads as it starts
+serving; after a crash the KRaft broker may load the group long before it answers (its old
+registration must time out first), and the loaded members' session timers then expire unattended.
+So each hypothesis loads at several moments between the stop and the first good answer (at the
+end; just late enough for each timer length to have fired; at the stop) and runs its timers up to
+the first good answer. ConsumerGroupDescribe (api key 69) then shows the recovered group (state,
+epochs, members with their epochs, assignments and targets); the hypotheses that equal it are kept;
+none -> an ``oracle.Failover`` protocol finding naming each difference.
+
+The wait: FindCoordinator and ConsumerGroupDescribe until the group's coordinator answers it
+without COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR (every wait with
+a deadline, `RESTART_DEADLINE_S`). Requests the members send later and that still meet one of those
+answers are resent after finding the coordinator again, as the Java consumer does
+(``AbstractHeartbeatRequestManager.onErrorResponse``: coordinator errors mark the coordinator
+unknown and the heartbeat is retried); see `ConsumerOraclePort._exchange`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.errors import TargetError
+from model.consumer.messages import TopicPartition
+from model.consumer.records import durable_view
+from model.consumer.state import REBALANCE
+
+API_CONSUMER_GROUP_DESCRIBE = 69
+#: how long a restart (stop, start, the group served again) may take
+RESTART_DEADLINE_S = 120.0
+#: coordinator errors that mean "ask again" (Errors.java: 14, 15, 16)
+NOT_READY = {14, 15, 16}
+GROUP_ID_NOT_FOUND = 69
+
+
+@dataclass(frozen=True)
+class RecoveredMember:
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    assigned: frozenset[TopicPartition]
+    target: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class RecoveredGroup:
+    """A consumer group as ConsumerGroupDescribe shows it (None fields: the group does not exist)."""
+
+    error: int
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    members: dict[str, RecoveredMember]
+
+
+def restarts_left(port: Any) -> bool:
+    """Failover is on for this port: the launcher restarts on the same state and the run's budget
+    (`check --restarts N`, per protocol) has a restart left."""
+    launcher = port.session.launcher
+    if launcher is None or "restart" not in getattr(launcher, "capabilities", ()):
+        return False
+    done = port.session.__dict__.setdefault("restarts_by_protocol", {})
+    return bool(done.get(port.protocol_name, 0) < port.session.max_restarts)
+
+
+def describe(port: Any, timeout: float = 2.0) -> RecoveredGroup | None:
+    """ConsumerGroupDescribe of the port's group on its coordinator; None when it cannot be reached."""
+    from conformance.adapters.codec import build, payload_class
+    from conformance.adapters.kafka import _blocking_exchange
+    from conformance.adapters.wire import decode_frame
+
+    adapter = port.adapter
+    lo, hi = adapter.connect().api_versions.get(API_CONSUMER_GROUP_DESCRIBE, (0, -1))
+    if hi < 0:
+        raise TargetError(f"{adapter.bootstrap}: the target offers no ConsumerGroupDescribe (api key 69)")
+    version = min(hi, 1)
+    coord = adapter.coordinators.get(port.real_group)
+    if coord is None:
+        return None
+    cls = payload_class(API_CONSUMER_GROUP_DESCRIBE, version, True)
+    req = build(cls, {"group_ids": (port.real_group,), "include_authorized_operations": False})
+    try:
+        frame = _blocking_exchange(coord[0], coord[1], req, timeout, adapter.client_id)
+    except (OSError, ConnectionError):
+        return None
+    value, _ = decode_frame(API_CONSUMER_GROUP_DESCRIBE, version, frame)
+    if value is None or not value.groups:
+        return None
+    g = value.groups[0]
+    members = {}
+    for m in g.members:
+        members[str(m.member_id)] = RecoveredMember(
+            str(m.member_id),
+            None if m.instance_id is None else str(m.instance_id),
+            int(m.member_epoch),
+            _parts(port, m.assignment),
+            _parts(port, m.target_assignment),
+        )
+    return RecoveredGroup(
+        int(g.error_code.value), str(g.group_state), int(g.group_epoch), int(g.assignment_epoch), members
+    )
+
+
+def _parts(port: Any, assignment: Any) -> frozenset[TopicPartition]:
+    out = set()
+    for tp in assignment.topic_partitions:
+        topic = port.topics.model_of_id(tp.topic_id)
+        out |= {(topic, int(p)) for p in tp.partitions}
+    return frozenset(out)
+
+
+def wait_served(port: Any, deadline_s: float) -> tuple[int, RecoveredGroup | None]:
+    """Poll until the restarted coordinator serves the group; (last "not ready" ms, the group as
+    described, None when the target never had it)."""
+    adapter = port.adapter
+    end = time.monotonic() + deadline_s
+    not_ready = port.clock()
+    while time.monotonic() < end:
+        asked = port.clock()
+        try:
+            adapter.coordinators.pop(port.real_group, None)
+            adapter.find_coordinator(port.real_group, deadline_s=max(0.5, end - time.monotonic()))
+        except Exception:  # noqa: BLE001 - not ready yet: try again until the deadline
+            not_ready = asked
+            time.sleep(0.02)
+            continue
+        seen = describe(port)
+        if seen is None or seen.error in NOT_READY:
+            not_ready = asked
+            time.sleep(0.01)
+            continue
+        return not_ready, None if seen.error == GROUP_ID_NOT_FOUND else seen
+    raise TargetError(f"{port.session.launcher.name}: the group was not served again within {deadline_s:g}s")
+
+
+def load_times(h: Any, t_stop: int, t_load: int, session_ms: int) -> list[int]:
+    """Moments the target may have loaded the group that lead to different recovered groups: at the
+    end, just early enough for each kind of armed timer (rebalance timeouts of members revoking, the
+    session timeout) to have fired by ``t_load``, and at the stop."""
+    out = [t_load]
+    lengths = {session_ms}
+    for g in h.state.groups.values():
+        for key, timer in g.timers.items():
+            if key[0] == REBALANCE:
+                m = g.members.get(timer.member_id)
+                if m is not None and m.rebalance_timeout_ms > 0:
+                    lengths.add(m.rebalance_timeout_ms)
+    for length in sorted(lengths):
+        at = t_load - length - 1
+        if t_stop < at:
+            out.append(at)
+    out.append(t_stop)
+    return list(dict.fromkeys(out))
+
+
+def recovered_matches(port: Any, state: Any, seen: RecoveredGroup | None) -> str | None:
+    """None when ``seen`` (the target's group after the restart) equals the model's loaded group."""
+    g = state.groups.get(port.group_id)
+    if seen is None:
+        return None if g is None else f"the target has no group; the model recovered {g.state.value}"
+    if g is None:
+        return f"the target recovered {seen.state} with {len(seen.members)} members; the model has no group"
+    diffs = []
+    if seen.state.lower() != g.state.value.lower():
+        diffs.append(f"state {seen.state}, model {g.state.value}")
+    if (seen.group_epoch, seen.assignment_epoch) != (g.group_epoch, g.assignment_epoch):
+        diffs.append(
+            f"group/assignment epoch {seen.group_epoch}/{seen.assignment_epoch}, "
+            f"model {g.group_epoch}/{g.assignment_epoch}"
+        )
+    if set(seen.members) != set(g.members):
+        diffs.append(f"members {sorted(seen.members)}, model {sorted(g.members)}")
+    for mid in sorted(set(seen.members) & set(g.members)):
+        s, m = seen.members[mid], g.members[mid]
+        if s.member_epoch != m.member_epoch:
+            diffs.append(f"{mid} epoch {s.member_epoch}, model {m.member_epoch}")
+        if s.assigned != m.assigned:
+            diffs.append(f"{mid} assigned {_tps(s.assigned)}, model {_tps(m.assigned)}")
+        if s.target != g.target_of(mid):
+            diffs.append(f"{mid} target {_tps(s.target)}, model {_tps(g.target_of(mid))}")
+    return "; ".join(diffs) or None
+
+
+def _tps(parts: frozenset[TopicPartition]) -> str:
+    return "{" + ", ".join(f"{t}-{p}" for t, p in sorted(parts)) + "}"
+
+
+def restart(port: Any) -> Any:
+    """The consumer machine's Failover rule on a real target (module docstring); the step's Result."""
+    from model.result import Result
+
+    launcher = port.session.launcher
+    done = port.session.__dict__.setdefault("restarts_by_protocol", {})
+    done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
+    port.session.restarts_done += 1
+    t = port.clock()
+    port.adapter.drop_all()
+    if port.adapter.proxy is not None:
+        port.adapter.proxy.cut_all()
+    port.adapter.take_findings()  # connections we closed ourselves are not findings
+    try:
+        launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
+    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
+        port._crash(t, f"restart failed: {e}")
+        return Result()
+    try:
+        t_load, seen = wait_served(port, RESTART_DEADLINE_S)
+    except TargetError as e:
+        port._crash(t, str(e))
+        return Result()
+    t_serving = port.clock()
+    port.session.restart_times.append((t, t_load, t_serving))
+    port.log.append(f"t={t} restart; group served again at t={t_serving}, loaded after t={t_load}")
+    keep, reasons = [], []
+    for h0 in port.hypos:
+        port._fire_certain(h0, t)  # what had surely fired before the stop
+        for at in load_times(h0, t, t_load, port.config.session_timeout_ms):
+            h = h0.copy()
+            coord = port.coords[h.origin]
+            h.state = durable_view(h0.state)
+            coord.on_loaded(h.state, at)
+            h.now = at
+            if at < t_load:
+                coord.advance(h.state, t_load)
+                h.now = t_load
+            why = recovered_matches(port, h.state, seen)
+            if why is None:
+                keep.append(h)
+            else:
+                reasons.append(f"loaded at t={at}: {why}")
+    if keep:
+        port.hypos = port._dedupe(keep)
+    else:
+        port._finding(
+            "protocol",
+            "oracle.Failover",
+            f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
+            + " | ".join(dict.fromkeys(reasons)),
+        )
+    return Result()
