@@ -189,8 +189,10 @@ def recovered_matches(port: Any, state: Any, seen: RecoveredGroup | None) -> str
         s, m = seen.members[mid], g.members[mid]
         if s.member_epoch != m.member_epoch:
             diffs.append(f"{mid} epoch {s.member_epoch}, model {m.member_epoch}")
-        if s.assigned != m.assigned:
-            diffs.append(f"{mid} assigned {_tps(s.assigned)}, model {_tps(m.assigned)}")
+        # ConsumerGroupDescribe lists assigned and pending-revocation partitions together (Kafka 4.4.0
+        # ConsumerGroupMember.asConsumerGroupDescribeMember accumulates both)
+        if s.assigned != m.assigned | m.pending_revocation:
+            diffs.append(f"{mid} holds {_tps(s.assigned)}, model {_tps(m.assigned | m.pending_revocation)}")
         if s.target != g.target_of(mid):
             diffs.append(f"{mid} target {_tps(s.target)}, model {_tps(g.target_of(mid))}")
     return "; ".join(diffs) or None
