@@ -10,7 +10,9 @@ in memory only: ``GroupMetadataManager.onLoaded`` schedules every loaded member'
 afresh, and the rebalance timeout of members in UNREVOKED_PARTITIONS
 (group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java).
 Each model hypothesis therefore keeps its durable view (`model.consumer.records.durable_view`, equal
-to the model's own ``rebuild`` of its records) and runs ``on_loaded``.
+to the model's own ``rebuild`` of its records) and runs ``on_loaded``. A mixed group (KIP-848 B.13)
+fails over the same way while it is a consumer group: its classic-protocol members are consumer-group
+members whose classic metadata is in their subscription records (`mixed_restart_allowed`).
 
 When the target loaded the group is not observable: after a clean stop it loads as it starts
 serving; after a crash the KRaft broker may load the group long before it answers (its old
@@ -32,13 +34,13 @@ unknown and the heartbeat is retried); see `ConsumerOraclePort._exchange`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.errors import TargetError
 from model.consumer.messages import TopicPartition
 from model.consumer.records import durable_view
-from model.consumer.state import REBALANCE
+from model.consumer.state import REBALANCE, SESSION
 
 API_CONSUMER_GROUP_DESCRIBE = 69
 #: how long a restart (stop, start, the group served again) may take
@@ -68,11 +70,16 @@ class RecoveredGroup:
     members: dict[str, RecoveredMember]
 
 
-def restarts_left(port: Any) -> bool:
-    """Failover is on for this port: the launcher restarts on the same state and the run's budget
-    (`check --restarts N`, per protocol) has a restart left."""
+def can_restart(port: Any) -> bool:
+    """The port's target restarts on its own state (`Target.restart`)."""
     launcher = port.session.launcher
-    if launcher is None or "restart" not in getattr(launcher, "capabilities", ()):
+    return launcher is not None and "restart" in getattr(launcher, "capabilities", ())
+
+
+def restarts_left(port: Any) -> bool:
+    """The target can restart and the run's budget (`check --restarts N`, per protocol) has a
+    restart left."""
+    if not can_restart(port):
         return False
     done = port.session.__dict__.setdefault("restarts_by_protocol", {})
     return bool(done.get(port.protocol_name, 0) < port.session.max_restarts)
@@ -154,7 +161,7 @@ def load_times(h: Any, t_stop: int, t_load: int, session_ms: int) -> list[int]:
     session timeout) to have fired by ``t_load``, and at the stop."""
     out = [t_load]
     lengths = {session_ms}
-    for g in h.state.groups.values():
+    for g in consumer_part(h.state).groups.values():
         for key, timer in g.timers.items():
             if key[0] == REBALANCE:
                 m = g.members.get(timer.member_id)
@@ -202,6 +209,69 @@ def _tps(parts: frozenset[TopicPartition]) -> str:
     return "{" + ", ".join(f"{t}-{p}" for t, p in sorted(parts)) + "}"
 
 
+def session_ms(port: Any) -> int:
+    config = port.coordinator.config
+    return int(getattr(config, "consumer", config).session_timeout_ms)
+
+
+def consumer_part(state: Any) -> Any:
+    """The consumer-group half of a hypothesis' state (a mixed state has a classic half too)."""
+    return getattr(state, "consumer", state)
+
+
+def loaded_all(port: Any, h0: Any, at: int, t_load: int) -> list[Any]:
+    """`loaded`, and when timers fire while the target is down, once more for each member whose
+    session timer fires last among the equal deadlines ``on_loaded`` arms (Kafka's order among equal
+    deadlines is unspecified; in a mixed group it decides whether the group is downgraded)."""
+    out = [loaded(port, h0, at, t_load)]
+    if at < t_load:
+        group = consumer_part(h0.state).groups.get(port.group_id)
+        for member_id in sorted(group.members) if group is not None else ():
+            out.append(loaded(port, h0, at, t_load, last=member_id))
+    return out
+
+
+def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) -> Any:
+    """Hypothesis ``h0`` after a new coordinator loaded its durable state at ``at`` and ran its timers
+    up to ``t_load`` (``last``: that member's session timer fires after the others due with it). A
+    mixed hypothesis (`MixedOraclePort`) loads its consumer group the same way; its classic half keeps
+    no group (`mixed_restart_allowed`: the group is a consumer group)."""
+    h = h0.copy()
+    coord = port.coords[h.origin]
+    if hasattr(h0.state, "consumer"):
+        from model.classic.state import ClassicState
+        from model.consumer.mixed_state import MixedState
+
+        classic = ClassicState(topics=dict(h0.state.classic.topics), offsets=dict(h0.state.classic.offsets))
+        h.state = MixedState(classic=classic, consumer=durable_view(h0.state.consumer))
+        coord.consumer.on_loaded(h.state.consumer, at)
+    else:
+        h.state = durable_view(h0.state)
+        coord.on_loaded(h.state, at)
+    h.now = at
+    group = consumer_part(h.state).groups.get(port.group_id)
+    if last is not None and group is not None:
+        for key, timer in list(group.timers.items()):
+            if key == (SESSION, last):
+                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
+    if at < t_load:
+        coord.advance(h.state, t_load)
+        h.now = t_load
+    return h
+
+
+def mixed_restart_allowed(port: Any) -> str | None:
+    """Why a mixed group cannot fail over on a real target now, or None: it must be a consumer group
+    (classic members included, their metadata is in the member records) in every hypothesis; a classic
+    group persists only its last GroupMetadata, which a hypothesis' state does not keep."""
+    for h in port.hypos:
+        if h.state.classic.groups:
+            return "the group is a classic group (its durable GroupMetadata is not kept by the oracle)"
+        if not h.state.consumer.groups:
+            return "no group yet"
+    return None
+
+
 def restart(port: Any) -> Any:
     """The consumer machine's Failover rule on a real target (module docstring); the step's Result."""
     from model.result import Result
@@ -231,20 +301,13 @@ def restart(port: Any) -> Any:
     keep, reasons = [], []
     for h0 in port.hypos:
         port._fire_certain(h0, t)  # what had surely fired before the stop
-        for at in load_times(h0, t, t_load, port.config.session_timeout_ms):
-            h = h0.copy()
-            coord = port.coords[h.origin]
-            h.state = durable_view(h0.state)
-            coord.on_loaded(h.state, at)
-            h.now = at
-            if at < t_load:
-                coord.advance(h.state, t_load)
-                h.now = t_load
-            why = recovered_matches(port, h.state, seen)
-            if why is None:
-                keep.append(h)
-            else:
-                reasons.append(f"loaded at t={at}: {why}")
+        for at in load_times(h0, t, t_load, session_ms(port)):
+            for h in loaded_all(port, h0, at, t_load):
+                why = recovered_matches(port, consumer_part(h.state), seen)
+                if why is None:
+                    keep.append(h)
+                else:
+                    reasons.append(f"loaded at t={at}: {why}")
     if keep:
         port.hypos = port._dedupe(keep)
     else:

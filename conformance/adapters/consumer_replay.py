@@ -102,6 +102,13 @@ class _WithLauncher:
         setattr(self.__dict__["_handle"], name, value)
 
 
+def why_no_restart(handle: Any) -> str | None:
+    launcher = getattr(handle, "launcher", None)
+    if launcher is None or "restart" not in getattr(launcher, "capabilities", ()):
+        return f"{handle.name} cannot restart on its own state"
+    return None
+
+
 def failovers(trace: Trace) -> int:
     """How many coordinator restarts replaying ``trace`` takes."""
     return sum(1 for step in trace.steps if step.action.get("op") == "failover")
@@ -161,7 +168,7 @@ def replay_group_on_target(
 
 
 def replay_mixed_on_target(
-    trace: Trace, spec: str, variants: dict[str, str | None]
+    trace: Trace, spec: str, variants: dict[str, str | None], restart_signal: str = "kill"
 ) -> tuple[ReplayResult, list[str]]:
     """Replay a mixed-group trace on ``spec``: each recorded `MixedRun` op (members start, stop,
     crash, time runs) again on a `RealMixedRun` through the mixed oracle; ``run_for`` sleeps that
@@ -181,6 +188,7 @@ def replay_mixed_on_target(
         notes.append(f"coordinator variant mixed_mutant={recorded} dropped: the target is the coordinator")
     kept = {k: v for k, v in {**trace.header["variants"], **merged}.items() if v is not None}
     with open_target(spec) as handle:
+        handle = local_launcher(handle)
         notes.insert(0, f"{handle.name} {handle.version}")
         result = ReplayResult(trace, handle.name, kept)
         why = not_run_reason(handle)
@@ -188,9 +196,12 @@ def replay_mixed_on_target(
             result.error = f"{handle.name}: {why}"
             return result, notes
         for step in trace.steps:
-            if step.action.get("op") == "failover":
-                result.error = f"{trace.path}:{step.line}: mixed-group traces replay coordinator failover on the model only"
+            if step.action.get("op") == "failover" and why_no_restart(handle) is not None:
+                result.error = f"{trace.path}:{step.line}: the trace fails the coordinator over; {why_no_restart(handle)}"
                 return result, notes
+        if handle.session is not None:  # failover ops restart the target while the group is a consumer group
+            handle.session.max_restarts = failovers(trace)
+            handle.session.restart_signal = restart_signal
         factory, _config, _ = mixed_setup(handle, real_profile("ci"))
         setup = dict(trace.header["setup"])
         port = factory(int(setup.get("seed", 0)), kept)

@@ -19,6 +19,7 @@ MIXED_REAL_PROFILES = {
     "dev": Profile("dev", 2, 6),
     "ci": Profile("ci", 3, 8),
     "thorough": Profile("thorough", 30, 25),
+    "faults": Profile("faults", 3, 8, wire_faults=True),  # issue 4: the ci mix plus the failover rule
 }
 
 

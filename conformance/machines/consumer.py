@@ -303,6 +303,10 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule()
         def failover(self) -> None:
             assert self.sim is not None
+            left = getattr(self.sim.port, "restart_left", None)  # a real target: the run's budget
+            if left is not None and not left():
+                self.note("coordinator failover skipped: the run has no restart left")
+                return
             self.observe(self.sim.failover(), "coordinator failover")
 
         @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_topic_changes", True))
