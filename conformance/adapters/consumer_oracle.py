@@ -385,11 +385,17 @@ class ConsumerOraclePort(HypothesisFindings):
 
         return restarts_left(self)
 
+    def _own_topics(self) -> bool:
+        """The target creates topics on request (not seeded at start), so this port names its own."""
+        launcher = self.session.launcher
+        return launcher is None or "create_topics" in getattr(launcher, "capabilities", ())
+
     @property
     def supports_topic_changes(self) -> bool:
-        """CreatePartitions and DeleteTopics offered (`topic_ops`); topic creation was there before."""
+        """CreatePartitions and DeleteTopics offered (`topic_ops`) on a target that creates topics on
+        request; topic creation was there before."""
         versions = self.adapter.connect().api_versions
-        return all(versions.get(k, (0, -1))[1] >= 0 for k in (37, 20))
+        return self._own_topics() and all(versions.get(k, (0, -1))[1] >= 0 for k in (37, 20))
 
     def __post_init__(self) -> None:
         self.adapter = self.session.adapter
@@ -457,7 +463,20 @@ class ConsumerOraclePort(HypothesisFindings):
         port's own (named per group), so growing or deleting one never touches another example's."""
         from conformance.adapters import topic_ops
 
-        if action == "create":
+        if action == "create" and not self._own_topics():
+            # a target whose topics are seeded at start (the librdkafka mock): the run's shared names
+            real = self.session.real_topic(topic, partitions)
+            fresh = real not in self.session.__dict__.get("topic_ids", {})
+            self.session.ensure_topic(real)
+            ids = _topic_ids(self.session, [real])
+            if fresh:
+                time.sleep(TOPIC_PROPAGATION_S)
+            if real not in ids:
+                raise TargetError(
+                    f"{self.session.adapter.bootstrap}: Metadata does not list topic {real} with an id"
+                )
+            self.topics.add(topic, real, ids[real])
+        elif action == "create":
             # a re-created topic keeps its name (members subscribe by name; Kafka gives it a new id)
             real = self.topics.real.get(topic) or topic_ops.fresh_name(
                 self.session, topic, partitions, self.real_group.rsplit("-", 1)[-1]
