@@ -162,6 +162,26 @@ def test_delay_holds_the_request_and_what_follows(
     assert got[0][2] - t0 >= 0.29
 
 
+def test_release_ends_a_hold_when_the_caller_says(
+    proxied: tuple[FakeServer, FaultProxy, socket.socket],
+) -> None:
+    """A delayed request stays held past what else happens until `release` (the oracle's moment)."""
+    server, proxy, client = proxied
+    peer = client.getsockname()
+    assert proxy.release(peer) == 0  # nothing held: nothing released
+    proxy.delay_request(peer, 1, 30_000)
+    client.sendall(request(1))
+    assert proxy.held(peer) == 1  # waits until the request reached the proxy
+    time.sleep(0.2)
+    assert server.seen == []
+    t0 = time.monotonic()
+    assert proxy.release(peer) == 1
+    got = answers(client, 0.5)
+    assert [c for c, _, _ in got] == [1] and got[0][2] - t0 < 0.4  # not the 30 s hold
+    assert server.seen == [1] and proxy.held(peer, timeout_s=0.05) == 0
+    assert [e.kind for e in proxy.take_events()] == ["delay", "release"]
+
+
 def test_cut_closes_both_sides(proxied: tuple[FakeServer, FaultProxy, socket.socket]) -> None:
     _server, proxy, client = proxied
     client.sendall(request(1))

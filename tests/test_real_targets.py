@@ -25,13 +25,13 @@ EXPECTED: dict[str, Any] = yaml.safe_load(
 
 @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.get("ci")))
 def test_ci_profile_finds_what_is_published(name: str) -> None:
-    """Classic (ci profile), then on the same started target the KIP-848 consumer protocol where
-    specs/targets.yaml has a `consumer:` entry (fewer examples than the ci profile: each one waits
-    for session and rebalance timeouts on a real clock)."""
+    """Classic (ci profile), then on the same started target the KIP-848 consumer protocol and
+    mixed groups where specs/targets.yaml has a `consumer:` / `mixed:` entry (fewer examples than
+    the ci profile: each one waits for session and rebalance timeouts on a real clock)."""
     want = EXPECTED[name]
-    consumer = want.get("consumer")
-    protocols = ["classic", "consumer"] if consumer else ["classic"]
-    examples = {"consumer": int(consumer["examples"])} if consumer else {}
+    consumer, mixed = want.get("consumer"), want.get("mixed")
+    protocols = ["classic"] + (["consumer"] if consumer else []) + (["mixed"] if mixed else [])
+    examples = {p: int(want[p]["examples"]) for p in protocols[1:]}
     runs, skipped = run_protocols_on_target(
         name, protocols, "ci", max_examples=None, seed=0, variants={}, level="protocol", examples=examples
     )
@@ -50,10 +50,12 @@ def test_ci_profile_finds_what_is_published(name: str) -> None:
     assert result.vacuous == [] or verdict == "FAILED"
     if consumer:
         check_consumer(runs[1], consumer)
+    if mixed:  # every `mixed:` entry, on the same target start (issue 4)
+        check_consumer(runs[-1], mixed)
 
 
 def check_consumer(run: Any, want: dict[str, Any]) -> None:
-    """The consumer protocol's verdict and findings as published; a failure comes with its trace."""
+    """A consumer or mixed run's verdict and findings as published; a failure comes with its trace."""
     result = run.result
     found = sorted({v.invariant for v in result.violations})
     verdict = "FAILED" if result.violations else "PASSED"

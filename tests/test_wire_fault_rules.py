@@ -5,7 +5,9 @@ On the model: a duplicated request is applied twice, the copy only once the orig
 (Kafka serves one connection's requests in order); a cut abandons the awaited answer, the
 coordinator keeps what it applied and the client takes the disconnect path (rejoin). Against
 Apache Kafka (marked ``target``): the oracle judges the copies' answers too, the model and Kafka
-agree, and a model that answers a duplicated LeaveGroup wrongly is caught."""
+agree, and a model that answers a duplicated LeaveGroup wrongly is caught. The same for the KIP-848
+consumer protocol (lost, duplicated, cut and held heartbeats; a model that bumps the member epoch on
+a duplicated heartbeat is caught)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupResponse
 from model.classic.sim import CutConnection, DuplicateRequest
 from model.classic.state import GroupState
+from model.consumer.coordinator import ConsumerCoordinator
 from model.errors import ErrorCode
 
 
@@ -208,3 +211,117 @@ def test_duplicates_and_cuts_agree_with_apache_kafka(kafka: Any) -> None:
 def test_a_model_wrong_about_a_duplicated_leave_is_caught_on_apache_kafka(kafka: Any) -> None:
     _sim_, found = _faults_on_kafka(kafka, broken=True)
     assert any(rule == "oracle.LeaveGroup" for rule, _ in found), found
+
+
+# ---------------------------------------------------------------------------------------------
+# The KIP-848 consumer protocol on Apache Kafka: lost, duplicated, cut and held heartbeats
+# (conformance/adapters/consumer_faults.py), on the same broker start
+# ---------------------------------------------------------------------------------------------
+
+
+class RepeatBumpsEpoch(ConsumerCoordinator):
+    """A broken model: a heartbeat that repeats the member's previous one field for field within
+    50 ms (a duplicate on the wire) is answered with the member epoch bumped once more. Kafka
+    answers a repeated heartbeat with the same member state (GroupMetadataManager
+    consumerGroupHeartbeat: nothing changed, no new epoch)."""
+
+    def handle_consumer_group_heartbeat(self, state, request, ref, now):  # type: ignore[no-untyped-def]
+        from dataclasses import replace
+
+        result = super().handle_consumer_group_heartbeat(state, request, ref, now)
+        seen = self.__dict__.setdefault("seen", {})
+        prev = seen.get(request.member_id)
+        if prev is not None and prev[2] != ref and prev[0] == request and now - prev[1] <= 50:
+            result.deliveries = [
+                replace(d, response=replace(d.response, member_epoch=d.response.member_epoch + 1))
+                if d.ref == ref and d.response.error_code == ErrorCode.NONE and request.member_epoch > 0
+                else d
+                for d in result.deliveries
+            ]
+        elif prev is None or prev[2] != ref:
+            seen[request.member_id] = (request, now, ref)
+        return result
+
+
+def _until(make: Any, sim: Any, judge: Any, tries: int = 20) -> Any:
+    """Call ``make()`` until the member had something to send (its heartbeat was due)."""
+    for _ in range(tries):
+        got = make()
+        if got:
+            return got
+        judge(sim.advance(100))
+    raise AssertionError("the member never had a heartbeat to send")
+
+
+def _consumer_faults_on_kafka(handle: Any, broken: bool) -> tuple[Any, list[tuple[str, str]]]:
+    from conformance.adapters.check import real_profile
+    from conformance.adapters.consumer_check import consumer_setup
+    from conformance.adapters.consumer_realtime import RealTimeConsumerSim
+    from conformance.build import make_consumer_sim
+
+    factory, config, _profile = consumer_setup(handle, real_profile("faults"))
+    port_factory = (lambda c: factory(RepeatBumpsEpoch(c.config, c.chooser))) if broken else factory
+    clients = [{"name": f"c{i}", "topics": ["t"], "rebalance_timeout_ms": 1000} for i in (1, 2)]
+    sim = make_consumer_sim(
+        {"t": 2}, clients, config, {}, port_factory=port_factory, sim_class=RealTimeConsumerSim
+    )
+    checker, found, n = Checker("consumer"), [], [0]
+
+    def judge(obs: Any) -> None:
+        for o in obs if isinstance(obs, list) else [obs]:
+            if o is None:
+                continue
+            n[0] += 1
+            found.extend((v.invariant, v.message) for v in checker.check(o, n[0]))
+            found.extend((f.rule, f.message) for f in sim.port.take_findings())
+
+    try:
+        for _ in range(20):  # the group forms and settles
+            for name in ("c1", "c2"):
+                judge(sim.client_step(name))
+            if all(c.member_epoch > 0 and c.owned for c in sim.clients.values()):
+                break
+            judge(sim.advance(150))
+        judge(_until(lambda: sim.duplicate_request("c1"), sim, judge))  # a heartbeat twice
+        judge(_until(lambda: sim.cut_connection("c2"), sim, judge))  # answer lost, connection closed
+        judge(_until(lambda: sim.delay_request("c1"), sim, judge))  # c1's heartbeat held ...
+        for _ in range(3):  # ... while c2 goes on
+            judge(sim.advance(200))
+            judge(sim.client_step("c2"))
+        judge(sim.release("c1"))
+        judge(_until(lambda: sim.delay_request("c2"), sim, judge))  # held past its 2 s session
+        for _ in range(6):
+            judge(sim.advance(500))
+            judge(sim.client_step("c1"))
+        late = sim.release("c2")
+        judge(late)
+        for _ in range(6):  # c2 rejoins
+            judge(sim.advance(200))
+            for name in ("c1", "c2"):
+                judge(sim.client_step(name))
+    finally:
+        sim.port.close()
+    return (sim, late), found
+
+
+@pytest.mark.target
+def test_consumer_wire_faults_agree_with_apache_kafka(kafka: Any) -> None:
+    from model.consumer.messages import ConsumerGroupHeartbeatResponse
+
+    proxy = kafka.session.adapter.proxy
+    proxy.take_events()
+    (sim, late), found = _consumer_faults_on_kafka(kafka, broken=False)
+    kinds = [e.kind for e in proxy.take_events()]
+    for kind in ("duplicate", "drop", "cut", "delay", "release"):
+        assert kind in kinds, kinds
+    assert found == [], found
+    answer = next(d.response for d in late.deliveries if d.ref == late.event.ref)
+    assert isinstance(answer, ConsumerGroupHeartbeatResponse)
+    assert answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID  # Kafka expired it meanwhile, as the model
+    assert sim.client("c2").member_epoch > 0  # and it joined again
+
+
+@pytest.mark.target
+def test_a_model_that_bumps_the_epoch_on_a_duplicated_heartbeat_is_caught_on_apache_kafka(kafka: Any) -> None:
+    _sim_, found = _consumer_faults_on_kafka(kafka, broken=True)
+    assert any(rule == "oracle.ConsumerGroupHeartbeat" for rule, _ in found), found

@@ -59,7 +59,9 @@ def not_run_reason(handle: Any, protocol: str) -> str | None:
 
 def consumer_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Profile]:
     """(port factory, model config, real-time profile) for the consumer machine on ``handle``."""
-    from conformance.adapters.consumer_oracle import ConsumerOraclePort
+    from conformance.adapters.consumer_faults import faulty_port_class
+
+    port_class = faulty_port_class()  # the oracle port plus the fault proxy's wire faults
 
     settings = dict(getattr(handle.launcher, "settings", {}) or {})
     config = {}
@@ -75,7 +77,7 @@ def consumer_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], 
                 handle.notes.append(note)
     session = handle.session
     return (
-        lambda coord: ConsumerOraclePort(coord, session),
+        lambda coord: port_class(coord, session),
         config,
         CONSUMER_REAL_PROFILES[profile.name],
     )

@@ -538,7 +538,7 @@ class ConsumerOraclePort(HypothesisFindings):
         self.members.add(member)
         t = self.clock()
         try:
-            self.adapter.submit(member, self.real_group, payload, ref, member)
+            self._submit(member, payload, ref)
         except TargetError as e:
             self._crash(t, f"cannot send {NAMES[api]}: {e}")
             return Result()
@@ -555,7 +555,7 @@ class ConsumerOraclePort(HypothesisFindings):
                 self.adapter.find_coordinator(self.real_group, deadline_s=RESEND_DEADLINE_S)
                 time.sleep(0.05)
                 t = self.clock()
-                self.adapter.submit(member, self.real_group, payload, ref, member)
+                self._submit(member, payload, ref)
             except TargetError as e:
                 self._crash(t, f"cannot resend {NAMES[api]}: {e}")
                 return Result()
@@ -622,6 +622,10 @@ class ConsumerOraclePort(HypothesisFindings):
                         "(KAFKA-20268, apache/kafka#21700)",
                     )
         return Result(deliveries=[Delivery(ref, target)])
+
+    def _submit(self, member: str, payload: Any, ref: int) -> None:
+        """Write the request (the wire-fault port, consumer_faults.py, puts the fault proxy to work here)."""
+        self.adapter.submit(member, self.real_group, payload, ref, member)
 
     def _await(self, ref: int, t: int) -> tuple[Any, int]:
         end = t + self.timing.answer_deadline_ms

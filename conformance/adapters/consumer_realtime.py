@@ -51,6 +51,16 @@ class RealTimeConsumerSim(TracedConsumerSim):
         self._sync(name)
         return super().commit(name, offset)
 
+    def delay_request(self, name: str) -> Any:
+        self._sync(name)
+        return super().delay_request(name)
+
+    def release(self, name: str) -> Any:
+        if name not in self.held:
+            return None
+        self._sync(name)
+        return super().release(name)
+
     def _step(self, event: object, result: Any) -> Any:
         """Observations carry the model clock of the reported hypothesis (timers up to it fired), so
         invariants about deadlines never read a timer the oracle cannot yet know has fired."""

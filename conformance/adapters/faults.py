@@ -207,7 +207,8 @@ def summary(session: Any) -> str:
     how = "SIGKILL" if session.restart_signal == "kill" else "SIGTERM"
     return (
         f"faults: {session.wire_drops} answer(s) lost on the wire, {session.wire_duplicates} request(s) "
-        f"duplicated, {session.wire_cuts} connection(s) cut, {session.restarts_done} restart(s) ({how})"
+        f"duplicated, {session.wire_cuts} connection(s) cut, {getattr(session, 'wire_delays', 0)} request(s) "
+        f"held, {session.restarts_done} restart(s) ({how})"
         + (f" ({', '.join(f'{t:g}' for t in took)} s)" if took else "")
         + f", {session.resends} resend(s) after a coordinator error"
     )

@@ -19,7 +19,8 @@ MIXED_REAL_PROFILES = {
     "dev": Profile("dev", 2, 6),
     "ci": Profile("ci", 3, 8),
     "thorough": Profile("thorough", 30, 25),
-    "faults": Profile("faults", 3, 8, wire_faults=True),  # issue 4: the ci mix plus the failover rule
+    # the mixed machine on real targets: the ci mix plus the failover rule (issue 4); no wire-fault rules yet
+    "faults": Profile("faults", 3, 8, wire_faults=True),
 }
 
 

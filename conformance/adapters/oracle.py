@@ -348,6 +348,8 @@ class TargetSession:
     #: requests the proxy duplicated, connections cut (CutConnection, DuplicateRequest)
     wire_duplicates: int = 0
     wire_cuts: int = 0
+    #: requests the proxy held until released (the consumer machine's delay_request)
+    wire_delays: int = 0
 
     def real_topic(self, name: str, partitions: int) -> str:
         return f"gc-{self.run_id}-{name}-{partitions}"

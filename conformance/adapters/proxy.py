@@ -13,6 +13,8 @@ command it can, for one client connection (named by the client socket's own addr
   the proxy's own, and swallow the copy's answer (a retried request the target sees twice);
 * ``delay_request(client, corr, ms)``: hold that request, and everything the client sends after it
   on that connection (Kafka keeps a connection's requests in order), for ``ms`` milliseconds;
+* ``release(client)``: end a hold now (the caller picks the moment; ``ms`` is then the upper bound;
+  ``held(client)`` waits until the delayed request has reached the proxy);
 * ``cut(client)``: close both sides of the connection now.
 
 Commands are registered before the client writes the request, so a fault never races the traffic.
@@ -70,7 +72,7 @@ class _Link:
 class ProxyEvent:
     """What the proxy did on command (kept for reports and tests)."""
 
-    kind: str  # drop | duplicate | delay | cut | upstream-refused
+    kind: str  # drop | duplicate | delay | release | cut | upstream-refused
     peer: Address
     correlation_id: int = -1
     detail: str = ""
@@ -155,6 +157,42 @@ class FaultProxy:
             raise ValueError(f"delay {ms} ms is negative")
         with self._lock:
             self._delay[(tuple(client), correlation_id)] = ms  # type: ignore[index]
+
+    def held(self, client: Address, timeout_s: float = 2.0) -> int:
+        """How many requests the proxy holds for ``client`` now, waiting (within the deadline) for a
+        delayed request the client has written to arrive at the proxy first; 0 when none did."""
+        end = time.monotonic() + timeout_s
+        key: Address = tuple(client)  # type: ignore[assignment]
+
+        def run() -> int:
+            link = self._links.get(key)
+            return 0 if link is None else len(link.held)
+
+        while True:
+            n: int = self._call(run, max(0.05, end - time.monotonic()))
+            if n or time.monotonic() >= end:
+                return n
+            time.sleep(0.005)
+
+    def release(self, client: Address, timeout_s: float = 2.0) -> int:
+        """End the hold on ``client``'s delayed requests now (the caller chose the moment; the hold's
+        own time is the upper bound); how many requests went on to the target."""
+        key: Address = tuple(client)  # type: ignore[assignment]
+
+        def run() -> int:
+            link = self._links.get(key)
+            if link is None or not link.held:
+                return 0
+            now = time.monotonic()
+            n = len(link.held)
+            for h in link.held:
+                h.due = min(h.due, now)
+            self._event(ProxyEvent("release", key, detail=f"{n} held request(s)"))
+            self._release_held()
+            return n
+
+        out: int = self._call(run, timeout_s)
+        return out
 
     def cut(self, client: Address, timeout_s: float = 2.0) -> bool:
         """Close both sides of the client's connection; False when the proxy has no such connection.

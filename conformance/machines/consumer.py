@@ -144,6 +144,13 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         def client(self, i: int) -> str:
             return self.names[i % len(self.names)]
 
+        def flush(self, name: str) -> str:
+            """A held (delayed) heartbeat of ``name`` arrives before anything else the member sends
+            (one connection keeps its order): its own observed step."""
+            assert self.sim is not None
+            self.observe(self.sim.release(name), f"{name}'s delayed heartbeat arrives")
+            return name
+
         @property
         def ready(self) -> bool:
             return self.sim is not None
@@ -233,26 +240,29 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule(i=st.integers(0, 7))
         def commit(self, i: int) -> None:
             assert self.sim is not None
-            self.observe(self.sim.commit(self.client(i), len(self.observations)), f"{self.client(i)} commits")
+            name = self.flush(self.client(i))
+            self.observe(self.sim.commit(name, len(self.observations)), f"{name} commits")
 
         @precondition(lambda self: self.ready)
         @rule(i=st.integers(0, 7))
         def leave(self, i: int) -> None:
             assert self.sim is not None
-            self.observe(self.sim.leave(self.client(i)), f"{self.client(i)} leaves")
+            name = self.flush(self.client(i))
+            self.observe(self.sim.leave(name), f"{name} leaves")
 
         @precondition(lambda self: self.ready)
         @rule(i=st.integers(0, 7))
         def restart(self, i: int) -> None:
             assert self.sim is not None
-            self.observe(self.sim.restart(self.client(i)), f"{self.client(i)} restarts")
+            name = self.flush(self.client(i))
+            self.observe(self.sim.restart(name), f"{name} restarts")
 
         @precondition(lambda self: self.ready)
         @rule(i=st.integers(0, 7))
         def bounce(self, i: int) -> None:
             """A rolling restart: close() (a static member leaves with -2), a new process joins."""
             assert self.sim is not None
-            name = self.client(i)
+            name = self.flush(self.client(i))
             self.observe(self.sim.leave(name), f"{name} closes")
             self.observe(self.sim.restart(name), f"{name} restarts")
             self.observe(self.sim.client_step(name))
@@ -290,13 +300,14 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule(i=st.integers(0, 7))
         def duplicate(self, i: int) -> None:
             assert self.sim is not None
-            self.observe(self.sim.duplicate(self.client(i)), f"{self.client(i)}'s last heartbeat again")
+            name = self.flush(self.client(i))
+            self.observe(self.sim.duplicate(name), f"{name}'s last heartbeat again")
 
         @precondition(lambda self: self.ready)
         @rule(i=st.integers(0, 7), delta=st.sampled_from((-1, 1)))
         def stale_heartbeat(self, i: int, delta: int) -> None:
             assert self.sim is not None
-            name = self.client(i)
+            name = self.flush(self.client(i))
             self.observe(self.sim.stale_heartbeat(name, delta), f"{name} heartbeats with epoch {delta:+d}")
 
         @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_failover", True))
@@ -307,6 +318,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             if left is not None and not left():
                 self.note("coordinator failover skipped: the run has no restart left")
                 return
+            self.observe_all(self.sim.release_all())
             self.observe(self.sim.failover(), "coordinator failover")
 
         @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_topic_changes", True))
@@ -321,5 +333,40 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 self.observe(self.sim.topic("create", "u", 2), "topic u created")
             elif action == "delete" and "u" in topics:
                 self.observe(self.sim.topic("delete", "u"), "topic u deleted")
+
+        # Wire faults (profile `faults`; model/consumer/sim.py; on a real target the fault proxy,
+        # conformance/adapters/consumer_faults.py). Off in the other profiles, so that their rule
+        # set and each seed's draws stay as published.
+        if cfg.wire_faults:
+
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7))
+            def duplicate_request(self, i: int) -> None:
+                assert self.sim is not None
+                name = self.client(i)
+                self.observe_all(self.sim.duplicate_request(name))
+                self.note(f"({name}'s heartbeat was duplicated on the wire)")
+
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7))
+            def cut_connection(self, i: int) -> None:
+                assert self.sim is not None
+                name = self.client(i)
+                self.observe_all(self.sim.cut_connection(name))
+                self.note(f"({name}'s connection was cut under its heartbeat)")
+
+            @precondition(lambda self: self.ready)
+            @rule(i=st.integers(0, 7))
+            def delay_request(self, i: int) -> None:
+                assert self.sim is not None
+                name = self.client(i)
+                self.observe(self.sim.delay_request(name), f"{name}'s heartbeat is held on the wire")
+
+            @precondition(lambda self: self.ready and bool(self.sim.held))
+            @rule(i=st.integers(0, 7))
+            def release(self, i: int) -> None:
+                assert self.sim is not None
+                held = sorted(self.sim.held)
+                self.flush(held[i % len(held)])
 
     return ConsumerMachine

@@ -9,7 +9,10 @@ written down and replayed exactly.
 
 Faults (issue 3): a response lost after the coordinator applied the request, a duplicated
 heartbeat, a heartbeat with a stale epoch, a member stalled past its session or rebalance timeout,
-coordinator failover, topic creation/deletion/growth.
+coordinator failover, topic creation/deletion/growth. Wire faults (issue 4, profile ``faults``):
+a heartbeat that reaches the coordinator twice (`duplicate_request`), a connection cut under a
+heartbeat the coordinator already took (`cut_connection`), and a heartbeat held by the network and
+delivered later, after other members' requests or time (`delay_request` / `release`).
 """
 
 from __future__ import annotations
@@ -151,6 +154,10 @@ class ConsumerSim:
     convergence_bound_ms: int | None = None
     actions: list[Action] = field(default_factory=list)
     world: ConsumerWorld | None = None
+    #: heartbeats held by the network (`delay_request`): name -> (ref, request, the process that sent it)
+    held: dict[str, tuple[int, ConsumerGroupHeartbeatRequest, VirtualConsumer]] = field(default_factory=dict)
+    #: the wire fault of a member's next exchange (`duplicate` / `cut`), told to a port that has `wire_fault`
+    wire_next: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in sorted(self.specs):
@@ -221,14 +228,28 @@ class ConsumerSim:
             return None
         ref = self._ref()
         self.last_request[name] = request
+        fault = self.wire_next.pop(name, None)
+        if fault is None and name in self.lose_next:
+            fault = "drop"
+        tell = getattr(self.port, "wire_fault", None)
+        if fault is not None and tell is not None:
+            tell(fault)  # a real target: the fault proxy does it (conformance/adapters/consumer_faults.py)
         result = self.port.heartbeat(request, ref, self.now)
+        if fault == "cut":
+            self.lose_next.add(name)  # the disconnect: the client never hears this answer
+        self._deliver(name, client, ref, result)
+        return self._step(HeartbeatEvent(ref, request, name), result)
+
+    def _deliver(self, name: str, client: VirtualConsumer, ref: int, result: Result) -> None:
+        """Hand the answer to ``ref`` to the process that sent it, unless it was lost on the way."""
+        if client is not self.clients.get(name) or client.inflight is None:
+            return  # the process that sent it is gone (restarted): nobody hears the answer
         response = next((d.response for d in result.deliveries if d.ref == ref), None)
         if name in self.lose_next or not isinstance(response, ConsumerGroupHeartbeatResponse):
             self.lose_next.discard(name)
             client.on_request_lost(self.now)
         else:
             client.on_response(response, self.now)
-        return self._step(HeartbeatEvent(ref, request, name), result)
 
     def reconcile(self, name: str) -> Obs | None:
         """Slow revocation/assignment callbacks finish (only matters for ``auto_reconcile=False``)."""
@@ -245,6 +266,9 @@ class ConsumerSim:
         self.client(name).auto_reconcile = not slow
 
     def commit(self, name: str, offset: int = 1) -> Obs | None:
+        # one connection keeps its order: a held heartbeat arrives first (the machine releases it
+        # as a step of its own before; this is the safety net for other drivers)
+        self.release(name)
         client = self.client(name)
         request = client.commit_request(offset)
         if request is None:
@@ -257,12 +281,14 @@ class ConsumerSim:
 
     def leave(self, name: str) -> Obs | None:
         """close(): the next heartbeat is the leave (-1, or -2 for a static member)."""
+        self.release(name)
         self._record("leave", name=name)
         self.client(name).leave()
         return self._exchange(name)
 
     def restart(self, name: str) -> Obs:
         """The process dies and a new one starts from the same spec (a new member id for v1 dynamic)."""
+        self.release(name)  # what the old process had on the wire arrives; nobody hears its answer
         self._record("restart", name=name)
         self.lose_next.discard(name)
         self.clients[name] = self._process(self.specs[name])
@@ -292,6 +318,8 @@ class ConsumerSim:
 
     def send_raw(self, name: str, request: ConsumerGroupHeartbeatRequest) -> Obs:
         """A request on the client's behalf whose response the client never sees (duplicate, zombie)."""
+        if name in self.held:
+            self.release(name)
         ref = self._ref()
         return self._step(HeartbeatEvent(ref, request, name), self.port.heartbeat(request, ref, self.now))
 
@@ -302,6 +330,84 @@ class ConsumerSim:
             return None
         self._record("duplicate", name=name)
         return self.send_raw(name, request)
+
+    # ---------------------------------------------------------------- wire faults (profile `faults`)
+
+    def duplicate_request(self, name: str) -> list[Obs]:
+        """The client's next heartbeat reaches the coordinator twice (a duplicating network, a retry
+        below the client). Kafka serves one connection's requests in order (SocketServer mutes a
+        connection until its answer is sent), so the copy is applied right after the original was
+        answered; the client hears the original's answer only, the copy's is observed and judged.
+        KIP-848 makes a repeated heartbeat harmless: it carries the member epoch and the owned
+        partitions, and the coordinator answers the same member state again (KIP-848 "Heartbeat"
+        is idempotent by design; GroupMetadataManager.consumerGroupHeartbeat)."""
+        out = [o for o in (self.release(name),) if o is not None]
+        self._record("duplicate_request", name=name)
+        self.wire_next[name] = "duplicate"
+        first = self._exchange(name)
+        self.wire_next.pop(name, None)
+        if first is None:
+            return out
+        out.append(first)
+        request, ref = self.last_request[name], self._ref()
+        copy = getattr(self.port, "heartbeat_copy", None)
+        result = (
+            copy(request, ref, self.now) if copy is not None else self.port.heartbeat(request, ref, self.now)
+        )
+        out.append(self._step(HeartbeatEvent(ref, request, name), result))
+        return out
+
+    def cut_connection(self, name: str) -> list[Obs]:
+        """The client's connection closes after its next heartbeat reached the coordinator and
+        before the answer came back: the coordinator keeps what it applied, the client sees a
+        disconnect and takes Java's failure path (the heartbeat failed: every field is sent again
+        after the retry backoff; `VirtualConsumer.on_request_lost`, as
+        AbstractHeartbeatRequestManager.onFailure resets the sent fields)."""
+        out = [o for o in (self.release(name),) if o is not None]
+        self._record("cut_connection", name=name)
+        self.wire_next[name] = "cut"
+        obs = self._exchange(name)
+        self.wire_next.pop(name, None)
+        return out + ([] if obs is None else [obs])
+
+    def delay_request(self, name: str) -> Obs | None:
+        """The client's next heartbeat is held by the network: the coordinator sees it only at
+        `release` (or before the same member's next request: one connection keeps its order), after
+        whatever other members sent and whatever time passed meanwhile (its session may expire, a
+        rebalance may complete). The client sends nothing more while it waits (one heartbeat in
+        flight: ConsumerHeartbeatRequestManager). On a real target the fault proxy holds it."""
+        if name in self.held:
+            return None
+        client = self.client(name)
+        request = client.next_request(self.now)
+        if request is None:
+            return None
+        self._record("delay_request", name=name)
+        ref = self._ref()
+        self.last_request[name] = request
+        self.held[name] = (ref, request, client)
+        hold = getattr(self.port, "hold", None)
+        if hold is not None:
+            hold(request, ref, self.now)
+        return self._step(ClientEvent(name, f"heartbeat ref {ref} delayed"), None)
+
+    def release(self, name: str) -> Obs | None:
+        """The held heartbeat of ``name`` arrives now; its answer goes to the process that sent it."""
+        if name not in self.held:
+            return None
+        ref, request, client = self.held.pop(name)
+        self._record("release", name=name)
+        deliver = getattr(self.port, "release", None)
+        result = (
+            deliver(request, ref, self.now)
+            if deliver is not None
+            else self.port.heartbeat(request, ref, self.now)
+        )
+        self._deliver(name, client, ref, result)
+        return self._step(HeartbeatEvent(ref, request, name), result)
+
+    def release_all(self) -> list[Obs]:
+        return [o for o in (self.release(n) for n in sorted(self.held)) if o is not None]
 
     def heartbeat_as(
         self,
@@ -371,7 +477,7 @@ class ConsumerSim:
         return self._step(TopicEvent(action, topic, partitions), self.port.topic(action, topic, partitions))
 
     def failover(self) -> Obs:
-        self._record("failover")
+        self._record("failover")  # a held heartbeat reaches the new coordinator when released
         return self._step(FailoverEvent(), self.port.failover(self.now))
 
     # ---------------------------------------------------------------- convergence
@@ -380,8 +486,8 @@ class ConsumerSim:
         """Perturbations stop: every running client heartbeats and finishes its callbacks, time runs
         in ``tick_ms`` steps, and from ``bound_ms`` on every step is checked for convergence
         (`consumer.eventual_convergence`, Vanlightly's EventuallyConverges on the virtual clock)."""
+        out: list[Obs] = self.release_all()  # the network delivers what it held
         self._record("settle", bound_ms=bound_ms, tick_ms=tick_ms, extra_rounds=extra_rounds)
-        out: list[Obs] = []
         self.quiet_since, self.convergence_bound_ms = self.now, bound_ms
         end = self.now + bound_ms + extra_rounds * tick_ms
         try:
