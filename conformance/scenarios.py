@@ -1,7 +1,7 @@
 """Run a named scenario (specs/scenarios/*.yaml) step by step, checking every invariant after each step.
 
 Verbs (one per step): settle, run_for, step, advance, stall, resume, failover, create_topic, append_failure,
-lose_response, commit, leave, restart, rejoin, subscribe, protocols, send, expect. `expect` asserts facts
+lose_response, commit, leave, restart, unsubscribe, rejoin, subscribe, protocols, send, expect. `expect` asserts facts
 the scenario is about (state, generation, protocol, leader, errors), so a scenario cannot pass
 without doing what it says.
 """
@@ -173,6 +173,9 @@ class ScenarioRunner:
             sim.restart(old.name)
         elif verb == "rejoin":
             sim.rejoin(self._client(arg, where).name)
+        elif verb == "unsubscribe":  # a static member's unsubscribe, LeaveGroup suppressed (KAFKA-20983)
+            self._client(arg, where)
+            self._obs(sim.unsubscribe(str(arg)))
         elif verb == "stale_subscription":  # fault: the next fall-out keeps the owned partitions (PR #10985)
             sim.stale_subscription(self._client(arg, where).name)
         elif verb == "subscribe":

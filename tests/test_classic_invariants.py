@@ -255,3 +255,25 @@ def test_lost_generation_rejoins(stable) -> None:  # type: ignore[no-untyped-def
     assert not fails(inv.lost_generation_rejoins, Observation(lost, join, (), lost, 0))
     assert not fails(inv.lost_generation_rejoins, Observation(stable.after, beat, (), stable.after, 0))
     assert not fails(inv.lost_generation_rejoins, Observation(lost, replace(beat, how="raw"), (), lost, 0))
+
+
+# ---------------------------------------------------------------------- issue 8, session 5: row 15
+def test_static_rejoin_keeps_member_id(stable) -> None:  # type: ignore[no-untyped-def]
+    """KAFKA-20983: a static member's unsubscribe (LeaveGroup suppressed) keeps its member id."""
+    from model.classic.sim import Unsubscribe
+
+    c1 = stable.after.clients[0]
+    static = replace(stable.after, clients=(replace(c1, instance_id="i1"), *stable.after.clients[1:]))
+    kept = replace(static, clients=(replace(static.clients[0], generation=-1), *static.clients[1:]))
+    wiped = replace(kept, clients=(replace(kept.clients[0], member_id=""), *kept.clients[1:]))
+    assert fails(inv.static_rejoin_keeps_member_id, Observation(static, Unsubscribe(c1.name), (), wiped, 0))
+    assert not fails(
+        inv.static_rejoin_keeps_member_id, Observation(static, Unsubscribe(c1.name), (), kept, 0)
+    )
+    # a dynamic member's id is not judged here (it sends LeaveGroup); nor is any other event
+    dynamic_wiped = replace(stable.after, clients=(replace(c1, member_id=""), *stable.after.clients[1:]))
+    assert not fails(
+        inv.static_rejoin_keeps_member_id,
+        Observation(stable.after, Unsubscribe(c1.name), (), dynamic_wiped, 0),
+    )
+    assert not fails(inv.static_rejoin_keeps_member_id, Observation(static, Advance(0), (), wiped, 0))

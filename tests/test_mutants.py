@@ -96,11 +96,13 @@ SUBSET = ["answer-twice", "member-list-to-followers", "kafka-8500", "forget-pers
 @pytest.mark.parametrize("name", SUBSET)
 def test_representative_mutants_are_caught_from_scratch(name: str, tmp_path: Path) -> None:
     row = run_mutant(
-        name, profile=get_profile("dev"), max_examples=10, seed=0, budget_s=1, run_dir=tmp_path, shrink=False
+        name, profile=get_profile("dev"), max_examples=10, seed=0, budget_s=5, run_dir=tmp_path, shrink=False
     )
     assert row.caught, name
     assert row.expected_hit, (name, row.invariants)
-    assert row.examples is not None and row.examples <= 10
+    # at most two 10-example runs (seeds 0, 1): the classic rule set grew in session 5 (unsubscribe)
+    # and forget-persisted-field's first catch moved to example 13
+    assert row.examples is not None and row.examples <= 20
     if MUTANTS[name].protocol == "classic":
         assert row.trace_path is not None and Path(row.trace_path).exists()
         assert row.invariants[0] in Path(row.trace_path).name

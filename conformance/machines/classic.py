@@ -397,6 +397,19 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                     for n in leader:
                         self.observe(self.sim.client_step(n), f"{n} step (leader)")
 
+            @precondition(lambda self: self.ready and self.static_names())
+            @rule(i=st.integers(0, 7))
+            def unsubscribe(self, i: int) -> None:
+                """A static member unsubscribes, its LeaveGroup suppressed (KIP-345), and subscribes
+                again at once (`ClassicClient.unsubscribe`): the client path of KAFKA-20983 /
+                KAFKA-20985 (bug catalogue row 15). Issue 8: added to model row 15."""
+                assert self.sim is not None
+                statics = self.static_names()
+                name = statics[i % len(statics)]
+                self.observe(
+                    self.sim.unsubscribe(name), f"{name} unsubscribes (no LeaveGroup) and resubscribes"
+                )
+
             @precondition(lambda self: self.ready and self.sim.clients[self.names[0]].cooperative)
             @rule(i=st.integers(0, 7))
             def fall_out_with_stale_subscription(self, i: int) -> None:

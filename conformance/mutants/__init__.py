@@ -53,10 +53,7 @@ MUTANTS: dict[str, Mutant] = _registry()
 
 
 #: Bug-catalogue rows without a mutant, and why (kept honest by tests/test_mutants.py).
-UNMODELLED_ROWS: dict[int, str] = {
-    15: "KAFKA-20983/20985 (classic static client: a suppressed leave wiped the member id, a blind "
-    "rejoin fenced its own attempt): the virtual classic client has no leave-suppression path to mutate",
-}
+UNMODELLED_ROWS: dict[int, str] = {}
 
 
 def get_mutant(name: str, protocol: str | None = None) -> Mutant:

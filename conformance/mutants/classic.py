@@ -229,6 +229,17 @@ class ResetWithoutRejoin(ClassicClient):
             self.owned = ()
 
 
+class SuppressedLeaveWipesId(ClassicClient):
+    """KAFKA-20983 / KAFKA-20985 (row 15): a static member's unsubscribe sends no LeaveGroup
+    (KIP-345) but `resetGenerationOnLeaveGroup` still wipes the member id, as the classic consumer
+    did before apache/kafka PRs #23265 / #23266. Its rejoin is then a blind one (unknown member id,
+    same group.instance.id): the coordinator, which still holds the member, replaces it and fences
+    the consumer's own pending join or sync with FENCED_INSTANCE_ID."""
+
+    def _forget_membership(self) -> None:
+        self.member_id = ""
+
+
 def _pre_fix_cooperative() -> type:
     from model.assignors.base import to_assignments
     from model.assignors.cooperative_sticky import CooperativeStickyAssignor, held_back
@@ -451,6 +462,16 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         ("classic.instance_fencing",),
         row=14,
         coordinator=NoInstanceFencing,
+    ),
+    Mutant(
+        "kafka-20983",
+        "classic",
+        "catalogue",
+        "a static member's suppressed LeaveGroup still wipes its member id, so it rejoins blind and replaces itself",
+        "bug catalogue row 15: KAFKA-20983, KAFKA-20985 / apache/kafka PRs #23265, #23266",
+        ("classic.static_rejoin_keeps_member_id",),
+        row=15,
+        client=SuppressedLeaveWipesId,
     ),
     Mutant(
         "kafka-7824",

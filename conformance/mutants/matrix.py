@@ -123,6 +123,7 @@ def run_mutant(
     seed: int = 0,
     run_dir: Path | None = None,
     shrink: bool = True,
+    polish_budget_s: float = 5.0,
 ) -> KillRow:
     """The suite from scratch against one mutant: ``groupcheck check --seed S`` (the profile's
     examples), then seeds S+1, S+2, ... while the budget lasts; the first failure ends the run and
@@ -166,7 +167,7 @@ def run_mutant(
         trace = result.trace
         if trace is not None and shrink:
             row.hypothesis_steps = len(trace.steps)
-            trace = ddmin(trace, row.invariants, mutant.expect)
+            trace = ddmin(trace, row.invariants, mutant.expect, polish_budget_s=polish_budget_s)
             row.shrunk_steps = len(trace.steps)
         if trace is not None and run_dir is not None:
             from conformance.trace.format import counterexample_path, write_trace
@@ -176,10 +177,12 @@ def run_mutant(
     return row
 
 
-def ddmin(trace: Any, found: list[str], expect: tuple[str, ...]) -> Any:
+def ddmin(trace: Any, found: list[str], expect: tuple[str, ...], *, polish_budget_s: float = 5.0) -> Any:
     """Hypothesis' shrunk trace, minimised further by delta debugging over its recorded ops
     (`conformance.trace.minimise`: a rule such as ``settle`` expands into many ops Hypothesis cannot
-    drop one by one). Keeps the violation of an expected invariant when there is one."""
+    drop one by one), then for classic traces merged advances (`compress_time`), and a breadth-first
+    polish of the tail (`conformance.trace.polish`, ``polish_budget_s`` CPU seconds; 0 skips it).
+    Keeps the violation of an expected invariant when there is one."""
     from conformance.trace.minimise import minimise
 
     wanted = [i for i in found if i in expect] or found
@@ -187,6 +190,12 @@ def ddmin(trace: Any, found: list[str], expect: tuple[str, ...]) -> Any:
         small = minimise(trace, wanted[0])
         if trace.protocol == "classic":
             small = minimise(compress_time(small, wanted[0]), wanted[0])
+        if polish_budget_s > 0:  # a shorter tail found breadth-first (conformance/trace/polish.py)
+            from conformance.trace.polish import polish
+
+            polished = polish(small, wanted[0], budget_s=polish_budget_s)
+            if len(polished.steps) < len(small.steps):
+                small = minimise(polished, wanted[0])
     except (ValueError, AssertionError):  # not exactly replayable: keep Hypothesis' trace
         return trace
     return small if len(small.steps) < len(trace.steps) else trace

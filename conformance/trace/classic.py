@@ -93,6 +93,9 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "duplicate_request", "client": name}, obs)
         return obs
 
+    def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
+        return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
+
     # ------------------------------------------------------------ client-only changes
     def restart(self, name: str) -> None:
         """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
@@ -163,6 +166,8 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.cut_connection(client)
         if kind == "duplicate_request":
             return sim.duplicate_request(client)
+        if kind == "unsubscribe":
+            return sim.unsubscribe(client)
         if kind == "restart":
             sim.restart(client)
         elif kind == "subscribe":

@@ -146,6 +146,7 @@ def action(op: dict[str, Any]) -> str:
         "cut_connection": f"{client}'s connection is cut",
         "duplicate_request": f"{client}'s next request is duplicated",
         "restart": f"{client} restarts",
+        "unsubscribe": f"{client} unsubscribes (static: no LeaveGroup) and subscribes again",
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",
         "rejoin": f"{client} asks to rejoin",

@@ -177,6 +177,31 @@ class ClassicClient:
         self.inflight = "leave"
         return LeaveGroupRequest(self.config.group_id, (MemberIdentity(self.member_id),))
 
+    def unsubscribe(self) -> bool:
+        """A static member's ``unsubscribe()`` with the LeaveGroup suppressed, then the application
+        subscribes again to the same topics; True if it applied (a static member with a member id).
+
+        Java classic consumer: `ConsumerCoordinator.onLeavePrepare` revokes the owned partitions and
+        `AbstractCoordinator.maybeLeaveGroup` sends LeaveGroup only for a dynamic member (KIP-345),
+        then `resetGenerationOnLeaveGroup` resets the generation and asks for a rejoin. Since
+        KAFKA-20983 / KAFKA-20985 (apache/kafka PRs #23265, #23266) the member id is kept when no
+        LeaveGroup was sent, so the coordinator, which still holds the member, sees the rejoin as
+        that member's, not as a new process claiming the group.instance.id. A request in flight is
+        abandoned (the consumer no longer waits for it). A dynamic member's unsubscribe is `leave`.
+        """
+        if self.config.instance_id is None or not self.member_id or self.phase in (Phase.FATAL, Phase.LEFT):
+            return False
+        self.inflight = None
+        self.owned = ()
+        self._forget_membership()
+        self.generation = -1
+        self._request_rejoin()
+        return True
+
+    def _forget_membership(self) -> None:
+        """What the suppressed leave clears besides the generation: nothing (KAFKA-20983 fix); the
+        row-15 mutant clears the member id here."""
+
     # ------------------------------------------------------------------ responses
     def on_response(self, response: Response, topics: dict[str, int]) -> None:
         kind, self.inflight = self.inflight, None

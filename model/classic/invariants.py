@@ -19,7 +19,7 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.classic.sim import Send, produced
+from model.classic.sim import Send, Unsubscribe, produced
 from model.classic.state import VALID_PREVIOUS, GroupState
 from model.classic.world import ClassicWorld
 from model.embedded import TopicPartition, decode_assignment
@@ -409,6 +409,32 @@ def lost_generation_rejoins(obs: Obs) -> Iterator[str]:
     snap = next((c for c in obs.before.clients if c.name == event.client), None)
     if snap is not None and snap.generation == -1:
         yield f"{event.client} lost its generation but sent {type(event.request).__name__} instead of rejoining"
+
+
+@invariant("classic.static_rejoin_keeps_member_id", "transition", "classic")
+def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
+    """A static member that unsubscribes with its LeaveGroup suppressed keeps its member id, so its rejoin is the same member's.
+
+    Bug catalogue row 15, KAFKA-20983 / KAFKA-20985 (apache/kafka PRs #23265, #23266): the classic
+    consumer skipped the LeaveGroup of a static member (KIP-345) but `resetGenerationOnLeaveGroup`
+    still wiped the member id, so the rejoin was a blind one (unknown member id, same
+    group.instance.id) that the coordinator, still holding the member, must treat as a new process
+    replacing it: the consumer's own pending join or sync is fenced (FENCED_INSTANCE_ID, fatal for
+    Kafka Streams). Judged on the `Unsubscribe` event: the client's member id before and after.
+    """
+    event = obs.event
+    if not isinstance(event, Unsubscribe) or obs.before is None:
+        return
+    before = next((c for c in obs.before.clients if c.name == event.client), None)
+    after = next((c for c in obs.after.clients if c.name == event.client), None)
+    if before is None or after is None or before.instance_id is None or not before.member_id:
+        return
+    if after.member_id != before.member_id:
+        shown = after.member_id or "the unknown member id"
+        yield (
+            f"{event.client} (group.instance.id {before.instance_id}) unsubscribed without a LeaveGroup "
+            f"but went from member id {before.member_id} to {shown}: its rejoin would replace its own member"
+        )
 
 
 @invariant("classic.followers_get_no_member_list", "transition", "classic")

@@ -96,6 +96,15 @@ class DuplicateRequest:
     client: str
 
 
+@dataclass(frozen=True)
+class Unsubscribe:
+    """A static member unsubscribes (its LeaveGroup suppressed, KIP-345) and subscribes again:
+    a client-side change with no request (`ClassicClient.unsubscribe`; KAFKA-20983/20985). It is
+    observed so that the client's state before and after can be judged."""
+
+    client: str
+
+
 Event = (
     Send
     | Advance
@@ -106,6 +115,7 @@ Event = (
     | LoseResponse
     | CutConnection
     | DuplicateRequest
+    | Unsubscribe
 )
 
 
@@ -252,6 +262,15 @@ class ClassicSim:
             return None
         request = self.clients[name].leave_request()
         return None if request is None else self._send(name, request, "client")
+
+    def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
+        """See `Unsubscribe`: None unless the client is a static member holding a member id."""
+        if name in self.stalled or not self.clients[name].unsubscribe():
+            return None
+        before = self.world
+        if self.awaiting.pop(name, None) is not None:  # an abandoned request's answer reaches nobody
+            self.lose_next.discard(name)
+        return self._finish(before, Unsubscribe(name), [])
 
     def send_raw(self, name: str, request: Request) -> Observation[ClassicWorld]:
         """An adversarial request on the client's behalf; its answer is observed, not given to the client."""
