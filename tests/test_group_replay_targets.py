@@ -20,6 +20,9 @@ pytestmark = pytest.mark.target
 REGRESSIONS = Path(__file__).parent / "regressions"
 GHOST = REGRESSIONS / "consumer.no_ghost_member_2ff8b30cc9b1.ndjson"  # KAFKA-17116, a coordinator mutant
 STATIC_CLOSE = REGRESSIONS / "consumer.static_close_is_temporary_3ba76cbb626d.ndjson"  # a client mutant
+FAILOVER = Path(__file__).parent / "failover"  # issue 4: consumer traces with failover and topic changes
+PASSED = FAILOVER / "passed_3064c235d840.ndjson"
+MUTANT = FAILOVER / "consumer.no_double_client_assignment_9606b073d739.ndjson"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,9 @@ def test_consumer_regression_is_fixed_on_kafka_and_a_kafka_recording_replays_the
     assert any(v.invariant == "oracle.ConsumerGroupHeartbeat" for v in kept.violations), kept.violations
 
 
-def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(kafka: Any) -> None:
+def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(
+    kafka: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from conformance.adapters.replay import replay_on_target
 
     trace = read_trace(STATIC_CLOSE)
@@ -65,6 +70,10 @@ def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(kafka: Any
     assert result.verdict == "FAILED"  # the bug is in our virtual member, whatever the coordinator
     assert {v.invariant for v in result.violations} == {"consumer.static_close_is_temporary"}
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}, line=99))
+    # a coordinator at host:port that this process did not start cannot be restarted: ERROR
+    import conformance.targets.base as targets_base
+
+    monkeypatch.setattr(targets_base, "target_for_bootstrap", lambda bootstrap: None)
     broken, _ = replay_on_target(trace, kafka.bootstrap, {})
     assert broken.verdict == "ERROR" and f"{trace.path}:99" in (broken.error or "")
 
@@ -120,3 +129,72 @@ def test_a_model_mixed_counterexample_is_fixed_on_kafka(kafka: Any, tmp_path: Pa
     assert result.error is None, result.error
     assert result.verdict == "FIXED", result.violations
     assert any("dropped" in n for n in notes) and result.observations
+
+
+# ---------------------------------------------------------------- issue 4: failover and topic changes
+def test_topic_changes_agree_with_the_model(kafka: Any) -> None:
+    """Issue 4: a topic grows, a topic is deleted and created again under the same name (members
+    subscribe by name; Kafka gives it a new id); Kafka and the model agree on every answer, the epoch
+    is bumped at the first heartbeat after each change, the deleted topic leaves the assignments."""
+    from conformance.adapters.check import real_profile
+    from conformance.adapters.consumer_check import consumer_setup
+    from conformance.adapters.consumer_realtime import RealTimeConsumerSim
+    from conformance.build import make_consumer_sim
+
+    factory, config, _ = consumer_setup(kafka, real_profile("ci"))
+    clients = [{"name": "c1", "topics": ["t", "u"]}, {"name": "c2", "topics": ["t"], "instance_id": "i2"}]
+    sim = make_consumer_sim(
+        {"t": 2, "u": 2}, clients, config, {}, port_factory=factory, sim_class=RealTimeConsumerSim
+    )
+    port = sim.port
+    assert port.supports_topic_changes
+    assert port.supports_failover and not port.restart_left()  # no restart budget in this session
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            for name in ("c1", "c2"):
+                sim.client_step(name)
+            sim.advance(250)
+        assert port.findings == [], port.findings
+
+    def group() -> Any:
+        return port.coordinator_state().groups["g"]
+
+    rounds(5)
+    epoch = group().group_epoch
+    sim.topic("add_partitions", "t", 3)
+    rounds(4)
+    assert group().group_epoch == epoch + 1 and ("t", 2) in set().union(*group().target.values())
+    sim.topic("delete", "u")
+    rounds(4)
+    assert group().group_epoch == epoch + 2
+    assert all(t != "u" for m in group().members.values() for t, _ in m.assigned)
+    sim.topic("create", "u", 2)
+    rounds(4)
+    assert group().group_epoch == epoch + 3
+    assert ("u", 0) in set().union(*(m.assigned for m in group().members.values()))
+    port.close()
+
+
+def test_failover_traces_replay_on_kafka(kafka: Any) -> None:
+    """Issue 4: the committed traces of tests/failover/: a model recording with a failover (a crash
+    here) and topic growth and deletion PASSES on Kafka; the failover-only mutant's counterexample is
+    FIXED there, and that mutant kept beside Kafka is caught (clean restarts, SIGTERM: the members
+    survive, so the forgotten pending revocation matters)."""
+    from conformance.adapters.consumer_replay import replay_consumer_on_target
+
+    # a crash (SIGKILL, the default): the broker loads the group while nobody can heartbeat, the
+    # members expire, and the recovered group (ConsumerGroupDescribe) must equal the model's
+    passed, notes = replay_consumer_on_target(read_trace(PASSED), kafka.bootstrap, {})
+    assert passed.error is None and passed.verdict == "PASSED", passed.violations
+    assert not any("Failover rule is off" in n for n in notes)
+    trace = read_trace(MUTANT)
+    fixed, notes = replay_consumer_on_target(trace, kafka.bootstrap, {}, restart_signal="term")
+    assert fixed.error is None and fixed.verdict == "FIXED", fixed.violations
+    assert any("mutant=forget-pending-revocation dropped" in n for n in notes)
+    # teeth: the mutant kept beside Kafka forgets c1's pending revocation on load; Kafka does not
+    kept, _ = replay_consumer_on_target(
+        trace, kafka.bootstrap, {"mutant": "forget-pending-revocation"}, restart_signal="term"
+    )
+    assert kept.verdict == "FAILED"
+    assert any(v.invariant.startswith("oracle.") for v in kept.violations), kept.violations

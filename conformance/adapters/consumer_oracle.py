@@ -238,6 +238,23 @@ def adopting(coordinator: ConsumerCoordinator, initial_group_epoch: int) -> Cons
     return out  # type: ignore[no-any-return]
 
 
+#: coordinator errors a client answers by finding the coordinator again (Errors.java 14, 15, 16)
+COORDINATOR_MOVED = frozenset(
+    {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+)
+#: how long a request is resent after such answers (the classic oracle's bound, faults.RETRY_DEADLINE_S)
+RESEND_DEADLINE_S = 30.0
+
+
+def _coordinator_moved(answer: Any) -> bool:
+    if answer is None:
+        return False
+    if isinstance(answer, OffsetCommitResponse):
+        codes = set(answer.errors().values())
+        return bool(codes) and codes <= COORDINATOR_MOVED
+    return answer.error_code in COORDINATOR_MOVED
+
+
 # ---------------------------------------------------------------------- comparison
 def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) -> tuple[str | None, list[str]]:
     """(protocol mismatch or None, kafka-compat notes) between a model answer and the target's."""
@@ -378,8 +395,34 @@ class ConsumerOraclePort(HypothesisFindings):
     session: TargetSession
     timing: ConsumerTiming = field(default_factory=ConsumerTiming)
 
-    supports_failover = False
-    supports_topic_changes = False
+    #: which run's restart budget this port spends (`consumer_failover.restarts_left`)
+    protocol_name = "consumer"
+
+    @property
+    def supports_failover(self) -> bool:
+        """The target restarts on its own state (static, so the machine's rule set is the same in
+        every example Hypothesis replays; the run's budget is `restart_left`)."""
+        from conformance.adapters.consumer_failover import can_restart
+
+        return can_restart(self)
+
+    def restart_left(self) -> bool:
+        """The run's restart budget (`check --restarts N`, per protocol) has one left."""
+        from conformance.adapters.consumer_failover import restarts_left
+
+        return restarts_left(self)
+
+    def _own_topics(self) -> bool:
+        """The target creates topics on request (not seeded at start), so this port names its own."""
+        launcher = self.session.launcher
+        return launcher is None or "create_topics" in getattr(launcher, "capabilities", ())
+
+    @property
+    def supports_topic_changes(self) -> bool:
+        """CreatePartitions and DeleteTopics offered (`topic_ops`) on a target that creates topics on
+        request; topic creation was there before."""
+        versions = self.adapter.connect().api_versions
+        return self._own_topics() and all(versions.get(k, (0, -1))[1] >= 0 for k in (37, 20))
 
     def __post_init__(self) -> None:
         self.adapter = self.session.adapter
@@ -397,6 +440,8 @@ class ConsumerOraclePort(HypothesisFindings):
         self.notes_reported = 0
         self.adoptions = 0
         self.origin_reported = False
+        #: the model group the members join (`consumer_failover` reads the recovered group under it)
+        self.group_id = "g"
         #: the target crashed: nothing more to wait for (the simulator stops sleeping)
         self.crashed = False
 
@@ -413,6 +458,7 @@ class ConsumerOraclePort(HypothesisFindings):
 
     # ------------------------------------------------------------------ ConsumerPort
     def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result:
+        self.group_id = request.group_id
         version = request.version
         if not _offers(self.adapter.connect(), API_CONSUMER_GROUP_HEARTBEAT, version):
             self._finding(
@@ -440,27 +486,62 @@ class ConsumerOraclePort(HypothesisFindings):
         return Result()
 
     def topic(self, action: str, topic: str, partitions: int) -> Result:
-        if action != "create" or topic in self.topics.real:
-            raise NotImplementedError(f"topic {action} against a real target is not supported yet")
-        real = self.session.real_topic(topic, partitions)
-        fresh = real not in self.session.__dict__.get("topic_ids", {})
-        self.session.ensure_topic(real)
-        ids = _topic_ids(self.session, [real])
-        if fresh:
-            # the group coordinator learns a new topic from the next metadata image, a moment after
-            # CreateTopics returns; a join before that sees an empty subscription (GMM onNewMetadataImage)
-            time.sleep(TOPIC_PROPAGATION_S)
-        if real not in ids:
-            raise TargetError(
-                f"{self.session.adapter.bootstrap}: Metadata does not list topic {real} with an id"
+        """A topic change on the target (`topic_ops`), then on every hypothesis. Topics are this
+        port's own (named per group), so growing or deleting one never touches another example's."""
+        from conformance.adapters import topic_ops
+
+        if action == "create" and not self._own_topics():
+            # a target whose topics are seeded at start (the librdkafka mock): the run's shared names
+            real = self.session.real_topic(topic, partitions)
+            fresh = real not in self.session.__dict__.get("topic_ids", {})
+            self.session.ensure_topic(real)
+            ids = _topic_ids(self.session, [real])
+            if fresh:
+                time.sleep(TOPIC_PROPAGATION_S)
+            if real not in ids:
+                raise TargetError(
+                    f"{self.session.adapter.bootstrap}: Metadata does not list topic {real} with an id"
+                )
+            self.topics.add(topic, real, ids[real])
+        elif action == "create":
+            # a re-created topic keeps its name (members subscribe by name; Kafka gives it a new id)
+            real = self.topics.real.get(topic) or topic_ops.fresh_name(
+                self.session, topic, partitions, self.real_group.rsplit("-", 1)[-1]
             )
-        self.topics.add(topic, real, ids[real])
+            topic_ops.create_topic(self.session, real, partitions)
+            # the coordinator learns a topic from the next metadata image (GMM onNewMetadataImage):
+            # wait until Metadata lists it with leaders, plus the coordinator's margin
+            topic_ops.wait_until(self.adapter, real, partitions)
+            self.session.__dict__.setdefault("topic_ids", {}).pop(real, None)
+            ids = _topic_ids(self.session, [real])
+            if real not in ids:
+                raise TargetError(
+                    f"{self.session.adapter.bootstrap}: Metadata does not list topic {real} with an id"
+                )
+            self.topics.add(topic, real, ids[real])
+        elif action == "add_partitions":
+            topic_ops.create_partitions(self.adapter, self.topics.real_name(topic), partitions)
+        elif action == "delete":
+            topic_ops.delete_topic(self.adapter, self.topics.real_name(topic))
+        else:
+            raise ValueError(f"unknown topic action {action!r}")
+        self.log.append(f"t={self.clock()} topic {action} {topic} {partitions or ''}".rstrip())
         for h in self.hypos:
-            self.coords[h.origin].create_topic(h.state, topic, partitions)
+            coord = self.coords[h.origin]
+            if action == "create":
+                coord.create_topic(h.state, topic, partitions)
+            elif action == "add_partitions":
+                coord.add_partitions(h.state, topic, partitions)
+            else:
+                coord.delete_topic(h.state, topic)
         return Result()
 
     def failover(self, now: int) -> Result:
-        raise NotImplementedError("coordinator failover against a real target needs a restartable target")
+        """Restart the target and reload the hypotheses' durable state (`consumer_failover`)."""
+        from conformance.adapters.consumer_failover import restart
+
+        result: Result = restart(self)
+        return result
 
     def coordinator_state(self) -> ConsumerCoordinatorState:
         return self.hypos[0].state
@@ -489,6 +570,23 @@ class ConsumerOraclePort(HypothesisFindings):
             self._crash(t, f"cannot send {NAMES[api]}: {e}")
             return Result()
         target, t_ans = self._await(ref, t)
+        since = time.monotonic()
+        while _coordinator_moved(target) and time.monotonic() - since < RESEND_DEADLINE_S:
+            # the coordinator is loading or moved (a restart): find it again and resend, as the Java
+            # consumer does (AbstractHeartbeatRequestManager.onErrorResponse); only the answer after
+            # that is judged
+            self.log.append(f"t={t} ref {ref} {member} {NAMES[api]} -> {_short(target)}: resent")
+            self.session.resends += 1
+            self.adapter.coordinators.pop(self.real_group, None)
+            try:
+                self.adapter.find_coordinator(self.real_group, deadline_s=RESEND_DEADLINE_S)
+                time.sleep(0.05)
+                t = self.clock()
+                self._submit(member, payload, ref)
+            except TargetError as e:
+                self._crash(t, f"cannot resend {NAMES[api]}: {e}")
+                return Result()
+            target, t_ans = self._await(ref, t)
         if target is not None:
             self._note_answer(t, t_ans)
         self.log.append(f"t={t} ref {ref} {member} {NAMES[api]} -> {_short(target)} at t={t_ans}")

@@ -11,8 +11,10 @@ The model beside the target runs with the target's own group settings (session t
 interval: `consumer_check.consumer_setup`), not the recording's. Coordinator mutants of the trace
 are dropped (the target is the coordinator, so a mutant's bug is FIXED when the target does not
 have it); a mutant that only changes the virtual members (``Mutant.client``) is kept, since the
-members are still ours. Ops a real target cannot take (coordinator failover on a target that
-cannot restart, deleting a topic or adding partitions) are an ERROR naming the trace line.
+members are still ours. A ``failover`` op restarts the target (`consumer_failover`, the run's
+restart signal, SIGKILL by default) and ``topic`` ops change topics over the wire (`topic_ops`);
+on a target that cannot restart on its own state, or lacks CreatePartitions / DeleteTopics, such an
+op is an ERROR naming the trace line.
 """
 
 from __future__ import annotations
@@ -48,24 +50,75 @@ def kept_variants(
 
 
 def unreplayable(trace: Trace, handle: Any) -> str | None:
-    """Why the trace's ops cannot run against ``handle`` (file:line), or None."""
+    """Why the trace's ops cannot run against ``handle`` (file:line), or None. A coordinator failover
+    needs a target that restarts on its own state (`consumer_failover`); topic changes need
+    CreatePartitions and DeleteTopics (`topic_ops`)."""
+    launcher = getattr(handle, "launcher", None)
+    can_restart = launcher is not None and "restart" in getattr(launcher, "capabilities", ())
+    versions = handle.capabilities.api_versions if handle.capabilities is not None else {}
     for step in trace.steps:
         op = step.action.get("op")
         where = f"{trace.path}:{step.line}"
-        if op == "failover":
-            return f"{where}: the trace fails the coordinator over; consumer traces replay failover on the model only"
+        if op == "failover" and not can_restart:
+            return f"{where}: the trace fails the coordinator over; {handle.name} cannot restart on its own state"
         if op == "topic" and step.action.get("action") != "create":
-            return (
-                f"{where}: topic {step.action.get('action')!r} against a real target is not supported "
-                "(only create)"
-            )
+            key = 37 if step.action.get("action") == "add_partitions" else 20
+            if versions.get(key, (0, -1))[1] < 0:
+                return (
+                    f"{where}: topic {step.action.get('action')!r} needs api key {key}, "
+                    f"which {handle.name} does not offer"
+                )
     return None
 
 
+def local_launcher(handle: Any) -> Any:
+    """``handle`` for ``host:port`` of a target this process started (a test's broker): its session
+    gets the launcher, so a failover op can restart it and the model takes the target's settings.
+    The handle itself keeps no launcher (closing it must not stop a target it did not start)."""
+    if handle.launcher is not None or handle.session is None or not handle.bootstrap:
+        return handle
+    from conformance.targets.base import target_for_bootstrap
+
+    launcher = target_for_bootstrap(handle.bootstrap)
+    if launcher is None:
+        return handle
+    handle.session.launcher = launcher
+    absent = "restart (coordinator failover): absent, the Failover rule is off on this target"
+    handle.notes[:] = [n for n in handle.notes if n != absent]
+    return _WithLauncher(handle, launcher)
+
+
+class _WithLauncher:
+    """A view of a target handle with a launcher (everything else is the handle's)."""
+
+    def __init__(self, handle: Any, launcher: Any) -> None:
+        self.__dict__["_handle"] = handle
+        self.__dict__["launcher"] = launcher
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_handle"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.__dict__["_handle"], name, value)
+
+
+def why_no_restart(handle: Any) -> str | None:
+    launcher = getattr(handle, "launcher", None)
+    if launcher is None or "restart" not in getattr(launcher, "capabilities", ()):
+        return f"{handle.name} cannot restart on its own state"
+    return None
+
+
+def failovers(trace: Trace) -> int:
+    """How many coordinator restarts replaying ``trace`` takes."""
+    return sum(1 for step in trace.steps if step.action.get("op") == "failover")
+
+
 def replay_consumer_on_target(
-    trace: Trace, spec: str, variants: dict[str, str | None]
+    trace: Trace, spec: str, variants: dict[str, str | None], restart_signal: str = "kill"
 ) -> tuple[ReplayResult, list[str]]:
-    """Replay the consumer ``trace`` on the real target ``spec``; (result, notes about the target)."""
+    """Replay the consumer ``trace`` on the real target ``spec``; (result, notes about the target).
+    ``restart_signal``: how a failover op stops the target (kill: a crash, the default; term)."""
     from conformance.adapters import open_target
     from conformance.adapters.check import real_profile
     from conformance.adapters.consumer_check import consumer_setup, not_run_reason
@@ -73,6 +126,7 @@ def replay_consumer_on_target(
 
     merged, dropped = kept_variants(trace, variants, "consumer")
     with open_target(spec) as handle:
+        handle = local_launcher(handle)
         notes = [f"{handle.name} {handle.version}"] + dropped
         offered = not_run_reason(handle, "consumer")
         why = f"{handle.name}: {offered}" if offered else unreplayable(trace, handle)
@@ -80,6 +134,9 @@ def replay_consumer_on_target(
             result = ReplayResult(trace, handle.name, {})
             result.error = why
             return result, notes
+        if handle.session is not None:  # the trace's failovers restart the target (consumer_failover)
+            handle.session.max_restarts = failovers(trace)
+            handle.session.restart_signal = restart_signal
         port_factory, config, _ = consumer_setup(handle, real_profile("ci"))
         result = replay(
             trace,
@@ -111,7 +168,7 @@ def replay_group_on_target(
 
 
 def replay_mixed_on_target(
-    trace: Trace, spec: str, variants: dict[str, str | None]
+    trace: Trace, spec: str, variants: dict[str, str | None], restart_signal: str = "kill"
 ) -> tuple[ReplayResult, list[str]]:
     """Replay a mixed-group trace on ``spec``: each recorded `MixedRun` op (members start, stop,
     crash, time runs) again on a `RealMixedRun` through the mixed oracle; ``run_for`` sleeps that
@@ -131,6 +188,7 @@ def replay_mixed_on_target(
         notes.append(f"coordinator variant mixed_mutant={recorded} dropped: the target is the coordinator")
     kept = {k: v for k, v in {**trace.header["variants"], **merged}.items() if v is not None}
     with open_target(spec) as handle:
+        handle = local_launcher(handle)
         notes.insert(0, f"{handle.name} {handle.version}")
         result = ReplayResult(trace, handle.name, kept)
         why = not_run_reason(handle)
@@ -138,9 +196,12 @@ def replay_mixed_on_target(
             result.error = f"{handle.name}: {why}"
             return result, notes
         for step in trace.steps:
-            if step.action.get("op") == "failover":
-                result.error = f"{trace.path}:{step.line}: mixed-group traces replay coordinator failover on the model only"
+            if step.action.get("op") == "failover" and why_no_restart(handle) is not None:
+                result.error = f"{trace.path}:{step.line}: the trace fails the coordinator over; {why_no_restart(handle)}"
                 return result, notes
+        if handle.session is not None:  # failover ops restart the target while the group is a consumer group
+            handle.session.max_restarts = failovers(trace)
+            handle.session.restart_signal = restart_signal
         factory, _config, _ = mixed_setup(handle, real_profile("ci"))
         setup = dict(trace.header["setup"])
         port = factory(int(setup.get("seed", 0)), kept)

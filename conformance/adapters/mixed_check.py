@@ -19,7 +19,7 @@ MIXED_REAL_PROFILES = {
     "dev": Profile("dev", 2, 6),
     "ci": Profile("ci", 3, 8),
     "thorough": Profile("thorough", 30, 25),
-    # the mixed machine on real targets has no wire-fault rules yet: the ci run under this name
+    # the mixed machine on real targets: the ci mix plus the failover rule (issue 4); no wire-fault rules yet
     "faults": Profile("faults", 3, 8, wire_faults=True),
 }
 

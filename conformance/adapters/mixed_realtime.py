@@ -20,7 +20,7 @@ from model.classic.client import ClassicClient
 from model.consumer.client import VirtualConsumer
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 from model.consumer.mixed_world import ClassicRequestEvent
-from model.consumer.world import AdvanceEvent, HeartbeatEvent, TopicEvent
+from model.consumer.world import AdvanceEvent, FailoverEvent, HeartbeatEvent, TopicEvent
 from model.result import Delivery, Result
 
 #: real milliseconds between two rounds of member requests (the consumer heartbeat interval on
@@ -87,7 +87,28 @@ class RealMixedRun(TracedMixedRun):
                 self._send(name, request)
 
     def failover(self) -> None:
-        raise NotImplementedError("mixed-group coordinator failover on a real target is not supported")
+        """Restart the target (`consumer_failover.restart`, issue 4) while the group is a consumer
+        group; connections drop and the members lose their requests in flight, as on the model
+        (`MixedRun.failover`). Otherwise the run is marked unsupported (an ERROR on replay)."""
+        from conformance.adapters.consumer_failover import mixed_restart_allowed
+
+        self._op({"op": "failover"})
+        why = mixed_restart_allowed(self.port) or (None if self.port.restart_left() else "no restart left")
+        if why is not None:
+            self.port.unsupported = self.port.unsupported or f"coordinator failover: {why}"
+            return
+
+        def load() -> Result:
+            self.port.failover()
+            self._refs.clear()
+            for client in self.clients.values():
+                if isinstance(client, ClassicClient):
+                    client.on_timeout()
+                elif isinstance(client, VirtualConsumer):
+                    client.on_request_lost(self.now)
+            return Result()
+
+        self._observed(FailoverEvent(), load)
 
     def _send(self, name: str, request: object) -> None:
         ref = self._next_ref

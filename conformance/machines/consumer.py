@@ -314,6 +314,10 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule()
         def failover(self) -> None:
             assert self.sim is not None
+            left = getattr(self.sim.port, "restart_left", None)  # a real target: the run's budget
+            if left is not None and not left():
+                self.note("coordinator failover skipped: the run has no restart left")
+                return
             self.observe_all(self.sim.release_all())
             self.observe(self.sim.failover(), "coordinator failover")
 

@@ -12,8 +12,9 @@ While the group is a consumer group, every request is answered at once (GMM
 ``classicGroupJoinToConsumerGroup`` completes from ``appendFuture``, apache/kafka@1eb7644 L2084);
 a classic group here never has more than one member, so its JoinGroup is never parked waiting for
 others (reference §A: the join phase completes when every known member has rejoined). That keeps
-every verdict independent of request ordering across connections. Coordinator failover is not
-driven here (the fault-injection work covers restarts of classic and consumer groups).
+every verdict independent of request ordering across connections. Coordinator failover (issue 4,
+profile `faults`) restarts the target while the group is a consumer group with at most one classic
+member live (`conformance.adapters.consumer_failover`).
 """
 
 from __future__ import annotations
@@ -183,6 +184,31 @@ def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 f"stop {anchor} (downgrade)", lambda: self.run.stop(anchor) if self.run and anchor else None
             )
             self._settle()
+
+        if cfg.wire_faults:  # profile `faults` only: the other profiles keep their rules and draws
+
+            @precondition(
+                lambda self: (
+                    self.anchored
+                    and len(self._classic_live()) <= 1
+                    and self.run is not None
+                    and self.run.port.supports_failover
+                )
+            )
+            @rule()
+            def failover(self) -> None:
+                """Issue 4: the target restarts (`consumer_failover`) while the group is a consumer group.
+                At most one classic member is live, so a group downgraded while the members expire (a
+                crash restart) is a classic group of at most one member, as everywhere in this machine."""
+                from conformance.adapters.consumer_failover import mixed_restart_allowed
+
+                assert self.run is not None
+                why = mixed_restart_allowed(self.run.port)
+                if why is not None or not self.run.port.restart_left():
+                    self.steps.append(f"coordinator failover skipped: {why or 'the run has no restart left'}")
+                    return
+                self._do("coordinator failover", lambda: self.run.failover() if self.run else None)
+                self._settle()
 
         @precondition(lambda self: self.run is not None and self.anchor is None)
         @rule()

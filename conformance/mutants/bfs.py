@@ -39,6 +39,7 @@ BOUNDS: dict[str, Bound | str] = {
     "kafka-10284": f"{OUTSIDE}: static members and coordinator failover",
     "kafka-8225": f"{OUTSIDE}: static members and requests from a replaced process",
     "forget-persisted-field": f"{OUTSIDE}: coordinator failover",
+    "forget-pending-revocation": f"{OUTSIDE}: coordinator failover",  # issue 4 (consumer)
     "kafka-20983": f"{OUTSIDE}: static members (group.instance.id) and an unsubscribe",
 }
 DEFAULT_BOUND = Bound()

@@ -259,3 +259,43 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         coordinator=LeaveWithoutBump,
     ),
 )
+
+
+# -- issue 4 (failover on real targets): a fault that only shows after a coordinator failover ------
+
+
+class ForgetsPendingRevocationOnLoad(ConsumerCoordinator):
+    """Generic, the consumer twin of ``forget-persisted-field``: the coordinator that loads a group
+    after failover drops each member's partitions pending revocation (a field of the durable
+    ConsumerGroupCurrentMemberAssignment record, replayed by GroupMetadataManager ``replay``), so a
+    partition its old owner has not yet released is free for its new owner. Only a failover shows it."""
+
+    def on_loaded(self, state: Any, now: int) -> Result:
+        from model.consumer.records import apply, current_assignment_record
+
+        forgotten = []
+        for gid in sorted(state.groups):
+            group = state.groups[gid]
+            for member_id in sorted(group.members):
+                member = group.members[member_id]
+                if member.pending_revocation:
+                    record = current_assignment_record(gid, replace(member, pending_revocation=frozenset()))
+                    apply(state, record)
+                    forgotten.append(record)
+        result = super().on_loaded(state, now)
+        result.records[:0] = forgotten
+        return result
+
+
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "forget-pending-revocation",
+        "consumer",
+        "generic",
+        "after failover the loaded group has forgotten its members' partitions pending revocation",
+        "KIP-848 ConsumerGroupCurrentMemberAssignment record (PartitionsPendingRevocation); "
+        "GroupMetadataManager replay / onLoaded",
+        ("consumer.no_double_client_assignment",),
+        coordinator=ForgetsPendingRevocationOnLoad,
+    ),
+)

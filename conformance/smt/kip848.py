@@ -401,7 +401,12 @@ def fenced_group(g: Group, i: int, variant: Variant) -> Group:
     gone = absent_member(g.width)
     post = g.replace_member(i, gone)
     bump = 1 if variant.leave_bump else 0
-    return Group(post.members, g.group_epoch + bump, g.assignment_epoch, restamp(g, m, gone))
+    epoch = g.group_epoch + bump
+    # Kafka 4.4.0 consumerGroupFenceMembers: fencing the last member writes the (empty) target at the
+    # new epoch at once (model.consumer.coordinator.fence_member)
+    empty = z3.Not(z3.Or(*[x.present for x in post.members]))
+    assignment = z3.If(z3.And(empty, g.assignment_epoch < epoch), epoch, g.assignment_epoch)
+    return Group(post.members, epoch, assignment, restamp(g, m, gone))
 
 
 def step_fence(g: Group, i: int, tag: str, variant: Variant) -> Step:

@@ -371,6 +371,13 @@ class ConsumerCoordinator:
         if metadata != group.subscription_metadata:
             txn.emit(SubscriptionMetadataRecord(gid, tuple(sorted(metadata.items()))))
         self.bump_after_fence(txn, group)
+        group = txn.require_group()
+        if not group.members and group.assignment_epoch < group.group_epoch:
+            # Kafka 4.4.0 `consumerGroupFenceMembers`: when the fenced members were all the group's
+            # members, the (empty) target is written at the new epoch at once (a
+            # ConsumerGroupTargetAssignmentMetadata record); seen on a restart, where ConsumerGroupDescribe
+            # showed an expired group Empty at assignment epoch = group epoch
+            txn.emit(TargetAssignmentEpochRecord(gid, group.group_epoch))
         for kind in (SESSION, REBALANCE):
             self.cancel_timer(txn, kind, member.member_id)
 

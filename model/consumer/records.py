@@ -409,6 +409,19 @@ def rebuild(records: Iterable[object]) -> ConsumerCoordinatorState:
     return replay(r for r in records if is_durable(r))
 
 
+def durable_view(state: ConsumerCoordinatorState) -> ConsumerCoordinatorState:
+    """What a new coordinator loads, read off a state instead of its record log: the state with its
+    volatile parts reset (timers gone, the metadata refresh due, no assignor remembered). Equals
+    ``rebuild(records)`` for the records that produced ``state`` (a test checks it on random runs);
+    used where only states are kept (the oracle's hypotheses beside a real coordinator)."""
+    out = state.copy()
+    for group in out.groups.values():
+        group.timers = {}
+        group.metadata_refresh_due = True
+        group.last_assignor = None
+    return out
+
+
 def compaction_key(record: object) -> tuple[object, ...]:
     """The key a durable record is compacted under in ``__consumer_offsets`` (Kafka's record keys:
     ConsumerGroupMetadataKey, ...PartitionMetadataKey, ...MemberMetadataKey,
