@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, seed, settings
-from hypothesis.errors import FlakyFailure
+from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 
 from conformance.checker import Checker, Violation
@@ -100,7 +100,7 @@ def run_check(
     except InvariantViolation as exc:
         first = machine_settings.first[0] if real_time and machine_settings.first else exc
         _take_violation(result, first, target, n, profile, seed_value)
-    except (FlakyFailure, BaseExceptionGroup):
+    except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
         if not (real_time and machine_settings.first):
             raise
         # the re-run against the real target went another way: keep what was first seen

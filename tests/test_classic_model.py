@@ -196,3 +196,53 @@ def test_stateful_suite_catches_a_mutant() -> None:
         "classic", profile=get_profile("ci"), max_examples=200, seed_value=0, port_factory=port
     )
     assert "classic.stale_generation_rejected" in {v.invariant for v in result.violations}
+
+
+def _two_member_group() -> tuple[ClassicCoordinator, ClassicState, str, str]:
+    """Two members joined at t=0 (session 6000): CompletingRebalance, (leader, follower)."""
+    c = ClassicCoordinator(CFG, SeededChooser(1))
+    st = ClassicState()
+    a = join(c, st, 1).deliveries[0].response.member_id
+    b = join(c, st, 2).deliveries[0].response.member_id
+    join(c, st, 3, a)
+    join(c, st, 4, b)
+    c.advance(st, 0)
+    leader = st.groups["g"].leader
+    return c, st, leader, b if leader == a else a
+
+
+def _sync(c: ClassicCoordinator, st: ClassicState, member: str, ref: int, now: int, assignments=()):  # type: ignore[no-untyped-def]
+    req = SyncGroupRequest(
+        "g", st.groups["g"].generation, member, assignments, protocol_type="consumer", protocol_name="range"
+    )
+    return c.handle(st, req, ref, now)
+
+
+def test_leader_sync_rearms_only_the_members_it_answers() -> None:
+    """GMM `propagateAssignment` re-arms a member's heartbeat only when `completeSyncFuture` answered
+    its parked SyncGroup: a follower that has not synced keeps the session its join completion began
+    (seen against Apache Kafka 4.4.0: the follower expired 1.5 s after the join, not after the sync)."""
+    c, st, leader, follower = _two_member_group()
+    g = st.groups["g"]
+    assert g.timers[f"expire:{leader}"].deadline == g.timers[f"expire:{follower}"].deadline == 6000
+    _sync(c, st, leader, 5, 1000, ((leader, b"x"), (follower, b"y")))
+    g = st.groups["g"]
+    assert g.state == GroupState.STABLE
+    assert g.timers[f"expire:{leader}"].deadline == 7000
+    assert g.timers[f"expire:{follower}"].deadline == 6000
+
+
+def test_sync_answered_with_an_error_rearms_the_session() -> None:
+    """`resetAndPropagateAssignmentWithError` goes through `propagateAssignment`: a parked SyncGroup
+    answered REBALANCE_IN_PROGRESS re-arms that member's heartbeat (the others keep theirs)."""
+    c, st, leader, follower = _two_member_group()
+    assert _sync(c, st, follower, 5, 500).deliveries == []  # parked until the leader's assignment
+    res = c.handle(  # a new member joins: back to PreparingRebalance
+        st, JoinGroupRequest("g", "", "consumer", (("range", b"m"),), 6000, 10_000, version=3), 7, 1000
+    )
+    answered = {d.ref: d.response.error for d in res.deliveries}
+    g = st.groups["g"]
+    assert g.state == GroupState.PREPARING_REBALANCE
+    assert answered.get(5) == E.REBALANCE_IN_PROGRESS
+    assert g.timers[f"expire:{follower}"].deadline == 7000
+    assert g.timers[f"expire:{leader}"].deadline == 6000

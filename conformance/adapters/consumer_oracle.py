@@ -331,6 +331,33 @@ class HypothesisFindings:
     clock: Any
     crashed: bool
 
+    #: margin between an answer that shows the target running and an operation it vouches for, and
+    #: how long after a deadline a timer counts as fired when the target has not been seen running
+    seen_margin_ms = 30
+    unseen_cap_ms = 2000
+
+    def _note_answer(self, sent: int, at: int) -> None:
+        """An operation sent at ``sent`` was answered at ``at`` (port ms), for `_certain_cutoff`."""
+        self.__dict__.setdefault("answered", []).append((sent, at))
+
+    def _certain_cutoff(self, t: int) -> int:
+        """Model timers due up to this have certainly fired in the target before an operation at ``t``.
+
+        As in the classic oracle (`OraclePort._seen_running`): a due Kafka timer is queued as a
+        `CoordinatorWriteEvent` by the timer's reaper thread (coordinator-common
+        `runtime/CoordinatorRuntime.java`, `EventBasedCoordinatorTimer`), so a broker paused across
+        the deadline races it with the requests that arrived meanwhile. A deadline counts as passed
+        only when the target answered a request sent at or after it (it was running then) at least
+        ``seen_margin_ms`` before ``t``, ``late_ms`` (and the recent answer delays, how late the
+        target may have armed its timers) before ``t``; or ``unseen_cap_ms`` before ``t``."""
+        answered: list[tuple[int, int]] = self.__dict__.get("answered", [])
+        lag = max((a - s for s, a in answered[-32:]), default=0)
+        cutoff = t - max(self.timing.late_ms, lag + self.seen_margin_ms)
+        running = max(
+            (s for s, a in answered if a <= t - self.seen_margin_ms), default=cutoff - self.unseen_cap_ms
+        )
+        return max(min(cutoff, running), t - self.unseen_cap_ms)
+
     def _dedupe(self, cands: list[Any]) -> list[Any]:
         out: list[Any] = []
         for c in cands:
@@ -560,6 +587,8 @@ class ConsumerOraclePort(HypothesisFindings):
                 self._crash(t, f"cannot resend {NAMES[api]}: {e}")
                 return Result()
             target, t_ans = self._await(ref, t)
+        if target is not None:
+            self._note_answer(t, t_ans)
         self.log.append(f"t={t} ref {ref} {member} {NAMES[api]} -> {_short(target)} at t={t_ans}")
         if target is None:
             # unknown whether the target applied it: keep both
@@ -663,7 +692,7 @@ class ConsumerOraclePort(HypothesisFindings):
 
     # ------------------------------------------------------------------ hypotheses
     def _fire_certain(self, h: CHypo, t: int) -> None:
-        cutoff = t - self.timing.late_ms
+        cutoff = self._certain_cutoff(t)
         if cutoff > h.now:
             self.coords[h.origin].advance(h.state, cutoff)
             h.now = cutoff
@@ -674,7 +703,7 @@ class ConsumerOraclePort(HypothesisFindings):
                 tm.deadline
                 for g in h.state.groups.values()
                 for tm in g.timers.values()
-                if t - self.timing.late_ms < tm.deadline <= t_ans
+                if tm.deadline <= t_ans  # all not fired yet (`_fire_certain` fired the certain ones)
             }
         )
 

@@ -339,6 +339,8 @@ class MixedOraclePort(HypothesisFindings):
             self._crash(t, f"cannot send {API_NAMES.get(api, api)}: {e}")
             return None
         target, t_ans = self._await(ref, t, request, version)
+        if target is not None:
+            self._note_answer(t, t_ans)
         name = _api_name(request)
         self.log.append(f"t={t} ref {ref} {member} {name} -> {short(target)} at t={t_ans}")
         if target is None:
@@ -507,7 +509,7 @@ class MixedOraclePort(HypothesisFindings):
 
     # ------------------------------------------------------------------ hypotheses
     def _fire_certain(self, h: MHypo, t: int) -> None:
-        cutoff = t - self.timing.late_ms
+        cutoff = self._certain_cutoff(t)
         if cutoff > h.now:
             self.coords[h.origin].advance(h.state, cutoff)
             h.now = cutoff
@@ -516,7 +518,7 @@ class MixedOraclePort(HypothesisFindings):
         deadlines = {tm.deadline for g in h.state.consumer.groups.values() for tm in g.timers.values()} | {
             d for g in h.state.classic.groups.values() for d, *_ in _classic_deadlines(g)
         }
-        return sorted(d for d in deadlines if t - self.timing.late_ms < d <= t_ans)
+        return sorted(d for d in deadlines if d <= t_ans)  # not fired yet (`_fire_certain`: the certain ones)
 
     def _candidates(
         self, h: MHypo, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None

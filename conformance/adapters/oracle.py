@@ -123,6 +123,11 @@ class Hypo:
     armed: dict[int, tuple[int, tuple[tuple[str, str, int], ...]]] = field(default_factory=dict)
     #: how much later than its model deadline the target may fire a timer: (group, key, deadline) -> ms
     slack: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    #: timers this candidate fired before its operation: (refs they answered, the groups, how many
+    #: transitions and durable records, all as they stood just before the operation); see `pre_split`
+    pre: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+    #: the same for the timers it fired after its operation (the view: just after the operation)
+    post: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -157,6 +162,13 @@ def _rename_hypo(h: Hypo, old: str, new: str) -> None:
     h.state = rename(h.state, old, new)
     h.durable = rename(h.durable, old, new)
     h.outstanding = rename(h.outstanding, old, new)
+    # timer keys carry member ids: the slack a timer was given (and the timers an operation armed,
+    # widened when its answer comes) must follow the rename, or a new member's pending timer loses
+    # its slack the moment its MEMBER_ID_REQUIRED answer names it
+    h.armed = rename(h.armed, old, new)
+    h.slack = rename(h.slack, old, new)
+    h.pre = rename(h.pre, old, new)
+    h.post = rename(h.post, old, new)
 
 
 def _ids_in(h: Hypo) -> set[str]:
@@ -316,6 +328,9 @@ class Timing:
     late_ms: int = 500
     #: the most a timer may fire late for its arming request's answer delay (OraclePort._widen)
     slack_cap_ms: int = 2000
+    #: how long after its deadline a timer counts as fired when the target has not been seen
+    #: running since (OraclePort._seen_running: a target paused for longer is out of scope)
+    unseen_cap_ms: int = 2000
     answer_deadline_ms: int = 8000
     max_hypotheses: int = 24
 
@@ -402,6 +417,11 @@ class OraclePort:
         self.copy_ref: dict[tuple[Any, ...], int] = {}
         self.copy_early: dict[tuple[Any, ...], tuple[int, bytes, float]] = {}
         self.copy_ready: list[tuple[Any, int, bytes, float]] = []
+        # timers fired just before the last request (take_pre_split) and, while RealTimeSim shows
+        # that part, the view it reads: (groups, transitions, durable records) before the request
+        self.pre_split: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+        self.post_split: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+        self.mid_view: tuple[dict[str, GroupSnap], int, int] | None = None
 
     @property
     def supports_failover(self) -> bool:
@@ -515,12 +535,32 @@ class OraclePort:
         for h in self.hypos:
             self.coordinator.create_topic(h.state, topic, partitions)
 
+    def take_pre_split(self) -> tuple[frozenset[int], dict[str, GroupSnap], int, int] | None:
+        """What the reported hypothesis' timers did just before the last request (`Hypo.pre`), once.
+
+        The target may fire a due timer just before it processes a request; the model then fires
+        it in the same operation. `RealTimeSim` shows that part as an observation of its own
+        (an ``advance`` of 0 ms) so that invariants comparing the state before a request with its
+        answers never read a timer's answers (a join phase its timer completed) as the request's."""
+        taken, self.pre_split = self.pre_split, None
+        return taken
+
+    def take_post_split(self) -> tuple[frozenset[int], dict[str, GroupSnap], int, int] | None:
+        """As `take_pre_split`, for the timers fired just after the last request (`Hypo.post`)."""
+        taken, self.post_split = self.post_split, None
+        return taken
+
     def group(self, group_id: str) -> GroupSnap | None:
+        if self.mid_view is not None:
+            return self.mid_view[0].get(group_id)
         g = self.hypos[0].state.groups.get(group_id) if self.hypos else None
         return None if g is None else GroupSnap.of(g)
 
     def persisted(self, group_id: str) -> PersistedSnap | None:
-        for rec in reversed(self.hypos[0].durable if self.hypos else []):
+        durable = self.hypos[0].durable if self.hypos else []
+        if self.mid_view is not None:
+            durable = durable[: self.mid_view[2]]
+        for rec in reversed(durable):
             if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
                 return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
         return None
@@ -529,8 +569,9 @@ class OraclePort:
         if not self.hypos:
             return ()
         h = self.hypos[0]
-        taken = tuple(h.transitions[h.reported :])
-        h.reported = len(h.transitions)
+        upto = len(h.transitions) if self.mid_view is None else self.mid_view[1]
+        taken = tuple(h.transitions[h.reported : upto])
+        h.reported = max(h.reported, upto)
         return taken
 
     def renames(self) -> list[tuple[str, str]]:
@@ -645,12 +686,19 @@ class OraclePort:
             dict(h.slack),
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
-        self._apply(c, lambda: self._fire_certain(c, t - tm.early_ms), t)
+        fired = self._fire_certain(c, t - tm.early_ms, t)
         before = self._uncertain(c, t)
         if k > len(before):
             return None
         for _ in range(k):
             self._fire_next(c)
+        if op[0] == "send" and fired + k:
+            c.pre = (
+                frozenset(c.outstanding) - frozenset(h.outstanding),
+                {gid: GroupSnap.of(g) for gid, g in c.state.groups.items()},
+                len(c.transitions),
+                len(c.durable),
+            )
         if op[0] == "send":
             _, ref, request = op
             at = max(t, c.now)
@@ -659,12 +707,42 @@ class OraclePort:
         after = self._uncertain(c, t)
         if j > len(after):
             return None
+        if op[0] == "send" and j:
+            mark = frozenset(c.outstanding)
+            view = (
+                {gid: GroupSnap.of(g) for gid, g in c.state.groups.items()},
+                len(c.transitions),
+                len(c.durable),
+            )
         for _ in range(j):
             self._fire_next(c)
+        if op[0] == "send" and j:
+            c.post = (frozenset(c.outstanding) - mark, *view)
         c.choices = h.choices + tuple(
             f"{kind}={opts[i]}" for kind, opts, i in self.chooser.log if len(opts) > 1
         )
         return c, len(before), len(after)
+
+    def _seen_running(self, due: int, t: int) -> bool:
+        """Has the target shown it was running after ``due``, early enough before ``t``?
+
+        A Kafka coordinator timer does not act at its deadline: `CoordinatorRuntime`'s
+        `EventBasedCoordinatorTimer` turns the expired `TimerTask` (fired by the `SystemTimer`
+        reaper thread) into a `CoordinatorWriteEvent` queued with `enqueueLast` behind whatever
+        requests are queued already (coordinator-common `runtime/CoordinatorRuntime.java`). A broker
+        that is paused (GC, a starved or stopped JVM) across a deadline queues the timeout only when
+        it runs again, in a race with the requests that arrived meanwhile: a request sent well after
+        the deadline may still be processed first. So a due timer counts as certainly fired only
+        once the target answered a request sent at or after ``due`` (it was running then, and its
+        reaper with it), that answer having arrived ``early_ms`` before ``t``; or, never seen
+        running, ``unseen_cap_ms`` after ``due``. Until then both outcomes stay hypotheses.
+        Requests are dated by their send time (not the answer's arrival, which a slow reader of
+        the socket may see late)."""
+        tm = self.timing
+        if due + tm.unseen_cap_ms <= t:
+            return True
+        last = t - tm.early_ms
+        return any(at <= last and self.requests[ref][3] >= due for ref, (_r, at) in self.answers.items())
 
     def _uncertain(self, c: Hypo, t: int) -> list[int]:
         tm = self.timing
@@ -683,18 +761,26 @@ class OraclePort:
         c.now = max(c.now, deadline)
         self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)
 
-    def _fire_certain(self, c: Hypo, cutoff: int) -> Result:
-        """Fire, in deadline order, the timers that have certainly fired in the target by ``cutoff``:
-        up to the first one whose deadline plus its slack lies beyond (see `_widen`)."""
-        out = Result()
+    def _fire_certain(self, c: Hypo, cutoff: int, t: int) -> int:
+        """Fire, in deadline order, the timers that have certainly fired in the target before an
+        operation at ``t``: up to the first one whose deadline plus its slack lies beyond ``cutoff``
+        (see `_widen`) or that the target has not been seen running past (`_seen_running`).
+
+        Each firing is dated at its deadline, as the model applies it: the timers it arms (a join
+        phase completed by its timer re-arms every session, GMM `completeClassicGroupJoin`) are
+        widened by how much later than that deadline the target answered (its parked JoinGroups),
+        not by how much later than this operation. Returns how many fired."""
+        fired = 0
         while True:
             nxt = self.coordinator.next_deadline(c.state)
             if nxt is None or nxt[0] > cutoff:
-                return out
+                return fired
             deadline, gid, key = nxt
-            if deadline + c.slack.get((gid, key, deadline), 0) > cutoff:
-                return out
-            out.extend(self.coordinator.fire_timer(c.state, gid, key, deadline))
+            due = deadline + c.slack.get((gid, key, deadline), 0)
+            if due > cutoff or not self._seen_running(due, t):
+                return fired
+            fired += 1
+            self._apply(c, lambda: self.coordinator.fire_timer(c.state, gid, key, deadline), deadline)  # noqa: B023
 
     def _apply(self, c: Hypo, call: Callable[[], Result], t: int, ref: int | None = None) -> None:
         current = {gid: g.state for gid, g in c.state.groups.items()}
@@ -841,6 +927,7 @@ class OraclePort:
                 self._crash(t, "the target closed a connection with requests outstanding")
                 return self._new_deliveries()
             self._collect(0.01)
+        self.pre_split = self.post_split = None
         if not cands or not keep:
             self._divergence(t, op, list(reasons.values()))
             return self._new_deliveries(everything=True)
@@ -857,6 +944,7 @@ class OraclePort:
             )
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
+            self.pre_split, self.post_split = h0.pre, h0.post
             for note in h0.compat[self.compat_reported :]:
                 self._finding("kafka-compat", "compat.JoinGroup", f"t={t}: {note}")
             self.compat_reported = max(self.compat_reported, len(h0.compat))
@@ -917,10 +1005,20 @@ class OraclePort:
         out: list[Hypo] = []
         for c in cands:
             mine = {r: v[0] for r, v in c.outstanding.items()}
-            if not any(
-                o.state == c.state and {r: v[0] for r, v in o.outstanding.items()} == mine for o in out
-            ):
+            same = next(
+                (
+                    o
+                    for o in out
+                    if o.state == c.state and {r: v[0] for r, v in o.outstanding.items()} == mine
+                ),
+                None,
+            )
+            if same is None:
                 out.append(c)
+            else:  # one hypothesis for both: the wider slack of each timer (a dropped twin may have had it)
+                for k, v in c.slack.items():
+                    if v > same.slack.get(k, 0):
+                        same.slack = {**same.slack, k: v}
         return out[: self.timing.max_hypotheses]
 
     def _new_deliveries(self, everything: bool = False) -> list[Delivery]:

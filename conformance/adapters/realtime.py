@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from conformance.trace.classic import TracedClassicSim
 from model.classic.messages import Request
-from model.classic.sim import Advance
+from model.classic.sim import Advance, Send
 from model.classic.world import ClassicWorld
 from model.observation import Observation
 
@@ -75,7 +75,52 @@ class RealTimeSim(TracedClassicSim):
         return world
 
     def _finish(self, before, event, deliveries, *, failover=False, replay=False):  # type: ignore[no-untyped-def]
-        return super()._finish(self._renamed(before), event, deliveries, failover=failover, replay=replay)
+        """A request whose operation, in the reported hypothesis, began with timers firing (a due
+        timer the target may act on just before it processes the request) is shown as two
+        observations: those timers as an ``advance`` of 0 ms (recorded so, kept in
+        ``pre_observations`` for the machine to check first), then the request from the state
+        they left (`OraclePort.take_pre_split`)."""
+        before = self._renamed(before)
+        take = getattr(self.port, "take_pre_split", None)
+        pre = take() if take is not None and isinstance(event, Send) else None
+        if pre is not None:
+            refs, groups, transitions, durable = pre
+            early = [d for d in deliveries if d.ref in refs]
+            deliveries = [d for d in deliveries if d.ref not in refs]
+            self.port.mid_view = (groups, transitions, durable)  # type: ignore[attr-defined]
+            try:
+                mid = super()._finish(before, Advance(0), early, failover=failover, replay=replay)
+            finally:
+                self.port.mid_view = None  # type: ignore[attr-defined]
+            self._record({"op": "advance", "ms": 0}, mid)
+            self.__dict__.setdefault("pre_observations", []).append(mid)
+            before = self._renamed(mid.after)
+        take = getattr(self.port, "take_post_split", None)
+        post = take() if take is not None and isinstance(event, Send) else None
+        if post is None:
+            return super()._finish(before, event, deliveries, failover=failover, replay=replay)
+        refs, groups, transitions, durable = post
+        late = [d for d in deliveries if d.ref in refs]
+        deliveries = [d for d in deliveries if d.ref not in refs]
+        self.port.mid_view = (groups, transitions, durable)  # type: ignore[attr-defined]
+        try:
+            main = super()._finish(before, event, deliveries, failover=failover, replay=replay)
+        finally:
+            self.port.mid_view = None  # type: ignore[attr-defined]
+        then = super()._finish(self._renamed(main.after), Advance(0), late, failover=failover, replay=replay)
+        self.__dict__.setdefault("post_observations", []).append(then)
+        return main
+
+    def take_pre_observations(self) -> list[Observation[ClassicWorld]]:
+        """The observations `_finish` split off before a request since the last call (oldest first)."""
+        return self.__dict__.pop("pre_observations", [])
+
+    def take_post_observations(self) -> list[Observation[ClassicWorld]]:
+        """The ones split off after a request (recorded now: the request's own op is recorded first)."""
+        taken = self.__dict__.pop("post_observations", [])
+        for obs in taken:
+            self._record({"op": "advance", "ms": 0}, obs)
+        return taken
 
     def advance(self, ms: int) -> Observation[ClassicWorld]:
         """Sleep ``ms`` of real time (answers are collected meanwhile), then as `ClassicSim.advance`."""

@@ -159,6 +159,15 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.steps.append(text)
 
         def observe(self, obs: Observation[Any] | None, what: str) -> None:
+            take = getattr(self.sim, "take_pre_observations", None)  # real targets: RealTimeSim._finish
+            for pre in take() if take is not None else []:
+                self._observe_one(pre, f"timers due before: {what}")
+            self._observe_one(obs, what)
+            take = getattr(self.sim, "take_post_observations", None)
+            for post in take() if take is not None else []:
+                self._observe_one(post, f"timers due after: {what}")
+
+        def _observe_one(self, obs: Observation[Any] | None, what: str) -> None:
             if obs is None:
                 return
             self.observations.append(obs)

@@ -376,7 +376,7 @@ class ClassicCoordinator:
     def prepare_rebalance(self, tx: Tx, group: ClassicGroup, now: int) -> None:
         """`prepareRebalance` (GMM L5208)."""
         if group.state == S.COMPLETING_REBALANCE:
-            self.reset_assignments_with_error(tx, group, E.REBALANCE_IN_PROGRESS)
+            self.reset_assignments_with_error(tx, group, E.REBALANCE_IN_PROGRESS, now)
         tx.timer(group, "sync", None)
         initial = group.state == S.EMPTY
         tx.set(group, state=S.PREPARING_REBALANCE, previous_state=group.state)
@@ -390,11 +390,15 @@ class ClassicCoordinator:
         else:
             tx.timer(group, "join", now + group.rebalance_timeout_ms())
 
-    def reset_assignments_with_error(self, tx: Tx, group: ClassicGroup, error: ErrorCode) -> None:
-        """Answer parked syncs with ``error`` and reset every assignment (GMM L5317)."""
+    def reset_assignments_with_error(self, tx: Tx, group: ClassicGroup, error: ErrorCode, now: int) -> None:
+        """Answer parked syncs with ``error`` and reset every assignment (GMM L5317). A member whose
+        parked sync is answered gets a new session, as when it is answered an assignment
+        (`resetAndPropagateAssignmentWithError` goes through `propagateAssignment`, which re-arms the
+        heartbeat of each member `completeSyncFuture` answered)."""
         for member in list(group.members.values()):
             if member.awaiting_sync is not None:
                 tx.reply(member.awaiting_sync, SyncGroupResponse(error))
+                tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
             if member.awaiting_sync is not None or member.assignment:
                 tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None, assignment=b"")))
 
@@ -572,19 +576,23 @@ class ClassicCoordinator:
         if not self.persist(tx, group):
             for mid, member in list(group.members.items()):
                 tx.emit(MemberUpserted(group.group_id, replace(member, assignment=before[mid])))
-            self.reset_assignments_with_error(tx, group, E.COORDINATOR_NOT_AVAILABLE)
+            self.reset_assignments_with_error(tx, group, E.COORDINATOR_NOT_AVAILABLE, now)
             self.prepare_rebalance(tx, group, now)
             return
         self.propagate_assignment(tx, group, now)
         tx.set(group, state=S.STABLE, previous_state=group.state)
 
     def propagate_assignment(self, tx: Tx, group: ClassicGroup, now: int) -> None:
+        """Answer the parked SyncGroups; only the members answered get a new session (GMM
+        `propagateAssignment` re-arms a member's heartbeat only when `ClassicGroup.completeSyncFuture`
+        completed its parked sync): a member that has not sent its SyncGroup yet keeps the session
+        its join completion (or last heartbeat) started."""
         for member in list(group.members.values()):
             if member.awaiting_sync is not None:
                 resp = SyncGroupResponse(E.NONE, group.protocol_type, group.protocol, member.assignment)
                 tx.reply(member.awaiting_sync, resp)
                 tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None)))
-            tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
+                tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
 
     # ------------------------------------------------------------------ Heartbeat
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:

@@ -1,0 +1,220 @@
+"""False divergences of the oracles against Apache Kafka under an artificial load, before/after.
+
+Apache Kafka is the reference: every divergence the oracle reports against it in these runs is a
+false alarm of the suite (unless it is a model question, which the trace then shows). The script
+starts one apache-kafka broker, optionally loads the machine with busy-loop processes (``--burn N``)
+and pauses the broker's JVM for 20 ms..S s every 0.2..1.0 s (``--stall S``, SIGSTOP/SIGCONT,
+seeded), then runs the classic oracle (``--mode agree``: the body of
+`tests/test_adapters.py::test_oracle_agrees_with_apache_kafka`, dev profile, 3 examples, seed 7;
+``--mode ci``: the ci profile, 12 examples, seeds 0, 1, ...) and/or the consumer oracle
+(``--protocol consumer``: ci profile, 6 examples) RUNS times per variant, alternating the variants
+run by run on the same broker. ``before`` restores the oracle and the model as they were before
+the false-alarm fixes (session 5, issue 4; see `legacy`), ``after`` is the current code.
+Prints one line per run and a table; ``--keep DIR`` writes each failure's trace there.
+
+Usage: python benchmarks/oracle_false_alarms.py RUNS [--mode agree|ci] [--protocol classic|consumer]
+       [--variants before,after] [--burn N] [--stall S] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from conformance.adapters import consumer_oracle, open_target
+from conformance.adapters import oracle as oracle_mod
+from conformance.adapters.check import _run_one, real_profile
+from model.classic.coordinator import ClassicCoordinator
+from model.classic.messages import SyncGroupResponse
+from model.classic.records import MemberUpserted
+from model.errors import ErrorCode
+
+
+class LegacyCoordinator(ClassicCoordinator):
+    """The model before the fix: the leader's assignment re-armed the session of EVERY member, and
+    a parked SyncGroup answered with an error re-armed none (Kafka: only the members whose parked
+    sync is answered, either way; GMM `propagateAssignment`)."""
+
+    def reset_assignments_with_error(self, tx: Any, group: Any, error: ErrorCode, now: int) -> None:
+        for member in list(group.members.values()):
+            if member.awaiting_sync is not None:
+                tx.reply(member.awaiting_sync, SyncGroupResponse(error))
+            if member.awaiting_sync is not None or member.assignment:
+                tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None, assignment=b"")))
+
+    def propagate_assignment(self, tx: Any, group: Any, now: int) -> None:
+        for member in list(group.members.values()):
+            if member.awaiting_sync is not None:
+                resp = SyncGroupResponse(
+                    ErrorCode.NONE, group.protocol_type, group.protocol, member.assignment
+                )
+                tx.reply(member.awaiting_sync, resp)
+                tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=None)))
+            tx.timer(group, f"expire:{member.member_id}", now + member.session_timeout_ms)
+
+
+@contextlib.contextmanager
+def legacy() -> Iterator[None]:
+    """The oracle as before: no `_seen_running` evidence, slack lost when a provisional id is
+    renamed, certain timers dated at the operation (not their deadline), timers fired around a
+    request folded into its observation (no `take_pre_split` / `take_post_split`)."""
+    port = oracle_mod.OraclePort
+    saved = (
+        port._seen_running,
+        port._fire_certain,
+        port.take_pre_split,
+        port.take_post_split,
+        oracle_mod._rename_hypo,
+    )
+
+    def fire_certain(self: Any, c: Any, cutoff: int, t: int) -> int:
+        def fire() -> Any:
+            out = oracle_mod.Result()
+            while True:
+                nxt = self.coordinator.next_deadline(c.state)
+                if nxt is None or nxt[0] > cutoff:
+                    return out
+                deadline, gid, key = nxt
+                if deadline + c.slack.get((gid, key, deadline), 0) > cutoff:
+                    return out
+                out.extend(self.coordinator.fire_timer(c.state, gid, key, deadline))
+
+        self._apply(c, fire, t)
+        return 0
+
+    def rename_hypo(h: Any, old: str, new: str) -> None:
+        h.state = oracle_mod.rename(h.state, old, new)
+        h.durable = oracle_mod.rename(h.durable, old, new)
+        h.outstanding = oracle_mod.rename(h.outstanding, old, new)
+
+    port._seen_running = lambda self, due, t: True  # type: ignore[method-assign]
+    port._fire_certain = fire_certain  # type: ignore[method-assign]
+    port.take_pre_split = port.take_post_split = lambda self: None  # type: ignore[method-assign]
+    # the consumer and mixed oracles: a fixed late_ms margin, no evidence of the target running
+    base = consumer_oracle.HypothesisFindings
+    saved_cutoff = base._certain_cutoff
+    base._certain_cutoff = lambda self, t: t - self.timing.late_ms  # type: ignore[method-assign]
+    oracle_mod._rename_hypo = rename_hypo
+    try:
+        yield
+    finally:
+        base._certain_cutoff = saved_cutoff  # type: ignore[method-assign]
+        (
+            port._seen_running,
+            port._fire_certain,
+            port.take_pre_split,
+            port.take_post_split,
+            oracle_mod._rename_hypo,
+        ) = saved  # type: ignore[method-assign]
+
+
+def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
+    rnd = random.Random(1)
+    while not stop.is_set():
+        time.sleep(rnd.uniform(0.2, 1.0))
+        if stop.is_set():
+            return
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(rnd.uniform(0.02, longest_s))
+        os.kill(pid, signal.SIGCONT)
+
+
+def one_run(handle: Any, args: argparse.Namespace, variant: str, seed: int) -> Any:
+    if args.protocol == "consumer":
+        with legacy() if variant == "before" else contextlib.nullcontext():
+            return _run_one(
+                handle, "consumer", real_profile("ci"), 6, seed, {}, "protocol", time.monotonic()
+            ).result
+    examples, profile = (3, "dev") if args.mode == "agree" else (12, "ci")
+    inner = handle.port_factory()
+
+    def port_factory(coord: ClassicCoordinator) -> Any:
+        if variant == "before":
+            coord = LegacyCoordinator(coord.config, coord.chooser)
+        return inner(coord)
+
+    from conformance.run import run_check
+
+    with legacy() if variant == "before" else contextlib.nullcontext():
+        return run_check(
+            "classic", target="apache-kafka", profile=real_profile(profile), max_examples=examples,
+            seed_value=seed, port_factory=port_factory, config=handle.model_config, real_time=True,
+        )  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", type=int)
+    ap.add_argument("--mode", choices=("agree", "ci"), default="agree")
+    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
+    ap.add_argument("--variants", default="before,after")
+    ap.add_argument("--burn", type=int, default=0, help="busy-loop processes beside the run")
+    ap.add_argument("--stall", type=float, default=0.0, help="longest SIGSTOP pause of the broker (s)")
+    ap.add_argument("--keep", type=Path, default=None, help="write each failure's trace here")
+    args = ap.parse_args()
+    variants = args.variants.split(",")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burn)]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
+    failed = {v: 0 for v in variants}
+    done = {v: 0 for v in variants}
+    loads: list[float] = []
+    stop = threading.Event()
+    try:
+        with open_target("apache-kafka") as handle:
+            pid = handle.launcher.pids[-1]
+            thread = threading.Thread(target=stutter, args=(pid, args.stall, stop), daemon=True)
+            if args.stall > 0:
+                thread.start()
+            try:
+                for i in range(args.runs):
+                    for variant in variants:
+                        seed = 7 if args.mode == "agree" and args.protocol == "classic" else i
+                        t0 = time.monotonic()
+                        result = one_run(handle, args, variant, seed)
+                        found = [(v.invariant, v.message[:200]) for v in result.violations]
+                        done[variant] += 1
+                        failed[variant] += bool(found)
+                        loads.append(os.getloadavg()[0])
+                        print(
+                            f"{i} {variant} seed {seed} {time.monotonic() - t0:.1f}s load {loads[-1]:.1f} "
+                            f"{'FAIL' if found else 'ok'} {found}",
+                            flush=True,
+                        )
+                        if found and args.keep is not None and result.trace is not None:
+                            from conformance.trace.format import write_trace
+
+                            args.keep.mkdir(parents=True, exist_ok=True)
+                            write_trace(
+                                result.trace, args.keep / f"{args.protocol}-{variant}-{i}-seed{seed}.ndjson"
+                            )
+            finally:
+                stop.set()
+                if thread.is_alive():
+                    thread.join(timeout=args.stall + 2)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+    what = f"{args.protocol} {args.mode if args.protocol == 'classic' else 'ci'}"
+    print(f"\n| oracle | runs ({what}) | false divergences | load average (min-max) |")
+    print("|---|---|---|---|")
+    for v in variants:
+        print(f"| {v} | {done[v]} | {failed[v]} | {min(loads):.1f}-{max(loads):.1f} |")
+    print(f"(busy loops {args.burn}, broker stalls up to {args.stall:g} s)")
+
+
+if __name__ == "__main__":
+    main()
