@@ -1482,3 +1482,25 @@ def test_current_assignment_record_roundtrip() -> None:
     recs = [r for r in h.records if isinstance(r, CurrentAssignmentRecord)]
     assert recs and all(r.durable for r in recs)
     assert not TimerScheduled.durable and not TimerCancelled.durable
+
+
+@pytest.mark.parametrize("bump", [False, True])
+def test_kafka_19974_member_keeps_its_epoch_when_it_must_revoke_again(bump: bool) -> None:
+    """Found against Apache Kafka 4.4.0 (consumer ci profile, seed 1): a member acknowledges a
+    revocation after the target moved on and must revoke again. Since KAFKA-19974 (apache/kafka PR
+    #21107) it stays UNREVOKED_PARTITIONS at its own member epoch; before it took epoch + 1."""
+    config = ConsumerCoordinatorConfig(bump_after_revocation=bump)
+    h = Harness(ConsumerCoordinator(config, SeededChooser(1)), topics={"t": 4})
+    first = ok(h.hb(join("m1", server_assignor="range")))
+    e1 = first.member_epoch
+    assert first.assigned() == P("t", 0, 1, 2, 3)
+    ok(h.hb(join("m2", server_assignor="range")))
+    r = ok(h.hb(beat("m1", e1, P("t", 0, 1, 2, 3))))  # target {t-0, t-1}: revoke t-2, t-3
+    assert r.member_epoch == e1 and r.assigned() == P("t", 0, 1)
+    ok(h.hb(join("m3", server_assignor="range")))
+    ok(h.hb(join("m4", server_assignor="range")))  # target of m1 is now {t-0}
+    r = ok(h.hb(beat("m1", e1, P("t", 0, 1))))  # acknowledges t-2, t-3; still owns t-1
+    assert r.assigned() == P("t", 0)
+    assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
+    assert r.member_epoch == (e1 + 1 if bump else e1)
+    assert ConsumerCoordinatorConfig().bump_after_revocation is False  # Kafka 4.4.0 is the default

@@ -57,6 +57,7 @@ class Variant:
     epoch_check: bool = True
     own_pending_free: bool = True  # False: Kafka 4.0 before KAFKA-19449
     epoch_zero_rejoin: bool = True  # False: Kafka 4.0 before KAFKA-19233
+    bump_after_revocation: bool = False  # True: Kafka 4.0/4.1 before KAFKA-19974 (epoch + 1)
 
 
 @dataclass(frozen=True)
@@ -270,8 +271,11 @@ def next_assignment(
     )
 
 
-def reconcile(m: Member, target_epoch: Any, free: Any, owned: Any, owned_null: Any) -> Reconciled:
-    """``reconcile`` of `model.consumer.reconcile`, behind the coordinator's "already reconciled" skip."""
+def reconcile(
+    m: Member, target_epoch: Any, free: Any, owned: Any, owned_null: Any, bump: bool = False
+) -> Reconciled:
+    """``reconcile`` of `model.consumer.reconcile`, behind the coordinator's "already reconciled" skip;
+    ``bump``: the pre-KAFKA-19974 epoch + 1 when leaving UNREVOKED_PARTITIONS."""
     st = m.state
     reconciled = z3.And(st == STABLE, m.epoch == target_epoch)
     waiting = z3.And(st == UNREVOKED, z3.Or(owned_null, nonempty(owned & m.pending)))
@@ -279,7 +283,9 @@ def reconcile(m: Member, target_epoch: Any, free: Any, owned: Any, owned_null: A
     e = z3.If(
         st == STABLE,
         m.epoch,
-        z3.If(st == UNREVOKED, m.epoch + 1, z3.If(st == UNRELEASED, m.epoch, target_epoch)),
+        z3.If(
+            st == UNREVOKED, m.epoch + 1 if bump else m.epoch, z3.If(st == UNRELEASED, m.epoch, target_epoch)
+        ),
     )
     nxt = next_assignment(m, e, target_epoch, m.target, free, owned, owned_null)
     # the coordinator writes a record only when the member changed (`reconcile_member`)
@@ -363,7 +369,9 @@ def step_target(g: Group, tag: str) -> Step:
 def step_reconcile(g: Group, i: int, tag: str, variant: Variant) -> Step:
     owned, owned_null = _owned_inputs(tag, g.width)
     m = g.members[i]
-    r = reconcile(m, g.assignment_epoch, free_for(g, m, variant), owned, owned_null)
+    r = reconcile(
+        m, g.assignment_epoch, free_for(g, m, variant), owned, owned_null, variant.bump_after_revocation
+    )
     post = g.replace_member(i, r.member)
     post = Group(post.members, g.group_epoch, g.assignment_epoch, restamp(g, m, r.member))
     post = ite_group(r.changed, post, g)
@@ -451,7 +459,9 @@ def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str =
     g2 = ite_group(due, with_target(g1, targets), g1)
     # reconciliation of this member
     m2 = g2.members[i]
-    r = reconcile(m2, g2.assignment_epoch, free_for(g2, m2, variant), owned, owned_null)
+    r = reconcile(
+        m2, g2.assignment_epoch, free_for(g2, m2, variant), owned, owned_null, variant.bump_after_revocation
+    )
     g3 = g2.replace_member(i, r.member)
     g3 = Group(g3.members, g2.group_epoch, g2.assignment_epoch, restamp(g2, m2, r.member))
     g3 = ite_group(r.changed, g3, g2)

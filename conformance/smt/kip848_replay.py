@@ -36,7 +36,9 @@ class ScriptedCoordinator(ConsumerCoordinator):
     def __init__(self, variant: Variant) -> None:
         super().__init__(
             ConsumerCoordinatorConfig(
-                own_pending_is_free=variant.own_pending_free, epoch_zero_rejoin=variant.epoch_zero_rejoin
+                own_pending_is_free=variant.own_pending_free,
+                epoch_zero_rejoin=variant.epoch_zero_rejoin,
+                bump_after_revocation=variant.bump_after_revocation,
             )
         )
         self.variant = variant

@@ -131,6 +131,11 @@ class ConsumerCoordinatorConfig:
     `conformance/mutants/probe848.py`): an epoch-0 heartbeat of a known member skips the epoch check,
     so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (reference B.6 row
     12 note: FENCED_MEMBER_EPOCH until the session expires), the ``kafka-19233`` mutant."""
+    bump_after_revocation: bool = False
+    """False: KAFKA-19974 fix (apache/kafka PR #21107, merged 2025-12, Kafka 4.2+; observed on 4.4.0,
+    `groupcheck check --target apache-kafka --protocol consumer --profile ci --seed 1`): a member
+    leaving UNREVOKED_PARTITIONS keeps its member epoch while it must revoke again, instead of
+    taking member epoch + 1. True: Kafka 4.0/4.1 (reference B.5)."""
     initial_group_epoch: Literal[0, 1] = 0
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,
@@ -678,6 +683,7 @@ class ConsumerCoordinator:
             lambda tp: self.current_partition_epoch(group, tp),
             owned,
             self.config.own_pending_is_free,
+            self.config.bump_after_revocation,
         )
         if nxt is None:
             raise _Rejected(

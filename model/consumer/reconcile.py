@@ -9,6 +9,13 @@ Variant ``own_pending_is_free`` models the KAFKA-19449 fix (PR #20781, after 4.1
 member itself still has pending revocation is not "unreleased" for that member. This function's
 default (False) is Apache Kafka 4.0 (reference B.5: "including this member's own pending
 revocations"); the coordinator passes its config, whose default is the fix (Kafka 4.4.0).
+
+Variant ``bump_after_revocation`` is the rule before KAFKA-19974 (apache/kafka PR #21107, merged
+2025-12 to trunk and 4.2): a member that has acknowledged its revocations leaves
+UNREVOKED_PARTITIONS through ``computeNextAssignment(memberEpoch + 1, ...)`` (reference B.5, 4.0).
+Since the fix the member keeps its epoch when it must revoke again, and moves to the target epoch
+otherwise (`CurrentAssignmentBuilder.build`, UNREVOKED_PARTITIONS case, group-coordinator 4.4.0).
+This function's default (True) is again Kafka 4.0; the coordinator passes its config (False).
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ def reconcile(
     partition_epoch: Callable[[TopicPartition], int],
     owned: frozenset[TopicPartition] | None,
     own_pending_is_free: bool = False,
+    bump_after_revocation: bool = True,
 ) -> CurrentAssignment | None:
     """The member's next current assignment (CAB `build`), or None when the member must be fenced
     (FENCED_MEMBER_EPOCH: state UNKNOWN and the request did not report an empty owned set).
@@ -103,10 +111,10 @@ def reconcile(
     if st == MemberState.UNREVOKED_PARTITIONS:
         if owned is None or owned & current.pending_revocation:
             return current
-        # Reference B.5 (4.0): memberEpoch + 1. Later Kafka caps it at the target epoch.
+        # Reference B.5 (4.0): memberEpoch + 1; since KAFKA-19974 (Kafka 4.2+): memberEpoch.
         return next_assignment(
             current,
-            current.member_epoch + 1,
+            current.member_epoch + 1 if bump_after_revocation else current.member_epoch,
             current.assigned,
             target_epoch,
             target,
