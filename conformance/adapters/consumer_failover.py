@@ -33,10 +33,10 @@ unknown and the heartbeat is retried); see `ConsumerOraclePort._exchange`.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from conformance.adapters.faults import poll_served
 from conformance.errors import TargetError
 from model.consumer.messages import TopicPartition
 from model.consumer.records import durable_view
@@ -45,8 +45,6 @@ from model.consumer.state import REBALANCE, SESSION
 API_CONSUMER_GROUP_DESCRIBE = 69
 #: how long a restart (stop, start, the group served again) may take
 RESTART_DEADLINE_S = 120.0
-#: coordinator errors that mean "ask again" (Errors.java: 14, 15, 16)
-NOT_READY = {14, 15, 16}
 GROUP_ID_NOT_FOUND = 69
 
 
@@ -134,25 +132,8 @@ def _parts(port: Any, assignment: Any) -> frozenset[TopicPartition]:
 def wait_served(port: Any, deadline_s: float) -> tuple[int, RecoveredGroup | None]:
     """Poll until the restarted coordinator serves the group; (last "not ready" ms, the group as
     described, None when the target never had it)."""
-    adapter = port.adapter
-    end = time.monotonic() + deadline_s
-    not_ready = port.clock()
-    while time.monotonic() < end:
-        asked = port.clock()
-        try:
-            adapter.coordinators.pop(port.real_group, None)
-            adapter.find_coordinator(port.real_group, deadline_s=max(0.5, end - time.monotonic()))
-        except Exception:  # noqa: BLE001 - not ready yet: try again until the deadline
-            not_ready = asked
-            time.sleep(0.02)
-            continue
-        seen = describe(port)
-        if seen is None or seen.error in NOT_READY:
-            not_ready = asked
-            time.sleep(0.01)
-            continue
-        return not_ready, None if seen.error == GROUP_ID_NOT_FOUND else seen
-    raise TargetError(f"{port.session.launcher.name}: the group was not served again within {deadline_s:g}s")
+    not_ready, seen = poll_served(port, deadline_s, lambda: describe(port))
+    return not_ready, None if seen.error == GROUP_ID_NOT_FOUND else seen
 
 
 def load_times(h: Any, t_stop: int, t_load: int, session_ms: int) -> list[int]:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -305,13 +306,15 @@ def describe_group(adapter: Any, group_id: str, timeout: float = 2.0) -> Recover
     return Recovered(int(g.error_code.value), str(g.group_state), members)
 
 
-def wait_loaded(port: Any, deadline_s: float) -> tuple[int, Recovered]:
-    """Poll until the restarted coordinator serves the group; (load time lower bound ms, the group).
+#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: the group is not served yet.
+NOT_READY = frozenset({14, 15, 16})
 
-    The target loads the group somewhere between the last answer that said it was not ready
-    (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, no coordinator yet) and the first good one; the
-    model loads at the lower bound, so the target's timers fire no earlier than the model's and at
-    most the polling gap later (inside the oracle's late tolerance)."""
+
+def poll_served(port: Any, deadline_s: float, look: Callable[[], Any]) -> tuple[int, Any]:
+    """Poll a restarted target until its coordinator serves the group; (the last "not ready" ms, what
+    `look` saw). `look` describes the group (DescribeGroups or ConsumerGroupDescribe) and returns an
+    object with an `error` code, or None while there is no answer yet. Shared by the classic and the
+    consumer failover."""
     adapter = port.adapter
     end = time.monotonic() + deadline_s
     not_ready = port.clock()
@@ -324,13 +327,23 @@ def wait_loaded(port: Any, deadline_s: float) -> tuple[int, Recovered]:
             not_ready = asked
             time.sleep(0.02)
             continue
-        seen = describe_group(adapter, port.real_group)
-        if seen is None or seen.error in (14, 15, 16):
+        seen = look()
+        if seen is None or seen.error in NOT_READY:
             not_ready = asked
             time.sleep(0.01)
             continue
         return not_ready, seen
     raise TargetError(f"{port.session.launcher.name}: the group was not served again within {deadline_s:g}s")
+
+
+def wait_loaded(port: Any, deadline_s: float) -> tuple[int, Recovered]:
+    """Poll until the restarted coordinator serves the group; (load time lower bound ms, the group).
+
+    The target loads the group somewhere between the last answer that said it was not ready
+    (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, no coordinator yet) and the first good one; the
+    model loads at the lower bound, so the target's timers fire no earlier than the model's and at
+    most the polling gap later (inside the oracle's late tolerance)."""
+    return poll_served(port, deadline_s, lambda: describe_group(port.adapter, port.real_group))
 
 
 def recovered_matches(h: Any, seen: Recovered) -> str | None:
