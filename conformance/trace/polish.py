@@ -49,20 +49,13 @@ def _classic(trace: Trace) -> _Protocol:
     from conformance.trace.abstraction import abstract_key
     from conformance.trace.classic import CLIENT_OPS, apply_op
     from conformance.trace.explore import DEFAULT_OPS, _enabled, clone
+    from conformance.trace.replay import sim_from_trace
 
     used = {s.action.get("op") for s in trace.steps}
     kinds = (*DEFAULT_OPS, *(k for k in OPTIONAL_KINDS if k in used))
 
     def root(t: Trace) -> Any:
-        setup = t.header["setup"]
-        return make_classic_sim(
-            {str(k): int(v) for k, v in setup.get("topics", {}).items()},
-            list(setup.get("clients", [])),
-            dict(setup.get("config", {})),
-            dict(t.header["variants"]),
-            seed=int(t.header["seed"]),
-            where="polish",
-        )
+        return sim_from_trace(t, make_classic_sim, dict(t.header["variants"]), "polish")
 
     def apply(sim: Any, op: dict[str, Any]) -> list[Any] | None:
         obs = apply_op(sim, op, "polish")
@@ -86,17 +79,10 @@ def _consumer(trace: Trace) -> _Protocol:
     from conformance.build import make_consumer_sim
     from conformance.trace.consumer import action_of
     from conformance.trace.consumer_explore import CONSUMER_OPS, _clone, _enabled, consumer_key
+    from conformance.trace.replay import sim_from_trace
 
     def root(t: Trace) -> Any:
-        setup = t.header["setup"]
-        return make_consumer_sim(
-            {str(k): int(v) for k, v in setup.get("topics", {}).items()},
-            list(setup.get("clients", [])),
-            dict(setup.get("config", {})),
-            dict(t.header["variants"]),
-            seed=int(t.header["seed"]),
-            where="polish",
-        )
+        return sim_from_trace(t, make_consumer_sim, dict(t.header["variants"]), "polish")
 
     def apply(sim: Any, op: dict[str, Any]) -> list[Any] | None:
         before = len(sim.log)

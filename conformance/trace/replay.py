@@ -38,6 +38,28 @@ class ReplayResult:
         return VERDICT_EXIT[self.verdict]
 
 
+def sim_from_trace(
+    trace: Trace,
+    make: Callable[..., Any],
+    variants: dict[str, Any],
+    where: str,
+    extra_config: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """The simulator a trace's header sets up (topics, clients, config, seed), built by `make`
+    (`make_classic_sim` or `make_consumer_sim`); one place for replay and the BFS polish."""
+    setup = trace.header["setup"]
+    return make(
+        {str(k): int(v) for k, v in setup.get("topics", {}).items()},
+        list(setup.get("clients", [])),
+        {**dict(setup.get("config", {})), **(extra_config or {})},
+        variants,
+        seed=int(trace.header["seed"]),
+        where=where,
+        **kwargs,
+    )
+
+
 def replay(
     trace: Trace,
     *,
@@ -76,16 +98,14 @@ def replay(
     from conformance.build import make_classic_sim
     from conformance.trace.classic import apply_op
 
-    setup = trace.header["setup"]
     where = f"{trace.path}:1"
     try:
-        sim = make_classic_sim(
-            {str(k): int(v) for k, v in setup.get("topics", {}).items()},
-            list(setup.get("clients", [])),
-            {**dict(setup.get("config", {})), **(real or {}).get("config", {})},
+        sim = sim_from_trace(
+            trace,
+            make_classic_sim,
             merged,
-            seed=int(trace.header["seed"]),
-            where=where,
+            where,
+            (real or {}).get("config"),
             port_factory=port_factory,
             **{k: v for k, v in (real or {}).items() if k in ("sim_class", "request_timeout_ms")},
         )
@@ -183,15 +203,13 @@ def _replay_consumer(
     from conformance.build import make_consumer_sim
     from conformance.trace.consumer import action_of
 
-    setup = trace.header["setup"]
     try:
-        sim = make_consumer_sim(
-            {str(k): int(v) for k, v in setup.get("topics", {}).items()},
-            list(setup.get("clients", [])),
-            {**dict(setup.get("config", {})), **(real or {}).get("config", {})},
+        sim = sim_from_trace(
+            trace,
+            make_consumer_sim,
             result.variants,
-            seed=int(trace.header["seed"]),
-            where=f"{trace.path}:1",
+            f"{trace.path}:1",
+            (real or {}).get("config"),
             port_factory=port_factory,
             sim_class=(real or {}).get("sim_class"),
         )
