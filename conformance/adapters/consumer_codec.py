@@ -170,19 +170,22 @@ def decode_offset_commit(wire: Any, topics: TopicMap) -> OffsetCommitResponse:
     )
 
 
-def topic_ids(exchange: Callable[[Any], Any], names: list[str], version: int = 12) -> dict[str, uuid.UUID]:
-    """Topic ids of ``names`` by Metadata v10+ (KIP-516); ``exchange`` sends a kio request, returns the answer."""
+def metadata_request(names: list[str], version: int = 12) -> Any:
+    """A Metadata request (v10+) for ``names`` by name, never creating a topic."""
     mod = module(API_METADATA, version, True)
-    cls = payload_class(API_METADATA, version, True)
-    req = build(
-        cls,
+    return build(
+        payload_class(API_METADATA, version, True),
         {
             "topics": tuple(build(mod.MetadataRequestTopic, {"topic_id": None, "name": n}) for n in names),
             "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         },
     )
-    answer = exchange(req)
+
+
+def topic_ids(exchange: Callable[[Any], Any], names: list[str], version: int = 12) -> dict[str, uuid.UUID]:
+    """Topic ids of ``names`` by Metadata v10+ (KIP-516); ``exchange`` sends a kio request, returns the answer."""
+    answer = exchange(metadata_request(names, version))
     out = {}
     for t in answer.topics:
         if int(t.error_code.value) == 0 and t.name is not None and t.topic_id is not None:

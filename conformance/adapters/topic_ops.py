@@ -24,11 +24,11 @@ import time
 from typing import Any
 
 from conformance.adapters.codec import build, module, payload_class
+from conformance.adapters.consumer_codec import API_METADATA, metadata_request
 from conformance.errors import TargetError
 
 API_CREATE_PARTITIONS = 37
 API_DELETE_TOPICS = 20
-API_METADATA = 3
 #: how long a topic change may take on the target (request, then Metadata showing it)
 CHANGE_DEADLINE_S = 30.0
 #: after Metadata shows a change: time for the group coordinator's event to run (its queue)
@@ -81,17 +81,7 @@ def _version(adapter: Any, api_key: int, want: int, name: str) -> int:
 def partition_counts(adapter: Any, names: list[str], timeout_s: float = 5.0) -> dict[str, int]:
     """Partition counts of ``names`` that Metadata lists (a missing or deleted topic is absent)."""
     version = _version(adapter, API_METADATA, 12, "Metadata")
-    cls = payload_class(API_METADATA, version, True)
-    mod = module(API_METADATA, version, True)
-    req = build(
-        cls,
-        {
-            "topics": tuple(build(mod.MetadataRequestTopic, {"topic_id": None, "name": n}) for n in names),
-            "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False,
-        },
-    )
-    answer = _exchange(adapter, req, timeout_s)
+    answer = _exchange(adapter, metadata_request(names, version), timeout_s)
     out = {}
     for t in answer.topics:
         if int(t.error_code.value) == 0 and t.name is not None:
