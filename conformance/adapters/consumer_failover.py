@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.adapters.faults import poll_served
+from conformance.adapters.faults import describe_on_coordinator, poll_served
 from conformance.errors import TargetError
 from model.consumer.messages import TopicPartition
 from model.consumer.records import durable_view
@@ -85,28 +85,16 @@ def restarts_left(port: Any) -> bool:
 
 def describe(port: Any, timeout: float = 2.0) -> RecoveredGroup | None:
     """ConsumerGroupDescribe of the port's group on its coordinator; None when it cannot be reached."""
-    from conformance.adapters.codec import build, payload_class
-    from conformance.adapters.kafka import _blocking_exchange
-    from conformance.adapters.wire import decode_frame
-
     adapter = port.adapter
     lo, hi = adapter.connect().api_versions.get(API_CONSUMER_GROUP_DESCRIBE, (0, -1))
     if hi < 0:
         raise TargetError(f"{adapter.bootstrap}: the target offers no ConsumerGroupDescribe (api key 69)")
-    version = min(hi, 1)
-    coord = adapter.coordinators.get(port.real_group)
-    if coord is None:
+    fields = {"group_ids": (port.real_group,)}
+    g = describe_on_coordinator(
+        adapter, port.real_group, API_CONSUMER_GROUP_DESCRIBE, min(hi, 1), fields, timeout
+    )
+    if g is None:
         return None
-    cls = payload_class(API_CONSUMER_GROUP_DESCRIBE, version, True)
-    req = build(cls, {"group_ids": (port.real_group,), "include_authorized_operations": False})
-    try:
-        frame = _blocking_exchange(coord[0], coord[1], req, timeout, adapter.client_id)
-    except (OSError, ConnectionError):
-        return None
-    value, _ = decode_frame(API_CONSUMER_GROUP_DESCRIBE, version, frame)
-    if value is None or not value.groups:
-        return None
-    g = value.groups[0]
     members = {}
     for m in g.members:
         members[str(m.member_id)] = RecoveredMember(

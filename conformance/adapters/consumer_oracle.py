@@ -47,7 +47,7 @@ from conformance.adapters.consumer_codec import (
     encode_offset_commit,
     topic_ids,
 )
-from conformance.adapters.oracle import Finding, TargetSession
+from conformance.adapters.oracle import Finding, TargetSession, crash_detail
 from conformance.errors import TargetError
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
@@ -374,17 +374,7 @@ class HypothesisFindings:
         self.crashed = True
         if any(f.rule == "target.crash" for f in self.findings):
             return
-        crash = ""
-        launcher = self.session.launcher
-        if launcher is not None:
-            for _ in range(20):
-                try:
-                    launcher.check_alive()
-                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
-                    crash = f": {e}"
-                    break
-                time.sleep(0.05)
-        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
+        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash_detail(self.session.launcher)}")
 
 
 @dataclass

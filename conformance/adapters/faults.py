@@ -282,26 +282,42 @@ class Recovered:
     members: dict[str, bytes]  # member id -> assignment
 
 
-def describe_group(adapter: Any, group_id: str, timeout: float = 2.0) -> Recovered | None:
-    """DescribeGroups on the group's coordinator; None when the coordinator cannot be reached."""
-    from conformance.adapters.codec import API_DESCRIBE_GROUPS, build, payload_class
+def describe_on_coordinator(
+    adapter: Any, group_id: str, api_key: int, version: int, fields: dict[str, Any], timeout: float
+) -> Any:
+    """Send a describe request (DescribeGroups, ConsumerGroupDescribe) to the group's coordinator and
+    return the first group of the answer; None when the coordinator is unknown, unreachable or
+    answers no group."""
+    from conformance.adapters.codec import build, payload_class
     from conformance.adapters.kafka import _blocking_exchange
     from conformance.adapters.wire import decode_frame
 
-    version = adapter.connect().version(API_DESCRIBE_GROUPS, 5)
     coord = adapter.coordinators.get(group_id)
-    if version is None or coord is None:
+    if coord is None:
         return None
-    cls = payload_class(API_DESCRIBE_GROUPS, version, True)
-    req = build(cls, {"groups": (group_id,), "include_authorized_operations": False})
+    req = build(payload_class(api_key, version, True), {**fields, "include_authorized_operations": False})
     try:
         frame = _blocking_exchange(coord[0], coord[1], req, timeout, adapter.client_id)
     except (OSError, ConnectionError):
         return None
-    value, _ = decode_frame(API_DESCRIBE_GROUPS, version, frame)
+    value, _ = decode_frame(api_key, version, frame)
     if value is None or not value.groups:
         return None
-    g = value.groups[0]
+    return value.groups[0]
+
+
+def describe_group(adapter: Any, group_id: str, timeout: float = 2.0) -> Recovered | None:
+    """DescribeGroups on the group's coordinator; None when the coordinator cannot be reached."""
+    from conformance.adapters.codec import API_DESCRIBE_GROUPS
+
+    version = adapter.connect().version(API_DESCRIBE_GROUPS, 5)
+    if version is None:
+        return None
+    g = describe_on_coordinator(
+        adapter, group_id, API_DESCRIBE_GROUPS, version, {"groups": (group_id,)}, timeout
+    )
+    if g is None:
+        return None
     members = {str(m.member_id): bytes(m.member_assignment) for m in g.members}
     return Recovered(int(g.error_code.value), str(g.group_state), members)
 

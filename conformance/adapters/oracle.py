@@ -63,6 +63,22 @@ DEBUG = bool(os.environ.get("GROUPCHECK_ORACLE_DEBUG"))
 
 
 # ---------------------------------------------------------------------- findings
+
+
+def crash_detail(launcher: Any) -> str:
+    """ ": <the launcher's crash report>" when the target process died, else "" (classic and KIP-848
+    oracles). The process may need a moment to be reaped after closing its sockets: ask for 1 s."""
+    if launcher is None:
+        return ""
+    for _ in range(20):
+        try:
+            launcher.check_alive()
+        except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
+            return f": {e}"
+        time.sleep(0.05)
+    return ""
+
+
 @dataclass(frozen=True)
 class Finding:
     """A divergence or wire problem about the target, with the level it counts at."""
@@ -1002,17 +1018,7 @@ class OraclePort:
         """A target that stopped answering: a finding with the launcher's crash report (exit status, log)."""
         if any(f.rule == "target.crash" for f in self.findings):
             return
-        crash = ""
-        launcher = self.session.launcher
-        if launcher is not None:
-            for _ in range(20):  # the process may need a moment to be reaped after closing its sockets
-                try:
-                    launcher.check_alive()
-                except Exception as e:  # noqa: BLE001 - the launcher's crash report is the finding
-                    crash = f": {e}"
-                    break
-                time.sleep(0.05)
-        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash}")
+        self._finding("protocol", "target.crash", f"at t={t}: {what}{crash_detail(self.session.launcher)}")
 
     def _dedupe(self, cands: list[Hypo]) -> list[Hypo]:
         out: list[Hypo] = []
