@@ -48,6 +48,7 @@ from conformance.adapters.consumer_codec import (
     topic_ids,
 )
 from conformance.adapters.oracle import Finding, TargetSession, crash_detail
+from conformance.adapters.timer_split import SplitPort, carry, fired_before
 from conformance.errors import TargetError
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
@@ -320,10 +321,11 @@ class ConsumerTiming:
     max_hypotheses: int = 16
 
 
-class HypothesisFindings:
+class HypothesisFindings(SplitPort):
     """What the consumer and the mixed oracle ports share: pruning equal hypotheses, recording a
-    finding at its level, and a crash of the target as a finding with the launcher's report. The
-    port provides ``timing``, ``findings``, ``session``, ``clock`` and ``crashed``."""
+    finding at its level, a crash of the target as a finding with the launcher's report, and the
+    timers fired before a request as an observation of their own (`SplitPort`: the reported
+    hypothesis' ``pre``, `timer_split.fired_before`). The port provides ``timing``, ``findings``, ``session``, ``clock`` and ``crashed``."""
 
     timing: Any
     findings: list[Finding]
@@ -553,6 +555,7 @@ class ConsumerOraclePort(HypothesisFindings):
     def _exchange(self, api: int, request: Any, payload: Any, ref: int) -> Result:
         member = self.current_member
         self.members.add(member)
+        self.pre_split = None
         t = self.clock()
         try:
             self._submit(member, payload, ref)
@@ -618,6 +621,7 @@ class ConsumerOraclePort(HypothesisFindings):
             cands.sort(key=lambda c: (c.adoptions, c.origin, -c.fired))
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
+            self.pre_split = getattr(h0, "pre", None)  # the timers before the request: their own step
             _m, notes = compare(self._model_answer(h0, ref) or target, target, prior)
             for note in notes:
                 self._finding("kafka-compat", f"compat.{NAMES[api]}", f"ref {ref}: {note}")
@@ -717,7 +721,8 @@ class ConsumerOraclePort(HypothesisFindings):
                 self.coords[c.origin].advance(c.state, deadlines[k - 1])
                 c.now = max(c.now, deadlines[k - 1])
                 c.fired = k
-            out.extend(self._apply(c, request, ref, max(t, c.now), target, prior))
+            pre = fired_before(h, c)
+            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior)))
         return out
 
     def _run(self, c: CHypo, request: Any, ref: int, at: int) -> Any:

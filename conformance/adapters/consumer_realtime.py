@@ -8,11 +8,19 @@ The member timeouts a real-time machine uses are small (`REAL_CONSUMER_TIMING`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from conformance.trace.consumer import TracedConsumerSim
-from model.consumer.world import AdvanceEvent
+from model.consumer.sim import Action
+from model.consumer.world import (
+    AdvanceEvent,
+    ConsumerWorld,
+    HeartbeatEvent,
+    OffsetCommitEvent,
+    capture_world,
+)
 
 
 @dataclass(frozen=True)
@@ -63,11 +71,62 @@ class RealTimeConsumerSim(TracedConsumerSim):
 
     def _step(self, event: object, result: Any) -> Any:
         """Observations carry the model clock of the reported hypothesis (timers up to it fired), so
-        invariants about deadlines never read a timer the oracle cannot yet know has fired."""
+        invariants about deadlines never read a timer the oracle cannot yet know has fired.
+
+        A request whose operation, in the reported hypothesis, began with timers firing (a session
+        expiry the target may act on just before it processes the request) is shown as two
+        observations (`timer_split`): those timers as an `AdvanceEvent` that moves no time (the
+        action's first step in the trace; `take_pre_observations` gives it to the machine, which
+        checks it first), then the request from the state they left."""
+        take = getattr(self.port, "take_pre_split", None)
+        pre = take() if take is not None and isinstance(event, HeartbeatEvent | OffsetCommitEvent) else None
+        if pre is None:
+            return self._step_at(event, result)
+        state, mid_now = pre
+        self.__dict__["mid_world"] = self.snapshot_of(state, self.world)
+        try:
+            first = self._step_at(AdvanceEvent(mid_now), None, mid_now)
+        finally:
+            del self.__dict__["mid_world"]
+        obs = self._step_at(event, result)
+        self.__dict__.setdefault("pre_observations", {})[id(obs)] = (obs, [first])
+        return obs
+
+    def snapshot(self) -> ConsumerWorld:
+        """As `ConsumerSim.snapshot`; while `_step` shows the timers before a request, their world."""
+        mid = self.__dict__.get("mid_world")
+        return super().snapshot() if mid is None else mid  # type: ignore[no-any-return]
+
+    def snapshot_of(self, state: Any, before: ConsumerWorld | None) -> ConsumerWorld:
+        """The world with the coordinator in ``state`` and the clients as in ``before`` (timers move no
+        client: the answer to the request reaches its member in the request's own step)."""
+        world = super().snapshot()
+        mid = capture_world(
+            state,
+            (),
+            config=self.port.config,
+            quiet_since=world.quiet_since,
+            convergence_bound_ms=world.convergence_bound_ms,
+            known_member_ids=world.known_member_ids,
+        )
+        return dataclasses.replace(mid, clients=world.clients if before is None else before.clients)
+
+    def take_pre_observations(self, obs: Any) -> list[Any]:
+        """The observations split off before ``obs`` (its timers, oldest first), once."""
+        kept = self.__dict__.get("pre_observations", {}).pop(id(obs), None)
+        return [] if kept is None or kept[0] is not obs else kept[1]
+
+    def replay(self, actions: list[Action]) -> list[Any]:
+        """As `ConsumerSim.replay`, with the observations split off before a request in their place."""
+        return [p for obs in super().replay(actions) for p in (*self.take_pre_observations(obs), obs)]
+
+    def _step_at(self, event: object, result: Any, model_now: int | None = None) -> Any:
         real = self.now
-        model_now = getattr(self.port, "model_now", None)
+        if model_now is None:
+            get = getattr(self.port, "model_now", None)
+            model_now = None if get is None else get()
         if model_now is not None:
-            self.now = min(real, max(model_now(), 0))
+            self.now = min(real, max(model_now, 0))
         try:
             obs = super()._step(event, result)
         finally:

@@ -55,6 +55,7 @@ from conformance.adapters.consumer_oracle import (
 )
 from conformance.adapters.consumer_oracle import compare as compare_heartbeat
 from conformance.adapters.oracle import Finding, OraclePort, TargetSession, rename
+from conformance.adapters.timer_split import carry, fired_before
 from conformance.errors import TargetError
 from model.classic.messages import (
     HeartbeatResponse,
@@ -327,6 +328,7 @@ class MixedOraclePort(HypothesisFindings):
     def exchange(self, member: str, request: Any, ref: int) -> Any:
         """Send ``request`` for ``member``; the target's answer (None: none), hypotheses updated."""
         self.members.add(member)
+        self.pre_split = None
         t = self.clock()
         try:
             api, version, payload = self._encode(request)
@@ -384,6 +386,7 @@ class MixedOraclePort(HypothesisFindings):
         cands.sort(key=lambda c: (c.adoptions, c.origin))
         self.hypos = self._dedupe(cands)
         h0 = self.hypos[0]
+        self.pre_split = getattr(h0, "pre", None)  # the timers before the request: their own step
         _m, notes = compare(getattr(h0, "_answer", None) or target, target, prior)
         for note in notes:
             self._finding("kafka-compat", f"compat.{name}", f"ref {ref}: {note}")
@@ -533,7 +536,8 @@ class MixedOraclePort(HypothesisFindings):
             if k:
                 self.coords[c.origin].advance(c.state, deadlines[k - 1])
                 c.now = max(c.now, deadlines[k - 1])
-            out.extend(self._apply(c, request, ref, max(t, c.now), target, prior))
+            pre = fired_before(h, c)
+            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior)))
         return out
 
     def _run(self, c: MHypo, request: Any, ref: int, at: int, until: int | None = None) -> Any:

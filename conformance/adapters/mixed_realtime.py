@@ -56,9 +56,47 @@ class RealMixedRun(TracedMixedRun):
         if self.log and self.log[-1].obs is self.last:
             self.log[-1].now = real
 
+    def _observed_split(self, event: object, action: Callable[[], Any]) -> None:
+        """As `_observed`, for a request: when the reported hypothesis fired timers just before it
+        (`MixedOraclePort.take_pre_split`, `timer_split`), those timers are an observation of their
+        own (an `AdvanceEvent` that moves no time, checked first and recorded as the op's step
+        before the request's), and the request's observation starts from the state they left."""
+        real = max(self.now, self.port.clock())
+        before = self.world()
+        result = self._call(action)()
+        after_state, after_now = self.state, self.now
+        take = getattr(self.port, "take_pre_split", None)
+        pre = take() if take is not None else None
+
+        def to(state: Any, now: int, out: Result) -> Callable[[], Result]:
+            def run() -> Result:
+                self.__dict__.pop("fixed_world", None)
+                self.state, self.now = state, now
+                return out
+
+            return run
+
+        self.__dict__["fixed_world"] = before  # the first step's before: the world the request met
+        try:
+            if pre is not None:
+                mid_state, mid_now = pre
+                self._step(AdvanceEvent(mid_now), to(mid_state, min(real, max(mid_now, 0)), Result()))
+                if self.log and self.log[-1].obs is self.last:
+                    self.log[-1].now = real
+            self._step(event, to(after_state, after_now, result))
+        finally:
+            self.__dict__.pop("fixed_world", None)
+            self.now = real
+        if self.log and self.log[-1].obs is self.last:
+            self.log[-1].now = real
+
     def world(self) -> Any:
         """The world of the reported hypothesis, with the settings of the coordinator it runs."""
         from model.consumer.mixed_world import capture_mixed_world
+
+        fixed = self.__dict__.get("fixed_world")
+        if fixed is not None:
+            return fixed
 
         running = [c for n, c in sorted(self.clients.items()) if n not in self.stopped]
         return capture_mixed_world(self.state, self.port.reported_coordinator(), running)
@@ -127,7 +165,7 @@ class RealMixedRun(TracedMixedRun):
             return Result(deliveries=[] if answer is None else [Delivery(ref, answer)])
 
         self.now = max(self.now, self.port.clock())
-        self._observed(event, exchange)
+        self._observed_split(event, exchange)
         if answered and answered[0] is None:  # no answer by the deadline: the member gives up on it
             self._refs.pop(ref, None)
             client = self.clients[name]

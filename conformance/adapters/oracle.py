@@ -39,6 +39,7 @@ from typing import Any
 from conformance.adapters import faults
 from conformance.adapters.codec import API_NAMES, api_key_of, decode_response, encode_request
 from conformance.adapters.kafka import KafkaAdapter
+from conformance.adapters.timer_split import SplitPort
 from conformance.errors import TargetError
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (
@@ -390,8 +391,10 @@ class TargetSession:
         return f"gc-{self.run_id}-g{self.groups}"
 
 
-class OraclePort:
-    """`ClassicPort` for a real coordinator plus the model hypotheses (see module docstring)."""
+class OraclePort(SplitPort):
+    """`ClassicPort` for a real coordinator plus the model hypotheses (see module docstring). Its
+    `take_pre_split` / `take_post_split` (`SplitPort`) give `Hypo.pre` / `Hypo.post` of the
+    reported hypothesis: group views, transitions and durable records as they stood at the split."""
 
     supports_append_failure = False
 
@@ -563,21 +566,6 @@ class OraclePort:
         self.topics[topic] = partitions
         for h in self.hypos:
             self.coordinator.create_topic(h.state, topic, partitions)
-
-    def take_pre_split(self) -> tuple[frozenset[int], dict[str, GroupSnap], int, int] | None:
-        """What the reported hypothesis' timers did just before the last request (`Hypo.pre`), once.
-
-        The target may fire a due timer just before it processes a request; the model then fires
-        it in the same operation. `RealTimeSim` shows that part as an observation of its own
-        (an ``advance`` of 0 ms) so that invariants comparing the state before a request with its
-        answers never read a timer's answers (a join phase its timer completed) as the request's."""
-        taken, self.pre_split = self.pre_split, None
-        return taken
-
-    def take_post_split(self) -> tuple[frozenset[int], dict[str, GroupSnap], int, int] | None:
-        """As `take_pre_split`, for the timers fired just after the last request (`Hypo.post`)."""
-        taken, self.post_split = self.post_split, None
-        return taken
 
     def group(self, group_id: str) -> GroupSnap | None:
         if self.mid_view is not None:

@@ -104,6 +104,12 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             self.steps.append(text)
 
         def observe(self, obs: Observation[Any] | None, what: str | None = None) -> None:
+            take = getattr(self.sim, "take_pre_observations", None)  # real targets: timer_split
+            for pre in take(obs) if take is not None and obs is not None else []:
+                self._observe_one(pre, f"timers due before: {what or self._describe(obs)}")  # type: ignore[arg-type]
+            self._observe_one(obs, what)
+
+        def _observe_one(self, obs: Observation[Any] | None, what: str | None = None) -> None:
             if obs is None:
                 return
             self.observations.append(obs)

@@ -1,0 +1,70 @@
+"""Timer effects as observations of their own, for the oracles on a real clock (issue 4).
+
+An oracle keeps the model as hypotheses and fires a due model timer (a session expiry, a join
+phase's or a rebalance's timeout) inside the operation that follows it: the target may have acted
+on the timer just before it processed the request, or not yet (the tolerance window, README "Real
+coordinators"). An invariant over the request's observation compares the state before the request
+with its answers; with a timer's effect folded in, it judges the request against a state the
+request never saw (seen: `consumer.offset_commit_exact_epoch` reading an OffsetCommit answered
+UNKNOWN_MEMBER_ID as the rejection of an exact-epoch commit, because the session expiry that
+preceded it in the hypothesis was part of the same observation; classic: a join phase its timer
+completed just before a static replacement, session 5).
+
+So the reported hypothesis remembers what its timers did just before the request (and, in the
+classic oracle, just after it), and the simulator on the real clock shows that part as an
+observation of its own: an advance that moves no time. `SplitPort` is the port's half (one per
+oracle: classic `OraclePort`, consumer `ConsumerOraclePort`, mixed `MixedOraclePort`);
+`fired_before` is the consumer and mixed hypotheses' half (the classic `Hypo` keeps its own group
+views, `OraclePort._run`). The invariants are unchanged: they see one more, smaller step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SplitPort:
+    """What the reported hypothesis' timers did just before (``pre_split``) and just after
+    (``post_split``) the last request, each taken once by the simulator. The value's shape is the
+    oracle's own (the state, or views of it, as it stood at the split)."""
+
+    pre_split: Any = None
+    post_split: Any = None
+    #: False restores the behaviour before the split (timers folded into the request's
+    #: observation), for `benchmarks/oracle_false_alarms.py`'s "before" runs only
+    split_timers: bool = True
+
+    def take_pre_split(self) -> Any:
+        """The timers the reported hypothesis fired just before the last request, once.
+
+        The target may act on a due timer just before it processes a request; the model then fires
+        it in the same operation. The simulator shows that part as an observation of its own (an
+        advance of 0 ms) so that invariants comparing the state before a request with its answers
+        never read a timer's effect (a member its session expiry removed, a join phase its timer
+        completed) as the request's."""
+        taken, self.pre_split = self.pre_split, None
+        return taken if self.split_timers else None
+
+    def take_post_split(self) -> Any:
+        """As `take_pre_split`, for the timers fired just after the last request."""
+        taken, self.post_split = self.post_split, None
+        return taken if self.split_timers else None
+
+
+def fired_before(original: Any, candidate: Any) -> tuple[Any, int] | None:
+    """(a copy of the candidate's state, its clock) when the candidate's timers changed the state of
+    the hypothesis it was copied from (``original``) before its request; else None.
+
+    Both are consumer (`CHypo`) or mixed (`MHypo`) hypotheses: ``state`` with ``copy()`` and value
+    equality, ``now`` the model clock up to which every timer has fired."""
+    if candidate.state == original.state:
+        return None
+    return candidate.state.copy(), candidate.now
+
+
+def carry(pre: tuple[Any, int] | None, candidates: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """Mark each (hypothesis, why) of one request's candidates with the timers that preceded it (the
+    adoptions built from the candidate share them: they start from its state before the request)."""
+    for c, _why in candidates:
+        c.pre = pre
+    return candidates

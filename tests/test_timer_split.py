@@ -1,0 +1,170 @@
+"""Timers the consumer oracle fires just before a request are an observation of their own (issue 4,
+`conformance/adapters/timer_split.py`), without a real target: the "target" here is a scripted
+port whose answers come from a second model coordinator that acts on a session expiry before an
+OffsetCommit (as Apache Kafka did at `check --protocol consumer --profile ci --seed 1`)."""
+
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+from typing import Any
+
+from conformance.adapters.consumer_codec import API_CONSUMER_GROUP_HEARTBEAT, API_OFFSET_COMMIT
+from conformance.adapters.consumer_oracle import ConsumerOraclePort
+from conformance.adapters.consumer_realtime import RealTimeConsumerSim
+from conformance.build import make_consumer_sim
+from conformance.checker import Checker
+from model.consumer.coordinator import ConsumerCoordinator
+from model.consumer.messages import ConsumerGroupHeartbeatRequest
+from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.world import AdvanceEvent, OffsetCommitEvent
+from model.errors import ErrorCode
+
+SESSION_MS = 2000
+
+
+class ScriptedConsumerPort(ConsumerOraclePort):
+    """The consumer oracle with its wire replaced: a virtual clock, and answers computed by
+    ``reference`` (a model coordinator standing for the target) at the clock's time."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.fake_now = 0
+        self.reference = ConsumerCoordinator(self.config)
+        self.reference_state = ConsumerCoordinatorState()
+        self.pending: Any = None
+
+    def clock(self) -> int:
+        return self.fake_now
+
+    def sleep_until(self, ms: int) -> None:
+        self.fake_now = max(self.fake_now, ms)
+
+    def topic(self, action: str, topic: str, partitions: int) -> Any:
+        self.topics.add(topic, f"real-{topic}", uuid.UUID(int=7))
+        self.reference.create_topic(self.reference_state, topic, partitions)
+        for h in self.hypos:
+            self.coords[h.origin].create_topic(h.state, topic, partitions)
+        from model.result import Result
+
+        return Result()
+
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Any:
+        self.pending = request
+        return super().heartbeat(request, ref, now)
+
+    def offset_commit(self, request: object, ref: int, now: int) -> Any:
+        self.pending = request
+        return super().offset_commit(request, ref, now)
+
+    def _submit(self, member: str, payload: Any, ref: int) -> None:
+        pass
+
+    def _await(self, ref: int, t: int) -> tuple[Any, int]:
+        """The target acts on every timer due by ``t`` (its session expiries) first, then answers."""
+        self.reference.advance(self.reference_state, t)
+        request = self.pending
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            result = self.reference.handle_consumer_group_heartbeat(self.reference_state, request, ref, t)
+        else:
+            result = self.reference.handle_offset_commit(self.reference_state, request, ref, t)
+        return next(d.response for d in result.deliveries if d.ref == ref), t + 5
+
+
+def scripted_sim() -> tuple[RealTimeConsumerSim, ScriptedConsumerPort]:
+    adapter = SimpleNamespace(
+        connect=lambda: SimpleNamespace(
+            api_versions={API_CONSUMER_GROUP_HEARTBEAT: (0, 1), API_OFFSET_COMMIT: (0, 9)}
+        ),
+        drop_member=lambda member: None,
+    )
+    session = SimpleNamespace(
+        adapter=adapter, next_group=lambda: "gc-test-g1", launcher=None, compat=[], rtt_ms=[]
+    )
+    made: list[ScriptedConsumerPort] = []
+
+    def factory(coordinator: Any) -> ScriptedConsumerPort:
+        made.append(ScriptedConsumerPort(coordinator, session))  # type: ignore[arg-type]
+        return made[-1]
+
+    sim = make_consumer_sim(
+        {"t": 1},
+        [{"name": "c1", "topics": ["t"], "rebalance_timeout_ms": 1000}],
+        {"session_timeout_ms": SESSION_MS, "initial_group_epoch": 1},
+        {},
+        port_factory=factory,
+        sim_class=RealTimeConsumerSim,
+    )
+    return sim, made[0]
+
+
+def _run_to_commit(split: bool) -> tuple[list[Any], list[str], RealTimeConsumerSim]:
+    """c1 joins and owns t-0; 2.6 s later (its session of 2 s expired in the target, which the oracle
+    cannot yet know for certain) it commits at its epoch and the target answers UNKNOWN_MEMBER_ID."""
+    sim, port = scripted_sim()
+    port.split_timers = split
+    checker = Checker("consumer")
+    seen: list[Any] = []
+    found: list[str] = []
+
+    def observe(obs: Any) -> None:
+        if obs is None:
+            return
+        for o in [*sim.take_pre_observations(obs), obs]:
+            seen.append(o)
+            found.extend(v.invariant for v in checker.check(o, len(seen)))
+
+    for _ in range(3):  # join, then acknowledge the assignment
+        observe(sim.client_step("c1"))
+        port.sleep_until(port.clock() + 100)
+    assert sim.client("c1").owned == frozenset({("t", 0)})
+    port.sleep_until(port.clock() + SESSION_MS + 400)
+    observe(sim.commit("c1"))
+    return seen, found, sim
+
+
+def violations(seen: list[Any]) -> list[tuple[str, list[str]]]:
+    from model.invariants import REGISTRY
+
+    return [
+        (name, found)
+        for o in seen
+        for name in ("consumer.offset_commit_exact_epoch",)
+        if (found := REGISTRY[name].check(o))
+    ]
+
+
+def test_an_expiry_before_an_offset_commit_is_its_own_observation() -> None:
+    seen, found, _sim = _run_to_commit(split=True)
+    assert found == []  # every invariant holds on every step
+    commit = seen[-1]
+    assert isinstance(commit.event, OffsetCommitEvent)
+    assert set(commit.deliveries[0].response.errors().values()) == {ErrorCode.UNKNOWN_MEMBER_ID}
+    expiry = seen[-2]
+    member = commit.event.request.member_id
+    # the expiry: an advance that moves no time, from a world with c1 to one without it
+    assert isinstance(expiry.event, AdvanceEvent) and not expiry.deliveries
+    assert member in expiry.before.groups["g"].members
+    assert "g" not in expiry.after.groups or member not in expiry.after.groups["g"].members
+    assert commit.before is expiry.after  # the commit is judged from the state the expiry left
+    assert violations(seen) == []
+
+
+def test_without_the_split_the_commit_is_judged_against_the_member_that_expired() -> None:
+    """The behaviour before the fix (the benchmark's switch): the expiry folded into the commit's
+    observation reads as an exact-epoch commit rejected (the seed 1 false alarm)."""
+    seen, checked, _sim = _run_to_commit(split=False)
+    assert checked == ["consumer.offset_commit_exact_epoch"]
+    assert not any(isinstance(o.event, AdvanceEvent) and o.now == seen[-1].now for o in seen[-2:-1])
+    found = violations(seen)
+    assert [name for name, _ in found] == ["consumer.offset_commit_exact_epoch"]
+    assert "exact epoch" in found[0][1][0] and "UNKNOWN_MEMBER_ID" in found[0][1][0]
+
+
+def test_the_trace_records_the_split_as_the_actions_first_step() -> None:
+    """The commit action's own line carries the expiry (an advance event), a ``cont`` line the commit."""
+    _seen, _found, sim = _run_to_commit(split=True)
+    first, second = sim.log[-2], sim.log[-1]
+    assert first.op == {"op": "commit", "name": "c1", "offset": 1}
+    assert isinstance(first.obs.event, AdvanceEvent)
+    assert second.op == {"op": "cont"} and isinstance(second.obs.event, OffsetCommitEvent)
