@@ -12,12 +12,17 @@ from typing import Any
 from conformance.adapters.consumer_codec import API_CONSUMER_GROUP_HEARTBEAT, API_OFFSET_COMMIT
 from conformance.adapters.consumer_oracle import ConsumerOraclePort
 from conformance.adapters.consumer_realtime import RealTimeConsumerSim
+from conformance.adapters.mixed_oracle import MixedOraclePort
+from conformance.adapters.mixed_realtime import real_mixed_run
 from conformance.build import make_consumer_sim
 from conformance.checker import Checker
-from model.consumer.coordinator import ConsumerCoordinator
+from model.choice import SeededChooser
+from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
+from model.consumer.mixed import MixedConfig, MixedCoordinator
+from model.consumer.mixed_state import MixedState
 from model.consumer.state import ConsumerCoordinatorState
-from model.consumer.world import AdvanceEvent, OffsetCommitEvent
+from model.consumer.world import AdvanceEvent, HeartbeatEvent, OffsetCommitEvent
 from model.errors import ErrorCode
 
 SESSION_MS = 2000
@@ -168,3 +173,111 @@ def test_the_trace_records_the_split_as_the_actions_first_step() -> None:
     assert first.op == {"op": "commit", "name": "c1", "offset": 1}
     assert isinstance(first.obs.event, AdvanceEvent)
     assert second.op == {"op": "cont"} and isinstance(second.obs.event, OffsetCommitEvent)
+
+
+# ---------------------------------------------------------------------- mixed groups
+class ScriptedMixedPort(MixedOraclePort):
+    """The mixed oracle with its wire replaced, as `ScriptedConsumerPort`."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.fake_now = 0
+        self.reference = MixedCoordinator(self.coordinator.config, SeededChooser(0))
+        self.reference_state = MixedState()
+        self.pending: Any = None
+
+    def clock(self) -> int:
+        return self.fake_now
+
+    def sleep_until(self, ms: int) -> None:
+        self.fake_now = max(self.fake_now, ms)
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        self.topics.add(topic, f"real-{topic}", uuid.UUID(int=7))
+        self.reference.create_topic(self.reference_state, topic, partitions)
+        for h in self.hypos:
+            self.coords[h.origin].create_topic(h.state, topic, partitions)
+
+    def _encode(self, request: Any) -> tuple[int, int, Any]:
+        self.pending = request
+        return API_CONSUMER_GROUP_HEARTBEAT, 1, b""
+
+    def _await(self, ref: int, t: int, request: Any, version: int) -> tuple[Any, int]:
+        self.reference.advance(self.reference_state, t)
+        result = self.reference.handle(self.reference_state, request, ref, t)
+        return next(d.response for d in result.deliveries if d.ref == ref), t + 5
+
+
+def _mixed_run(split: bool) -> list[Any]:
+    """Consumer members k1 and k2 in one group; k1 crashes and its session (2 s) expires in the target
+    just before one of k2's heartbeats, which the oracle cannot yet know for certain."""
+    consumer = ConsumerCoordinatorConfig(
+        session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500, initial_group_epoch=1
+    )
+    config = MixedConfig(consumer=consumer, classic_rejoin_epoch="assignment")
+    adapter = SimpleNamespace(submit=lambda *a: None, drop_member=lambda member: None)
+    session = SimpleNamespace(
+        adapter=adapter, next_group=lambda: "gc-test-g2", launcher=None, compat=[], rtt_ms=[]
+    )
+    port = ScriptedMixedPort(MixedCoordinator(config, SeededChooser(0)), session, policy_known=True)  # type: ignore[arg-type]
+    port.split_timers = split
+    run = real_mixed_run(port, {"tick_ms": 250}, {})
+    run.topic("t", 2)
+    run.add_consumer("k1", topics=("t",), rebalance_timeout_ms=1000)
+    run.add_consumer("k2", topics=("t",), rebalance_timeout_ms=1000)
+    for _ in range(8):
+        run.tick()
+    run.crash("k1")
+    for _ in range(14):
+        run.tick()
+    assert not port.findings, port.findings
+    return list(run.observations)
+
+
+def _member_of(world: Any, member_id: str) -> bool:
+    group = None if world is None else world.groups.get("g")
+    return group is not None and member_id in group.members
+
+
+def _folded(observations: list[Any], member_id: str) -> list[Any]:
+    """Heartbeats of others in whose observation ``member_id`` leaves the group."""
+    return [
+        o
+        for o in observations
+        if isinstance(o.event, HeartbeatEvent)
+        and o.event.request.member_id != member_id
+        and o.before is not None
+        and _member_of(o.before, member_id)
+        and not _member_of(o.after, member_id)
+    ]
+
+
+def test_mixed_an_expiry_before_another_members_heartbeat_is_its_own_observation() -> None:
+    observations = _mixed_run(split=True)
+    k1 = next(
+        o.event.request.member_id
+        for o in observations
+        if isinstance(o.event, HeartbeatEvent) and o.event.client == "k1"
+    )
+    assert _folded(observations, k1) == []
+    gone = [
+        i
+        for i, o in enumerate(observations)
+        if isinstance(o.event, AdvanceEvent) and _member_of(o.before, k1) and not _member_of(o.after, k1)
+    ]
+    assert len(gone) == 1
+    nxt = observations[gone[0] + 1]  # the split: k2's heartbeat right after, from the state it left
+    assert isinstance(nxt.event, HeartbeatEvent) and nxt.event.client == "k2"
+    assert nxt.before == observations[gone[0]].after
+    checker = Checker("mixed")
+    assert [v.invariant for n, o in enumerate(observations) for v in checker.check(o, n)] == []
+
+
+def test_mixed_without_the_split_the_expiry_is_folded_into_a_heartbeat() -> None:
+    observations = _mixed_run(split=False)
+    k1 = next(
+        o.event.request.member_id
+        for o in observations
+        if isinstance(o.event, HeartbeatEvent) and o.event.client == "k1"
+    )
+    assert len(_folded(observations, k1)) == 1
