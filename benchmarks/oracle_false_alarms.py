@@ -9,11 +9,14 @@ seeded), then runs the classic oracle (``--mode agree``: the body of
 ``--mode ci``: the ci profile, 12 examples, seeds 0, 1, ...) and/or the consumer oracle
 (``--protocol consumer``: ci profile, 6 examples) RUNS times per variant, alternating the variants
 run by run on the same broker. ``before`` restores the oracle and the model as they were before
-the false-alarm fixes (session 5, issue 4; see `legacy`), ``after`` is the current code.
+the false-alarm fixes (session 5, issue 4; see `legacy`), ``after`` is the current code, and
+``nosplit`` is the current code with only the consumer and mixed oracles' observation split turned
+off (`timer_split.SplitPort.split_timers`: timers fired before a request folded into its
+observation, as before session 6).
 Prints one line per run and a table; ``--keep DIR`` writes each failure's trace there.
 
 Usage: python benchmarks/oracle_false_alarms.py RUNS [--mode agree|ci] [--protocol classic|consumer]
-       [--variants before,after] [--burn N] [--stall S] [--keep DIR]
+       [--variants before,nosplit,after] [--burn N] [--stall S] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -68,15 +71,9 @@ class LegacyCoordinator(ClassicCoordinator):
 def legacy() -> Iterator[None]:
     """The oracle as before: no `_seen_running` evidence, slack lost when a provisional id is
     renamed, certain timers dated at the operation (not their deadline), timers fired around a
-    request folded into its observation (no `take_pre_split` / `take_post_split`)."""
+    request folded into its observation (no `take_pre_split` / `take_post_split`, in every oracle)."""
     port = oracle_mod.OraclePort
-    saved = (
-        port._seen_running,
-        port._fire_certain,
-        port.take_pre_split,
-        port.take_post_split,
-        oracle_mod._rename_hypo,
-    )
+    saved = (port._seen_running, port._fire_certain, oracle_mod._rename_hypo)
 
     def fire_certain(self: Any, c: Any, cutoff: int, t: int) -> int:
         def fire() -> Any:
@@ -100,23 +97,32 @@ def legacy() -> Iterator[None]:
 
     port._seen_running = lambda self, due, t: True  # type: ignore[method-assign]
     port._fire_certain = fire_certain  # type: ignore[method-assign]
-    port.take_pre_split = port.take_post_split = lambda self: None  # type: ignore[method-assign]
+    port.split_timers = False
     # the consumer and mixed oracles: a fixed late_ms margin, no evidence of the target running
     base = consumer_oracle.HypothesisFindings
     saved_cutoff = base._certain_cutoff
     base._certain_cutoff = lambda self, t: t - self.timing.late_ms  # type: ignore[method-assign]
     oracle_mod._rename_hypo = rename_hypo
     try:
-        yield
+        with no_split():
+            yield
     finally:
         base._certain_cutoff = saved_cutoff  # type: ignore[method-assign]
-        (
-            port._seen_running,
-            port._fire_certain,
-            port.take_pre_split,
-            port.take_post_split,
-            oracle_mod._rename_hypo,
-        ) = saved  # type: ignore[method-assign]
+        del port.split_timers
+        (port._seen_running, port._fire_certain, oracle_mod._rename_hypo) = saved  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def no_split() -> Iterator[None]:
+    """The consumer and mixed oracles as before session 6: the timers a hypothesis fired before a
+    request are part of the request's observation (the seed 1 `consumer.offset_commit_exact_epoch`
+    false alarm); everything else as now."""
+    base = consumer_oracle.HypothesisFindings
+    base.split_timers = False
+    try:
+        yield
+    finally:
+        base.split_timers = True
 
 
 def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
@@ -130,9 +136,17 @@ def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
         os.kill(pid, signal.SIGCONT)
 
 
+def variant_context(variant: str) -> contextlib.AbstractContextManager[None]:
+    if variant == "before":
+        return legacy()
+    if variant == "nosplit":
+        return no_split()
+    return contextlib.nullcontext()
+
+
 def one_run(handle: Any, args: argparse.Namespace, variant: str, seed: int) -> Any:
     if args.protocol == "consumer":
-        with legacy() if variant == "before" else contextlib.nullcontext():
+        with variant_context(variant):
             return _run_one(
                 handle, "consumer", real_profile("ci"), 6, seed, {}, "protocol", time.monotonic()
             ).result
@@ -146,7 +160,7 @@ def one_run(handle: Any, args: argparse.Namespace, variant: str, seed: int) -> A
 
     from conformance.run import run_check
 
-    with legacy() if variant == "before" else contextlib.nullcontext():
+    with variant_context(variant):
         return run_check(
             "classic", target="apache-kafka", profile=real_profile(profile), max_examples=examples,
             seed_value=seed, port_factory=port_factory, config=handle.model_config, real_time=True,
