@@ -5,6 +5,7 @@ OffsetCommit (as Apache Kafka did at `check --protocol consumer --profile ci --s
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from types import SimpleNamespace
 from typing import Any
@@ -76,7 +77,9 @@ class ScriptedConsumerPort(ConsumerOraclePort):
         return next(d.response for d in result.deliveries if d.ref == ref), t + 5
 
 
-def scripted_sim() -> tuple[RealTimeConsumerSim, ScriptedConsumerPort]:
+def scripted_sim(
+    names: tuple[str, ...] = ("c1",), partitions: int = 1
+) -> tuple[RealTimeConsumerSim, ScriptedConsumerPort]:
     adapter = SimpleNamespace(
         connect=lambda: SimpleNamespace(
             api_versions={API_CONSUMER_GROUP_HEARTBEAT: (0, 1), API_OFFSET_COMMIT: (0, 9)}
@@ -93,9 +96,9 @@ def scripted_sim() -> tuple[RealTimeConsumerSim, ScriptedConsumerPort]:
         return made[-1]
 
     sim = make_consumer_sim(
-        {"t": 1},
-        [{"name": "c1", "topics": ["t"], "rebalance_timeout_ms": 1000}],
-        {"session_timeout_ms": SESSION_MS, "initial_group_epoch": 1},
+        {"t": partitions},
+        [{"name": n, "topics": ["t"], "rebalance_timeout_ms": 1000} for n in names],
+        {"session_timeout_ms": SESSION_MS, "initial_group_epoch": 1, "heartbeat_interval_ms": 500},
         {},
         port_factory=factory,
         sim_class=RealTimeConsumerSim,
@@ -281,3 +284,59 @@ def test_mixed_without_the_split_the_expiry_is_folded_into_a_heartbeat() -> None
         if isinstance(o.event, HeartbeatEvent) and o.event.client == "k1"
     )
     assert len(_folded(observations, k1)) == 1
+
+
+# ---------------------------------------------------------------------- a refuted reported hypothesis
+def _run_lineage_switch(switch: bool) -> tuple[list[Any], list[str]]:
+    """c1 and c2 join; c2 stalls. Its session (2 s in the model) is due just before c1 commits, so
+    the oracle keeps both outcomes and reports the one where it expired. The target (its expiry
+    600 ms late, a stalled broker) answers c1's next heartbeat at the unchanged epoch: the reported
+    hypothesis is refuted and the one that survives never expired c2."""
+    sim, port = scripted_sim(("c1", "c2"), 2)
+    port.reference = ConsumerCoordinator(
+        dataclasses.replace(port.config, session_timeout_ms=SESSION_MS + 600)
+    )
+    if not switch:
+        port.take_switched = lambda: None  # type: ignore[method-assign]
+    checker = Checker("consumer")
+    seen: list[Any] = []
+    found: list[str] = []
+
+    def observe(obs: Any) -> None:
+        if obs is None:
+            return
+        for o in [*sim.take_pre_observations(obs), obs]:
+            seen.append(o)
+            found.extend(v.invariant for v in checker.check(o, len(seen)))
+
+    for _ in range(3):
+        for name in ("c1", "c2"):
+            observe(sim.client_step(name))
+        port.sleep_until(port.clock() + 100)
+    observe(sim.stall("c2", True))
+    for at in (700, 1200, 1700):  # c1 heartbeats: the target is seen running
+        port.sleep_until(at)
+        sim.client("c1").next_heartbeat_at = 0
+        observe(sim.client_step("c1"))
+    port.sleep_until(SESSION_MS + 100)  # c2's expiry is due in the model, not yet in the target
+    observe(sim.commit("c1"))  # both outcomes explain its answer: the expiry is reported
+    port.sleep_until(SESSION_MS + 300)
+    sim.client("c1").next_heartbeat_at = 0
+    observe(sim.client_step("c1"))  # the target answers the unchanged epoch: the expiry is refuted
+    return seen, found
+
+
+def test_a_refuted_reported_hypothesis_is_not_shown_as_a_transition() -> None:
+    """The observation after a lineage switch starts from the survivor's state (`switched_from`)."""
+    seen, found = _run_lineage_switch(True)
+    assert found == []
+    last = seen[-1]
+    assert isinstance(last.event, HeartbeatEvent) and last.event.client == "c1"
+    group = last.before.groups["g"]
+    assert len(group.members) == 2 and group.group_epoch == last.after.groups["g"].group_epoch
+    assert any(isinstance(o.event, AdvanceEvent) and len(o.after.groups["g"].members) == 1 for o in seen)
+
+
+def test_without_the_switch_the_refuted_expiry_reads_as_an_epoch_going_back() -> None:
+    _seen, found = _run_lineage_switch(False)
+    assert found == ["consumer.epoch_order"]

@@ -48,7 +48,7 @@ from conformance.adapters.consumer_codec import (
     topic_ids,
 )
 from conformance.adapters.oracle import Finding, TargetSession, crash_detail
-from conformance.adapters.timer_split import SplitPort, carry, fired_before
+from conformance.adapters.timer_split import SplitPort, carry, fired_before, switched_from
 from conformance.errors import TargetError
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
@@ -555,7 +555,8 @@ class ConsumerOraclePort(HypothesisFindings):
     def _exchange(self, api: int, request: Any, payload: Any, ref: int) -> Result:
         member = self.current_member
         self.members.add(member)
-        self.pre_split = None
+        self.pre_split = self.switched = None
+        reported = self.hypos[0] if self.hypos else None
         t = self.clock()
         try:
             self._submit(member, payload, ref)
@@ -622,6 +623,7 @@ class ConsumerOraclePort(HypothesisFindings):
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
             self.pre_split = getattr(h0, "pre", None)  # the timers before the request: their own step
+            self.switched = switched_from(reported, h0)
             _m, notes = compare(self._model_answer(h0, ref) or target, target, prior)
             for note in notes:
                 self._finding("kafka-compat", f"compat.{NAMES[api]}", f"ref {ref}: {note}")
@@ -722,7 +724,7 @@ class ConsumerOraclePort(HypothesisFindings):
                 c.now = max(c.now, deadlines[k - 1])
                 c.fired = k
             pre = fired_before(h, c)
-            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior)))
+            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior), h))
         return out
 
     def _run(self, c: CHypo, request: Any, ref: int, at: int) -> Any:

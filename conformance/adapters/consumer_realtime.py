@@ -77,9 +77,16 @@ class RealTimeConsumerSim(TracedConsumerSim):
         expiry the target may act on just before it processes the request) is shown as two
         observations (`timer_split`): those timers as an `AdvanceEvent` that moves no time (the
         action's first step in the trace; `take_pre_observations` gives it to the machine, which
-        checks it first), then the request from the state they left."""
+        checks it first), then the request from the state they left. When the request's answer
+        refuted the hypothesis reported before it (`timer_split.switched_from`), the observation
+        starts from the state the surviving hypothesis had, not from the refuted one's."""
+        request = isinstance(event, HeartbeatEvent | OffsetCommitEvent)
+        switch = getattr(self.port, "take_switched", None)
+        switched = switch() if switch is not None and request else None
+        if switched is not None:  # the reported hypothesis was refuted: start from the survivor's state
+            self.world = self.snapshot_of(switched[0], self.world)
         take = getattr(self.port, "take_pre_split", None)
-        pre = take() if take is not None and isinstance(event, HeartbeatEvent | OffsetCommitEvent) else None
+        pre = take() if take is not None and request else None
         if pre is None:
             return self._step_at(event, result)
         state, mid_now = pre

@@ -55,7 +55,7 @@ from conformance.adapters.consumer_oracle import (
 )
 from conformance.adapters.consumer_oracle import compare as compare_heartbeat
 from conformance.adapters.oracle import Finding, OraclePort, TargetSession, rename
-from conformance.adapters.timer_split import carry, fired_before
+from conformance.adapters.timer_split import carry, fired_before, switched_from
 from conformance.errors import TargetError
 from model.classic.messages import (
     HeartbeatResponse,
@@ -328,7 +328,8 @@ class MixedOraclePort(HypothesisFindings):
     def exchange(self, member: str, request: Any, ref: int) -> Any:
         """Send ``request`` for ``member``; the target's answer (None: none), hypotheses updated."""
         self.members.add(member)
-        self.pre_split = None
+        self.pre_split = self.switched = None
+        reported = self.hypos[0] if self.hypos else None
         t = self.clock()
         try:
             api, version, payload = self._encode(request)
@@ -387,6 +388,7 @@ class MixedOraclePort(HypothesisFindings):
         self.hypos = self._dedupe(cands)
         h0 = self.hypos[0]
         self.pre_split = getattr(h0, "pre", None)  # the timers before the request: their own step
+        self.switched = switched_from(reported, h0)
         _m, notes = compare(getattr(h0, "_answer", None) or target, target, prior)
         for note in notes:
             self._finding("kafka-compat", f"compat.{name}", f"ref {ref}: {note}")
@@ -537,7 +539,7 @@ class MixedOraclePort(HypothesisFindings):
                 self.coords[c.origin].advance(c.state, deadlines[k - 1])
                 c.now = max(c.now, deadlines[k - 1])
             pre = fired_before(h, c)
-            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior)))
+            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior), h))
         return out
 
     def _run(self, c: MHypo, request: Any, ref: int, at: int, until: int | None = None) -> Any:

@@ -60,13 +60,20 @@ class RealMixedRun(TracedMixedRun):
         """As `_observed`, for a request: when the reported hypothesis fired timers just before it
         (`MixedOraclePort.take_pre_split`, `timer_split`), those timers are an observation of their
         own (an `AdvanceEvent` that moves no time, checked first and recorded as the op's step
-        before the request's), and the request's observation starts from the state they left."""
+        before the request's), and the request's observation starts from the state they left. After
+        a lineage switch (`timer_split.switched_from`) it starts from the survivor's state."""
         real = max(self.now, self.port.clock())
         before = self.world()
         result = self._call(action)()
         after_state, after_now = self.state, self.now
         take = getattr(self.port, "take_pre_split", None)
         pre = take() if take is not None else None
+        switch = getattr(self.port, "take_switched", None)
+        switched = switch() if switch is not None else None
+        if switched is not None:  # the reported hypothesis was refuted: start from the survivor's state
+            self.state = switched[0]
+            before = self.world()
+            self.state = after_state
 
         def to(state: Any, now: int, out: Result) -> Callable[[], Result]:
             def run() -> Result:

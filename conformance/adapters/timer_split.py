@@ -30,6 +30,9 @@ class SplitPort:
 
     pre_split: Any = None
     post_split: Any = None
+    #: (state, clock) of the hypothesis the reported one descends from, when that was not the one
+    #: reported before the last request (`switched_from`)
+    switched: Any = None
     #: False restores the behaviour before the split (timers folded into the request's
     #: observation), for `benchmarks/oracle_false_alarms.py`'s "before" runs only
     split_timers: bool = True
@@ -50,6 +53,12 @@ class SplitPort:
         taken, self.post_split = self.post_split, None
         return taken if self.split_timers else None
 
+    def take_switched(self) -> Any:
+        """The state the last request met in the reported hypothesis' own lineage, once, when the
+        hypothesis reported before it was refuted by the answer (see `switched_from`); else None."""
+        taken, self.switched = self.switched, None
+        return taken if self.split_timers else None
+
 
 def fired_before(original: Any, candidate: Any) -> tuple[Any, int] | None:
     """(a copy of the candidate's state, its clock) when the candidate's timers changed the state of
@@ -62,9 +71,28 @@ def fired_before(original: Any, candidate: Any) -> tuple[Any, int] | None:
     return candidate.state.copy(), candidate.now
 
 
-def carry(pre: tuple[Any, int] | None, candidates: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+def carry(
+    pre: tuple[Any, int] | None, candidates: list[tuple[Any, Any]], parent: Any = None
+) -> list[tuple[Any, Any]]:
     """Mark each (hypothesis, why) of one request's candidates with the timers that preceded it (the
-    adoptions built from the candidate share them: they start from its state before the request)."""
+    adoptions built from the candidate share them: they start from its state before the request)
+    and with the hypothesis it was copied from (``parent``)."""
     for c, _why in candidates:
         c.pre = pre
+        c.parent = parent
     return candidates
+
+
+def switched_from(reported: Any, chosen: Any) -> tuple[Any, int] | None:
+    """(state, clock) of ``chosen``'s parent when that is not ``reported``: a lineage switch.
+
+    Both outcomes of an uncertain timer stay hypotheses, and the simulator is shown one of them
+    (the reported one, which prefers timers fired). When a later answer refutes it, the one reported
+    next descends from another: the state the previous observation showed never happened in the
+    target. The next observation then starts from the state the surviving lineage had (a transition
+    from the refuted state would read, e.g., a session expiry undone: `consumer.epoch_order` "group
+    epoch went back", seen in `benchmarks/oracle_false_alarms.py` under broker stalls)."""
+    parent = getattr(chosen, "parent", None)
+    if parent is None or reported is None or parent is reported:
+        return None
+    return parent.state.copy(), parent.now
