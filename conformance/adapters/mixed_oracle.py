@@ -108,9 +108,20 @@ class MHypo:
     now: int = 0
     adoptions: int = 0
     notes: tuple[str, ...] = ()
+    #: the classic half's durable records: each group's last GroupMetadata record or tombstone, what
+    #: a restarted coordinator loads for a classic group (`mixed_failover`; the consumer half is
+    #: rebuilt from its state, `model.consumer.records.durable_view`)
+    durable: tuple[object, ...] = ()
 
     def copy(self) -> MHypo:
         return dataclasses.replace(self, state=self.state.copy())
+
+    def track(self, result: Result) -> Result:
+        """Keep the classic durable records ``result`` wrote (see ``durable``); returns ``result``."""
+        from conformance.adapters.mixed_failover import track_durable
+
+        self.durable = track_durable(self.durable, result.records)
+        return result
 
 
 @dataclass
@@ -246,8 +257,8 @@ class MixedOraclePort(HypothesisFindings):
 
     @property
     def supports_failover(self) -> bool:
-        """The target restarts on its own state (static; the budget is `restart_left`, the group's
-        type `consumer_failover.mixed_restart_allowed`)."""
+        """The target restarts on its own state (static; the budget is `restart_left`; a group of
+        either type fails over, `mixed_failover`)."""
         from conformance.adapters.consumer_failover import can_restart
 
         return can_restart(self)
@@ -258,10 +269,18 @@ class MixedOraclePort(HypothesisFindings):
         return restarts_left(self)
 
     def failover(self) -> None:
-        """Restart the target and reload the hypotheses' consumer group (`consumer_failover`)."""
-        from conformance.adapters.consumer_failover import restart
+        """Restart the target and reload the hypotheses' group, consumer or classic (`mixed_failover`)."""
+        from conformance.adapters.mixed_failover import restart
 
         restart(self)
+
+    def _dedupe(self, cands: list[Any]) -> list[Any]:
+        """Equal hypotheses also keep equal durable classic records (`MHypo.durable`)."""
+        out: list[Any] = []
+        for c in cands:
+            if not any(o.origin == c.origin and o.state == c.state and o.durable == c.durable for o in out):
+                out.append(c)
+        return out[: self.timing.max_hypotheses]
 
     def _with_origin(self, origin: int, rejoin: str, policy: str) -> MixedCoordinator:
         from model.consumer.mixed_state import MigrationPolicy
@@ -511,7 +530,7 @@ class MixedOraclePort(HypothesisFindings):
     def _fire_certain(self, h: MHypo, t: int) -> None:
         cutoff = self._certain_cutoff(t)
         if cutoff > h.now:
-            self.coords[h.origin].advance(h.state, cutoff)
+            h.track(self.coords[h.origin].advance(h.state, cutoff))
             h.now = cutoff
 
     def _uncertain(self, h: MHypo, t: int, t_ans: int) -> list[int]:
@@ -531,7 +550,7 @@ class MixedOraclePort(HypothesisFindings):
         for k in range(len(deadlines) + 1):
             c = base.copy()
             if k:
-                self.coords[c.origin].advance(c.state, deadlines[k - 1])
+                c.track(self.coords[c.origin].advance(c.state, deadlines[k - 1]))
                 c.now = max(c.now, deadlines[k - 1])
             out.extend(self._apply(c, request, ref, max(t, c.now), target, prior))
         return out
@@ -542,7 +561,7 @@ class MixedOraclePort(HypothesisFindings):
         due up to ``until`` (the target's answer time), fired in deadline order."""
         self.chooser.reset(ref)
         coord = self.coords[c.origin]
-        result = coord.handle(c.state, request, ref, at)
+        result = c.track(coord.handle(c.state, request, ref, at))
         answer = next((d.response for d in result.deliveries if d.ref == ref), None)
         horizon = at if until is None else max(at, until)
         while answer is None:
@@ -550,7 +569,7 @@ class MixedOraclePort(HypothesisFindings):
             if not due:
                 break
             step = min(due)
-            later = coord.advance(c.state, step)
+            later = c.track(coord.advance(c.state, step))
             c.now = max(c.now, step)
             answer = next((d.response for d in later.deliveries if d.ref == ref), None)
         return answer
@@ -594,7 +613,7 @@ class MixedOraclePort(HypothesisFindings):
         old, new = answer.member_id, target.member_id
         if not old or not new or old == new or new in _member_ids(c.state):
             return None
-        d = dataclasses.replace(c, state=rename(c.state, old, new))
+        d = dataclasses.replace(c, state=rename(c.state, old, new), durable=rename(c.durable, old, new))
         d._answer = dataclasses.replace(answer, member_id=new)  # type: ignore[attr-defined]
         why, _ = compare(d._answer, target, prior)  # type: ignore[attr-defined]
         return (d, None) if why is None else None

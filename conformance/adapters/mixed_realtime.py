@@ -87,13 +87,14 @@ class RealMixedRun(TracedMixedRun):
                 self._send(name, request)
 
     def failover(self) -> None:
-        """Restart the target (`consumer_failover.restart`, issue 4) while the group is a consumer
-        group; connections drop and the members lose their requests in flight, as on the model
-        (`MixedRun.failover`). Otherwise the run is marked unsupported (an ERROR on replay)."""
-        from conformance.adapters.consumer_failover import mixed_restart_allowed
+        """Restart the target (`mixed_failover.restart`, issue 4; a consumer or a classic group);
+        connections drop and the members lose their requests in flight, as on the model
+        (`MixedRun.failover`). Without a group or a restart left the run is marked unsupported (an
+        ERROR on replay)."""
+        from conformance.adapters.mixed_failover import restart_allowed
 
         self._op({"op": "failover"})
-        why = mixed_restart_allowed(self.port) or (None if self.port.restart_left() else "no restart left")
+        why = restart_allowed(self.port) or (None if self.port.restart_left() else "no restart left")
         if why is not None:
             self.port.unsupported = self.port.unsupported or f"coordinator failover: {why}"
             return

@@ -13,8 +13,8 @@ While the group is a consumer group, every request is answered at once (GMM
 a classic group here never has more than one member, so its JoinGroup is never parked waiting for
 others (reference §A: the join phase completes when every known member has rejoined). That keeps
 every verdict independent of request ordering across connections. Coordinator failover (issue 4,
-profile `faults`) restarts the target while the group is a consumer group with at most one classic
-member live (`conformance.adapters.consumer_failover`).
+profile `faults`) restarts the target with at most one classic member live, the group a consumer
+group or a classic one (`conformance.adapters.mixed_failover`).
 """
 
 from __future__ import annotations
@@ -189,21 +189,21 @@ def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
 
             @precondition(
                 lambda self: (
-                    self.anchored
-                    and len(self._classic_live()) <= 1
+                    len(self._classic_live()) <= 1
                     and self.run is not None
                     and self.run.port.supports_failover
                 )
             )
             @rule()
             def failover(self) -> None:
-                """Issue 4: the target restarts (`consumer_failover`) while the group is a consumer group.
-                At most one classic member is live, so a group downgraded while the members expire (a
-                crash restart) is a classic group of at most one member, as everywhere in this machine."""
-                from conformance.adapters.consumer_failover import mixed_restart_allowed
+                """Issue 4: the target restarts (`mixed_failover`), the group a consumer group or, after
+                a downgrade, a classic group (reloaded from its last GroupMetadata record). At most one
+                classic member is live, so a group downgraded while the members expire (a crash
+                restart) is a classic group of at most one member, as everywhere in this machine."""
+                from conformance.adapters.mixed_failover import restart_allowed
 
                 assert self.run is not None
-                why = mixed_restart_allowed(self.run.port)
+                why = restart_allowed(self.run.port)
                 if why is not None or not self.run.port.restart_left():
                     self.steps.append(f"coordinator failover skipped: {why or 'the run has no restart left'}")
                     return
