@@ -249,6 +249,8 @@ class MixedOraclePort(HypothesisFindings):
         #: why the run left what this oracle follows (a request parked by target and model), or None
         self.unsupported: str | None = None
         self.rejoin_reported = False
+        self.current_member = "?"
+        self._pending: tuple[Any, int] = (None, 0)  # the request `_await` decodes an answer to
 
     # ------------------------------------------------------------------ failover (issue 4)
     #: which run's restart budget this port spends; the model group (consumer_failover)
@@ -346,18 +348,20 @@ class MixedOraclePort(HypothesisFindings):
     def exchange(self, member: str, request: Any, ref: int) -> Any:
         """Send ``request`` for ``member``; the target's answer (None: none), hypotheses updated."""
         self.members.add(member)
+        self.current_member = member
         t = self.clock()
         try:
             api, version, payload = self._encode(request)
         except _NotOffered as e:
             self._finding("protocol", f"oracle.{e.api}", str(e))
             return None
+        self._pending = (request, version)
         try:
-            self.adapter.submit(member, self.real_group, payload, ref, member)
+            self._submit(member, payload, ref)
         except TargetError as e:
             self._crash(t, f"cannot send {API_NAMES.get(api, api)}: {e}")
             return None
-        target, t_ans = self._await(ref, t, request, version)
+        target, t_ans = self._await(ref, t)
         if target is not None:
             self._note_answer(t, t_ans)
         name = _api_name(request)
@@ -488,7 +492,23 @@ class MixedOraclePort(HypothesisFindings):
             Assignment(tuple((name(t), p) for t, p in a.partitions), a.user_data), subscription_version(data)
         )
 
-    def _await(self, ref: int, t: int, request: Any, version: int) -> tuple[Any, int]:
+    def _submit(self, member: str, payload: Any, ref: int) -> None:
+        """Write the request (the wire-fault port, `mixed_faults`, puts the fault proxy to work here)."""
+        self.adapter.submit(member, self.real_group, payload, ref, member)
+
+    def _decode(self, request: Any, version: int, value: Any) -> Any:
+        """The model's view of the target's answer ``value`` to ``request`` (real topic names mapped)."""
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            return decode_heartbeat(value, self.topics)
+        resp = decode_response(request, value, version, lambda real, _p, _m: self.topics.model_of_name(real))
+        if isinstance(resp, SyncGroupResponse):
+            resp = dataclasses.replace(
+                resp, assignment=self._map_assignment(resp.assignment, self.topics.model_of_name)
+            )
+        return resp
+
+    def _await(self, ref: int, t: int) -> tuple[Any, int]:
+        request, version = self._pending
         end = t + self.timing.answer_deadline_ms
         while self.clock() < end:
             for arrival in self.adapter.poll(0.02):
@@ -499,16 +519,7 @@ class MixedOraclePort(HypothesisFindings):
                 if arrival.value is None:
                     return None, at
                 try:
-                    if isinstance(request, ConsumerGroupHeartbeatRequest):
-                        return decode_heartbeat(arrival.value, self.topics), at
-                    resp = decode_response(
-                        request, arrival.value, version, lambda real, _p, _m: self.topics.model_of_name(real)
-                    )
-                    if isinstance(resp, SyncGroupResponse):
-                        resp = dataclasses.replace(
-                            resp, assignment=self._map_assignment(resp.assignment, self.topics.model_of_name)
-                        )
-                    return resp, at
+                    return self._decode(request, version, arrival.value), at
                 except Exception as e:  # noqa: BLE001 - a value we cannot map is a finding
                     self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
                     return None, at
