@@ -28,9 +28,9 @@ class _Topics:
         return real
 
 
-def _upgraded() -> tuple[MixedCoordinator, MixedRun]:
+def _upgraded(coord: MixedCoordinator | None = None) -> tuple[MixedCoordinator, MixedRun]:
     """A classic member forms the group, a consumer-protocol member upgrades it (B.13)."""
-    coord = MixedCoordinator()
+    coord = coord or MixedCoordinator()
     run = MixedRun(coord, ())
     run.topic("t", 2)
     run.add_classic(
@@ -64,8 +64,8 @@ def test_a_consumer_group_with_a_classic_member_fails_over() -> None:
     assert "classic" in outcomes and len(outcomes) == 2, outcomes
 
 
-def _downgraded() -> tuple[MixedCoordinator, MixedRun]:
-    coord, run = _upgraded()
+def _downgraded(coord: MixedCoordinator | None = None) -> tuple[MixedCoordinator, MixedRun]:
+    coord, run = _upgraded(coord)
     run.stop("k2")  # the anchor leaves: the group is downgraded (bidirectional policy)
     run.run_for(20_000)
     assert run.state.group_type("g") == "classic"
@@ -115,3 +115,40 @@ def test_an_upgrade_tombstones_the_classic_group_in_the_durable_records() -> Non
     assert run.state.group_type("g") == "consumer"
     (last,) = [r for r in track_durable((), run.records) if getattr(r, "group_id", None) == "g"]
     assert type(last).__name__ == "ClassicGroupTombstone"
+
+
+def test_a_load_that_forgets_classic_expiry_is_caught_at_the_failover() -> None:
+    """The mutant `classic-load-forgets-expiry` keeps the right live group, so nothing shows until a
+    restart while the group is classic: a crash loads the group at the stop, nobody heartbeats, and
+    Kafka (the reference) expires the member where the mutant keeps it (an `oracle.Failover`
+    difference on a real target); on the model the invariant `classic.session_expiry_armed` fails."""
+    from conformance.mutants.mixed import MIXED_MUTANTS
+
+    mutant = MIXED_MUTANTS["classic-load-forgets-expiry"]
+    ref_coord, ref_run = _downgraded()
+    bad_coord, bad_run = _downgraded(mutant())
+    assert bad_run.state == ref_run.state  # the live groups agree
+    empty = MixedRecovered(0, classic=Recovered(0, "Empty", {}))
+    for coord, run, caught in ((ref_coord, ref_run, False), (bad_coord, bad_run, True)):
+        port = SimpleNamespace(
+            coords={0: coord}, coordinator=coord, group_id="g", hypos=[_hypo(run)], topics=_Topics()
+        )
+        loads = loaded_all(port, port.hypos[0], run.now, run.now + 60_000)
+        why = matches(port, loads[0], empty)
+        assert (why is not None) == caught, why
+    from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS
+    from model.invariants import REGISTRY, load_all
+
+    load_all()
+    for coord_class, caught in ((MixedCoordinator, False), (mutant, True)):
+        run = MixedRun(coord_class(), tuple(REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS))
+        run.topic("t", 2)
+        run.add_classic(
+            "c1", topics=("t",), assignors=("range",), session_timeout_ms=10_000, rebalance_timeout_ms=20_000
+        )
+        run.run_for(20_000)
+        run.crash("c1")
+        run.failover()
+        run.run_for(20_000)
+        found = any(inv == "classic.session_expiry_armed" for inv, _ in run.violations)
+        assert found == caught, run.violations

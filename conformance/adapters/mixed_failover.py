@@ -13,8 +13,9 @@ group; a restart replays what each type persisted:
   `model.classic.records.load` does the same, so each hypothesis keeps its classic group's last
   GroupMetadata record or tombstone (`MHypo.durable`, `track_durable`) beside its live state.
 
-The hypothesis' state after a restart is therefore `model.consumer.mixed_state.rebuild` of those
-classic records (tombstones honoured) with the consumer half replaced by its durable view; the
+The hypothesis' state after a restart is therefore the coordinator's own ``failover`` of those
+classic records (`model.consumer.mixed_state.rebuild`, tombstones honoured; so a coordinator variant
+that loads otherwise is judged by it) with the consumer half replaced by its durable view; the
 moments it may have loaded are those of `consumer_failover.load_times` plus, for a classic group,
 just early enough for a classic member's session to have expired by the time the target serves.
 
@@ -61,13 +62,14 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     it, `consumer_failover.loaded_all`)."""
     from dataclasses import replace
 
-    from model.consumer.mixed_state import MixedState, rebuild
+    from model.consumer.mixed_state import MixedState
     from model.consumer.records import durable_view
     from model.consumer.state import SESSION
 
     h = h0.copy()
     coord = port.coords[h.origin]
-    classic = rebuild(list(h0.durable), at).classic
+    # the classic half through the coordinator's own failover of those records (no consumer records)
+    classic = coord.failover(list(h0.durable), at)[0].classic
     classic.topics = dict(h0.state.classic.topics)
     classic.offsets = dict(h0.state.classic.offsets)
     h.state = MixedState(classic=classic, consumer=durable_view(h0.state.consumer))
