@@ -159,3 +159,33 @@ def test_the_fault_ops_replay_from_a_trace() -> None:
         type(e.obs.event).__name__ if e.obs else None for e in run.log
     ]
     assert again.responses == run.responses and again.state == run.state
+
+
+def test_the_faults_profile_drives_the_mixed_fault_rules_on_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`check --protocol mixed --profile faults` on the model: the machine's fault rules arm, the
+    faults happen (answers lost, requests held and released) and no invariant fails; the other
+    profiles keep their rule set."""
+    from collections import Counter
+
+    from conformance.machines.classic import MachineSettings
+    from conformance.machines.mixed import make_machine
+    from conformance.profiles import get_profile
+    from conformance.run import run_check
+
+    calls: Counter[str] = Counter()
+    for name in ("_lost", "_hold_request", "_release_held"):
+        original = getattr(MixedRun, name)
+
+        def counted(self: MixedRun, *args: Any, _original: Any = original, _name: str = name) -> Any:
+            calls[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(MixedRun, name, counted)
+    result = run_check("mixed", profile=get_profile("faults"), max_examples=8, seed_value=0)
+    assert result.violations == [], result.steps
+    assert calls["_lost"] > 0 and calls["_hold_request"] > 0 and calls["_release_held"] > 0, calls
+    with_faults, without = make_machine(MachineSettings(wire_faults=True)), make_machine(MachineSettings())
+    for rule in ("wire_fault", "release"):
+        assert hasattr(with_faults, rule) and not hasattr(without, rule)
