@@ -210,6 +210,7 @@ def restart(port: Any) -> Any:
     t_serving = port.clock()
     port.session.restart_times.append((t, t_load, t_serving))
     kind = "consumer" if seen.consumer is not None else "classic" if seen.classic is not None else "no"
+    port.session.__dict__.setdefault("mixed_restart_kinds", []).append(kind)  # for `faults.summary`
     port.log.append(
         f"t={t} restart; group served again at t={t_serving} ({kind} group), loaded after t={t_load}"
     )
