@@ -205,7 +205,8 @@ class ScriptedMixedPort(MixedOraclePort):
         self.pending = request
         return API_CONSUMER_GROUP_HEARTBEAT, 1, b""
 
-    def _await(self, ref: int, t: int, request: Any, version: int) -> tuple[Any, int]:
+    def _await(self, ref: int, t: int, *_: Any) -> tuple[Any, int]:
+        request = self.pending
         self.reference.advance(self.reference_state, t)
         result = self.reference.handle(self.reference_state, request, ref, t)
         return next(d.response for d in result.deliveries if d.ref == ref), t + 5
