@@ -57,6 +57,21 @@ class ClassicGroupTombstone:
     group_id: str
 
 
+@dataclass(frozen=True)
+class ConsumerGroupDropped:
+    """An empty consumer group removed from the coordinator's memory with NO tombstone written.
+
+    Kafka's ``classicGroupJoinToClassicGroup`` first calls ``maybeDeleteEmptyConsumerGroup`` (tombstones
+    into the request's record list, then ``removeGroup`` at once); a JoinGroup with a member id then
+    finds no classic group (``getOrMaybeCreateClassicGroup(groupId, false)`` throws) and is answered
+    UNKNOWN_MEMBER_ID with ``EMPTY_RESULT``, dropping the tombstones (GroupMetadataManager, apache/kafka
+    mirror 1eb7644 L4039-4052 and L6032; the same calls in the released kafka-group-coordinator-4.4.0
+    jar). The group is gone until the next load, which reads it back from the log: volatile here."""
+
+    durable: ClassVar[bool] = False
+    group_id: str
+
+
 _CLASSIC_TYPES = (
     classic_records.GroupCreated,
     classic_records.GroupUpdated,
@@ -124,6 +139,8 @@ def apply(state: MixedState, record: object) -> MixedState:
     """Apply one record (classic, consumer or conversion) to ``state`` in place; return it."""
     if isinstance(record, ClassicGroupTombstone):
         state.classic.groups.pop(record.group_id, None)
+    elif isinstance(record, ConsumerGroupDropped):
+        state.consumer.groups.pop(record.group_id, None)
     elif is_classic_record(record):
         classic_records.apply(state.classic, record)  # type: ignore[arg-type]
     else:
