@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from test_mixed_groups import Harness, beat, jg, join
 
+from model.classic.messages import JoinGroupResponse, SyncGroupRequest
+from model.classic.records import GroupMetadataRecord
 from model.consumer.mixed_state import ConsumerGroupDropped, rebuild, replay
 from model.consumer.records import ConsumerGroupTombstone
 from model.errors import ErrorCode
@@ -50,4 +52,33 @@ def test_a_join_without_member_id_still_replaces_the_empty_consumer_group_durabl
     assert h.send(jg("")).error == E.MEMBER_ID_REQUIRED  # type: ignore[attr-defined]
     assert isinstance(h.last.records[0], ConsumerGroupTombstone)
     assert rebuild(h.records, h.now).group_type("g") != "consumer"
+    assert not h.violations
+
+
+def test_a_restart_after_the_drop_loads_the_classic_group_written_since() -> None:
+    """Kafka's load replays the log in order and a GroupMetadata record puts the classic group in
+    place of the (never tombstoned) consumer group (GMM ``replay(GroupMetadataKey, ...)``)."""
+    h, _ = empty_consumer_group()
+    h.send(jg("c1-old"))  # dropped in memory only
+    answer = h.send(jg(version=9))
+    assert answer.error == E.MEMBER_ID_REQUIRED  # type: ignore[attr-defined]
+    member = answer.member_id  # type: ignore[attr-defined]
+    assert h.send(jg(member)) is None  # parked: the new classic group's initial rebalance delay
+    done = h.advance(h.now + 5_000)
+    leader = next(d.response for d in done.deliveries if isinstance(d.response, JoinGroupResponse))
+    assert leader.error == E.NONE
+    sync = h.send(
+        SyncGroupRequest(
+            "g",
+            leader.generation_id,
+            member,
+            ((member, b""),),
+            protocol_type="consumer",
+            protocol_name="range",
+        )
+    )
+    assert sync.error == E.NONE  # type: ignore[attr-defined]
+    assert any(isinstance(r, GroupMetadataRecord) for r in h.records)
+    loaded = rebuild(h.records, h.now)
+    assert loaded.group_type("g") == "classic" and "g" not in loaded.consumer.groups
     assert not h.violations

@@ -185,4 +185,19 @@ def rebuild(records: Iterable[object], now: int) -> MixedState:
     consumer = consumer_records.replay(
         r for r in durable if not is_classic_record(r) and not isinstance(r, ClassicGroupTombstone)
     )
+    # a GroupMetadata record replaces whatever group the id had (GMM ``replay(GroupMetadataKey, ...)``
+    # ends in ``groups.put``, mirror 1eb7644 L3971): after a `ConsumerGroupDropped` no consumer
+    # tombstone precedes the classic group's records, and the later classic group wins the load
+    last_consumer: dict[str, int] = {}
+    for i, r in enumerate(durable):
+        gid = getattr(r, "group_id", None)
+        if isinstance(gid, str) and not is_classic_record(r) and not isinstance(r, ClassicGroupTombstone):
+            last_consumer[gid] = i
+    for gid, idx in last_consumer.items():
+        if gid in consumer.groups and gid in classic.groups:
+            if any(
+                isinstance(r, classic_records.GroupMetadataRecord) and r.group_id == gid
+                for r in durable[idx + 1 :]
+            ):
+                consumer.groups.pop(gid)
     return MixedState(classic=classic, consumer=consumer)
