@@ -190,14 +190,14 @@ def rebuild(records: Iterable[object], now: int) -> MixedState:
     # tombstone precedes the classic group's records, and the later classic group wins the load
     last_consumer: dict[str, int] = {}
     for i, r in enumerate(durable):
-        gid = getattr(r, "group_id", None)
-        if isinstance(gid, str) and not is_classic_record(r) and not isinstance(r, ClassicGroupTombstone):
-            last_consumer[gid] = i
-    for gid, idx in last_consumer.items():
-        if gid in consumer.groups and gid in classic.groups:
+        owner = getattr(r, "group_id", None)
+        if isinstance(owner, str) and not is_classic_record(r) and not isinstance(r, ClassicGroupTombstone):
+            last_consumer[owner] = i
+    for owner, idx in last_consumer.items():
+        if owner in consumer.groups and owner in classic.groups:
             if any(
-                isinstance(r, classic_records.GroupMetadataRecord) and r.group_id == gid
+                isinstance(r, classic_records.GroupMetadataRecord) and r.group_id == owner
                 for r in durable[idx + 1 :]
             ):
-                consumer.groups.pop(gid)
+                consumer.groups.pop(owner)
     return MixedState(classic=classic, consumer=consumer)
