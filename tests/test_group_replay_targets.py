@@ -198,3 +198,77 @@ def test_failover_traces_replay_on_kafka(kafka: Any) -> None:
     )
     assert kept.verdict == "FAILED"
     assert any(v.invariant.startswith("oracle.") for v in kept.violations), kept.violations
+
+
+# ---------------------------------------------------------------- issue 4: wire faults inside a mixed group
+def test_mixed_wire_faults_and_a_restart_while_classic_agree_with_kafka(kafka: Any) -> None:
+    """Issue 4: in one real mixed group, a classic and a consumer-protocol member lose an answer, have
+    a request duplicated and a connection cut, a classic heartbeat is held past its session (Kafka
+    expires the member meanwhile, as the model); then the group is downgraded and Kafka restarts
+    while it is classic: the recovered group is the one the hypotheses load from their durable
+    GroupMetadata. The oracle and every mixed invariant agree at each step."""
+    from conformance.adapters.check import real_profile
+    from conformance.adapters.mixed_check import mixed_setup
+    from conformance.adapters.mixed_realtime import real_mixed_run
+    from conformance.checker import Checker
+    from conformance.machines.mixed_real import CLASSIC_REBALANCE_MS, CLASSIC_SESSION_MS
+    from model.classic.messages import HeartbeatResponse
+
+    proxy = kafka.session.adapter.proxy
+    assert proxy is not None
+    proxy.take_events()
+    kafka.session.max_restarts = (
+        kafka.session.__dict__.setdefault("restarts_by_protocol", {}).get("mixed", 0) + 1
+    )
+    factory, _, _ = mixed_setup(kafka, real_profile("faults"))
+    run = real_mixed_run(factory(0, {}), {"seed": 0}, {})
+    checker, found = Checker("mixed"), []
+
+    def step(action: Any) -> None:
+        action()
+        for obs in run.observations:
+            found.extend((v.invariant, v.message) for v in checker.check(obs, 0))
+        del run.observations[:]
+        found.extend((f.rule, f.message) for f in run.port.take_findings())
+
+    def classic(name: str) -> None:
+        run.add_classic(
+            name, topics=("t",), assignors=("range",), join_version=9,
+            session_timeout_ms=CLASSIC_SESSION_MS, rebalance_timeout_ms=CLASSIC_REBALANCE_MS,
+        )  # fmt: skip
+
+    try:
+        step(lambda: run.topic("t", 2))
+        classic("c1")
+        step(lambda: run.run_for(1_500))
+        run.add_consumer("k2", topics=("t",), rebalance_timeout_ms=CLASSIC_REBALANCE_MS)
+        step(lambda: run.run_for(1_500))  # upgraded online
+        classic("c3")
+        step(lambda: run.run_for(1_500))
+        for fault, name in (("lose_response", "c1"), ("duplicate_request", "k2"), ("cut_connection", "c3")):
+            step(lambda fault=fault, name=name: getattr(run, fault)(name))
+            step(lambda: run.run_for(750))
+        step(lambda: run.duplicate_request("c1"))
+        step(lambda: run.lose_response("k2"))
+        step(lambda: run.run_for(750))
+        step(lambda: run.delay_request("c3"))
+        step(lambda: run.run_for(CLASSIC_SESSION_MS + 1_000))  # held past its session
+        heard = len(run.responses)
+        step(lambda: run.release("c3"))
+        late = [r for name, r in run.responses[heard:] if name == "c3"]
+        step(lambda: run.run_for(1_500))
+        step(lambda: run.stop("c3"))
+        step(lambda: run.run_for(1_000))
+        step(lambda: run.stop("k2"))  # the last consumer-protocol member leaves: a classic group
+        step(lambda: run.run_for(1_500))
+        assert run.port.state().group_type("g") == "classic"
+        step(run.failover)
+        step(lambda: run.run_for(1_500))
+    finally:
+        run.port.close()
+    assert found == [], found
+    kinds = {e.kind for e in proxy.take_events()}
+    assert {"duplicate", "drop", "cut", "delay", "release"} <= kinds, kinds
+    assert late and isinstance(late[0], HeartbeatResponse) and late[0].error.name == "UNKNOWN_MEMBER_ID"
+    assert any("(classic group)" in line for line in run.port.log), run.port.log[-5:]
+    assert run.port.state().group_type("g") == "classic"

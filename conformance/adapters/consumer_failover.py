@@ -11,8 +11,8 @@ afresh, and the rebalance timeout of members in UNREVOKED_PARTITIONS
 (group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java).
 Each model hypothesis therefore keeps its durable view (`model.consumer.records.durable_view`, equal
 to the model's own ``rebuild`` of its records) and runs ``on_loaded``. A mixed group (KIP-848 B.13)
-fails over the same way while it is a consumer group: its classic-protocol members are consumer-group
-members whose classic metadata is in their subscription records (`mixed_restart_allowed`).
+loads through `mixed_failover`: as a consumer group the same way (its classic-protocol members'
+metadata is in their subscription records), as a classic group from its last GroupMetadata record.
 
 When the target loaded the group is not observable: after a clean stop it loads as it starts
 serving; after a crash the KRaft broker may load the group long before it answers (its old
@@ -203,20 +203,11 @@ def loaded_all(port: Any, h0: Any, at: int, t_load: int) -> list[Any]:
 def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) -> Any:
     """Hypothesis ``h0`` after a new coordinator loaded its durable state at ``at`` and ran its timers
     up to ``t_load`` (``last``: that member's session timer fires after the others due with it). A
-    mixed hypothesis (`MixedOraclePort`) loads its consumer group the same way; its classic half keeps
-    no group (`mixed_restart_allowed`: the group is a consumer group)."""
+    mixed group loads through `mixed_failover.loaded` (either group type)."""
     h = h0.copy()
     coord = port.coords[h.origin]
-    if hasattr(h0.state, "consumer"):
-        from model.classic.state import ClassicState
-        from model.consumer.mixed_state import MixedState
-
-        classic = ClassicState(topics=dict(h0.state.classic.topics), offsets=dict(h0.state.classic.offsets))
-        h.state = MixedState(classic=classic, consumer=durable_view(h0.state.consumer))
-        coord.consumer.on_loaded(h.state.consumer, at)
-    else:
-        h.state = durable_view(h0.state)
-        coord.on_loaded(h.state, at)
+    h.state = durable_view(h0.state)
+    coord.on_loaded(h.state, at)
     h.now = at
     group = consumer_part(h.state).groups.get(port.group_id)
     if last is not None and group is not None:
@@ -227,18 +218,6 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
         coord.advance(h.state, t_load)
         h.now = t_load
     return h
-
-
-def mixed_restart_allowed(port: Any) -> str | None:
-    """Why a mixed group cannot fail over on a real target now, or None: it must be a consumer group
-    (classic members included, their metadata is in the member records) in every hypothesis; a classic
-    group persists only its last GroupMetadata, which a hypothesis' state does not keep."""
-    for h in port.hypos:
-        if h.state.classic.groups:
-            return "the group is a classic group (its durable GroupMetadata is not kept by the oracle)"
-        if not h.state.consumer.groups:
-            return "no group yet"
-    return None
 
 
 def restart(port: Any) -> Any:

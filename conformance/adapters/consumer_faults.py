@@ -62,11 +62,14 @@ class Swallowed:
 COPY = -1
 
 
-def faulty_port_class() -> type[Any]:
-    """`ConsumerOraclePort` with the wire faults (imported late: no import cycle with the oracle)."""
+def faulty_port_class(base: type[Any] | None = None) -> type[Any]:
+    """`ConsumerOraclePort` (or ``base``, the mixed oracle's port: `mixed_faults`) with the wire
+    faults (imported late: no import cycle with the oracle). ``base`` provides ``_submit`` /
+    ``_await(ref, t)`` around its one exchange, and the hooks ``_resend``, ``_hold_payload``,
+    ``_decode_value`` where its requests are not heartbeats."""
     from conformance.adapters.consumer_oracle import ConsumerOraclePort
 
-    class WireFaultConsumerPort(ConsumerOraclePort):
+    class WireFaultConsumerPort(base or ConsumerOraclePort):  # type: ignore[misc]
         """The consumer oracle port the simulator can tell a wire fault (`wire_fault`), hand a
         heartbeat to hold (`hold` / `release`) and ask for a duplicate's copy (`heartbeat_copy`).
         Without a fault it is the plain `ConsumerOraclePort`."""
@@ -94,16 +97,14 @@ def faulty_port_class() -> type[Any]:
             (without the proxy the adapter sends the copy itself now)."""
             self.mode = "copy" if self.copy_of is not None else None
             try:
-                return self.heartbeat(request, ref, now)
+                return self._resend(request, ref, now)
             finally:
                 self.mode, self.copy_of = None, None
 
         def hold(self, request: Any, ref: int, now: int) -> None:
-            from conformance.adapters.consumer_codec import encode_heartbeat
-
             member = self.current_member
             self.members.add(member)
-            payload = encode_heartbeat(request, request.version, self.real_group, self.topics)
+            payload = self._hold_payload(request)
             proxy = self.adapter.proxy
             if proxy is None:
                 self.held[ref] = Held(member, payload, None)
@@ -118,14 +119,35 @@ def faulty_port_class() -> type[Any]:
                 )
             self.held[ref] = Held(member, payload, conn)
             self.session.wire_delays += 1
-            self.log.append(f"t={self.clock()} ref {ref} {member} ConsumerGroupHeartbeat held by the proxy")
+            self.log.append(f"t={self.clock()} ref {ref} {member} {type(request).__name__} held by the proxy")
 
         def release(self, request: Any, ref: int, now: int) -> Any:
             self.mode = "release"
             try:
-                return self.heartbeat(request, ref, now)
+                return self._resend(request, ref, now)
             finally:
                 self.mode = None
+
+        # -------------------------------------------------------------- what another base changes
+        def _resend(self, request: Any, ref: int, now: int) -> Any:
+            """The exchange a copy or a release goes through (the heartbeat's, for this port)."""
+            return self.heartbeat(request, ref, now)
+
+        def _hold_payload(self, request: Any) -> Any:
+            from conformance.adapters.consumer_codec import encode_heartbeat
+
+            return encode_heartbeat(request, request.version, self.real_group, self.topics)
+
+        def _decode_value(self, want: Swallowed, value: Any) -> Any:
+            from conformance.adapters.consumer_codec import (
+                API_CONSUMER_GROUP_HEARTBEAT,
+                decode_heartbeat,
+                decode_offset_commit,
+            )
+
+            if want.api_key == API_CONSUMER_GROUP_HEARTBEAT:
+                return decode_heartbeat(value, self.topics)
+            return decode_offset_commit(value, self.topics)
 
         # -------------------------------------------------------------- the oracle's two hooks
         def _submit(self, member: str, payload: Any, ref: int) -> None:
@@ -201,12 +223,6 @@ def faulty_port_class() -> type[Any]:
             return None, self.clock()
 
         def _decode_frame(self, want: Swallowed, frame: bytes, at: float, t: int) -> tuple[Any, int]:
-            from conformance.adapters.consumer_codec import (
-                API_CONSUMER_GROUP_HEARTBEAT,
-                decode_heartbeat,
-                decode_offset_commit,
-            )
-
             value, findings = decode_frame(want.api_key, want.version, frame)
             self.adapter.net.findings.extend(findings)
             t_ans = int((at - self.t0) * 1000)
@@ -214,9 +230,7 @@ def faulty_port_class() -> type[Any]:
             if value is None:
                 return None, t_ans
             try:
-                if want.api_key == API_CONSUMER_GROUP_HEARTBEAT:
-                    return decode_heartbeat(value, self.topics), t_ans
-                return decode_offset_commit(value, self.topics), t_ans
+                return self._decode_value(want, value), t_ans
             except Exception as e:  # noqa: BLE001 - a value we cannot map is a finding
                 self._finding("protocol", "wire.undecodable", f"a swallowed answer: {e}")
                 return None, t_ans

@@ -177,7 +177,7 @@ def replay_mixed_on_target(
     from conformance.adapters import open_target
     from conformance.adapters.check import real_profile
     from conformance.adapters.mixed_check import mixed_setup, not_run_reason
-    from conformance.adapters.mixed_realtime import real_mixed_run
+    from conformance.adapters.mixed_realtime import WIRE_FAULT_OPS, real_mixed_run
     from conformance.trace.replay import _take_port_findings, _verdict, replay_mixed_ops
 
     merged: dict[str, str | None] = dict(variants)
@@ -199,10 +199,12 @@ def replay_mixed_on_target(
             if step.action.get("op") == "failover" and why_no_restart(handle) is not None:
                 result.error = f"{trace.path}:{step.line}: the trace fails the coordinator over; {why_no_restart(handle)}"
                 return result, notes
-        if handle.session is not None:  # failover ops restart the target while the group is a consumer group
+        if handle.session is not None:  # failover ops restart the target (mixed_failover: either group type)
             handle.session.max_restarts = failovers(trace)
             handle.session.restart_signal = restart_signal
-        factory, _config, _ = mixed_setup(handle, real_profile("ci"))
+        # wire-fault ops need the fault proxy's port (`mixed_faults`, the `faults` profile's)
+        faulty = any(step.action.get("op") in WIRE_FAULT_OPS for step in trace.steps)
+        factory, _config, _ = mixed_setup(handle, real_profile("faults" if faulty else "ci"))
         setup = dict(trace.header["setup"])
         port = factory(int(setup.get("seed", 0)), kept)
         if setup.get("policy") and setup["policy"] != port.coordinator.config.policy.value:

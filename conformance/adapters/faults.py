@@ -264,6 +264,11 @@ def summary(session: Any) -> str:
         f"duplicated, {session.wire_cuts} connection(s) cut, {getattr(session, 'wire_delays', 0)} request(s) "
         f"held, {session.restarts_done} restart(s) ({how})"
         + (f" ({', '.join(f'{t:g}' for t in took)} s)" if took else "")
+        + (
+            f" (mixed group: {', '.join(kinds)})"
+            if (kinds := session.__dict__.get("mixed_restart_kinds"))
+            else ""
+        )
         + f", {session.resends} resend(s) after a coordinator error"
     )
 

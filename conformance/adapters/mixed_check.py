@@ -19,7 +19,7 @@ MIXED_REAL_PROFILES = {
     "dev": Profile("dev", 2, 6),
     "ci": Profile("ci", 3, 8),
     "thorough": Profile("thorough", 30, 25),
-    # the mixed machine on real targets: the ci mix plus the failover rule (issue 4); no wire-fault rules yet
+    # the mixed machine on real targets: the ci mix plus the failover and wire-fault rules (issue 4)
     "faults": Profile("faults", 3, 8, wire_faults=True),
 }
 
@@ -42,6 +42,13 @@ def mixed_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Pro
 
     config = mixed_config(handle)
     session = handle.session
+    port_class: type[MixedOraclePort] = MixedOraclePort
+    if MIXED_REAL_PROFILES[
+        profile.name
+    ].wire_faults:  # the oracle port plus the fault proxy's wire faults (`mixed_faults`)
+        from conformance.adapters.mixed_faults import wire_fault_port_class
+
+        port_class = wire_fault_port_class()
 
     def factory(seed: int, variants: dict[str, str]) -> MixedOraclePort:
         cls: type[MixedCoordinator] = MixedCoordinator
@@ -54,6 +61,6 @@ def mixed_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Pro
                 raise UsageError(f"unknown mixed mutant {name!r} (known: {', '.join(sorted(MIXED_MUTANTS))})")
             cls = MIXED_MUTANTS[name]
         stated = "group.consumer.migration.policy" in (getattr(handle.launcher, "settings", {}) or {})
-        return MixedOraclePort(cls(config, SeededChooser(seed)), session, policy_known=stated)
+        return port_class(cls(config, SeededChooser(seed)), session, policy_known=stated)
 
     return factory, {}, MIXED_REAL_PROFILES[profile.name]

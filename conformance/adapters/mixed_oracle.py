@@ -108,9 +108,20 @@ class MHypo:
     now: int = 0
     adoptions: int = 0
     notes: tuple[str, ...] = ()
+    #: the classic half's durable records: each group's last GroupMetadata record or tombstone, what
+    #: a restarted coordinator loads for a classic group (`mixed_failover`; the consumer half is
+    #: rebuilt from its state, `model.consumer.records.durable_view`)
+    durable: tuple[object, ...] = ()
 
     def copy(self) -> MHypo:
         return dataclasses.replace(self, state=self.state.copy())
+
+    def track(self, result: Result) -> Result:
+        """Keep the classic durable records ``result`` wrote (see ``durable``); returns ``result``."""
+        from conformance.adapters.mixed_failover import track_durable
+
+        self.durable = track_durable(self.durable, result.records)
+        return result
 
 
 @dataclass
@@ -238,6 +249,8 @@ class MixedOraclePort(HypothesisFindings):
         #: why the run left what this oracle follows (a request parked by target and model), or None
         self.unsupported: str | None = None
         self.rejoin_reported = False
+        self.current_member = "?"
+        self._pending: tuple[Any, int] = (None, 0)  # the request `_await` decodes an answer to
 
     # ------------------------------------------------------------------ failover (issue 4)
     #: which run's restart budget this port spends; the model group (consumer_failover)
@@ -246,8 +259,8 @@ class MixedOraclePort(HypothesisFindings):
 
     @property
     def supports_failover(self) -> bool:
-        """The target restarts on its own state (static; the budget is `restart_left`, the group's
-        type `consumer_failover.mixed_restart_allowed`)."""
+        """The target restarts on its own state (static; the budget is `restart_left`; a group of
+        either type fails over, `mixed_failover`)."""
         from conformance.adapters.consumer_failover import can_restart
 
         return can_restart(self)
@@ -258,10 +271,18 @@ class MixedOraclePort(HypothesisFindings):
         return restarts_left(self)
 
     def failover(self) -> None:
-        """Restart the target and reload the hypotheses' consumer group (`consumer_failover`)."""
-        from conformance.adapters.consumer_failover import restart
+        """Restart the target and reload the hypotheses' group, consumer or classic (`mixed_failover`)."""
+        from conformance.adapters.mixed_failover import restart
 
         restart(self)
+
+    def _dedupe(self, cands: list[Any]) -> list[Any]:
+        """Equal hypotheses also keep equal durable classic records (`MHypo.durable`)."""
+        out: list[Any] = []
+        for c in cands:
+            if not any(o.origin == c.origin and o.state == c.state and o.durable == c.durable for o in out):
+                out.append(c)
+        return out[: self.timing.max_hypotheses]
 
     def _with_origin(self, origin: int, rejoin: str, policy: str) -> MixedCoordinator:
         from model.consumer.mixed_state import MigrationPolicy
@@ -327,18 +348,20 @@ class MixedOraclePort(HypothesisFindings):
     def exchange(self, member: str, request: Any, ref: int) -> Any:
         """Send ``request`` for ``member``; the target's answer (None: none), hypotheses updated."""
         self.members.add(member)
+        self.current_member = member
         t = self.clock()
         try:
             api, version, payload = self._encode(request)
         except _NotOffered as e:
             self._finding("protocol", f"oracle.{e.api}", str(e))
             return None
+        self._pending = (request, version)
         try:
-            self.adapter.submit(member, self.real_group, payload, ref, member)
+            self._submit(member, payload, ref)
         except TargetError as e:
             self._crash(t, f"cannot send {API_NAMES.get(api, api)}: {e}")
             return None
-        target, t_ans = self._await(ref, t, request, version)
+        target, t_ans = self._await(ref, t)
         if target is not None:
             self._note_answer(t, t_ans)
         name = _api_name(request)
@@ -469,7 +492,23 @@ class MixedOraclePort(HypothesisFindings):
             Assignment(tuple((name(t), p) for t, p in a.partitions), a.user_data), subscription_version(data)
         )
 
-    def _await(self, ref: int, t: int, request: Any, version: int) -> tuple[Any, int]:
+    def _submit(self, member: str, payload: Any, ref: int) -> None:
+        """Write the request (the wire-fault port, `mixed_faults`, puts the fault proxy to work here)."""
+        self.adapter.submit(member, self.real_group, payload, ref, member)
+
+    def _decode(self, request: Any, version: int, value: Any) -> Any:
+        """The model's view of the target's answer ``value`` to ``request`` (real topic names mapped)."""
+        if isinstance(request, ConsumerGroupHeartbeatRequest):
+            return decode_heartbeat(value, self.topics)
+        resp = decode_response(request, value, version, lambda real, _p, _m: self.topics.model_of_name(real))
+        if isinstance(resp, SyncGroupResponse):
+            resp = dataclasses.replace(
+                resp, assignment=self._map_assignment(resp.assignment, self.topics.model_of_name)
+            )
+        return resp
+
+    def _await(self, ref: int, t: int) -> tuple[Any, int]:
+        request, version = self._pending
         end = t + self.timing.answer_deadline_ms
         while self.clock() < end:
             for arrival in self.adapter.poll(0.02):
@@ -480,16 +519,7 @@ class MixedOraclePort(HypothesisFindings):
                 if arrival.value is None:
                     return None, at
                 try:
-                    if isinstance(request, ConsumerGroupHeartbeatRequest):
-                        return decode_heartbeat(arrival.value, self.topics), at
-                    resp = decode_response(
-                        request, arrival.value, version, lambda real, _p, _m: self.topics.model_of_name(real)
-                    )
-                    if isinstance(resp, SyncGroupResponse):
-                        resp = dataclasses.replace(
-                            resp, assignment=self._map_assignment(resp.assignment, self.topics.model_of_name)
-                        )
-                    return resp, at
+                    return self._decode(request, version, arrival.value), at
                 except Exception as e:  # noqa: BLE001 - a value we cannot map is a finding
                     self._finding("protocol", "wire.undecodable", f"ref {ref}: {e}")
                     return None, at
@@ -511,7 +541,7 @@ class MixedOraclePort(HypothesisFindings):
     def _fire_certain(self, h: MHypo, t: int) -> None:
         cutoff = self._certain_cutoff(t)
         if cutoff > h.now:
-            self.coords[h.origin].advance(h.state, cutoff)
+            h.track(self.coords[h.origin].advance(h.state, cutoff))
             h.now = cutoff
 
     def _uncertain(self, h: MHypo, t: int, t_ans: int) -> list[int]:
@@ -531,7 +561,7 @@ class MixedOraclePort(HypothesisFindings):
         for k in range(len(deadlines) + 1):
             c = base.copy()
             if k:
-                self.coords[c.origin].advance(c.state, deadlines[k - 1])
+                c.track(self.coords[c.origin].advance(c.state, deadlines[k - 1]))
                 c.now = max(c.now, deadlines[k - 1])
             out.extend(self._apply(c, request, ref, max(t, c.now), target, prior))
         return out
@@ -542,7 +572,7 @@ class MixedOraclePort(HypothesisFindings):
         due up to ``until`` (the target's answer time), fired in deadline order."""
         self.chooser.reset(ref)
         coord = self.coords[c.origin]
-        result = coord.handle(c.state, request, ref, at)
+        result = c.track(coord.handle(c.state, request, ref, at))
         answer = next((d.response for d in result.deliveries if d.ref == ref), None)
         horizon = at if until is None else max(at, until)
         while answer is None:
@@ -550,7 +580,7 @@ class MixedOraclePort(HypothesisFindings):
             if not due:
                 break
             step = min(due)
-            later = coord.advance(c.state, step)
+            later = c.track(coord.advance(c.state, step))
             c.now = max(c.now, step)
             answer = next((d.response for d in later.deliveries if d.ref == ref), None)
         return answer
@@ -594,7 +624,7 @@ class MixedOraclePort(HypothesisFindings):
         old, new = answer.member_id, target.member_id
         if not old or not new or old == new or new in _member_ids(c.state):
             return None
-        d = dataclasses.replace(c, state=rename(c.state, old, new))
+        d = dataclasses.replace(c, state=rename(c.state, old, new), durable=rename(c.durable, old, new))
         d._answer = dataclasses.replace(answer, member_id=new)  # type: ignore[attr-defined]
         why, _ = compare(d._answer, target, prior)  # type: ignore[attr-defined]
         return (d, None) if why is None else None

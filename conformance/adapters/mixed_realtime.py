@@ -18,14 +18,17 @@ from conformance.adapters.mixed_oracle import MixedOraclePort
 from conformance.trace.mixed import TracedMixedRun
 from model.classic.client import ClassicClient
 from model.consumer.client import VirtualConsumer
-from model.consumer.messages import ConsumerGroupHeartbeatRequest
-from model.consumer.mixed_world import ClassicRequestEvent
-from model.consumer.world import AdvanceEvent, FailoverEvent, HeartbeatEvent, TopicEvent
+from model.consumer.mixed_world import LOST, request_event
+from model.consumer.world import AdvanceEvent, ClientEvent, FailoverEvent, TopicEvent
 from model.result import Delivery, Result
 
 #: real milliseconds between two rounds of member requests (the consumer heartbeat interval on
 #: the launchers is 500 ms, classic members heartbeat every round)
 REAL_TICK_MS = 250
+#: the trace ops of `MixedRun`'s wire faults (on a real target through `mixed_faults`)
+WIRE_FAULT_OPS = frozenset(
+    {"lose_response", "cut_connection", "duplicate_request", "delay_request", "release"}
+)
 
 
 class RealMixedRun(TracedMixedRun):
@@ -87,16 +90,19 @@ class RealMixedRun(TracedMixedRun):
                 self._send(name, request)
 
     def failover(self) -> None:
-        """Restart the target (`consumer_failover.restart`, issue 4) while the group is a consumer
-        group; connections drop and the members lose their requests in flight, as on the model
-        (`MixedRun.failover`). Otherwise the run is marked unsupported (an ERROR on replay)."""
-        from conformance.adapters.consumer_failover import mixed_restart_allowed
+        """Restart the target (`mixed_failover.restart`, issue 4; a consumer or a classic group);
+        connections drop and the members lose their requests in flight, as on the model
+        (`MixedRun.failover`). Without a group or a restart left the run is marked unsupported (an
+        ERROR on replay)."""
+        from conformance.adapters.mixed_failover import restart_allowed
 
         self._op({"op": "failover"})
-        why = mixed_restart_allowed(self.port) or (None if self.port.restart_left() else "no restart left")
+        why = restart_allowed(self.port) or (None if self.port.restart_left() else "no restart left")
         if why is not None:
             self.port.unsupported = self.port.unsupported or f"coordinator failover: {why}"
             return
+
+        self._release_all_held()  # the network delivers what it held before the target goes
 
         def load() -> Result:
             self.port.failover()
@@ -110,31 +116,79 @@ class RealMixedRun(TracedMixedRun):
 
         self._observed(FailoverEvent(), load)
 
-    def _send(self, name: str, request: object) -> None:
+    def _send(self, name: str, request: object, fault: str | None = None) -> None:
+        fault = fault or self.wire_next.pop(name, None)
+        if fault == "hold":  # held by the proxy until `release` (`mixed_faults`)
+            self._hold_request(name, request)
+            return
         ref = self._next_ref
         self._next_ref += 1
-        self._refs[ref] = name
-        event: object = (
-            HeartbeatEvent(ref, request, name)
-            if isinstance(request, ConsumerGroupHeartbeatRequest)
-            else ClassicRequestEvent(ref, request, name)  # type: ignore[arg-type]
-        )
+        if fault not in LOST:
+            self._refs[ref] = name
         answered: list[Any] = []
 
         def exchange() -> Result:
+            tell = getattr(self.port, "wire_fault", None)
+            if fault is not None and tell is not None:
+                tell(
+                    fault
+                )  # the fault proxy does it (`mixed_faults`); without it the answer is just not heard
             answer = self.port.exchange(name, request, ref)
             answered.append(answer)
             return Result(deliveries=[] if answer is None else [Delivery(ref, answer)])
 
         self.now = max(self.now, self.port.clock())
-        self._observed(event, exchange)
-        if answered and answered[0] is None:  # no answer by the deadline: the member gives up on it
+        self._observed(request_event(name, ref, request), exchange)
+        if fault in LOST or (answered and answered[0] is None):  # lost, or no answer by the deadline
             self._refs.pop(ref, None)
-            client = self.clients[name]
-            if isinstance(client, ClassicClient):
-                client.on_timeout()
-            elif isinstance(client, VirtualConsumer):
-                client.on_request_lost(self.now)
+            self._lost(name)
+        if fault == "duplicate":
+            copy = self._new_ref()
+            ask = getattr(self.port, "copy_exchange", None)
+            self._observed(
+                request_event(name, copy, request),
+                lambda: self._answered(copy, (ask or self.port.exchange)(name, request, copy)),
+            )
+
+    # ---------------------------------------------------------------- wire faults on the target
+    def _hold_request(self, name: str, request: object) -> None:
+        ref = self._new_ref()
+        self._refs[ref] = name
+        self.wire_held[name] = (ref, request)
+        self.now = max(self.now, self.port.clock())
+        self._observed(
+            ClientEvent(name, f"request ref {ref} held on the wire"), lambda: self._hold(name, request, ref)
+        )
+
+    def _hold(self, name: str, request: object, ref: int) -> Result:
+        hold = getattr(self.port, "hold_request", None)
+        if hold is not None:
+            hold(name, request, ref)
+        return Result()
+
+    def _deliver_held(self, name: str, request: object, ref: int) -> Result:
+        release = getattr(self.port, "release_request", None)
+        return self._answered(ref, (release or self.port.exchange)(name, request, ref))
+
+    def _release_held(self, name: str) -> None:
+        if name not in self.wire_held:
+            return
+        ref, request = self.wire_held.pop(name)
+        self.now = max(self.now, self.port.clock())
+        answered: list[Any] = []
+
+        def deliver() -> Result:
+            result = self._deliver_held(name, request, ref)
+            answered.extend(d.response for d in result.deliveries)
+            return result
+
+        self._observed(request_event(name, ref, request), deliver)
+        if not answered and self._refs.pop(ref, None) is not None:  # no answer by the deadline
+            self._lost(name)
+
+    @staticmethod
+    def _answered(ref: int, answer: Any) -> Result:
+        return Result(deliveries=[] if answer is None else [Delivery(ref, answer)])
 
 
 def real_mixed_run(port: MixedOraclePort, setup: dict[str, Any], variants: dict[str, str]) -> RealMixedRun:

@@ -3,7 +3,8 @@
 Classic consumers (`model.classic.client`, eager or cooperative, dynamic or static, JoinGroup v3/v4/v9)
 and KIP-848 consumers (`model.consumer.client`) share one group id on a `MixedCoordinator` under a
 drawn ``group.consumer.migration.policy``: members come and go (LeaveGroup, leave with -1/-2),
-crash, the coordinator fails over, time passes. The group is upgraded, downgraded and replaced as
+crash, the coordinator fails over, time passes; under the `faults` profile members' requests also
+lose their answers, are cut, duplicated or held on the wire (issue 4, `MixedRun`). The group is upgraded, downgraded and replaced as
 the rules allow. Every consumer and mixed invariant, and the classic invariants that read only the
 group (`CLASSIC_STATE_INVARIANTS`, on classic groups), are checked after every step.
 """
@@ -156,7 +157,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             live = self._live()
             name = live[i % len(live)]
             self.steps.append(f"crash {name}")
-            self.run.crash(name)
+            self._do(lambda: self.run.crash(name) if self.run else None)  # a held request arrives
 
         @precondition(lambda self: self.ready)
         @rule(ms=st.sampled_from((1_000, 3_000, 10_000, 30_000)))
@@ -169,5 +170,31 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         def failover(self) -> None:
             self.steps.append("coordinator failover")
             self._do(lambda: self.run.failover() if self.run else None)
+
+        if cfg.wire_faults:  # profile `faults` only: the other profiles keep their rules and draws
+
+            @precondition(lambda self: self.ready and bool(self._live()))
+            @rule(
+                i=st.integers(0, 7),
+                kind=st.sampled_from(
+                    ("lose_response", "cut_connection", "duplicate_request", "delay_request")
+                ),
+            )
+            def wire_fault(self, i: int, kind: str) -> None:
+                """Issue 4: the member's next request loses its answer, is cut, sent twice or held on
+                the wire (`MixedRun`); it happens at the next tick."""
+                assert self.run is not None
+                live = self._live()
+                name = live[i % len(live)]
+                self.steps.append(f"{kind} {name}")
+                self._do(lambda: getattr(self.run, kind)(name) if self.run else None)
+
+            @precondition(lambda self: self.ready and bool(self.run.wire_held))
+            @rule()
+            def release(self) -> None:
+                assert self.run is not None
+                for name in sorted(self.run.wire_held):
+                    self.steps.append(f"release {name}")
+                    self._do(lambda name=name: self.run.release(name) if self.run else None)
 
     return MixedMachine

@@ -13,8 +13,8 @@ While the group is a consumer group, every request is answered at once (GMM
 a classic group here never has more than one member, so its JoinGroup is never parked waiting for
 others (reference §A: the join phase completes when every known member has rejoined). That keeps
 every verdict independent of request ordering across connections. Coordinator failover (issue 4,
-profile `faults`) restarts the target while the group is a consumer group with at most one classic
-member live (`conformance.adapters.consumer_failover`).
+profile `faults`) restarts the target with at most one classic member live, the group a consumer
+group or a classic one (`conformance.adapters.mixed_failover`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SETTLE_MS = 1_500
 
 
 def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
-    from conformance.adapters.mixed_realtime import RealMixedRun, real_mixed_run
+    from conformance.adapters.mixed_realtime import REAL_TICK_MS, RealMixedRun, real_mixed_run
 
     checker = cfg.checker or Checker("mixed")
 
@@ -84,6 +84,10 @@ def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         def _live(self) -> list[str]:
             assert self.run is not None
             return [n for n in sorted(self.run.clients) if n not in self.run.stopped]
+
+        def _held_ok(self) -> list[str]:
+            """Members whose request may be held: not the anchor (`delay_request`)."""
+            return [n for n in self._live() if n != self.anchor]
 
         def _classic_live(self) -> list[str]:
             return [n for n in self._live() if n.startswith("c")]
@@ -189,26 +193,63 @@ def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
 
             @precondition(
                 lambda self: (
-                    self.anchored
-                    and len(self._classic_live()) <= 1
+                    len(self._classic_live()) <= 1
                     and self.run is not None
                     and self.run.port.supports_failover
                 )
             )
             @rule()
             def failover(self) -> None:
-                """Issue 4: the target restarts (`consumer_failover`) while the group is a consumer group.
-                At most one classic member is live, so a group downgraded while the members expire (a
-                crash restart) is a classic group of at most one member, as everywhere in this machine."""
-                from conformance.adapters.consumer_failover import mixed_restart_allowed
+                """Issue 4: the target restarts (`mixed_failover`), the group a consumer group or, after
+                a downgrade, a classic group (reloaded from its last GroupMetadata record). At most one
+                classic member is live, so a group downgraded while the members expire (a crash
+                restart) is a classic group of at most one member, as everywhere in this machine."""
+                from conformance.adapters.mixed_failover import restart_allowed
 
                 assert self.run is not None
-                why = mixed_restart_allowed(self.run.port)
+                why = restart_allowed(self.run.port)
                 if why is not None or not self.run.port.restart_left():
                     self.steps.append(f"coordinator failover skipped: {why or 'the run has no restart left'}")
                     return
                 self._do("coordinator failover", lambda: self.run.failover() if self.run else None)
                 self._settle()
+
+        if cfg.wire_faults:  # profile `faults`: wire faults through the proxy (`mixed_faults`)
+
+            @precondition(lambda self: self.run is not None and bool(self._live()))
+            @rule(
+                i=st.integers(0, 7),
+                kind=st.sampled_from(("lose_response", "cut_connection", "duplicate_request")),
+            )
+            def wire_fault(self, i: int, kind: str) -> None:
+                """The member's next request: its answer lost, its connection cut under it, or sent
+                twice (`MixedRun`); it happens within the half second that follows."""
+                live = self._live()
+                name = live[i % len(live)]
+                self._do(f"{kind} {name}", lambda: getattr(self.run, kind)(name) if self.run else None)
+                self._settle(2 * REAL_TICK_MS)
+
+            @precondition(
+                lambda self: self.run is not None and not self.run.wire_held and bool(self._held_ok())
+            )
+            @rule(i=st.integers(0, 7))
+            def delay_request(self, i: int) -> None:
+                """The member's next request is held on the wire (until `release`, its stop or crash,
+                or a failover) while the others go on. Never the anchor's: its session could expire
+                meanwhile and downgrade a group of several classic members (whose joins park)."""
+                names = self._held_ok()
+                name = names[i % len(names)]
+                self._do(f"delay_request {name}", lambda: self.run.delay_request(name) if self.run else None)
+                self._settle(2 * REAL_TICK_MS)
+
+            @precondition(lambda self: self.run is not None and bool(self.run.wire_held))
+            @rule()
+            def release(self) -> None:
+                assert self.run is not None
+                for name in sorted(self.run.wire_held):
+                    self._do(
+                        f"release {name}", lambda name=name: self.run.release(name) if self.run else None
+                    )
 
         @precondition(lambda self: self.run is not None and self.anchor is None)
         @rule()

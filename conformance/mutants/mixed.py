@@ -113,6 +113,20 @@ class ClassicRebalanceTimer(MixedCoordinator):
     consumer_class = _ClassicRebalanceTimer
 
 
+class ClassicLoadForgetsExpiry(MixedCoordinator):
+    """Loads a classic group after a failover without arming its members' heartbeat expiry (Kafka's
+    ``onLoaded`` reschedules each loaded member's heartbeat, apache/kafka@1eb7644
+    GroupMetadataManager.java L3828-3843): members that never come back stay for ever. Only a
+    failover while the group is classic shows it (issue 4: `conformance.adapters.mixed_failover`
+    loads each hypothesis' classic group through the coordinator's ``failover``)."""
+
+    def failover(self, records: list[object], now: int) -> tuple[MixedState, Result]:
+        state, result = super().failover(records, now)
+        for group in state.classic.groups.values():
+            group.timers = {k: t for k, t in group.timers.items() if not k.startswith("expire:")}
+        return state, result
+
+
 MIXED_MUTANTS: dict[str, type[MixedCoordinator]] = {
     "upgrade-ignores-policy": UpgradeIgnoresPolicy,
     "upgrade-keeps-classic-group": UpgradeKeepsClassicGroup,
@@ -124,4 +138,5 @@ MIXED_MUTANTS: dict[str, type[MixedCoordinator]] = {
     "generation-off-by-one": GenerationOffByOne,
     "sync-gives-target": SyncGivesTarget,
     "classic-rebalance-timer": ClassicRebalanceTimer,
+    "classic-load-forgets-expiry": ClassicLoadForgetsExpiry,
 }

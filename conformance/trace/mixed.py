@@ -1,7 +1,8 @@
 """Recording and replaying mixed-group runs (B.13; the mixed twin of `conformance.trace.consumer`).
 
 `TracedMixedRun` logs each call of `MixedRun`'s driver API as an op (``topic``, ``add_classic``,
-``add_consumer``, ``stop``, ``crash``, ``run_for``, ``failover``) and pairs it with the observations
+``add_consumer``, ``stop``, ``crash``, ``run_for``, ``failover``; the wire faults ``lose_response``,
+``cut_connection``, ``duplicate_request``, ``delay_request``, ``release``) and pairs it with the observations
 it produced: the op's own step line carries the first, ``{"op": "cont"}`` lines the rest; an op
 that observed nothing (a client started, a crash) still gets its line. The header's set-up names
 the migration policy, the coordinator's seed and the tick; ``mixed_mutant`` is a variant. Replay
@@ -21,7 +22,13 @@ from model.consumer.mixed_state import MigrationPolicy
 from model.consumer.mixed_world import MixedRun, MixedWorld
 from model.observation import Observation
 
-OPS = ("topic", "add_classic", "add_consumer", "stop", "crash", "run_for", "failover")
+OPS = ("topic", "add_classic", "add_consumer", "stop", "crash", "run_for", "failover") + (
+    "lose_response",
+    "cut_connection",
+    "duplicate_request",
+    "delay_request",
+    "release",
+)
 #: client settings given as tuples (JSON arrays in the trace)
 TUPLE_FIELDS = ("topics", "assignors")
 
@@ -68,6 +75,26 @@ class TracedMixedRun(CheckedLog, MixedRun):
     def failover(self) -> None:
         self._op({"op": "failover"})
         super().failover()
+
+    def lose_response(self, name: str) -> None:
+        self._op({"op": "lose_response", "name": name})
+        super().lose_response(name)
+
+    def cut_connection(self, name: str) -> None:
+        self._op({"op": "cut_connection", "name": name})
+        super().cut_connection(name)
+
+    def duplicate_request(self, name: str) -> None:
+        self._op({"op": "duplicate_request", "name": name})
+        super().duplicate_request(name)
+
+    def delay_request(self, name: str) -> None:
+        self._op({"op": "delay_request", "name": name})
+        super().delay_request(name)
+
+    def release(self, name: str) -> None:
+        self._op({"op": "release", "name": name})
+        super().release(name)
 
     def _step(self, event: object, call: Any) -> None:
         super()._step(event, call)

@@ -9,6 +9,17 @@ classic and consumer-protocol clients of one group.
 a virtual clock: each tick fires due timers, then every running client (in name order) sends what
 it would send; responses, including those of parked JoinGroups, are routed back by reference.
 After every step it captures the world and checks the invariants it was given.
+
+Wire faults (issue 4, the `faults` profile on real targets), armed for a member's next request (at
+a tick, or its leave): the request can have its answer lost after the coordinator applied it (`lose_response`), its connection cut under it
+(`cut_connection`), reach the coordinator twice (`duplicate_request`: the copy right after the
+original, its answer observed, heard by nobody), or be held on the wire until `release`
+(`delay_request`: the coordinator sees it after whatever happened meanwhile). A member that loses
+an answer takes the disconnect path at once (classic: `ClassicClient.on_timeout`, rejoin with its
+member id; KIP-848: `VirtualConsumer.on_request_lost`, resend every field); the request timeout a
+classic client waits first is not modelled here (the classic simulator models it). One connection
+keeps its order, so a held request reaches the coordinator before its member's leave, at a crash
+(what was on the wire arrives; nobody hears it) and before a failover.
 """
 
 from __future__ import annotations
@@ -188,6 +199,15 @@ def capture_mixed_world(
 
 
 Client = ClassicClient | VirtualConsumer
+#: the wire faults whose answer the member never hears
+LOST = ("drop", "cut")
+
+
+def request_event(name: str, ref: int, request: object) -> object:
+    """The event a member's request is observed under (either protocol)."""
+    if isinstance(request, ConsumerGroupHeartbeatRequest):
+        return HeartbeatEvent(ref, request, name)
+    return ClassicRequestEvent(ref, request, name)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -209,6 +229,10 @@ class MixedRun:
     observations: list[Observation[MixedWorld]] = field(default_factory=list)
     _refs: dict[int, str] = field(default_factory=dict)
     _next_ref: int = 1
+    #: the wire fault armed for a member's next request: member name -> drop | cut | duplicate | hold
+    wire_next: dict[str, str] = field(default_factory=dict)
+    #: requests held on the wire (`delay_request`): member name -> (ref, request)
+    wire_held: dict[str, tuple[int, object]] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- set-up
 
@@ -230,6 +254,9 @@ class MixedRun:
 
     def stop(self, name: str) -> None:
         """Shut a client down: a classic member sends LeaveGroup (dynamic), a consumer leaves with -1/-2."""
+        self._release_held(name)  # one connection keeps its order
+        if self.wire_next.get(name) == "hold":
+            del self.wire_next[name]  # nothing releases a stopped member's leave
         client = self.clients[name]
         if isinstance(client, ClassicClient):
             client.inflight = None
@@ -249,6 +276,8 @@ class MixedRun:
     def crash(self, name: str) -> None:
         """The client stops sending anything (its coordinator-side timers will expire)."""
         self.stopped.add(name)
+        self.wire_next.pop(name, None)
+        self._release_held(name)  # what it had on the wire arrives
         client = self.clients[name]
         if isinstance(client, VirtualConsumer):
             client.crash()
@@ -277,6 +306,7 @@ class MixedRun:
 
     def failover(self) -> None:
         """A new coordinator loads the durable records; connections drop, in-flight requests are lost."""
+        self._release_all_held()  # the network delivers what it held before the old coordinator goes
 
         def load() -> Result:
             state, result = self.coordinator.failover(self.records, self.now)
@@ -291,15 +321,95 @@ class MixedRun:
 
         self._step(FailoverEvent(), load)
 
-    def _send(self, name: str, request: object) -> None:
+    def _send(self, name: str, request: object, fault: str | None = None) -> None:
+        fault = fault or self.wire_next.pop(name, None)
+        if fault == "hold":
+            self._hold_request(name, request)
+            return
+        ref = self._new_ref()
+        if fault not in LOST:
+            self._refs[ref] = name
+        self._step(
+            request_event(name, ref, request),
+            lambda: self.coordinator.handle(self.state, request, ref, self.now),
+        )
+        if fault in LOST:
+            self._lost(name)
+        if fault == "duplicate":
+            copy = self._new_ref()  # the copy's answer goes to nobody
+            self._step(
+                request_event(name, copy, request),
+                lambda: self.coordinator.handle(self.state, request, copy, self.now),
+            )
+
+    def _new_ref(self) -> int:
         ref = self._next_ref
         self._next_ref += 1
+        return ref
+
+    # ---------------------------------------------------------------- wire faults (module docstring)
+
+    def lose_response(self, name: str) -> None:
+        """The member's next request is applied; its answer is lost on the way back."""
+        self._arm(name, "drop")
+
+    def cut_connection(self, name: str) -> None:
+        """The member's connection closes after its next request reached the coordinator."""
+        self._arm(name, "cut")
+
+    def duplicate_request(self, name: str) -> None:
+        """The member's next request reaches the coordinator twice, the copy right after the original
+        was answered (Kafka serves one connection's requests in order)."""
+        self._arm(name, "duplicate")
+
+    def delay_request(self, name: str) -> None:
+        """The member's next request is held on the wire until `release` (the member waits for it)."""
+        self._arm(name, "hold")
+
+    def _arm(self, name: str, fault: str) -> None:
+        """The fault happens to the member's next request (sent at a tick, or its leave)."""
+        if name in self.clients and name not in self.stopped and name not in self.wire_held:
+            self.wire_next[name] = fault
+
+    def _hold_request(self, name: str, request: object) -> None:
+        ref = self._new_ref()
         self._refs[ref] = name
-        if isinstance(request, ConsumerGroupHeartbeatRequest):
-            event: object = HeartbeatEvent(ref, request, name)
+        self.wire_held[name] = (ref, request)
+        self._step(
+            ClientEvent(name, f"request ref {ref} held on the wire"), lambda: self._hold(name, request, ref)
+        )
+
+    def release(self, name: str) -> None:
+        """The held request of ``name`` reaches the coordinator now."""
+        self._release_held(name)
+
+    def release_all(self) -> None:
+        self._release_all_held()
+
+    def _release_all_held(self) -> None:
+        for name in sorted(self.wire_held):
+            self._release_held(name)
+
+    def _release_held(self, name: str) -> None:
+        if name not in self.wire_held:
+            return
+        ref, request = self.wire_held.pop(name)
+        self._step(request_event(name, ref, request), lambda: self._deliver_held(name, request, ref))
+
+    def _hold(self, name: str, request: object, ref: int) -> Result:
+        """The request goes on the wire and is held there (the coordinator does not see it yet)."""
+        return Result()
+
+    def _deliver_held(self, name: str, request: object, ref: int) -> Result:
+        return self.coordinator.handle(self.state, request, ref, self.now)
+
+    def _lost(self, name: str) -> None:
+        """The member never hears its request's answer: the disconnect path (module docstring)."""
+        client = self.clients[name]
+        if isinstance(client, ClassicClient):
+            client.on_timeout()
         else:
-            event = ClassicRequestEvent(ref, request, name)  # type: ignore[arg-type]
-        self._step(event, lambda: self.coordinator.handle(self.state, request, ref, self.now))
+            client.on_request_lost(self.now)
 
     def _step(self, event: object, call: Callable[[], Result]) -> None:
         before = self.world()
