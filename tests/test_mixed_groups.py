@@ -624,11 +624,20 @@ def test_empty_groups_of_the_other_type_are_replaced_whatever_the_policy() -> No
     assert h.state.group_type("g") == "consumer" and not h.group.members
     unknown = h.send(jg("someone"))
     assert isinstance(unknown, JoinGroupResponse) and unknown.error == E.UNKNOWN_MEMBER_ID
-    assert h.state.group_type("g") == "consumer"
+    # the rejected join removed the empty consumer group from memory, no tombstone written
+    # (`ConsumerGroupDropped`; tests/test_mixed_empty_group_drop.py)
+    assert h.state.group_type("g") is None
     assert h.send(jg(version=3)) is None  # parked in the new classic group's initial rebalance
     assert h.state.group_type("g") == "classic"
-    assert any(isinstance(rec, ConsumerGroupTombstone) for rec in h.records)
+    assert not any(isinstance(rec, ConsumerGroupTombstone) for rec in h.records)
     assert not h.violations
+    h2 = Harness(MixedCoordinator(MixedConfig(policy=MigrationPolicy.DISABLED)))
+    ok(h2.send(join("K")))
+    ok(h2.send(replace(beat("K", -1))))
+    assert h2.send(jg(version=3)) is None  # a join without member id replaces it durably
+    assert h2.state.group_type("g") == "classic"
+    assert any(isinstance(rec, ConsumerGroupTombstone) for rec in h2.records)
+    assert not h2.violations
 
 
 # ------------------------------------------------------------------------------ downgrade

@@ -745,11 +745,13 @@ class ConsumerOraclePort(HypothesisFindings):
             not isinstance(request, ConsumerGroupHeartbeatRequest)
             or target.error_code != ErrorCode.NONE
             or answer.error_code != ErrorCode.NONE
-            or target.assigned() is None
         ):
             return [(c, why)]
+        got = revealed_assignment(before, request, target)
+        if got is None:
+            return [(c, why)]
         out: list[tuple[CHypo, str | None]] = []
-        for adopted, why2 in self._adopt(c, before, request, ref, at, target, prior):
+        for adopted, why2 in self._adopt(c, before, request, ref, at, target, prior, got):
             out.append((adopted, why2))
         if not any(w is None for _, w in out):
             out.append((c, why))
@@ -764,10 +766,11 @@ class ConsumerOraclePort(HypothesisFindings):
         at: int,
         target: ConsumerGroupHeartbeatResponse,
         prior: frozenset[TopicPartition] | None,
+        got: frozenset[TopicPartition],
     ) -> list[tuple[CHypo, str | None]]:
-        """The target's assignment choice, installed in the model when it is legal (module docstring)."""
+        """The target's assignment choice (``got``: what the member holds as assigned after the
+        answer, `revealed_assignment`), installed in the model when it is legal (module docstring)."""
         coord = self.coords[c.origin]
-        got = target.assigned() or frozenset()
         gid = request.group_id
         after_group = c.state.groups.get(gid)
         member_after = None if after_group is None else after_group.members.get(request.member_id)
@@ -866,6 +869,27 @@ class ConsumerOraclePort(HypothesisFindings):
             return
         exact = m.state == MemberState.STABLE and m.member_epoch == g.assignment_epoch
         c.pins = {**c.pins, m.member_id: Pin(m.assigned, m.pending_revocation, exact)}
+
+
+def revealed_assignment(
+    before: ConsumerCoordinatorState, request: Any, target: Any
+) -> frozenset[TopicPartition] | None:
+    """What a matched-in-all-but-assignment heartbeat answer says the member is assigned now.
+
+    An answer without an assignment says "unchanged" (reference §B.10): Kafka sets it only for a join,
+    a full request or when the member's assigned partitions changed (group-coordinator
+    GroupMetadataManager ``consumerGroupHeartbeat``: ``isFullRequest ||
+    hasAssignedPartitionsChanged(member, updatedMember)``, apache/kafka mirror 1eb7644). So an
+    omitted assignment reveals as much as an explicit one: the member still holds what it held before
+    the request (in this hypothesis). That is how a target whose uniform assignor gave the freed
+    partition to another member (hash-map order, reference §F) answers a member that gets nothing
+    new. None when the hypothesis does not know the member (nothing to adopt against)."""
+    got: frozenset[TopicPartition] | None = target.assigned()
+    if got is not None:
+        return got
+    g = before.groups.get(request.group_id)
+    m = None if g is None else g.members.get(request.member_id)
+    return None if m is None else m.assigned
 
 
 def _offers(caps: Any, api_key: int, version: int) -> bool:

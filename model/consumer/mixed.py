@@ -105,7 +105,12 @@ from model.consumer.messages import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from model.consumer.mixed_state import ClassicGroupTombstone, MigrationPolicy, MixedState
+from model.consumer.mixed_state import (
+    ClassicGroupTombstone,
+    ConsumerGroupDropped,
+    MigrationPolicy,
+    MixedState,
+)
 from model.consumer.mixed_state import apply as mixed_apply
 from model.consumer.mixed_state import rebuild as mixed_rebuild
 from model.consumer.records import (
@@ -700,10 +705,16 @@ class MixedCoordinator:
             return result
         if not group.members:
             result = Result()
-            if req.member_id == "":
-                tombstone = ConsumerGroupTombstone(req.group_id)
-                mixed_apply(state, tombstone)
-                result.records.append(tombstone)
+            # the empty consumer group goes either way; its tombstone is written only with a join that
+            # creates the classic group: a member id is rejected and the tombstone dropped with it
+            # (`ConsumerGroupDropped`, Kafka 4.4.0 as observed: the next heartbeat is GROUP_ID_NOT_FOUND)
+            removal = (
+                ConsumerGroupTombstone(req.group_id)
+                if req.member_id == ""
+                else ConsumerGroupDropped(req.group_id)
+            )
+            mixed_apply(state, removal)
+            result.records.append(removal)
             result.extend(self.classic.handle_join_group(state.classic, req, ref, now))
             return result
         return self._consumer_call(

@@ -57,6 +57,21 @@ class ClassicGroupTombstone:
     group_id: str
 
 
+@dataclass(frozen=True)
+class ConsumerGroupDropped:
+    """An empty consumer group removed from the coordinator's memory with NO tombstone written.
+
+    Kafka's ``classicGroupJoinToClassicGroup`` first calls ``maybeDeleteEmptyConsumerGroup`` (tombstones
+    into the request's record list, then ``removeGroup`` at once); a JoinGroup with a member id then
+    finds no classic group (``getOrMaybeCreateClassicGroup(groupId, false)`` throws) and is answered
+    UNKNOWN_MEMBER_ID with ``EMPTY_RESULT``, dropping the tombstones (GroupMetadataManager, apache/kafka
+    mirror 1eb7644 L4039-4052 and L6032; the same calls in the released kafka-group-coordinator-4.4.0
+    jar). The group is gone until the next load, which reads it back from the log: volatile here."""
+
+    durable: ClassVar[bool] = False
+    group_id: str
+
+
 _CLASSIC_TYPES = (
     classic_records.GroupCreated,
     classic_records.GroupUpdated,
@@ -124,6 +139,8 @@ def apply(state: MixedState, record: object) -> MixedState:
     """Apply one record (classic, consumer or conversion) to ``state`` in place; return it."""
     if isinstance(record, ClassicGroupTombstone):
         state.classic.groups.pop(record.group_id, None)
+    elif isinstance(record, ConsumerGroupDropped):
+        state.consumer.groups.pop(record.group_id, None)
     elif is_classic_record(record):
         classic_records.apply(state.classic, record)  # type: ignore[arg-type]
     else:
@@ -168,4 +185,19 @@ def rebuild(records: Iterable[object], now: int) -> MixedState:
     consumer = consumer_records.replay(
         r for r in durable if not is_classic_record(r) and not isinstance(r, ClassicGroupTombstone)
     )
+    # a GroupMetadata record replaces whatever group the id had (GMM ``replay(GroupMetadataKey, ...)``
+    # ends in ``groups.put``, mirror 1eb7644 L3971): after a `ConsumerGroupDropped` no consumer
+    # tombstone precedes the classic group's records, and the later classic group wins the load
+    last_consumer: dict[str, int] = {}
+    for i, r in enumerate(durable):
+        owner = getattr(r, "group_id", None)
+        if isinstance(owner, str) and not is_classic_record(r) and not isinstance(r, ClassicGroupTombstone):
+            last_consumer[owner] = i
+    for owner, idx in last_consumer.items():
+        if owner in consumer.groups and owner in classic.groups:
+            if any(
+                isinstance(r, classic_records.GroupMetadataRecord) and r.group_id == owner
+                for r in durable[idx + 1 :]
+            ):
+                consumer.groups.pop(owner)
     return MixedState(classic=classic, consumer=consumer)
