@@ -489,9 +489,10 @@ class ConsumerSim:
         out: list[Obs] = self.release_all()  # the network delivers what it held
         self._record("settle", bound_ms=bound_ms, tick_ms=tick_ms, extra_rounds=extra_rounds)
         self.quiet_since, self.convergence_bound_ms = self.now, bound_ms
-        end = self.now + bound_ms + extra_rounds * tick_ms
         try:
-            while self.now < end:
+            # quiet_since never moves on the virtual clock; a real-clock sim may restart the quiet
+            # period when the target stalls (`RealTimeConsumerSim._exchange`)
+            while self.now < self.quiet_since + bound_ms + extra_rounds * tick_ms:
                 for name in sorted(self.clients):
                     c = self.clients[name]
                     if c.state == ClientState.RECONCILING and not c.crashed:
