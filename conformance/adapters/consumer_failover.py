@@ -36,15 +36,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.adapters.faults import describe_on_coordinator, poll_served
+from conformance.adapters.faults import (
+    RESTART_DEADLINE_S,
+    describe_on_coordinator,
+    poll_served,
+    restart_process,
+)
 from conformance.errors import TargetError
 from model.consumer.messages import TopicPartition
 from model.consumer.records import durable_view
 from model.consumer.state import REBALANCE, SESSION
 
 API_CONSUMER_GROUP_DESCRIBE = 69
-#: how long a restart (stop, start, the group served again) may take
-RESTART_DEADLINE_S = 120.0
 GROUP_ID_NOT_FOUND = 69
 
 
@@ -224,19 +227,11 @@ def restart(port: Any) -> Any:
     """The consumer machine's Failover rule on a real target (module docstring); the step's Result."""
     from model.result import Result
 
-    launcher = port.session.launcher
     done = port.session.__dict__.setdefault("restarts_by_protocol", {})
     done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
     port.session.restarts_done += 1
     t = port.clock()
-    port.adapter.drop_all()
-    if port.adapter.proxy is not None:
-        port.adapter.proxy.cut_all()
-    port.adapter.take_findings()  # connections we closed ourselves are not findings
-    try:
-        launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
-    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
-        port._crash(t, f"restart failed: {e}")
+    if not restart_process(port, t):
         return Result()
     try:
         t_load, seen = wait_served(port, RESTART_DEADLINE_S)

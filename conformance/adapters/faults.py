@@ -278,6 +278,21 @@ def summary(session: Any) -> str:
 RESTART_DEADLINE_S = 120.0
 
 
+def restart_process(port: Any, t: int) -> bool:
+    """Close every member connection (ours, so not findings) and restart the target process, for the
+    Failover rule of every protocol; a target that cannot come back is a crash finding at ``t``."""
+    port.adapter.drop_all()
+    if port.adapter.proxy is not None:
+        port.adapter.proxy.cut_all()
+    port.adapter.take_findings()
+    try:
+        port.session.launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
+    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
+        port._crash(t, f"restart failed: {e}")
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Recovered:
     """The group as the target shows it after a restart (DescribeGroups)."""
@@ -396,19 +411,11 @@ def restart(port: Any) -> list[Any]:
     """The machine's Failover rule on a real target: restart it, reload the model, compare."""
     from model.classic.records import load
 
-    launcher = port.session.launcher
     port.session.restarts_done += 1
     port._collect(0)
     t = port.clock()
     in_flight = [r for r in port.requests if r not in port.answers and r not in port.lost]
-    port.adapter.drop_all()
-    if port.adapter.proxy is not None:
-        port.adapter.proxy.cut_all()
-    port.adapter.take_findings()  # connections we closed ourselves are not findings
-    try:
-        launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
-    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
-        port._crash(t, f"restart failed: {e}")
+    if not restart_process(port, t):
         return []
     t_load, seen = wait_loaded(port, RESTART_DEADLINE_S)
     port.restarts.append((t, t_load, port.clock()))

@@ -183,24 +183,15 @@ def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
 def restart(port: Any) -> Any:
     """The mixed machine's Failover rule on a real target: restart, reload every hypothesis (either
     group type), compare with what the target recovered (module docstring); the step's Result."""
-    from conformance.adapters.consumer_failover import RESTART_DEADLINE_S
-    from conformance.adapters.faults import poll_served
+    from conformance.adapters.faults import RESTART_DEADLINE_S, poll_served, restart_process
     from conformance.errors import TargetError
     from model.result import Result
 
-    launcher = port.session.launcher
     done = port.session.__dict__.setdefault("restarts_by_protocol", {})
     done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
     port.session.restarts_done += 1
     t = port.clock()
-    port.adapter.drop_all()
-    if port.adapter.proxy is not None:
-        port.adapter.proxy.cut_all()
-    port.adapter.take_findings()  # connections we closed ourselves are not findings
-    try:
-        launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
-    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
-        port._crash(t, f"restart failed: {e}")
+    if not restart_process(port, t):
         return Result()
     try:
         t_load, seen = poll_served(port, RESTART_DEADLINE_S, lambda: describe(port))
