@@ -189,3 +189,53 @@ def test_revealed_assignment_reads_an_omitted_one_as_unchanged() -> None:
     same = ConsumerGroupHeartbeatResponse(member_id="a", member_epoch=2, heartbeat_interval_ms=500)
     assert revealed_assignment(state, beat("a", 1), same) == frozenset({("t", 0)})
     assert revealed_assignment(state, beat("x", 1), same) is None  # a member the hypothesis lacks
+
+
+# ------------------------------------------------------------- a static member's replacement
+class KeepsLastTarget(ConsumerCoordinator):
+    """A legal uniform target that lets each member keep its highest partitions (the model keeps the
+    lowest), members met in ascending id order: another choice Kafka's hash-map order can make."""
+
+    def run_assignor(
+        self, name: str, members: dict[str, AssignmentMember], topics: dict[str, int], homogeneous: bool
+    ) -> GroupAssignment:
+        every = [(t, p) for t in sorted(topics) for p in range(topics[t])]
+        order = sorted(members)
+        quota = len(every) // len(order)
+        out = {m: set(sorted(members[m].current, reverse=True)[:quota]) for m in order}
+        free = [tp for tp in every if not any(tp in mine for mine in out.values())]
+        for m in order + order:  # fill to the quota, then the extras
+            while free and len(out[m]) < quota + (m in order[: len(every) % len(order)]):
+                out[m].add(free.pop(0))
+        return {m: frozenset(mine) for m, mine in out.items()}
+
+
+def join_tu(member: str, instance: str | None = None) -> ConsumerGroupHeartbeatRequest:
+    return dataclasses.replace(join(member, instance), subscribed_topic_names=("t", "u"))
+
+
+def test_a_static_replacement_reveals_the_departed_members_target_and_it_is_adopted() -> None:
+    """Regression of `faults/apache-kafka.consumer.all-seed1-static-rejoin-assignment.ndjson` (Kafka
+    4.4.0, `--protocol all --profile faults --seed 1`): static c3 holds everything, c2 joins (its
+    answer reveals nothing), c3 leaves with -2 and rejoins under a new member id; the replacement
+    copies the departed member's target (reference §B.7), so its answer is the first sight of the
+    target's choice, made for the old member id. The oracle adopted only for the member id of the
+    request and reported a protocol finding."""
+    port = ScriptedPort(KeepsLastTarget(dataclasses.replace(CONFIG, initial_group_epoch=1)), {})
+    port.target.create_topic(port.target_state, "u", 1)
+    for h in port.hypos:
+        port.coords[h.origin].create_topic(h.state, "u", 1)
+    steps = [
+        (0, join_tu("s1", "i3")),
+        (10, dataclasses.replace(beat("s1", 2, "i3"), topic_partitions=())),
+        (20, join_tu("a")),
+        (30, beat("s1", -2, "i3")),
+        (40, join_tu("s2", "i3")),  # ref 5: the replacement's first answer
+        (540, beat("a", 3)),
+    ]
+    answers = {ref: port.send(at, ref, req) for ref, (at, req) in enumerate(steps, 1)}
+    assert answers[5].assigned() == frozenset({("u", 0)})  # the target let c3 keep u-0
+    assert all(a.error_code == ErrorCode.NONE for a in answers.values())
+    assert [f.message for f in port.findings] == []
+    notes = [f.message for f in port.session.compat if f.rule == "compat.assignor"]
+    assert any("to s2" in n for n in notes), notes

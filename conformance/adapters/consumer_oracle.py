@@ -800,11 +800,17 @@ class ConsumerOraclePort(HypothesisFindings):
         for want in options:
             d = CHypo(before.copy(), c.origin, c.now, c.pins, c.pin_epoch, c.adoptions + 1, c.fired, c.notes)
             g = d.state.groups.get(gid)
+            key = request.member_id
+            if g is not None and key not in g.members and request.instance_id is not None:
+                # a static member's replacement copies the departing member's target assignment
+                # (reference §B.7, GMM L2204-2290), so Kafka's choice is adopted as that member's
+                static = g.static_member(request.instance_id)
+                key = key if static is None else static.member_id
             pins: dict[str, Pin] = {}
             if g is not None and d.pin_epoch == g.assignment_epoch and not recomputed:
-                pins = {m: p for m, p in d.pins.items() if m in g.members and m != request.member_id}
+                pins = {m: p for m, p in d.pins.items() if m in g.members and m != key}
             fixed = {m: p.floor for m, p in pins.items() if p.exact}
-            fixed[request.member_id] = want
+            fixed[key] = want
             pins = {m: p for m, p in pins.items() if not p.exact}
             try:
                 if recomputed:
@@ -814,7 +820,7 @@ class ConsumerOraclePort(HypothesisFindings):
                     finally:
                         coord.adopt = None  # type: ignore[attr-defined]
                 else:
-                    if g is None or request.member_id not in g.members:
+                    if g is None or key not in g.members:
                         continue
                     if not self._install(d, gid, fixed, pins):
                         out.append((d, f"adopting {_tps(want)} for {request.member_id}: no legal completion"))
