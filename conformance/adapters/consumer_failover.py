@@ -41,6 +41,7 @@ from conformance.adapters.faults import (
     describe_on_coordinator,
     poll_served,
     restart_process,
+    unexplained_recovery,
 )
 from conformance.errors import TargetError
 from model.consumer.messages import TopicPartition
@@ -254,10 +255,5 @@ def restart(port: Any) -> Any:
     if keep:
         port.hypos = port._dedupe(keep)
     else:
-        port._finding(
-            "protocol",
-            "oracle.Failover",
-            f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
-            + " | ".join(dict.fromkeys(reasons)),
-        )
+        unexplained_recovery(port, t, reasons)
     return Result()

@@ -278,6 +278,17 @@ def summary(session: Any) -> str:
 RESTART_DEADLINE_S = 120.0
 
 
+def unexplained_recovery(port: Any, t: int, reasons: list[str]) -> None:
+    """The protocol finding of every Failover rule when no hypothesis explains what the target
+    recovered after a restart; ``reasons`` says why each loaded hypothesis did not."""
+    port._finding(
+        "protocol",
+        "oracle.Failover",
+        f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
+        + " | ".join(dict.fromkeys(reasons)),
+    )
+
+
 def restart_process(port: Any, t: int) -> bool:
     """Close every member connection (ours, so not findings) and restart the target process, for the
     Failover rule of every protocol; a target that cannot come back is a crash finding at ``t``."""
@@ -454,10 +465,5 @@ def restart(port: Any) -> list[Any]:
     if keep:
         port.hypos = keep
     else:
-        port._finding(
-            "protocol",
-            "oracle.Failover",
-            f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
-            + " | ".join(dict.fromkeys(reasons)),
-        )
+        unexplained_recovery(port, t, reasons)
     return list(deliveries or [])

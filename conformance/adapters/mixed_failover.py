@@ -183,7 +183,12 @@ def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
 def restart(port: Any) -> Any:
     """The mixed machine's Failover rule on a real target: restart, reload every hypothesis (either
     group type), compare with what the target recovered (module docstring); the step's Result."""
-    from conformance.adapters.faults import RESTART_DEADLINE_S, poll_served, restart_process
+    from conformance.adapters.faults import (
+        RESTART_DEADLINE_S,
+        poll_served,
+        restart_process,
+        unexplained_recovery,
+    )
     from conformance.errors import TargetError
     from model.result import Result
 
@@ -218,10 +223,5 @@ def restart(port: Any) -> Any:
     if keep:
         port.hypos = port._dedupe(keep)
     else:
-        port._finding(
-            "protocol",
-            "oracle.Failover",
-            f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
-            + " | ".join(dict.fromkeys(reasons)),
-        )
+        unexplained_recovery(port, t, reasons)
     return Result()
