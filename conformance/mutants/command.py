@@ -14,7 +14,12 @@ from conformance.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m = sub.add_parser("mutants", help="run the suite from scratch against every mutant: the kill matrix")
-    m.add_argument("--protocol", default="all", choices=["classic", "consumer", "all"])
+    m.add_argument(
+        "--protocol",
+        default="all",
+        choices=["classic", "consumer", "all", "mixed"],
+        help="mixed: the mixed machine against the mixed-group mutants (reports/mutants_mixed.md)",
+    )
     m.add_argument("--mutant", action="append", default=[], help="only this mutant (repeatable)")
     m.add_argument("--budget", type=float, default=60.0, help="seconds per mutant (default 60)")
     m.add_argument("--max-examples", type=int, help="examples per mutant (default: the profile's)")
@@ -42,6 +47,8 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     from conformance.mutants.matrix import render_markdown, run_matrix, text_row
     from conformance.profiles import get_profile
 
+    if args.protocol == "mixed":
+        return cmd_mixed_mutants(args)
     if args.list:
         for m in MUTANTS.values():
             if args.protocol in ("all", m.protocol):
@@ -80,4 +87,44 @@ def cmd_mutants(args: argparse.Namespace) -> int:
             render_markdown(rows, command=command, machine=machine(), shrunk=not args.no_shrink)
         )
         print(f"report: {args.report}")
+    return EXIT_OK if caught == len(rows) else EXIT_VIOLATION
+
+
+def cmd_mixed_mutants(args: argparse.Namespace) -> int:
+    """`groupcheck mutants --protocol mixed`: the mixed-group mutants (conformance/mutants/mixed_kill.py)."""
+    from conformance.mutants.mixed import MIXED_MUTANTS
+    from conformance.mutants.mixed_kill import render_markdown, run_mixed_matrix, text_row
+    from conformance.profiles import get_profile
+
+    if args.list:
+        for name, cls in MIXED_MUTANTS.items():
+            print(f"{name:34s} mixed    {' '.join((cls.__doc__ or '').split())}")
+        return EXIT_OK
+    if args.budget <= 0:
+        raise UsageError("--budget must be positive (seconds per mutant)")
+    for name in args.mutant:
+        if name not in MIXED_MUTANTS:
+            raise UsageError(f"unknown mixed mutant {name!r} (known: {', '.join(MIXED_MUTANTS)})")
+    profile = get_profile(args.profile)
+    print(f"mixed kill matrix: budget {args.budget:g} s per mutant, profile {profile.name}, seed {args.seed}")
+    rows = run_mixed_matrix(
+        args.mutant or None,
+        profile=profile,
+        budget_s=args.budget,
+        max_examples=args.max_examples,
+        seed=args.seed,
+        progress=lambda r: print(text_row(r), flush=True),
+    )
+    caught = sum(r.caught and r.expected_hit for r in rows)
+    print(f"caught {caught} of {len(rows)} (by an expected invariant)")
+    if not args.no_report:
+        report = (
+            args.report
+            if args.report != Path("reports") / "mutants.md"
+            else Path("reports") / "mutants_mixed.md"
+        )
+        command = "groupcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(render_markdown(rows, command=command, machine=machine(), profile=profile))
+        print(f"report: {report}")
     return EXIT_OK if caught == len(rows) else EXIT_VIOLATION
