@@ -109,6 +109,15 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 self.run.add_consumer(name, topics=("t",), instance_id=instance)
             self.steps.append(f"start {name}" + (f" (instance {instance})" if instance else ""))
 
+        def _instance(self, name: str) -> str | None:
+            """The client's ``group.instance.id`` (classic: its config; KIP-848: the consumer's own)."""
+            assert self.run is not None
+            c = self.run.clients[name]
+            found = getattr(c, "instance_id", None) or getattr(
+                getattr(c, "config", None), "instance_id", None
+            )
+            return str(found) if found else None
+
         @property
         def ready(self) -> bool:
             return self.run is not None
@@ -118,13 +127,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule(classic=st.booleans(), static=st.booleans(), join_version=st.sampled_from((3, 4, 9)))
         def start(self, classic: bool, static: bool, join_version: int) -> None:
             assert self.run is not None
-            used = set()
-            for n in self._live():
-                c = self.run.clients[n]
-                used.add(
-                    getattr(c, "instance_id", None)
-                    or getattr(getattr(c, "config", None), "instance_id", None)
-                )
+            used = {self._instance(n) for n in self._live()}
             free = [i for i in ("i1", "i2") if i not in used]
             self._add(classic, free[0] if static and free else None, join_version)
 
@@ -141,13 +144,17 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule(i=st.integers(0, 7))
         def roll(self, i: int) -> None:
             """One step of a rolling upgrade or downgrade: a member is replaced by one speaking the
-            other protocol, then the group settles for a while."""
+            other protocol, then the group settles for a while. A static member's replacement keeps
+            its ``group.instance.id``, as a rolled process does, so a classic static member can
+            replace the last consumer-protocol member (the downgrade of
+            ``validateOnlineDowngradeWithReplacedMemberId``, reference B.13)."""
             assert self.run is not None
             live = self._live()
             name = live[i % len(live)]
+            instance = self._instance(name)
             self.steps.append(f"roll {name}")
             self._do(lambda: self.run.stop(name) if self.run else None)
-            self._add(name.startswith("k"), None, 9)
+            self._add(name.startswith("k"), instance, 9)
             self._do(lambda: self.run.run_for(20_000) if self.run else None)
 
         @precondition(lambda self: self.ready and bool(self._live()))
