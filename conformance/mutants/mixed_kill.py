@@ -12,6 +12,8 @@ writes ``reports/mutants_mixed.md`` (``groupcheck mutants --protocol mixed``).
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,8 +59,9 @@ class MixedKillRow:
 
 
 def _fault(name: str) -> str:
-    doc = MIXED_MUTANTS[name].__doc__ or ""
-    return " ".join(doc.split(".")[0].split())
+    """The first sentence of the mutant's docstring (a dot inside a name does not end it)."""
+    doc = " ".join((MIXED_MUTANTS[name].__doc__ or "").split())
+    return re.split(r"\.(?:\s|$)", doc, maxsplit=1)[0]
 
 
 def run_mixed_mutant(
@@ -143,6 +146,7 @@ def render_markdown(rows: list[MixedKillRow], *, command: str, machine: str, pro
         f"Command: `{command}`  ",
         f"Machine: {machine}; profile {profile.name} ({profile.max_examples} examples x {profile.step_count} steps "
         "unless --max-examples)  ",
+        f"Load average (1 min) at the end: {os.getloadavg()[0]:.1f} (a shared machine: seconds are wall clock).  ",
         f"Caught by an expected invariant: {caught} of {len(rows)}.",
         "",
         "Columns: *runs* = check runs (seeds) until caught; *s* = wall-clock seconds of those runs (the",
