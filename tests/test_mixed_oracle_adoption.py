@@ -111,3 +111,11 @@ def test_a_run_that_leaves_its_recording_is_an_error_not_a_verdict() -> None:
     first.event = dataclasses.replace(first.event, client="k9")
     result = replay_recorded(trace)
     assert result.verdict == "ERROR" and "the recording" in (result.error or ""), result.error
+
+
+def test_replay_against_the_recording_from_the_command_line(capsys: object) -> None:
+    from conformance.cli import main
+
+    assert main(["replay", str(K2), "--target", "recording"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "on recording" in out and ": FIXED" in out and "exact" in out

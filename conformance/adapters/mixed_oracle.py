@@ -24,6 +24,13 @@ Kafka's arbitrary choices, checked legal and ADOPTED:
   differs from the model only in the partitions it gives, the target's choice is installed in
   the model's target assignment if a legal completion exists (`consumer_oracle.complete_assignment`);
   for a classic member the partitions are those of the SyncGroup assignment bytes (reference §C.1).
+  What answers revealed of the current target is kept by later adoptions, as in the consumer
+  oracle (`consumer_oracle.pin_revealed`, `adoption_constraints`, `install_target`): a heartbeat's
+  or a SyncGroup's partitions, all of the member's target once it is reconciled. A classic member's
+  JoinGroup reconciles it to partitions its answer does not show (`Unrevealed`); when an adoption
+  changes that member's target before its SyncGroup, its reconciliation is done again to the new
+  target (`_rereconcile`), and the request's observation starts from that state
+  (`SplitPort.rewritten`). Issue 4, `--protocol all --profile faults --seed 1` on Kafka 4.4.0.
 
 No hypothesis explains an answer -> a protocol finding (``oracle.<Api>``, request, answer, what
 the model expected). Differences in Apache Kafka's exact bytes (the encoded assignment's version,

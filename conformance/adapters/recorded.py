@@ -14,7 +14,8 @@ about that run, every time.
 A replayed run that asks for something the recording does not hold (another request under a ref,
 a ref never recorded) stops with `RecordingDiverged` naming the step: the recording answers only
 the run it recorded. Wire faults are not re-enacted: a held request is just not sent (a release is
-sent at its recorded moment), and a trace with lost, cut or duplicated requests is refused.
+sent at its recorded moment), and a trace with lost, cut or duplicated requests or a coordinator
+restart is refused.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ from model.consumer.world import AdvanceEvent
 
 #: how long after its recorded send a recorded answer arrives (the trace keeps the send time only)
 ANSWER_MS = 3
-#: wire-fault ops whose effect a recording cannot re-enact (a held request needs none: see module doc)
-UNREPLAYABLE_OPS = frozenset({"lose_response", "cut_connection", "duplicate_request"})
+#: how much later than its tick's clock reading a tick's step may be dated (`recorded_ticks`)
+TICK_SLACK_MS = 2
+#: how much later than its step a request may have been sent (`send_moments`)
+SEND_SLACK_MS = 5
+#: ops whose effect a recording cannot re-enact: wire faults but a held request (module docstring), restarts
+UNREPLAYABLE_OPS = frozenset({"lose_response", "cut_connection", "duplicate_request", "failover"})
 
 
 class RecordingDiverged(ToolError):
@@ -67,9 +72,41 @@ def recorded_exchanges(trace: Trace) -> dict[int, Recorded]:
 
 
 def recorded_ticks(trace: Trace) -> list[int]:
-    """The moments of the trace's ticks: advance observations at the step's own time (a timer split,
-    `timer_split`, is an advance to a model time before it)."""
-    return sorted({s.now for s in trace.steps if isinstance(s.event, AdvanceEvent) and s.event.now == s.now})
+    """The moments of the trace's ticks: advance observations to the clock of their own step (the
+    step's time is read a moment later: up to ``TICK_SLACK_MS``); a timer split (`timer_split`) is
+    an advance to the model time of a timer, earlier."""
+    return sorted(
+        {
+            s.event.now
+            for s in trace.steps
+            if isinstance(s.event, AdvanceEvent) and 0 <= s.now - s.event.now <= TICK_SLACK_MS
+        }
+    )
+
+
+def send_moments(recording: dict[int, Recorded], ticks: list[int]) -> dict[int, int]:
+    """When each recorded request reached the oracle's clock. A step is dated a moment before its
+    request is sent, and a consumer-protocol member schedules its next heartbeat from that send
+    (`VirtualConsumer.on_response`: the answer's interval after it), so a member that let a tick pass
+    without heartbeating sent a little later than its step says: at least just past that tick less
+    the interval (up to ``SEND_SLACK_MS`` later). Every other request is taken at its step's time."""
+    out = {ref: rec.sent_ms for ref, rec in recording.items()}
+    by_member: dict[str, list[int]] = {}
+    for ref in sorted(recording):
+        by_member.setdefault(recording[ref].member, []).append(ref)
+    for refs in by_member.values():
+        for ref, nxt in zip(refs, refs[1:], strict=False):
+            rec, answer = recording[ref], recording[ref].answer
+            interval = getattr(answer, "heartbeat_interval_ms", 0) or 0
+            if not isinstance(rec.request, ConsumerGroupHeartbeatRequest) or interval <= 0:
+                continue
+            own = max((t for t in ticks if t <= recording[nxt].sent_ms), default=0)  # the next one's tick
+            skipped = [t for t in ticks if rec.sent_ms < t < own]
+            if skipped:
+                need = skipped[-1] - interval + 1
+                if 0 < need - rec.sent_ms <= SEND_SLACK_MS:
+                    out[ref] = need
+    return out
 
 
 class RecordedMixedPort(MixedOraclePort):
@@ -78,6 +115,8 @@ class RecordedMixedPort(MixedOraclePort):
     recording: dict[int, Recorded]
     #: the recorded moments of the run's ticks (`RealMixedRun.tick`'s advance observations)
     ticks: list[int]
+    #: when each request is sent (`send_moments`), by ref
+    sent: dict[int, int]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -108,7 +147,7 @@ class RecordedMixedPort(MixedOraclePort):
                 f"step {rec.step}: the replayed run sends {member}'s {type(request).__name__} as ref {ref}, "
                 f"the recording {rec.member}'s {type(rec.request).__name__}"
             )
-        self.fake_now = max(self.fake_now, rec.sent_ms)
+        self.fake_now = max(self.fake_now, self.sent[ref])
         return super().exchange(member, request, ref)
 
     def _encode(self, request: Any) -> tuple[int, int, Any]:
@@ -164,6 +203,7 @@ def recorded_port(trace: Trace) -> RecordedMixedPort:
     )  # type: ignore[arg-type]
     port.recording = recorded_exchanges(trace)
     port.ticks = recorded_ticks(trace)
+    port.sent = send_moments(port.recording, port.ticks)
     return port
 
 
