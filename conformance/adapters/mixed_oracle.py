@@ -817,10 +817,10 @@ class MixedOraclePort(HypothesisFindings):
         """Reconcile again, to their new target, the ``changed`` classic members whose JoinGroup
         reconciled them without showing their partitions (`Unrevealed`): as Kafka's JoinGroup would
         have with the target it chose (`model.consumer.reconcile`, the model's own rule, from the
-        member's assignment before the join, the other members' holdings as they are). False when that
-        contradicts what the JoinGroup showed (another generation) or would move a revocation, which
-        this does not redo: then the target's choice is not explained this way (None); else the
-        members reconciled again."""
+        member's assignment before the join, the other members' holdings as they are). The members
+        reconciled again; None when that contradicts what the JoinGroup showed (another generation)
+        or would move a revocation, which this does not redo: the target's choice is then not
+        explained this way."""
         g = d.state.consumer.groups[gid]
         config = coord.consumer.config
         redone: set[str] = set()
