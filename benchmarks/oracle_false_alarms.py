@@ -12,11 +12,13 @@ run by run on the same broker. ``before`` restores the oracle and the model as t
 the false-alarm fixes (session 5, issue 4; see `legacy`), ``after`` is the current code, and
 ``nosplit`` is the current code with only the consumer and mixed oracles' observation split turned
 off (`timer_split.SplitPort.split_timers`: timers fired before a request folded into its
-observation, as before session 6).
+observation, as before session 6), ``s6`` the current code without session 7's fixes (`session6`).
+``--protocol mixed`` runs the mixed machine (ci profile, 3 examples x 8 steps), ``all`` the three
+protocols in turn.
 Prints one line per run and a table; ``--keep DIR`` writes each failure's trace there.
 
-Usage: python benchmarks/oracle_false_alarms.py RUNS [--mode agree|ci] [--protocol classic|consumer]
-       [--variants before,nosplit,after] [--burn N] [--stall S] [--keep DIR]
+Usage: python benchmarks/oracle_false_alarms.py RUNS [--mode agree|ci]
+       [--protocol classic|consumer|mixed|all] [--variants before,nosplit,s6,after] [--burn N] [--stall S] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -136,19 +138,38 @@ def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
         os.kill(pid, signal.SIGCONT)
 
 
+#: the oracle variants a run may alternate (module docstring)
+VARIANTS = ("before", "nosplit", "s6", "after")
+
+
+@contextlib.contextmanager
+def session6() -> Iterator[None]:
+    """The oracles as at the end of session 6: the current code without session 7's false-alarm
+    fixes (the classic oracle's lineage switch, `OraclePort._operate` / `RealTimeSim._switched`)."""
+    port = oracle_mod.OraclePort
+    port.take_switched = lambda self: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del port.take_switched
+
+
 def variant_context(variant: str) -> contextlib.AbstractContextManager[None]:
     if variant == "before":
         return legacy()
     if variant == "nosplit":
         return no_split()
+    if variant == "s6":
+        return session6()
     return contextlib.nullcontext()
 
 
-def one_run(handle: Any, args: argparse.Namespace, variant: str, seed: int) -> Any:
-    if args.protocol == "consumer":
+def one_run(handle: Any, args: argparse.Namespace, protocol: str, variant: str, seed: int) -> Any:
+    if protocol in ("consumer", "mixed"):
+        # the ci profile as `check` runs it (consumer 6 x 20, mixed 3 x 8: `consumer_check`, `mixed_check`)
         with variant_context(variant):
             return _run_one(
-                handle, "consumer", real_profile("ci"), 6, seed, {}, "protocol", time.monotonic()
+                handle, protocol, real_profile("ci"), None, seed, {}, "protocol", time.monotonic()
             ).result
     examples, profile = (3, "dev") if args.mode == "agree" else (12, "ci")
     inner = handle.port_factory()
@@ -171,18 +192,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", type=int)
     ap.add_argument("--mode", choices=("agree", "ci"), default="agree")
-    ap.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
+    ap.add_argument("--protocol", choices=("classic", "consumer", "mixed", "all"), default="classic")
     ap.add_argument("--variants", default="before,after")
     ap.add_argument("--burn", type=int, default=0, help="busy-loop processes beside the run")
     ap.add_argument("--stall", type=float, default=0.0, help="longest SIGSTOP pause of the broker (s)")
     ap.add_argument("--keep", type=Path, default=None, help="write each failure's trace here")
     args = ap.parse_args()
     variants = args.variants.split(",")
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        ap.error(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    protocols = ("classic", "consumer", "mixed") if args.protocol == "all" else (args.protocol,)
+    cells = [(p, v) for p in protocols for v in variants]
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burn)]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
-    failed = {v: 0 for v in variants}
-    done = {v: 0 for v in variants}
+    failed = {c: 0 for c in cells}
+    done = {c: 0 for c in cells}
+    wall = {c: 0.0 for c in cells}
     loads: list[float] = []
+    started = time.time()
     stop = threading.Event()
     try:
         with open_target("apache-kafka") as handle:
@@ -192,17 +220,19 @@ def main() -> None:
                 thread.start()
             try:
                 for i in range(args.runs):
-                    for variant in variants:
-                        seed = 7 if args.mode == "agree" and args.protocol == "classic" else i
+                    for protocol, variant in cells:
+                        seed = 7 if args.mode == "agree" and protocol == "classic" else i
                         t0 = time.monotonic()
-                        result = one_run(handle, args, variant, seed)
+                        result = one_run(handle, args, protocol, variant, seed)
                         found = [(v.invariant, v.message[:200]) for v in result.violations]
-                        done[variant] += 1
-                        failed[variant] += bool(found)
+                        cell = (protocol, variant)
+                        done[cell] += 1
+                        failed[cell] += bool(found)
+                        wall[cell] += time.monotonic() - t0
                         loads.append(os.getloadavg()[0])
                         print(
-                            f"{i} {variant} seed {seed} {time.monotonic() - t0:.1f}s load {loads[-1]:.1f} "
-                            f"{'FAIL' if found else 'ok'} {found}",
+                            f"{i} {protocol} {variant} seed {seed} {time.monotonic() - t0:.1f}s "
+                            f"load {loads[-1]:.1f} {'FAIL' if found else 'ok'} {found}",
                             flush=True,
                         )
                         if found and args.keep is not None and result.trace is not None:
@@ -210,7 +240,7 @@ def main() -> None:
 
                             args.keep.mkdir(parents=True, exist_ok=True)
                             write_trace(
-                                result.trace, args.keep / f"{args.protocol}-{variant}-{i}-seed{seed}.ndjson"
+                                result.trace, args.keep / f"{protocol}-{variant}-{i}-seed{seed}.ndjson"
                             )
             finally:
                 stop.set()
@@ -222,12 +252,20 @@ def main() -> None:
         for p in burners:
             p.kill()
             p.wait()
-    what = f"{args.protocol} {args.mode if args.protocol == 'classic' else 'ci'}"
-    print(f"\n| oracle | runs ({what}) | false divergences | load average (min-max) |")
-    print("|---|---|---|---|")
-    for v in variants:
-        print(f"| {v} | {done[v]} | {failed[v]} | {min(loads):.1f}-{max(loads):.1f} |")
-    print(f"(busy loops {args.burn}, broker stalls up to {args.stall:g} s)")
+    print(
+        "\n| protocol | oracle | runs | false divergences | wall (s, mean per run) | load average (min-max) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for (p, v), n in done.items():
+        what = f"{p} {args.mode}" if p == "classic" else f"{p} ci"
+        mean = wall[(p, v)] / n if n else 0.0
+        lo, hi = (min(loads), max(loads)) if loads else (0.0, 0.0)
+        print(f"| {what} | {v} | {n} | {failed[(p, v)]} | {mean:.1f} | {lo:.1f}-{hi:.1f} |")
+    print(
+        f"(busy loops {args.burn}, broker stalls up to {args.stall:g} s; "
+        f"total wall {time.time() - started:.0f} s, {time.strftime('%H:%M', time.gmtime(started))}-"
+        f"{time.strftime('%H:%M', time.gmtime())} UTC)"
+    )
 
 
 if __name__ == "__main__":

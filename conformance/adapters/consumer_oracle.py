@@ -488,8 +488,8 @@ class ConsumerOraclePort(HypothesisFindings):
             fresh = real not in self.session.__dict__.get("topic_ids", {})
             self.session.ensure_topic(real)
             ids = _topic_ids(self.session, [real])
-            if fresh:
-                time.sleep(TOPIC_PROPAGATION_S)
+            if fresh:  # counted while the target is seen running (`topic_ops.seen_running_for`)
+                topic_ops.seen_running_for(self.session.adapter, real, TOPIC_PROPAGATION_S)
             if real not in ids:
                 raise TargetError(
                     f"{self.session.adapter.bootstrap}: Metadata does not list topic {real} with an id"

@@ -369,8 +369,11 @@ class MixedOraclePort(HypothesisFindings):
         fresh = real not in self.session.__dict__.get("topic_ids", {})
         self.session.ensure_topic(real)
         ids = _topic_ids(self.session, [real])
-        if fresh:  # the coordinator learns a new topic from the next metadata image (consumer_oracle)
-            time.sleep(TOPIC_PROPAGATION_S)
+        if fresh:  # the coordinator learns a new topic from the next metadata image (consumer_oracle),
+            # counted while the target is seen running (`topic_ops.seen_running_for`)
+            from conformance.adapters.topic_ops import seen_running_for
+
+            seen_running_for(self.adapter, real, TOPIC_PROPAGATION_S)
         if real not in ids:
             raise TargetError(f"{self.adapter.bootstrap}: Metadata does not list topic {real} with an id")
         self.topics.add(topic, real, ids[real])

@@ -39,7 +39,7 @@ from typing import Any
 from conformance.adapters import faults
 from conformance.adapters.codec import API_NAMES, api_key_of, decode_response, encode_request
 from conformance.adapters.kafka import KafkaAdapter
-from conformance.adapters.timer_split import SplitPort
+from conformance.adapters.timer_split import SplitPort, switched_from
 from conformance.errors import TargetError
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (
@@ -145,6 +145,9 @@ class Hypo:
     pre: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
     #: the same for the timers it fired after its operation (the view: just after the operation)
     post: tuple[frozenset[int], dict[str, GroupSnap], int, int] | None = None
+    #: the hypothesis this candidate was computed from, during one operation only (`_operate`
+    #: clears it): `timer_split.switched_from`
+    parent: Any = field(default=None, compare=False, repr=False)
 
     def key(self) -> Any:
         return (self.state, sorted(self.outstanding.items(), key=lambda kv: kv[0]))
@@ -577,10 +580,7 @@ class OraclePort(SplitPort):
         durable = self.hypos[0].durable if self.hypos else []
         if self.mid_view is not None:
             durable = durable[: self.mid_view[2]]
-        for rec in reversed(durable):
-            if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
-                return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
-        return None
+        return persisted_in(durable, group_id)
 
     def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
         if not self.hypos:
@@ -918,8 +918,11 @@ class OraclePort(SplitPort):
         tm = self.timing
         self.session.ops += 1
         cands: list[Hypo] = []
+        reported = self.hypos[0] if self.hypos else None
         for h in self.hypos:
-            cands.extend(self._candidates(h, t, op))
+            for c in self._candidates(h, t, op):
+                c.parent = h
+                cands.append(c)
         horizon = t - tm.early_ms
         soft = t + tm.late_ms + 50
         hard = t + tm.answer_deadline_ms
@@ -944,7 +947,7 @@ class OraclePort(SplitPort):
                 self._crash(t, "the target closed a connection with requests outstanding")
                 return self._new_deliveries()
             self._collect(0.01)
-        self.pre_split = self.post_split = None
+        self.pre_split = self.post_split = self.switched = None
         if not cands or not keep:
             self._divergence(t, op, list(reasons.values()))
             return self._new_deliveries(everything=True)
@@ -962,6 +965,9 @@ class OraclePort(SplitPort):
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
             self.pre_split, self.post_split = h0.pre, h0.post
+            self.switched = switched_from(reported, h0, _switch_view)
+            for h in self.hypos:  # no lineage chains: a parent lives for one operation
+                h.parent = None
             for note in h0.compat[self.compat_reported :]:
                 self._finding("kafka-compat", "compat.JoinGroup", f"t={t}: {note}")
             self.compat_reported = max(self.compat_reported, len(h0.compat))
@@ -1040,6 +1046,20 @@ class OraclePort(SplitPort):
                 self.delivered.add(ref)
                 out.append(Delivery(ref, resp))
         return out
+
+
+def persisted_in(durable: Sequence[Any], group_id: str) -> PersistedSnap | None:
+    """The group's last durable GroupMetadataRecord as the world shows it (None: none yet)."""
+    for rec in reversed(durable):
+        if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
+            return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
+    return None
+
+
+def _switch_view(parent: Hypo) -> tuple[dict[str, GroupSnap], tuple[Any, ...]]:
+    """What `RealTimeSim` shows of a lineage switch's parent (`timer_split.switched_from`): its
+    groups and durable records as they stood before the operation."""
+    return {gid: GroupSnap.of(g) for gid, g in parent.state.groups.items()}, tuple(parent.durable)
 
 
 def _short(resp: Any) -> str:

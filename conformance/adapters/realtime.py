@@ -8,6 +8,7 @@ timeouts the virtual members use are small (`REAL_TIMING`) so a run takes second
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from conformance.trace.classic import TracedClassicSim
@@ -74,13 +75,30 @@ class RealTimeSim(TracedClassicSim):
             world = rename(world, old, new)
         return world
 
+    def _switched(self, before: ClassicWorld | None) -> ClassicWorld | None:
+        """After a lineage switch (the answers refuted the hypothesis the last observation showed,
+        `timer_split.switched_from`), the group and its persisted metadata as the surviving
+        hypothesis had them before the operation: the refuted state never happened in the target,
+        and a transition from it would read, e.g., a session expiry undone as a member appearing
+        from nowhere."""
+        take = getattr(self.port, "take_switched", None)
+        switched = take() if take is not None else None
+        if switched is None or before is None:
+            return before
+        from conformance.adapters.oracle import persisted_in
+
+        groups, durable = switched
+        return dataclasses.replace(
+            before, group=groups.get(self.group_id), persisted=persisted_in(durable, self.group_id)
+        )
+
     def _finish(self, before, event, deliveries, *, failover=False, replay=False):  # type: ignore[no-untyped-def]
         """A request whose operation, in the reported hypothesis, began with timers firing (a due
         timer the target may act on just before it processes the request) is shown as two
         observations: those timers as an ``advance`` of 0 ms (recorded so, kept in
         ``pre_observations`` for the machine to check first), then the request from the state
         they left (`OraclePort.take_pre_split`)."""
-        before = self._renamed(before)
+        before = self._renamed(self._switched(before))
         take = getattr(self.port, "take_pre_split", None)
         pre = take() if take is not None and isinstance(event, Send) else None
         if pre is not None:
@@ -130,6 +148,7 @@ class RealTimeSim(TracedClassicSim):
         self.port.sleep_until(start + max(ms, 20))  # type: ignore[attr-defined]
         self.now = max(self.now, self.port.clock())  # type: ignore[attr-defined]
         deliveries += self._with_copies(self.port.advance(self.now))
+        before = self._switched(before)
         leader_assignment = self._deliver(deliveries, replay=False)
         for name, (_ref, sent_at) in sorted(self.awaiting.items()):
             if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:

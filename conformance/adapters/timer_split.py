@@ -20,6 +20,7 @@ views, `OraclePort._run`). The invariants are unchanged: they see one more, smal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -93,8 +94,10 @@ def carry(
     return candidates
 
 
-def switched_from(reported: Any, chosen: Any) -> tuple[Any, int] | None:
+def switched_from(reported: Any, chosen: Any, view: Callable[[Any], Any] | None = None) -> Any:
     """(state, clock) of ``chosen``'s parent when that is not ``reported``: a lineage switch.
+    ``view`` gives another shape of the parent (the classic oracle's group views and durable
+    records, `OraclePort._operate`).
 
     Both outcomes of an uncertain timer stay hypotheses, and the simulator is shown one of them
     (the reported one, which prefers timers fired). When a later answer refutes it, the one reported
@@ -105,4 +108,4 @@ def switched_from(reported: Any, chosen: Any) -> tuple[Any, int] | None:
     parent = getattr(chosen, "parent", None)
     if parent is None or reported is None or parent is reported:
         return None
-    return parent.state.copy(), parent.now
+    return (parent.state.copy(), parent.now) if view is None else view(parent)

@@ -31,8 +31,15 @@ API_CREATE_PARTITIONS = 37
 API_DELETE_TOPICS = 20
 #: how long a topic change may take on the target (request, then Metadata showing it)
 CHANGE_DEADLINE_S = 30.0
-#: after Metadata shows a change: time for the group coordinator's event to run (its queue)
+#: after Metadata shows a change: time for the group coordinator's event to run (its queue), counted
+#: only while the target is seen running (`seen_running_for`)
 COORDINATOR_MARGIN_S = 0.3
+#: between two Metadata answers of `seen_running_for`: a longer silence is a pause of the target
+#: (GC, a starved or stopped JVM), and the margin counts again from the next answer
+RUNNING_GAP_S = 0.15
+#: how long `seen_running_for` waits for its margin at most (a target that never runs that long
+#: without a pause is still checked after this)
+RUNNING_CAP_S = 5.0
 
 
 def fresh_name(session: Any, model_topic: str, partitions: int, owner: str) -> str:
@@ -101,7 +108,7 @@ def wait_until(
     while True:
         seen = partition_counts(adapter, [name]).get(name)
         if seen == partitions:
-            time.sleep(COORDINATOR_MARGIN_S)
+            seen_running_for(adapter, name, COORDINATOR_MARGIN_S)
             return time.monotonic() - t0
         if time.monotonic() > end:
             want = "gone" if partitions is None else f"{partitions} partitions"
@@ -109,6 +116,31 @@ def wait_until(
                 f"{adapter.bootstrap}: topic {name} not {want} within {deadline_s:g}s (Metadata: {seen})"
             )
         time.sleep(0.05)
+
+
+def seen_running_for(adapter: Any, name: str, margin_s: float, poll_s: float = 0.05) -> float:
+    """Wait until the target has been seen running for ``margin_s`` without a pause; seconds waited.
+
+    Metadata showing a topic change is the broker's metadata cache; the group coordinator learns it
+    from its own event (`onNewMetadataImage`, module docstring), which runs some time later. A fixed
+    sleep is not that time when the broker is paused during it (a stall of the JVM stops the
+    coordinator's thread too): a heartbeat sent after the sleep may then meet a coordinator that has
+    not seen the topic and gets an empty assignment (seen under `benchmarks/oracle_false_alarms.py`'s
+    broker stalls: `oracle.ConsumerGroupHeartbeat` "no legal uniform assignment", session 7). So the
+    margin is counted on evidence: Metadata answers ``poll_s`` apart, a silence longer than
+    ``poll_s + RUNNING_GAP_S`` between two answers restarts it; at most `RUNNING_CAP_S`."""
+    t0 = time.monotonic()
+    start = last = t0
+    while True:
+        now = time.monotonic()
+        if now - start >= margin_s or now - t0 >= RUNNING_CAP_S:
+            return now - t0
+        time.sleep(poll_s)
+        partition_counts(adapter, [name])
+        answered = time.monotonic()
+        if answered - last > poll_s + RUNNING_GAP_S:
+            start = answered  # the target was paused: the margin counts from here
+        last = answered
 
 
 def create_partitions(adapter: Any, name: str, total: int, deadline_s: float = CHANGE_DEADLINE_S) -> float:

@@ -1,0 +1,158 @@
+"""A refuted reported hypothesis in the classic oracle (issue 4, `timer_split.switched_from`), without
+a real target: the "target" is a scripted port whose answers come from a second model coordinator.
+
+The oracle keeps both outcomes of an uncertain timer as hypotheses and shows the simulator one of
+them. When a later answer refutes the one shown, the next observation must start from the state
+the surviving hypothesis had before the operation, not from the refuted one (which never happened
+in the target). The consumer and mixed oracles had this (session 6); this is the classic oracle's.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+from conformance.adapters.oracle import Hypo, OraclePort, Timing
+from conformance.adapters.realtime import RealTimeSim
+from conformance.build import make_classic_sim
+from conformance.checker import Checker
+from model.choice import SeededChooser
+from model.classic.coordinator import ClassicCoordinator
+from model.classic.messages import HeartbeatRequest
+from model.classic.sim import Send
+from model.classic.state import ClassicState, GroupState
+from model.result import Delivery
+
+SESSION_MS = 1500
+
+
+class ScriptedClassicPort(OraclePort):
+    """The classic oracle with its wire replaced: a virtual clock (``_collect`` waits by moving it),
+    and answers computed at once by ``reference``, a model coordinator standing for the target."""
+
+    def __init__(self, coordinator: ClassicCoordinator, session: Any) -> None:
+        super().__init__(coordinator, session)
+        self.fake_now = 0
+        self.reference = ClassicCoordinator(coordinator.config, SeededChooser(99))
+        self.reference_state = ClassicState()
+
+    def clock(self) -> int:
+        return self.fake_now
+
+    def sleep_until(self, ms: int) -> list[Delivery]:
+        self.fake_now = max(self.fake_now, ms)
+        self._target_until(self.fake_now)
+        return []
+
+    def _collect(self, timeout: float) -> None:
+        self.fake_now += max(1, int(timeout * 1000))
+        self._target_until(self.fake_now)
+
+    def _target_until(self, now: int) -> None:
+        """The target fires its timers due by ``now``, on time (their answers at the deadline)."""
+        while (nxt := self.reference.next_deadline(self.reference_state)) is not None and nxt[0] <= now:
+            deadline, gid, key = nxt
+            for d in self.reference.fire_timer(self.reference_state, gid, key, deadline).deliveries:
+                self.answers[d.ref] = (d.response, deadline)
+
+    def _barrier(self) -> None:
+        pass
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        super().create_topic(topic, partitions)
+        self.reference.create_topic(self.reference_state, topic, partitions)
+
+    def send(self, ref: int, request: Any, now: int) -> list[Delivery]:
+        t = self.clock()
+        self._target_until(t)
+        self.requests[ref] = (self.current_member, request, getattr(request, "version", 0), t)
+        for d in self.reference.handle(self.reference_state, request, ref, t).deliveries:
+            self.answers[d.ref] = (d.response, t + 2)
+        return self._operate(t, ("send", ref, request))
+
+
+def scripted_sim() -> tuple[RealTimeSim, ScriptedClassicPort]:
+    session = SimpleNamespace(
+        adapter=SimpleNamespace(proxy=None, alive=lambda: True, take_findings=lambda: []),
+        timing=Timing(),
+        run_id="t",
+        groups=0,
+        ops=0,
+        compat=[],
+        rtt_ms=[],
+        next_group=lambda: "g",
+        ensure_topic=lambda name: None,
+        real_topic=lambda name, partitions: name,
+    )
+    made: list[ScriptedClassicPort] = []
+
+    def factory(coordinator: ClassicCoordinator) -> ScriptedClassicPort:
+        made.append(ScriptedClassicPort(coordinator, session))
+        return made[-1]
+
+    clients = [{"name": n, "topics": ["t"], "session_timeout_ms": SESSION_MS} for n in ("c1", "c2")]
+    sim = make_classic_sim(
+        {"t": 2}, clients, {"initial_rebalance_delay_ms": 0}, {}, port_factory=factory, sim_class=RealTimeSim
+    )
+    return sim, made[0]
+
+
+def _run(switch: bool) -> tuple[list[Any], list[str], ScriptedClassicPort]:
+    """c1 and c2 form a group; then the oracle is made to report a hypothesis in which c2's session
+    expired (as it does when that outcome explains the answers so far and the other waits for one),
+    and the target answers c1's next heartbeat NONE: c2 never expired there."""
+    sim, port = scripted_sim()
+    if not switch:
+        port.take_switched = lambda: None  # type: ignore[method-assign]
+    checker = Checker("classic")
+    seen: list[Any] = []
+    found: list[str] = []
+
+    def observe(obs: Any) -> None:
+        if obs is None:
+            return
+        pre = sim.take_pre_observations()
+        post = sim.take_post_observations()
+        for o in [*pre, obs, *post]:
+            seen.append(o)
+            found.extend(v.invariant for v in checker.check(o, len(seen)))
+
+    for _ in range(6):
+        for name in ("c1", "c2"):
+            observe(sim.client_step(name))
+            port.sleep_until(port.clock() + 20)
+    group = port.hypos[0].state.groups["g"]
+    assert group.state == GroupState.STABLE and len(group.members) == 2, group
+    # the refuted-to-be hypothesis: c2's session expiry fired (the group prepares a rebalance)
+    c2 = sim.clients["c2"].member_id
+    expired = copy.deepcopy(port.hypos[0])
+    key, timer = next((k, tm) for k, tm in expired.state.groups["g"].timers.items() if c2 in k)
+    port.coordinator.fire_timer(expired.state, "g", key, timer.deadline)
+    assert c2 not in expired.state.groups["g"].members
+    port.hypos = [expired, *port.hypos]
+    sim.world = sim.snapshot(None, False)  # the observation before showed it
+    shown = sim.world.group
+    assert shown is not None and shown.state == GroupState.PREPARING_REBALANCE
+    obs = sim.client_step("c1")  # a heartbeat: the target answers NONE
+    assert obs is not None and isinstance(obs.event.request, HeartbeatRequest)
+    observe(obs)
+    return seen, found, port
+
+
+def test_the_observation_after_a_refuted_hypothesis_starts_from_the_survivor() -> None:
+    seen, found, port = _run(True)
+    last = seen[-1]
+    assert isinstance(last.event, Send)
+    assert last.before.group is not None and last.before.group.state == GroupState.STABLE
+    assert len(last.before.group.members) == 2
+    assert last.after.group is not None and len(last.after.group.members) == 2
+    assert found == []
+    assert isinstance(port.hypos[0], Hypo) and port.hypos[0].parent is None  # no lineage chains
+
+
+def test_without_the_switch_the_observation_starts_from_the_refuted_state() -> None:
+    seen, _found, _port = _run(False)
+    last = seen[-1]
+    assert last.before.group is not None and last.before.group.state == GroupState.PREPARING_REBALANCE
+    assert len(last.before.group.members) == 1 and len(last.after.group.members) == 2
