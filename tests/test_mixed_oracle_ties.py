@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from conformance.adapters import _model_config_from
-from conformance.adapters.assignor_ties import member_orders, tie_breaks
+from conformance.adapters.assignor_ties import NOTE, member_orders, tie_breaks
 from conformance.adapters.consumer_codec import API_CONSUMER_GROUP_HEARTBEAT
 from conformance.adapters.mixed_oracle import MixedOraclePort, mixed_config
 from conformance.targets.apache_kafka import ApacheKafkaTarget
@@ -120,6 +120,8 @@ def test_kafkas_recorded_answers_are_explained() -> None:
     c3 = "zQIWFLpiRB6Nler71rkK5A"
     # every surviving hypothesis holds Kafka's choice: c3's target is the partition k2 revoked
     assert {h.state.consumer.groups["g"].target_of(c3) for h in port.hypos} == {frozenset({("t", 3)})}
+    # the followed tie-break is a kafka-compat note (the model's own order differs from Kafka's)
+    assert any(NOTE in f.message for f in port.session.compat)
 
 
 def test_a_heartbeat_no_tie_break_explains_is_still_a_finding() -> None:

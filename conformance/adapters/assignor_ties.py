@@ -39,6 +39,12 @@ from model.consumer.assignors import AssignmentMember, GroupAssignment
 #: up to this many members every order is tried (4! = 24); beyond it only the rotations of the id order
 ALL_ORDERS_UP_TO = 4
 
+#: the kafka-compat note a hypothesis with another tie-break carries (reported if it is the one followed)
+NOTE = (
+    "the uniform assignor broke a tie between members another way than the model's member-id order "
+    "(a hash-map order; legal, reference §F): that tie-break is followed"
+)
+
 Run = Callable[[dict[str, AssignmentMember]], GroupAssignment]
 
 
@@ -135,6 +141,7 @@ def apply_with_ties(
         for x, why in forked:
             if why is None and x.adoptions == snapshot.adoptions:  # explained with no further adoption
                 x.adoptions += 1
+                x.notes = x.notes + (NOTE,)
                 out.append((x, None))
     return out
 
