@@ -70,7 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     # -- traces (conformance/trace): replay, show, explore
     rp = sub.add_parser("replay", help="re-run a trace file on a target: FIXED / FAILED / ERROR")
     rp.add_argument("file")
-    rp.add_argument("--target", default="model")
+    rp.add_argument(
+        "--target",
+        default="model",
+        help="model | a target | recording (a mixed trace against its own recorded answers, no target)",
+    )
     rp.add_argument("--variant", action="append", default=[])
     rp.add_argument("--output", type=Path, help="write the replay's own trace under this run directory")
     rp.add_argument(

@@ -60,7 +60,7 @@ from model.consumer.messages import (
     TopicPartition,
 )
 from model.consumer.records import TargetAssignmentMemberRecord, apply
-from model.consumer.state import ConsumerCoordinatorState, MemberState
+from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, MemberState
 from model.errors import ErrorCode
 from model.result import Delivery, Result
 
@@ -800,18 +800,8 @@ class ConsumerOraclePort(HypothesisFindings):
         for want in options:
             d = CHypo(before.copy(), c.origin, c.now, c.pins, c.pin_epoch, c.adoptions + 1, c.fired, c.notes)
             g = d.state.groups.get(gid)
-            key = request.member_id
-            if g is not None and key not in g.members and request.instance_id is not None:
-                # a static member's replacement copies the departing member's target assignment
-                # (reference §B.7, GMM L2204-2290), so Kafka's choice is adopted as that member's
-                static = g.static_member(request.instance_id)
-                key = key if static is None else static.member_id
-            pins: dict[str, Pin] = {}
-            if g is not None and d.pin_epoch == g.assignment_epoch and not recomputed:
-                pins = {m: p for m, p in d.pins.items() if m in g.members and m != key}
-            fixed = {m: p.floor for m, p in pins.items() if p.exact}
-            fixed[key] = want
-            pins = {m: p for m, p in pins.items() if not p.exact}
+            key = adoption_key(g, request.member_id, request.instance_id)
+            fixed, pins = adoption_constraints(d.pins, d.pin_epoch, g, key, want, recomputed)
             try:
                 if recomputed:
                     coord.adopt, coord.adopt_pins = fixed, {}  # type: ignore[attr-defined]
@@ -851,37 +841,97 @@ class ConsumerOraclePort(HypothesisFindings):
         self, d: CHypo, gid: str, fixed: dict[str, frozenset[TopicPartition]], pins: Mapping[str, Pin]
     ) -> bool:
         """Replace the current target assignment by a legal one with ``fixed`` members' sets."""
-        coord = self.coords[d.origin]
-        g = d.state.groups[gid]
-        specs = coord.assignment_specs(d.state, g)
-        from model.consumer.assignors import is_homogeneous
-
-        homogeneous = is_homogeneous(coord.subscribed_topics(d.state, m) for m in g.members.values())
-        name = g.last_assignor or coord.config.assignors[0]
-        done = complete_assignment(
-            dict(g.target), fixed, specs, dict(g.subscription_metadata), name, homogeneous
-        )
-        if done is None:
-            return False
-        for member_id, parts in sorted(done.items()):
-            if parts != g.target_of(member_id):
-                apply(d.state, TargetAssignmentMemberRecord(gid, member_id, tuple(sorted(parts))))
-        return True
+        return install_target(self.coords[d.origin], d.state, gid, fixed, pins) is not None
 
     def _freeze(self, c: CHypo, request: Any, target: Any) -> None:
         """Pin what the member's (matched) answer revealed of its target; later adoptions keep it."""
         if not isinstance(request, ConsumerGroupHeartbeatRequest) or target.error_code != ErrorCode.NONE:
             return
         g = c.state.groups.get(request.group_id)
-        if g is None:
-            return
-        if c.pin_epoch != g.assignment_epoch:
-            c.pins, c.pin_epoch = {}, g.assignment_epoch
-        m = g.members.get(request.member_id)
-        if m is None:
-            return
-        exact = m.state == MemberState.STABLE and m.member_epoch == g.assignment_epoch
-        c.pins = {**c.pins, m.member_id: Pin(m.assigned, m.pending_revocation, exact)}
+        if g is not None:
+            c.pins, c.pin_epoch = pin_revealed(c.pins, c.pin_epoch, g, request.member_id)
+
+
+def install_target(
+    coord: ConsumerCoordinator,
+    state: ConsumerCoordinatorState,
+    gid: str,
+    fixed: Mapping[str, frozenset[TopicPartition]],
+    pins: Mapping[str, Pin],
+) -> set[str] | None:
+    """Replace group ``gid``'s current target assignment in ``state`` by a legal one giving ``fixed``
+    members exactly their sets and ``pins`` members their floor and none of their exclusions
+    (`complete_assignment`, the group's assignor and subscriptions); the members whose target
+    changed, or None when no legal completion exists (nothing changed). Shared by the consumer and
+    the mixed oracle."""
+    from model.consumer.assignors import is_homogeneous
+
+    g = state.groups.get(gid)
+    if g is None:
+        return None
+    specs = coord.assignment_specs(state, g)
+    homogeneous = is_homogeneous(coord.subscribed_topics(state, m) for m in g.members.values())
+    name = g.last_assignor or coord.config.assignors[0]
+    done = complete_assignment(
+        dict(g.target), fixed, specs, dict(g.subscription_metadata), name, homogeneous, pins
+    )
+    if done is None:
+        return None
+    changed: set[str] = set()
+    for member_id, parts in sorted(done.items()):
+        if parts != g.target_of(member_id):
+            changed.add(member_id)
+            apply(state, TargetAssignmentMemberRecord(gid, member_id, tuple(sorted(parts))))
+    return changed
+
+
+def pin_revealed(
+    pins: Mapping[str, Pin], pin_epoch: int, group: ConsumerGroup, member_id: str
+) -> tuple[Mapping[str, Pin], int]:
+    """``(pins, pin_epoch)`` once an answer to ``member_id`` matched: what the member is assigned and
+    revokes now is what the target told it, so a later adoption keeps it (its floor and exclusions;
+    all of it when the member is reconciled to the assignment epoch). Pins of an older assignment
+    epoch are dropped: a new target may move anything. Shared by the consumer and the mixed oracle
+    (there a classic member's SyncGroup answer reveals its assigned partitions, GMM
+    ``classicGroupSyncToConsumerGroup`` -> ``prepareAssignment``, apache/kafka@1eb7644 L5361-5407)."""
+    if pin_epoch != group.assignment_epoch:
+        pins, pin_epoch = {}, group.assignment_epoch
+    m = group.members.get(member_id)
+    if m is None:
+        return pins, pin_epoch
+    exact = m.state == MemberState.STABLE and m.member_epoch == group.assignment_epoch
+    return {**pins, member_id: Pin(m.assigned, m.pending_revocation, exact)}, pin_epoch
+
+
+def adoption_key(group: ConsumerGroup | None, member_id: str, instance_id: str | None) -> str:
+    """The member id under which the target's choice for ``member_id`` is adopted: a static member's
+    replacement (a new member id with a known instance id) copies the departing member's target
+    assignment (reference §B.7, GMM L2204-2290), so Kafka's choice is that member's."""
+    if group is not None and member_id not in group.members and instance_id is not None:
+        static = group.static_member(instance_id)
+        if static is not None:
+            return static.member_id
+    return member_id
+
+
+def adoption_constraints(
+    pins: Mapping[str, Pin],
+    pin_epoch: int,
+    group: ConsumerGroup | None,
+    key: str,
+    want: frozenset[TopicPartition],
+    recomputed: bool,
+) -> tuple[dict[str, frozenset[TopicPartition]], dict[str, Pin]]:
+    """(members whose target is fixed, members pinned to a floor) for adopting ``want`` as ``key``'s
+    target: ``key`` gets ``want``, members the target has shown reconciled keep exactly their sets,
+    others their floor and exclusions. Pins hold only while the assignment epoch they were taken at
+    is the group's and the adoption does not recompute the target."""
+    kept: dict[str, Pin] = {}
+    if group is not None and pin_epoch == group.assignment_epoch and not recomputed:
+        kept = {m: p for m, p in pins.items() if m in group.members and m != key}
+    fixed = {m: p.floor for m, p in kept.items() if p.exact}
+    fixed[key] = want
+    return fixed, {m: p for m, p in kept.items() if not p.exact}
 
 
 def revealed_assignment(

@@ -24,6 +24,13 @@ Kafka's arbitrary choices, checked legal and ADOPTED:
   differs from the model only in the partitions it gives, the target's choice is installed in
   the model's target assignment if a legal completion exists (`consumer_oracle.complete_assignment`);
   for a classic member the partitions are those of the SyncGroup assignment bytes (reference §C.1).
+  What answers revealed of the current target is kept by later adoptions, as in the consumer
+  oracle (`consumer_oracle.pin_revealed`, `adoption_constraints`, `install_target`): a heartbeat's
+  or a SyncGroup's partitions, all of the member's target once it is reconciled. A classic member's
+  JoinGroup reconciles it to partitions its answer does not show (`Unrevealed`); when an adoption
+  changes that member's target before its SyncGroup, its reconciliation is done again to the new
+  target (`_rereconcile`), and the request's observation starts from that state
+  (`SplitPort.rewritten`). Issue 4, `--protocol all --profile faults --seed 1` on Kafka 4.4.0.
 
 No hypothesis explains an answer -> a protocol finding (``oracle.<Api>``, request, answer, what
 the model expected). Differences in Apache Kafka's exact bytes (the encoded assignment's version,
@@ -35,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +56,15 @@ from conformance.adapters.consumer_codec import (
 from conformance.adapters.consumer_oracle import (
     TOPIC_PROPAGATION_S,
     HypothesisFindings,
+    Pin,
     _NoLegal,
     _topic_ids,
     adopting,
-    complete_assignment,
+    adoption_constraints,
+    adoption_key,
+    install_target,
+    pin_revealed,
+    revealed_assignment,
 )
 from conformance.adapters.consumer_oracle import compare as compare_heartbeat
 from conformance.adapters.oracle import Finding, OraclePort, TargetSession, rename
@@ -72,8 +85,9 @@ from model.consumer.messages import (
 )
 from model.consumer.mixed import MixedConfig, MixedCoordinator
 from model.consumer.mixed_state import MixedState
-from model.consumer.records import CurrentAssignmentRecord, TargetAssignmentMemberRecord, apply
-from model.consumer.state import MemberState
+from model.consumer.reconcile import CurrentAssignment, reconcile
+from model.consumer.records import CurrentAssignmentRecord, apply
+from model.consumer.state import NO_EPOCH, ConsumerMember, MemberState
 from model.embedded import (
     Assignment,
     EmbeddedDecodeError,
@@ -102,6 +116,23 @@ ORIGINS = {
 }
 
 
+@dataclass(frozen=True)
+class Unrevealed:
+    """A classic member's reconciliation at its JoinGroup, which the answer shows only as a generation:
+    Kafka computes the target and reconciles the member in the JoinGroup (GMM
+    ``classicGroupJoinToConsumerGroup`` steps 2-3, apache/kafka@1eb7644 L2030-2061; the response
+    carries ``updatedMember.memberEpoch()`` only, L2078-2081) and its SyncGroup writes nothing and
+    returns the assigned partitions (``classicGroupSyncToConsumerGroup`` -> ``prepareAssignment``,
+    L5361-5407). Until then, which partitions the reconciliation gave is open: a later adoption of the
+    target's assignor choice may redo it (`MixedOraclePort._rereconcile`). ``start`` is the member's
+    current assignment before the JoinGroup, ``owned`` what its subscription reported owning."""
+
+    start: CurrentAssignment
+    owned: frozenset[TopicPartition] | None
+    generation: int
+    assignment_epoch: int
+
+
 @dataclass
 class MHypo:
     state: MixedState
@@ -113,6 +144,12 @@ class MHypo:
     #: a restarted coordinator loads for a classic group (`mixed_failover`; the consumer half is
     #: rebuilt from its state, `model.consumer.records.durable_view`)
     durable: tuple[object, ...] = ()
+    #: what the target's answers revealed of members' targets since assignment epoch ``pin_epoch``
+    #: (`consumer_oracle.pin_revealed`: a later adoption keeps it)
+    pins: Mapping[str, Pin] = field(default_factory=dict)
+    pin_epoch: int = -1
+    #: classic members reconciled at a JoinGroup whose partitions no answer has shown yet
+    unrevealed: Mapping[str, Unrevealed] = field(default_factory=dict)
 
     def copy(self) -> MHypo:
         return dataclasses.replace(self, state=self.state.copy())
@@ -350,7 +387,7 @@ class MixedOraclePort(HypothesisFindings):
         """Send ``request`` for ``member``; the target's answer (None: none), hypotheses updated."""
         self.members.add(member)
         self.current_member = member
-        self.pre_split = self.switched = None
+        self.pre_split = self.switched = self.rewritten = None
         reported = self.hypos[0] if self.hypos else None
         t = self.clock()
         try:
@@ -412,6 +449,7 @@ class MixedOraclePort(HypothesisFindings):
         h0 = self.hypos[0]
         self.pre_split = getattr(h0, "pre", None)  # the timers before the request: their own step
         self.switched = switched_from(reported, h0)
+        self.rewritten = getattr(h0, "rewritten", None)  # an adoption redid what no answer had shown
         _m, notes = compare(getattr(h0, "_answer", None) or target, target, prior)
         for note in notes:
             self._finding("kafka-compat", f"compat.{name}", f"ref {ref}: {note}")
@@ -620,14 +658,52 @@ class MixedOraclePort(HypothesisFindings):
             return [(c, None)]
         why, _ = compare(answer, target, prior)
         if why is None:
-            return [(c, None)]
+            return [(self._reveal(before, c, request, target), None)]
         adopted = self._adopt_member_id(c, answer, target, prior)
+        if adopted is None:
+            adopted = self._adopt_assignment(before, request, ref, at, answer, target, prior)
         if adopted is not None:
-            return [adopted]
-        adopted = self._adopt_assignment(before, request, ref, at, answer, target, prior)
-        if adopted is not None:
-            return [adopted]
+            return [(self._reveal(before, adopted[0], request, target), None)]
         return [(c, f"{short(target)} vs model {short(answer)}: {why}")]
+
+    def _reveal(self, before: MHypo, c: MHypo, request: Any, target: Any) -> MHypo:
+        """Record what an answer ``c`` explains reveals of the group's assignment: a heartbeat's or a
+        SyncGroup's partitions pin the member's target (`consumer_oracle.pin_revealed`); a classic
+        member's JoinGroup reconciles it without showing its partitions (`Unrevealed`), its SyncGroup
+        shows them."""
+        gid = getattr(request, "group_id", None)
+        g = None if gid is None else c.state.consumer.groups.get(gid)
+        ok = getattr(target, "error_code", getattr(target, "error", None)) == ErrorCode.NONE
+        if g is None or not ok:
+            return c
+        if isinstance(target, ConsumerGroupHeartbeatResponse | SyncGroupResponse):
+            c.pins, c.pin_epoch = pin_revealed(c.pins, c.pin_epoch, g, request.member_id)
+            c.unrevealed = {m: u for m, u in c.unrevealed.items() if m != request.member_id}
+        elif isinstance(target, JoinGroupResponse) and target.member_id in g.members:
+            start = self._join_start(before, request, target.member_id)
+            try:
+                owned = frozenset(decode_subscription(request.protocols[0][1]).owned_partitions)
+            except (EmbeddedDecodeError, IndexError):
+                return c
+            u = Unrevealed(start, owned, target.generation_id, g.assignment_epoch)
+            c.unrevealed = {**c.unrevealed, target.member_id: u}
+        return c
+
+    @staticmethod
+    def _join_start(before: MHypo, request: Any, member_id: str) -> CurrentAssignment:
+        """The joining member's current assignment before its JoinGroup (a new member starts empty; a
+        static member's replacement takes the replaced member's at epoch 0, GMM
+        ``getOrMaybeSubscribeStaticConsumerGroupMember``, as `MixedCoordinator.resolve_classic_static_member`)."""
+        g0 = before.state.consumer.groups.get(request.group_id)
+        m0 = None if g0 is None else g0.members.get(member_id)
+        if m0 is None and g0 is not None and request.group_instance_id is not None:
+            static = g0.static_member(request.group_instance_id)
+            if static is not None:
+                m0 = dataclasses.replace(static, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        m0 = m0 or ConsumerMember(member_id)
+        return CurrentAssignment(
+            m0.state, m0.member_epoch, m0.previous_member_epoch, m0.assigned, m0.pending_revocation
+        )
 
     def _adopt_member_id(
         self, c: MHypo, answer: Any, target: Any, prior: Any
@@ -651,11 +727,15 @@ class MixedOraclePort(HypothesisFindings):
         if isinstance(target, ConsumerGroupHeartbeatResponse):
             if target.error_code != ErrorCode.NONE:
                 return None
-            # no assignment in the answer means "unchanged" (reference §B.10): what it had before
-            got = target.assigned() if target.assigned() is not None else prior
+            # no assignment in the answer means "unchanged" (reference §B.10): what it had before, in
+            # this hypothesis (`consumer_oracle.revealed_assignment`)
+            got = revealed_assignment(before.state.consumer, request, target)
             if got is None:
                 return None
-            gid, member_id = request.group_id, request.member_id
+            gid = request.group_id
+            member_id = adoption_key(
+                before.state.consumer.groups.get(gid), request.member_id, request.instance_id
+            )
         elif isinstance(target, SyncGroupResponse):
             if target.error != ErrorCode.NONE or not isinstance(answer, SyncGroupResponse):
                 return None
@@ -719,29 +799,74 @@ class MixedOraclePort(HypothesisFindings):
     def _with_target(
         self, h: MHypo, gid: str, member_id: str, got: frozenset[TopicPartition], coord: MixedCoordinator
     ) -> list[MHypo]:
-        """``h`` with a legal target assignment giving ``member_id`` exactly ``got`` (none if no legal one)."""
+        """``h`` with a legal target assignment giving ``member_id`` exactly ``got`` (none if no legal one):
+        what earlier answers revealed of the current target is kept (`consumer_oracle.adoption_constraints`),
+        and classic members whose reconciliation no answer has shown yet are reconciled again to the
+        new target (`_rereconcile`)."""
         g = h.state.consumer.groups.get(gid)
         if g is None or member_id not in g.members:
             return []
-        from model.consumer.assignors import is_homogeneous
-
-        engine = coord.consumer
-        specs = engine.assignment_specs(h.state.consumer, g)
-        homogeneous = is_homogeneous(
-            engine.subscribed_topics(h.state.consumer, m) for m in g.members.values()
-        )
-        name = g.last_assignor or engine.config.assignors[0]
-        done = complete_assignment(
-            dict(g.target), {member_id: got}, specs, dict(g.subscription_metadata), name, homogeneous
-        )
-        if done is None:
-            return []
+        fixed, pins = adoption_constraints(h.pins, h.pin_epoch, g, member_id, got, False)
         d = h.copy()
+        changed = install_target(coord.consumer, d.state.consumer, gid, fixed, pins)
+        redone = None if changed is None else self._rereconcile(d, gid, changed, coord)
+        if redone is None:
+            return []
+        if redone:  # the request met this state, not the one shown before it (`SplitPort.rewritten`)
+            d.rewritten = (d.state.copy(), d.now)  # type: ignore[attr-defined]
         d.adoptions += 1
-        for mid, parts in sorted(done.items()):
-            if parts != g.target_of(mid):
-                apply(d.state.consumer, TargetAssignmentMemberRecord(gid, mid, tuple(sorted(parts))))
         return [d]
+
+    @staticmethod
+    def _rereconcile(d: MHypo, gid: str, changed: set[str], coord: MixedCoordinator) -> set[str] | None:
+        """Reconcile again, to their new target, the ``changed`` classic members whose JoinGroup
+        reconciled them without showing their partitions (`Unrevealed`): as Kafka's JoinGroup would
+        have with the target it chose (`model.consumer.reconcile`, the model's own rule, from the
+        member's assignment before the join, the other members' holdings as they are). The members
+        reconciled again; None when that contradicts what the JoinGroup showed (another generation)
+        or would move a revocation, which this does not redo: the target's choice is then not
+        explained this way."""
+        g = d.state.consumer.groups[gid]
+        config = coord.consumer.config
+        redone: set[str] = set()
+        for mid in sorted(changed):
+            u, m = d.unrevealed.get(mid), g.members.get(mid)
+            if u is None or m is None or m.classic is None:
+                continue
+            if u.assignment_epoch != g.assignment_epoch or m.member_epoch != u.generation:
+                continue  # reconciled against an earlier target, or moved on since: not this join's
+            others = frozenset().union(*(o.held for oid, o in g.members.items() if oid != mid))
+            nxt = reconcile(
+                u.start,
+                g.assignment_epoch,
+                g.target_of(mid),
+                lambda tp, held=others: g.current_partition_epoch(tp) if tp in held else NO_EPOCH,
+                u.owned,
+                config.own_pending_is_free,
+                config.bump_after_revocation,
+            )
+            now = CurrentAssignment(
+                m.state, m.member_epoch, m.previous_member_epoch, m.assigned, m.pending_revocation
+            )
+            if nxt == now:
+                continue
+            revoking = MemberState.UNREVOKED_PARTITIONS
+            if nxt is None or nxt.member_epoch != u.generation or revoking in (nxt.state, m.state):
+                return None
+            redone.add(mid)
+            apply(
+                d.state.consumer,
+                CurrentAssignmentRecord(
+                    gid,
+                    mid,
+                    nxt.member_epoch,
+                    nxt.previous_member_epoch,
+                    nxt.state,
+                    tuple(sorted(nxt.assigned)),
+                    tuple(sorted(nxt.pending_revocation)),
+                ),
+            )
+        return redone
 
     def _with_assigned(
         self, h: MHypo, gid: str, member_id: str, got: frozenset[TopicPartition]

@@ -73,6 +73,8 @@ class RealMixedRun(TracedMixedRun):
         pre = take() if take is not None else None
         switch = getattr(self.port, "take_switched", None)
         switched = switch() if switch is not None else None
+        rewrite = getattr(self.port, "take_rewritten", None)
+        rewritten = rewrite() if rewrite is not None else None
         if switched is not None:  # the reported hypothesis was refuted: start from the survivor's state
             self.state = switched[0]
             before = self.world()
@@ -93,6 +95,11 @@ class RealMixedRun(TracedMixedRun):
                 self._step(AdvanceEvent(mid_now), to(mid_state, min(real, max(mid_now, 0)), Result()))
                 if self.log and self.log[-1].obs is self.last:
                     self.log[-1].now = real
+            if rewritten is not None:  # an adoption redid what no answer had shown: the request met this
+                self.__dict__.pop("fixed_world", None)
+                self.state = rewritten[0]
+                self.__dict__["fixed_world"] = self.world()
+                self.state = after_state
             self._step(event, to(after_state, after_now, result))
         finally:
             self.__dict__.pop("fixed_world", None)

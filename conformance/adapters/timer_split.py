@@ -33,6 +33,10 @@ class SplitPort:
     #: (state, clock) of the hypothesis the reported one descends from, when that was not the one
     #: reported before the last request (`switched_from`)
     switched: Any = None
+    #: (state, clock) the last request met in the reported hypothesis after an adoption rewrote what
+    #: no answer had shown before it (the mixed oracle's `_rereconcile`: a classic member's partitions
+    #: decided at a JoinGroup that does not show them); the request's observation starts there
+    rewritten: Any = None
     #: False restores the behaviour before the split (timers folded into the request's
     #: observation), for `benchmarks/oracle_false_alarms.py`'s "before" runs only
     split_timers: bool = True
@@ -52,6 +56,12 @@ class SplitPort:
         """As `take_pre_split`, for the timers fired just after the last request."""
         taken, self.post_split = self.post_split, None
         return taken if self.split_timers else None
+
+    def take_rewritten(self) -> Any:
+        """The state the last request met after an adoption rewrote the unseen past (see
+        ``rewritten``), once; else None."""
+        taken, self.rewritten = self.rewritten, None
+        return taken
 
     def take_switched(self) -> Any:
         """The state the last request met in the reported hypothesis' own lineage, once, when the

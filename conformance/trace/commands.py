@@ -44,7 +44,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         target, variants = replay_setup(target, variants)
     coverage = _coverage(args.coverage)
-    if target != "model":  # a real coordinator: adapter + oracle (conformance/adapters/replay.py)
+    if target == "recording":  # issue 4: a mixed trace against its own recorded answers, no target
+        from conformance.adapters.recorded import replay_recorded
+
+        result = replay_recorded(trace)
+    elif target != "model":  # a real coordinator: adapter + oracle (conformance/adapters/replay.py)
         from conformance.adapters.replay import replay_on_target
 
         result, notes = replay_on_target(trace, target, variants)
