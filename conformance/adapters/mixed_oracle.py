@@ -610,8 +610,16 @@ class MixedOraclePort(HypothesisFindings):
                 c.track(self.coords[c.origin].advance(c.state, deadlines[k - 1]))
                 c.now = max(c.now, deadlines[k - 1])
             pre = fired_before(h, c)
-            out.extend(carry(pre, self._apply(c, request, ref, max(t, c.now), target, prior), h))
+            out.extend(carry(pre, self._apply_ties(c, request, ref, max(t, c.now), target, prior), h))
         return out
+
+    def _apply_ties(
+        self, c: MHypo, request: Any, ref: int, at: int, target: Any, prior: Any
+    ) -> list[tuple[MHypo, str | None]]:
+        """`_apply`, plus the uniform assignor's other legal tie-breaks (`assignor_ties`, issue 4)."""
+        from conformance.adapters.assignor_ties import apply_with_ties
+
+        return apply_with_ties(self, c, request, ref, at, target, prior)
 
     def _run(self, c: MHypo, request: Any, ref: int, at: int, until: int | None = None) -> Any:
         """The model's answer to ``request`` at ``at``; a request the model parks (a classic join
