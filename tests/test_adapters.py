@@ -178,15 +178,17 @@ def test_consumer_oracle_cutoff_waits_for_the_target_to_be_seen_running() -> Non
     port.timing = ConsumerTiming()
     assert port._certain_cutoff(5000) == 5000 - port.unseen_cap_ms  # never seen running
     port._note_answer(4000, 4004)
-    assert port._certain_cutoff(5000) == 4000  # seen running at 4000, not since
+    assert port._certain_cutoff(5000) == 3996  # seen running at 4000 (less the 4 ms it may arm late)
     port._note_answer(4800, 4805)
     assert port._certain_cutoff(5000) == 4500  # late_ms bounds it
     port._note_answer(4900, 4990)  # answered too close to the operation to vouch for it
     assert port._certain_cutoff(5000) == 4500
     port._note_answer(4995, 5700)  # a 705 ms answer: the target may arm its timers that late
-    assert port._certain_cutoff(6000) == 4995
+    assert port._certain_cutoff(6000) == 4995 - 705  # seen running at 4995 vouches for 705 ms less
     port._note_answer(6500, 6505)
-    assert port._certain_cutoff(7000) == 7000 - 705 - port.seen_margin_ms
+    assert port._certain_cutoff(7000) == 6500 - 705
+    port._note_answer(7100, 7105)
+    assert port._certain_cutoff(8000) == 7100 - 705  # the 705 ms answer is still among the recent ones
 
 
 def test_unknown_target_is_a_usage_error() -> None:
