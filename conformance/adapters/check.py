@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
 from conformance.profiles import Profile, get_profile
@@ -34,6 +35,8 @@ class TargetRun:
     handle: object
     wall_s: float
     rtt_ms: list[float]
+    #: the session's fault counters when this run began (`faults.snapshot`); None without a session
+    faults_since: dict[str, Any] | None = None
 
 
 def real_profile(name: str) -> Profile:
@@ -171,6 +174,11 @@ def _run_one(
     session = h.session
     compat_before = len(session.compat) if session is not None else 0
     rtt_before = len(session.rtt_ms) if session is not None else 0
+    faults_since = None
+    if session is not None and hasattr(session, "wire_drops"):
+        from conformance.adapters.faults import snapshot
+
+        faults_since = snapshot(session)
     if protocol == "classic":
         port_factory, config = h.port_factory(), h.model_config
     elif protocol == "mixed":  # conformance/adapters/mixed_check.py
@@ -202,7 +210,7 @@ def _run_one(
             from conformance.checker import Violation
 
             result.violations.append(Violation("target.crash", str(e), len(result.steps)))
-    return TargetRun(result, handle, time.monotonic() - t0, rtt)
+    return TargetRun(result, handle, time.monotonic() - t0, rtt, faults_since)
 
 
 def print_result(run: TargetRun) -> int:
@@ -221,7 +229,7 @@ def print_result(run: TargetRun) -> int:
     if getattr(run.handle, "session", None) is not None and hasattr(run.handle.session, "wire_drops"):  # type: ignore[attr-defined]
         from conformance.adapters.faults import summary  # faults on real targets
 
-        print(f"  {summary(run.handle.session)}")  # type: ignore[attr-defined]
+        print(f"  {summary(run.handle.session, run.faults_since)}")  # type: ignore[attr-defined]
     if r.violations:  # type: ignore[attr-defined]
         print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
         for v in r.violations:  # type: ignore[attr-defined]

@@ -255,21 +255,34 @@ def retry(port: Any, ref: int, resp: Any) -> bool:
     return True
 
 
-def summary(session: Any) -> str:
-    """One line on the faults a run injected into a real target (for `check` and benchmarks)."""
-    took = [round((serving - stopped) / 1000, 1) for stopped, _loaded, serving in session.restart_times]
+_COUNTS = ("wire_drops", "wire_duplicates", "wire_cuts", "wire_delays", "restarts_done", "resends")
+
+
+def snapshot(session: Any) -> dict[str, Any]:
+    """The session's fault counters now, so `summary` can say what one run of several injected."""
+    snap: dict[str, Any] = {k: getattr(session, k, 0) for k in _COUNTS}
+    snap["restart_times"] = len(session.restart_times)
+    snap["mixed_restart_kinds"] = len(session.__dict__.get("mixed_restart_kinds", []))
+    return snap
+
+
+def summary(session: Any, since: dict[str, Any] | None = None) -> str:
+    """One line on the faults a run injected into a real target (for `check` and benchmarks);
+    ``since`` (a `snapshot`) limits it to what came after, when runs of several protocols share
+    one session."""
+    base = since or {}
+    n = {k: getattr(session, k, 0) - base.get(k, 0) for k in _COUNTS}
+    times = session.restart_times[base.get("restart_times", 0) :]
+    took = [round((serving - stopped) / 1000, 1) for stopped, _loaded, serving in times]
+    kinds = session.__dict__.get("mixed_restart_kinds", [])[base.get("mixed_restart_kinds", 0) :]
     how = "SIGKILL" if session.restart_signal == "kill" else "SIGTERM"
     return (
-        f"faults: {session.wire_drops} answer(s) lost on the wire, {session.wire_duplicates} request(s) "
-        f"duplicated, {session.wire_cuts} connection(s) cut, {getattr(session, 'wire_delays', 0)} request(s) "
-        f"held, {session.restarts_done} restart(s) ({how})"
+        f"faults: {n['wire_drops']} answer(s) lost on the wire, {n['wire_duplicates']} request(s) "
+        f"duplicated, {n['wire_cuts']} connection(s) cut, {n['wire_delays']} request(s) "
+        f"held, {n['restarts_done']} restart(s) ({how})"
         + (f" ({', '.join(f'{t:g}' for t in took)} s)" if took else "")
-        + (
-            f" (mixed group: {', '.join(kinds)})"
-            if (kinds := session.__dict__.get("mixed_restart_kinds"))
-            else ""
-        )
-        + f", {session.resends} resend(s) after a coordinator error"
+        + (f" (mixed group: {', '.join(kinds)})" if kinds else "")
+        + f", {n['resends']} resend(s) after a coordinator error"
     )
 
 
