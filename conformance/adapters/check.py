@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
 from conformance.profiles import Profile, get_profile
@@ -35,8 +34,9 @@ class TargetRun:
     handle: object
     wall_s: float
     rtt_ms: list[float]
-    #: the session's fault counters when this run began (`faults.snapshot`); None without a session
-    faults_since: dict[str, Any] | None = None
+    #: what the fault proxy and restarts injected in this run alone (`faults.summary`); None
+    #: without a fault session
+    faults: str | None = None
 
 
 def real_profile(name: str) -> Profile:
@@ -154,7 +154,7 @@ def _run_all(
         if handle.session is not None and hasattr(handle.session, "wire_drops"):
             from conformance.adapters.faults import summary
 
-            handle.notes.append(summary(handle.session))
+            handle.notes.append(("all runs together, " if len(runs) > 1 else "") + summary(handle.session))
 
 
 def _run_one(
@@ -176,7 +176,7 @@ def _run_one(
     rtt_before = len(session.rtt_ms) if session is not None else 0
     faults_since = None
     if session is not None and hasattr(session, "wire_drops"):
-        from conformance.adapters.faults import snapshot
+        from conformance.adapters.faults import snapshot, summary
 
         faults_since = snapshot(session)
     if protocol == "classic":
@@ -210,7 +210,8 @@ def _run_one(
             from conformance.checker import Violation
 
             result.violations.append(Violation("target.crash", str(e), len(result.steps)))
-    return TargetRun(result, handle, time.monotonic() - t0, rtt, faults_since)
+    faults = None if faults_since is None else summary(session, faults_since)
+    return TargetRun(result, handle, time.monotonic() - t0, rtt, faults)
 
 
 def print_result(run: TargetRun) -> int:
@@ -226,10 +227,8 @@ def print_result(run: TargetRun) -> int:
     )  # type: ignore[attr-defined]
     for f in _uniq_compat(r.compat)[:10]:  # type: ignore[attr-defined]
         print(f"    {f}")
-    if getattr(run.handle, "session", None) is not None and hasattr(run.handle.session, "wire_drops"):  # type: ignore[attr-defined]
-        from conformance.adapters.faults import summary  # faults on real targets
-
-        print(f"  {summary(run.handle.session, run.faults_since)}")  # type: ignore[attr-defined]
+    if run.faults is not None:  # faults on real targets
+        print(f"  {run.faults}")
     if r.violations:  # type: ignore[attr-defined]
         print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
         for v in r.violations:  # type: ignore[attr-defined]

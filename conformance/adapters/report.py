@@ -108,7 +108,7 @@ def write_published(
     lines = [
         f"# Conformance of {first.target} ({first.target_version})",
         "",
-        f"Command: `{command}` (wall time {runs[0].wall_s:.0f} s including start and stop).",
+        f"Command: `{command}` (wall time {sum(run.wall_s for run in runs):.0f} s, the target's start included).",
         "",
     ]
     caps = getattr(handle, "capabilities", None)
@@ -135,6 +135,8 @@ def write_published(
             f"Seed {r.seed}, {r.max_examples} examples x profile steps, {r.seconds:.1f} s, variants {r.variants or 'none'}.",
             "",
         ]
+        if getattr(run, "faults", None) is not None:
+            lines += [f"Injected in this run: {run.faults.removeprefix('faults: ')}.", ""]
         sub = (expected or {}).get(r.protocol)
         if isinstance(sub, dict) and sub.get("why"):  # the protocol's own entry (consumer:, mixed:)
             lines += [f"What the suite finds here ({r.protocol}, specs/targets.yaml): {sub['why']}", ""]
