@@ -966,6 +966,10 @@ class OraclePort(SplitPort):
             h0 = self.hypos[0]
             self.pre_split, self.post_split = h0.pre, h0.post
             self.switched = switched_from(reported, h0, _switch_view)
+            if self.switched is not None:
+                # the observation starts from the parent's state, which holds the transitions
+                # that led to it (never shown: the simulator followed the refuted lineage)
+                h0.reported = max(h0.reported, len(h0.parent.transitions))
             for h in self.hypos:  # no lineage chains: a parent lives for one operation
                 h.parent = None
             for note in h0.compat[self.compat_reported :]:
