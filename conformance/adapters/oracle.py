@@ -886,6 +886,8 @@ class OraclePort(SplitPort):
                 c.outstanding.pop(ref, None)
                 c.matched.add(ref)
             elif ref in self.answers:
+                if self._awaits_binding(c, ref, model):
+                    continue
                 target, _at = self.answers[ref]
                 member, request, version, _sent = self.requests[ref]
                 if target is None:
@@ -913,6 +915,22 @@ class OraclePort(SplitPort):
                     f"{_short(target)} at t={at}; the model had not answered it by t={horizon}"
                 )
         return None
+
+    def _awaits_binding(self, c: Hypo, ref: int, model: Any) -> bool:
+        """True while the leader's JoinGroup answer lists a provisional member whose own answer has
+        not arrived: that answer binds its id; the member list alone cannot when members share an
+        instance id and metadata (restarted clients joining with JoinGroup v3). A join completion
+        answers every member at once but on their own connections, so the leader's answer may come
+        first (classic ci seed 5 on Kafka 4.4.0, only on a quiet machine); the comparison waits for
+        the others, as long as the answer deadline allows any wait."""
+        if not isinstance(model, JoinGroupResponse) or not model.members:
+            return False
+        unbound = {m.member_id for m in model.members if PROVISIONAL in m.member_id}
+        return any(
+            isinstance(other, JoinGroupResponse) and other.member_id in unbound and r not in self.answers
+            for r, (other, _mt) in c.outstanding.items()
+            if r != ref and r not in self.lost
+        )
 
     def _operate(self, t: int, op: tuple[Any, ...]) -> list[Delivery]:
         tm = self.timing
