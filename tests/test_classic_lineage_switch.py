@@ -72,7 +72,13 @@ class ScriptedClassicPort(OraclePort):
         return self._operate(t, ("send", ref, request))
 
 
-def scripted_sim() -> tuple[RealTimeSim, ScriptedClassicPort]:
+def scripted_sim(
+    names: tuple[str, ...] = ("c1", "c2"),
+    partitions: int = 2,
+    variants: dict[str, str] | None = None,
+    port_class: type[ScriptedClassicPort] = ScriptedClassicPort,
+) -> tuple[RealTimeSim, ScriptedClassicPort]:
+    """The simulator on the scripted port's clock: members ``names`` on topic t, no rebalance delay."""
     session = SimpleNamespace(
         adapter=SimpleNamespace(proxy=None, alive=lambda: True, take_findings=lambda: []),
         timing=Timing(),
@@ -88,12 +94,17 @@ def scripted_sim() -> tuple[RealTimeSim, ScriptedClassicPort]:
     made: list[ScriptedClassicPort] = []
 
     def factory(coordinator: ClassicCoordinator) -> ScriptedClassicPort:
-        made.append(ScriptedClassicPort(coordinator, session))
+        made.append(port_class(coordinator, session))
         return made[-1]
 
-    clients = [{"name": n, "topics": ["t"], "session_timeout_ms": SESSION_MS} for n in ("c1", "c2")]
+    clients = [{"name": n, "topics": ["t"], "session_timeout_ms": SESSION_MS} for n in names]
     sim = make_classic_sim(
-        {"t": 2}, clients, {"initial_rebalance_delay_ms": 0}, {}, port_factory=factory, sim_class=RealTimeSim
+        {"t": partitions},
+        clients,
+        {"initial_rebalance_delay_ms": 0},
+        variants or {},
+        port_factory=factory,
+        sim_class=RealTimeSim,
     )
     return sim, made[0]
 

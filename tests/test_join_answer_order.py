@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_classic_lineage_switch import ScriptedClassicPort
+from test_classic_lineage_switch import ScriptedClassicPort, scripted_sim
 
 from conformance.adapters.oracle import PROVISIONAL
-from conformance.adapters.realtime import RealTimeSim
-from conformance.build import make_classic_sim
 from model.classic.messages import JoinGroupResponse
 from model.classic.state import GroupState
 
@@ -44,32 +42,8 @@ class FollowersLatePort(ScriptedClassicPort):
         super()._collect(timeout)
 
 
-def _group_of_three(port_class: type[ScriptedClassicPort]) -> tuple[RealTimeSim, ScriptedClassicPort]:
-    from types import SimpleNamespace
-
-    from conformance.adapters.oracle import Timing
-
-    session = SimpleNamespace(
-        adapter=SimpleNamespace(proxy=None, alive=lambda: True, take_findings=lambda: []),
-        timing=Timing(), run_id="t", groups=0, ops=0, compat=[], rtt_ms=[],
-        next_group=lambda: "g", ensure_topic=lambda name: None, real_topic=lambda name, partitions: name,
-    )  # fmt: skip
-    made: list[ScriptedClassicPort] = []
-
-    def factory(coordinator: Any) -> ScriptedClassicPort:
-        made.append(port_class(coordinator, session))
-        return made[-1]
-
-    clients = [{"name": n, "topics": ["t"], "session_timeout_ms": 1500} for n in ("c1", "c2", "c3")]
-    sim = make_classic_sim(
-        {"t": 3}, clients, {"initial_rebalance_delay_ms": 0}, {"join_version": "3"},
-        port_factory=factory, sim_class=RealTimeSim,
-    )  # fmt: skip
-    return sim, made[0]
-
-
 def _run(port_class: type[ScriptedClassicPort]) -> tuple[ScriptedClassicPort, list[str]]:
-    sim, port = _group_of_three(port_class)
+    sim, port = scripted_sim(("c1", "c2", "c3"), 3, {"join_version": "3"}, port_class)
     for _ in range(8):
         for name in ("c1", "c2", "c3"):
             sim.client_step(name)
