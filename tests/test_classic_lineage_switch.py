@@ -109,6 +109,26 @@ def scripted_sim(
     return sim, made[0]
 
 
+def _observer(sim: RealTimeSim, checker: Checker, seen: list[Any], found: list[str]) -> Any:
+    """Check an observation with the ones the simulator split off around it, in order."""
+
+    def observe(obs: Any) -> None:
+        if obs is None:
+            return
+        for o in [*sim.take_pre_observations(), obs, *sim.take_post_observations()]:
+            seen.append(o)
+            found.extend(v.invariant for v in checker.check(o, len(seen)))
+
+    return observe
+
+
+def _form_group(sim: RealTimeSim, port: ScriptedClassicPort, observe: Any) -> None:
+    for _ in range(6):
+        for name in ("c1", "c2"):
+            observe(sim.client_step(name))
+            port.sleep_until(port.clock() + 20)
+
+
 def _run(switch: bool) -> tuple[list[Any], list[str], ScriptedClassicPort]:
     """c1 and c2 form a group; then the oracle is made to report a hypothesis in which c2's session
     expired (as it does when that outcome explains the answers so far and the other waits for one),
@@ -119,20 +139,8 @@ def _run(switch: bool) -> tuple[list[Any], list[str], ScriptedClassicPort]:
     checker = Checker("classic")
     seen: list[Any] = []
     found: list[str] = []
-
-    def observe(obs: Any) -> None:
-        if obs is None:
-            return
-        pre = sim.take_pre_observations()
-        post = sim.take_post_observations()
-        for o in [*pre, obs, *post]:
-            seen.append(o)
-            found.extend(v.invariant for v in checker.check(o, len(seen)))
-
-    for _ in range(6):
-        for name in ("c1", "c2"):
-            observe(sim.client_step(name))
-            port.sleep_until(port.clock() + 20)
+    observe = _observer(sim, checker, seen, found)
+    _form_group(sim, port, observe)
     group = port.hypos[0].state.groups["g"]
     assert group.state == GroupState.STABLE and len(group.members) == 2, group
     # the refuted-to-be hypothesis: c2's session expiry fired (the group prepares a rebalance)
@@ -192,13 +200,9 @@ def test_a_switch_skips_the_survivors_unshown_transitions() -> None:
     state, so its transitions must start there too: the ones that led to it are in that state."""
     sim, port = scripted_sim()
     checker = Checker("classic")
-    for _ in range(6):
-        for name in ("c1", "c2"):
-            obs = sim.client_step(name)
-            if obs is not None:
-                for o in [*sim.take_pre_observations(), obs, *sim.take_post_observations()]:
-                    assert checker.check(o, 0) == []
-            port.sleep_until(port.clock() + 20)
+    found: list[str] = []
+    _form_group(sim, port, _observer(sim, checker, [], found))
+    assert found == []
     shown = port.hypos[0]
     assert shown.state.groups["g"].state == GroupState.STABLE and shown.reported == len(shown.transitions)
     generation = shown.state.groups["g"].generation

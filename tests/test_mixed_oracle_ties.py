@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from test_timer_split import ScriptedMixedPort
+
 from conformance.adapters import _model_config_from
 from conformance.adapters.assignor_ties import NOTE, member_orders, tie_breaks
-from conformance.adapters.consumer_codec import API_CONSUMER_GROUP_HEARTBEAT
-from conformance.adapters.mixed_oracle import MixedOraclePort, mixed_config
+from conformance.adapters.mixed_oracle import mixed_config
 from conformance.targets.apache_kafka import ApacheKafkaTarget
 from conformance.trace.codec import decode
 from model.choice import SeededChooser
@@ -43,28 +43,9 @@ TRACE = (
 )
 
 
-class _Wireless(MixedOraclePort):
-    """The mixed oracle with a virtual clock and no wire: ``answer(request, ref, t)`` is the target."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.fake_now = 0
-        self.pending: Any = None
-
-    def clock(self) -> int:
-        return self.fake_now
-
-    def sleep_until(self, ms: int) -> None:
-        self.fake_now = max(self.fake_now, ms)
-
-    def create_topic(self, topic: str, partitions: int) -> None:
-        self.topics.add(topic, f"real-{topic}", uuid.UUID(int=7))
-        for h in self.hypos:
-            self.coords[h.origin].create_topic(h.state, topic, partitions)
-
-    def _encode(self, request: Any) -> tuple[int, int, Any]:
-        self.pending = request
-        return API_CONSUMER_GROUP_HEARTBEAT, 1, b""
+class _Wireless(ScriptedMixedPort):
+    """The scripted mixed oracle of `test_timer_split`, its target ``answer(request, ref, t)``
+    instead of the reference coordinator."""
 
     def _submit(self, member: str, payload: Any, ref: int) -> None:
         pass

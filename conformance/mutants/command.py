@@ -7,6 +7,7 @@ import os
 import platform
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from conformance.errors import EXIT_OK, EXIT_VIOLATION, UsageError
@@ -40,6 +41,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def _write_report(path: Path, render: Callable[[str], str]) -> None:
+    """Write a kill-matrix report; ``render`` gets the command line that produced it."""
+    command = "groupcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(command))
+    print(f"report: {path}")
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
@@ -81,12 +90,12 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         if r.trace_path:
             print(f"  {r.name}: counterexample {r.trace_path}")
     if not args.no_report:
-        command = "groupcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a)
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(
-            render_markdown(rows, command=command, machine=machine(), shrunk=not args.no_shrink)
+        _write_report(
+            args.report,
+            lambda command: render_markdown(
+                rows, command=command, machine=machine(), shrunk=not args.no_shrink
+            ),
         )
-        print(f"report: {args.report}")
     return EXIT_OK if caught == len(rows) else EXIT_VIOLATION
 
 
@@ -123,8 +132,7 @@ def cmd_mixed_mutants(args: argparse.Namespace) -> int:
             if args.report != Path("reports") / "mutants.md"
             else Path("reports") / "mutants_mixed.md"
         )
-        command = "groupcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:] if a)
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(render_markdown(rows, command=command, machine=machine(), profile=profile))
-        print(f"report: {report}")
+        _write_report(
+            report, lambda command: render_markdown(rows, command=command, machine=machine(), profile=profile)
+        )
     return EXIT_OK if caught == len(rows) else EXIT_VIOLATION
