@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from conformance.targets import TARGETS, Target, TargetCrashed, TargetError, _wire, create_topic, get_target
+from conformance.targets import TARGETS, Target, TargetCrashed, TargetError, create_topic, get_target
 from conformance.targets.base import Deadline, Proc, group_members, pid_alive, wait_for_topic
+from conformance.wire import requests as _wire
 
 pytestmark = pytest.mark.target
 

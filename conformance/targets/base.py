@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from . import _wire
+from conformance.wire import requests as _wire
 
 CACHE_ENV = "GROUPCHECK_CACHE"
 LOOPBACK = "127.0.0.1"
