@@ -5,9 +5,8 @@ LeaveGroup (Kafka's ``GroupMetadataManager.classicGroupJoinToConsumerGroup``, ``
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from model.classic.messages import (
     HeartbeatRequest,
@@ -48,40 +47,22 @@ from model.embedded import (
     encode_assignment,
 )
 from model.errors import ErrorCode
+from model.mixed.consumer_group import (
+    CONSUMER_PROTOCOL_TYPE,
+    Downgrade,
+    E,
+    MixedConsumerBase,
+    subscription_version,
+)
 from model.mixed.state import (
     MixedState,
 )
 from model.result import Result
 
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
-
-E = ErrorCode
-
-
-@dataclass(frozen=True)
-class Downgrade:
-    """A consumer group to turn into a classic group: what ``convertToClassicGroup`` needs."""
-
-    group_id: str
-    generation: int
-    members: tuple[ConsumerMember, ...]
-    targets: tuple[tuple[str, frozenset[tuple[str, int]]], ...]
-    now: int
-    rebalance: bool = True
-    """A leave/fence downgrade rebalances; a static replacement does not (@1eb7644 L1104)."""
-
-
-def subscription_version(metadata: bytes) -> int:
-    """``ConsumerProtocol.deserializeVersion``: the int16 header, capped at the highest version 3."""
-    if len(metadata) < 2:
-        return 0
-    version = int(struct.unpack(">h", metadata[:2])[0])
-    return max(0, min(version, 3))
-
-
-class ClassicRequestsMixin:
-    """The classic APIs of `MixedConsumerCoordinator`, each a pure step over the transaction."""
+class MixedConsumerCoordinator(MixedConsumerBase):
+    """The consumer coordinator of a mixed group: `MixedConsumerBase` plus the classic APIs, each a
+    pure step over the transaction."""
 
     def classic_join(self, txn: _Txn, req: JoinGroupRequest, now: int) -> JoinGroupResponse:
         group = txn.require_group()

@@ -6,6 +6,7 @@ The facts and their Kafka line numbers are listed in `model.mixed.coordinator`'s
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, replace
 
 from model.choice import Chooser
@@ -30,11 +31,36 @@ from model.consumer.state import (
     Timer,
 )
 from model.errors import ErrorCode
-from model.mixed.classic_requests import ClassicRequestsMixin, Downgrade, E
 from model.mixed.state import (
     MigrationPolicy,
 )
 from model.result import Result
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+E = ErrorCode
+
+
+@dataclass(frozen=True)
+class Downgrade:
+    """A consumer group to turn into a classic group: what ``convertToClassicGroup`` needs."""
+
+    group_id: str
+    generation: int
+    members: tuple[ConsumerMember, ...]
+    targets: tuple[tuple[str, frozenset[tuple[str, int]]], ...]
+    now: int
+    rebalance: bool = True
+    """A leave/fence downgrade rebalances; a static replacement does not (@1eb7644 L1104)."""
+
+
+def subscription_version(metadata: bytes) -> int:
+    """``ConsumerProtocol.deserializeVersion``: the int16 header, capped at the highest version 3."""
+    if len(metadata) < 2:
+        return 0
+    version = int(struct.unpack(">h", metadata[:2])[0])
+    return max(0, min(version, 3))
 
 
 @dataclass(frozen=True)
@@ -57,8 +83,9 @@ class MixedConfig:
     the member rejoins once a new target exists either way."""
 
 
-class MixedConsumerCoordinator(ConsumerCoordinator, ClassicRequestsMixin):
-    """The KIP-848 engine extended with the classic protocol inside consumer groups (B.13).
+class MixedConsumerBase(ConsumerCoordinator):
+    """The KIP-848 engine extended with the classic protocol inside consumer groups (B.13); the
+    classic requests themselves are `model.mixed.classic_requests.MixedConsumerCoordinator`.
 
     Overrides only what B.13 changes: a ConsumerGroupHeartbeat clears the classic metadata; classic
     members get their own session timeout and no rebalance timer; a static consumer-protocol join

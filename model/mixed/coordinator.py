@@ -59,8 +59,8 @@ from model.embedded import (
     decode_subscription,
     encode_assignment,
 )
-from model.mixed.classic_requests import CONSUMER_PROTOCOL_TYPE, Downgrade, E, subscription_version
-from model.mixed.consumer_group import MixedConfig, MixedConsumerCoordinator
+from model.mixed.classic_requests import MixedConsumerCoordinator
+from model.mixed.consumer_group import CONSUMER_PROTOCOL_TYPE, Downgrade, E, MixedConfig, subscription_version
 from model.mixed.state import (
     ClassicGroupTombstone,
     ConsumerGroupDropped,

@@ -512,7 +512,7 @@ class MixedOraclePort(HypothesisFindings):
         return key, version, encode_request(real, version, self.topics.real_name)
 
     def _real_subscription(self, metadata: bytes) -> bytes:
-        from model.mixed.classic_requests import subscription_version
+        from model.mixed.consumer_group import subscription_version
 
         try:
             sub = decode_subscription(metadata)
@@ -527,7 +527,7 @@ class MixedOraclePort(HypothesisFindings):
 
     @staticmethod
     def _map_assignment(data: bytes, name: Any) -> bytes:
-        from model.mixed.classic_requests import subscription_version
+        from model.mixed.consumer_group import subscription_version
 
         if not data:
             return data
