@@ -42,9 +42,9 @@ TIMEOUT_S = 300  # one case; the slowest takes about 10 s on a loaded 2-core mac
 # ---------------------------------------------------------------------------------------------------
 # The coupling to the code layout: how the CLI is started, and (record only) one Python API call.
 def groupcheck(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the `groupcheck` console script next to this interpreter (``-m conformance.cli`` without it)."""
+    """Run the `groupcheck` console script next to this interpreter (``-m conformance.cli.main`` without it)."""
     script = Path(sys.executable).with_name("groupcheck")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "conformance.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "conformance.cli.main"]
     return subprocess.run(
         [*command, *args], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
     )
@@ -54,8 +54,10 @@ def reference_replay(mutant_trace: Path, out: Path) -> None:
     """Record only: ``mutant_trace``'s ops on the reference model (its mutant variant dropped),
     written as a trace. The CLI cannot drop a variant a trace header names, so this uses the API
     that tests/test_regressions.py uses for the same purpose."""
-    from conformance.trace import classic, consumer, mixed
-    from conformance.trace.format import read_trace, write_trace
+    from conformance.formats.trace_file import read_trace, write_trace
+    from conformance.protocols.classic import trace as classic
+    from conformance.protocols.consumer import trace as consumer
+    from conformance.protocols.mixed import trace as mixed
     from conformance.trace.replay import replay
 
     trace = read_trace(mutant_trace)
