@@ -18,10 +18,10 @@ import os
 import platform
 import time
 
-from conformance.profiles import get_profile
-from conformance.run import run_check
-from conformance.trace.consumer_explore import explore_consumer
-from conformance.trace.explore import ExploreResult, explore_classic
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
+from conformance.protocols.classic.explore import ExploreResult, explore_classic
+from conformance.protocols.consumer.explore import explore_consumer
 
 KAFKA_7026 = (
     "client.assignment_single_owner",

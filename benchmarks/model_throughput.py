@@ -13,8 +13,8 @@ import platform
 import random
 import time
 
-from conformance.build import make_classic_sim, make_consumer_sim
-from conformance.checker import Checker
+from conformance.engine.checker import Checker
+from conformance.protocols.build import make_classic_sim, make_consumer_sim
 
 
 def classic_walk(steps: int, check: bool, seed: int) -> tuple[float, float]:

@@ -5,7 +5,7 @@
 
 For each mutant with a BFS-minimal length in ``--report`` (written by ``groupcheck mutants
 --bfs-budget S``; the length does not depend on the seed) and each seed: the suite from scratch
-(`conformance.mutants.matrix.run_mutant`: ``check --seed S``, Hypothesis' shrink), then the kill
+(`conformance.power.matrix.run_mutant`: ``check --seed S``, Hypothesis' shrink), then the kill
 matrix's delta debugging without the BFS polish (`ddmin` with ``polish_budget_s=0``: ddmin over the
 recorded ops, consumer settles flattened into primitive ops, `compress_time` for classic traces),
 then the BFS polish (`conformance.trace.polish`, ``--polish-budget`` CPU seconds) and ddmin again.
@@ -46,10 +46,10 @@ def main() -> int:
     p.add_argument("--polish-budget", type=float, default=5.0)
     p.add_argument("--mutant", action="append", default=[])
     args = p.parse_args()
+    from conformance.engine.profiles import get_profile
+    from conformance.formats.trace_file import read_trace
     from conformance.mutants import MUTANTS
-    from conformance.mutants.matrix import run_mutant
-    from conformance.profiles import get_profile
-    from conformance.trace.format import read_trace
+    from conformance.power.matrix import run_mutant
     from conformance.trace.minimise import minimise
     from conformance.trace.polish import polish
 

@@ -5,7 +5,7 @@ For every mutant (`conformance/mutants/`) and several seeds, run the kill matrix
 record the examples, wall-clock seconds and CPU seconds to the first violated invariant (before
 shrinking). With ``--shrink`` the first seed also shrinks (Hypothesis, then ddmin over the recorded
 ops), giving the shrunk counterexample length, and ``--bfs-budget`` adds the BFS-minimal length from
-`groupcheck explore` against the mutant (`conformance/mutants/bfs.py`) and the ratio shrunk /
+`groupcheck explore` against the mutant (`conformance/power/bfs.py`) and the ratio shrunk /
 BFS-minimal. Goals (issue 8): median <= 5 s, max <= 60 s over mutants, ratio <= 1.25. Run:
     .venv/bin/python benchmarks/mutants_time_to_catch.py [--seeds 0 1 2] [--budget 30] [--protocol all] \
         [--shrink] [--bfs-budget 30]
@@ -21,9 +21,9 @@ import statistics
 import sys
 import time
 
+from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS
-from conformance.mutants.matrix import run_mutant
-from conformance.profiles import get_profile
+from conformance.power.matrix import run_mutant
 
 
 def main() -> int:
@@ -74,7 +74,7 @@ def main() -> int:
             survived.append(name)
         bfs, ratio = None, None
         if args.bfs_budget > 0:
-            from conformance.mutants.bfs import bfs_minimal
+            from conformance.power.bfs import bfs_minimal
 
             bfs, _ = bfs_minimal(name, budget_s=args.bfs_budget)
             rows[0].bfs_minimal = bfs

@@ -37,9 +37,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conformance.adapters import consumer_oracle, open_target
-from conformance.adapters import oracle as oracle_mod
-from conformance.adapters.check import _run_one, real_profile
+from conformance.cli.check import _run_one, real_profile
+from conformance.protocols.classic import oracle as oracle_mod
+from conformance.protocols.consumer import oracle as consumer_oracle
+from conformance.targets.open import open_target
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import SyncGroupResponse
 from model.classic.records import MemberUpserted
@@ -179,7 +180,7 @@ def one_run(handle: Any, args: argparse.Namespace, protocol: str, variant: str, 
             coord = LegacyCoordinator(coord.config, coord.chooser)
         return inner(coord)
 
-    from conformance.run import run_check
+    from conformance.engine.run import run_check
 
     with variant_context(variant):
         return run_check(
@@ -236,7 +237,7 @@ def main() -> None:
                             flush=True,
                         )
                         if found and args.keep is not None and result.trace is not None:
-                            from conformance.trace.format import write_trace
+                            from conformance.formats.trace_file import write_trace
 
                             args.keep.mkdir(parents=True, exist_ok=True)
                             write_trace(

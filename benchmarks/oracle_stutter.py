@@ -17,9 +17,9 @@ import sys
 import threading
 import time
 
-from conformance.adapters import open_target
-from conformance.adapters.check import REAL_PROFILES
-from conformance.run import run_check
+from conformance.cli.check import REAL_PROFILES
+from conformance.engine.run import run_check
+from conformance.targets.open import open_target
 
 
 def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:

@@ -22,7 +22,7 @@ import platform
 import statistics
 import sys
 
-from conformance.adapters.check import run_on_target
+from conformance.cli.check import run_on_target
 from conformance.errors import TargetError
 
 ROWS = {

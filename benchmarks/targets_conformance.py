@@ -22,9 +22,9 @@ import statistics
 import sys
 import time
 
-from conformance.adapters.check import run_protocols_on_target
-from conformance.profiles import get_profile
-from conformance.run import run_check
+from conformance.cli.check import run_protocols_on_target
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
 from model.classic.sim import ModelPort
 
 DEFAULT = ["model", "apache-kafka", "kfake", "librdkafka-mock", "tansu", "kafka-0.9"]

@@ -73,7 +73,7 @@ def load_all() -> dict[str, Invariant]:
         "model.classic.invariants",
         "model.consumer.invariants",
         "model.assignors.invariants",
-        "model.consumer.mixed_invariants",
+        "model.mixed.invariants",
         "model.classic.response_invariants",  # issue 8: added by the kill matrix
         "model.consumer.client_invariants",  # issue 8
     ):

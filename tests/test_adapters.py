@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.adapters import open_target
-from conformance.adapters.codec import API_HEARTBEAT, build, payload_class
-from conformance.adapters.oracle import PROVISIONAL, Hypo, OraclePort, Timing, _rename_hypo, rename
-from conformance.adapters.wire import Network
+from conformance.engine.run import run_check
 from conformance.errors import TargetError, UsageError
-from conformance.run import run_check
+from conformance.protocols.classic.codec import API_HEARTBEAT, build, payload_class
+from conformance.protocols.classic.oracle import PROVISIONAL, Hypo, OraclePort, Timing, _rename_hypo, rename
+from conformance.targets.open import open_target
+from conformance.wire.framing import Network
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.state import ClassicGroup, ClassicState, GroupState, Member, Timer
 
@@ -172,7 +172,7 @@ def test_timers_fired_before_a_request_are_shown_from_the_state_they_left() -> N
 def test_consumer_oracle_cutoff_waits_for_the_target_to_be_seen_running() -> None:
     """The consumer and mixed oracles' certain-fired cutoff: ``late_ms`` before the operation, no later
     than the last send the target answered in time, and never more than ``unseen_cap_ms`` behind."""
-    from conformance.adapters.consumer_oracle import ConsumerOraclePort, ConsumerTiming
+    from conformance.protocols.consumer.oracle import ConsumerOraclePort, ConsumerTiming
 
     port = ConsumerOraclePort.__new__(ConsumerOraclePort)
     port.timing = ConsumerTiming()
@@ -212,7 +212,7 @@ def test_target_that_never_answers_is_a_target_error_within_deadline() -> None:
     srv.bind(("127.0.0.1", 0))
     srv.listen(4)
     port = srv.getsockname()[1]
-    from conformance.adapters.kafka import KafkaAdapter
+    from conformance.wire.connection import KafkaAdapter
 
     t0 = time.monotonic()
     with pytest.raises(TargetError, match="no answer"):
@@ -235,7 +235,7 @@ def kafka() -> Iterator[object]:
 def _run(
     handle: object, examples: int, seed: int, factory: Callable[[ClassicCoordinator], object] | None = None
 ):  # type: ignore[no-untyped-def]
-    from conformance.adapters.check import REAL_PROFILES
+    from conformance.cli.check import REAL_PROFILES
 
     port_factory = handle.port_factory()  # type: ignore[attr-defined]
     if factory is not None:
@@ -294,7 +294,7 @@ def test_oracle_catches_a_model_that_differs_from_kafka(kafka: object) -> None:
 def test_consumer_oracle_catches_a_model_that_differs_from_kafka(kafka: object) -> None:
     """The consumer oracle has teeth: with a broken model beside Apache Kafka (every epoch-0 join gets
     a coordinator-generated member id, KAFKA-17116) the first join's answer is a protocol divergence."""
-    from conformance.adapters.check import _run_one, real_profile
+    from conformance.cli.check import _run_one, real_profile
 
     run = _run_one(
         kafka, "consumer", real_profile("ci"), 2, 0, {"mutant": "kafka-17116"}, "protocol", time.monotonic()

@@ -13,7 +13,7 @@ from typing import Any
 
 from test_timer_split import SESSION_MS, ScriptedConsumerPort, scripted_sim
 
-from conformance.adapters.consumer_oracle import HypothesisFindings
+from conformance.protocols.consumer.oracle import HypothesisFindings
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 
 ARM_LAG = 785  # c1's last heartbeat: handled (and its session armed) this long after it was sent
@@ -93,7 +93,7 @@ def test_the_pre_fix_rule_refutes_the_target() -> None:
 
 def test_the_cutoff_is_the_shared_rule() -> None:
     """The mixed oracle uses the same rule (it inherits `HypothesisFindings`)."""
-    from conformance.adapters.mixed_oracle import MixedOraclePort
+    from conformance.protocols.mixed.oracle import MixedOraclePort
 
     assert MixedOraclePort._certain_cutoff is HypothesisFindings._certain_cutoff
     assert SESSION_MS == 2000  # the scenario's times above assume it

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.build import make_classic_sim, settle_round
+from conformance.protocols.build import make_classic_sim, settle_round
 from model.classic import invariants as inv
 from model.classic.messages import (
     HeartbeatRequest,

@@ -13,10 +13,10 @@ import copy
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.adapters.oracle import Hypo, OraclePort, Timing
-from conformance.adapters.realtime import RealTimeSim
-from conformance.build import make_classic_sim
-from conformance.checker import Checker
+from conformance.engine.checker import Checker
+from conformance.protocols.build import make_classic_sim
+from conformance.protocols.classic.oracle import Hypo, OraclePort, Timing
+from conformance.protocols.classic.realtime import RealTimeSim
 from model.choice import SeededChooser
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import HeartbeatRequest

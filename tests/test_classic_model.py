@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from conformance.build import make_classic_sim, settle_round
-from conformance.profiles import get_profile
-from conformance.run import run_check
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
+from conformance.protocols.build import make_classic_sim, settle_round
 from model.choice import SeededChooser
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conformance import specs
-from conformance.cli import main
+from conformance.cli.main import main
 
 
 def test_kafka_7026_v0_exits_1_naming_single_owner(

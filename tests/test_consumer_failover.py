@@ -13,14 +13,14 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
-from conformance.adapters.consumer_failover import (
+from conformance.formats.trace_file import read_trace
+from conformance.protocols.build import make_consumer_sim
+from conformance.protocols.consumer.failover import (
     RecoveredGroup,
     RecoveredMember,
     load_times,
     recovered_matches,
 )
-from conformance.build import make_consumer_sim
-from conformance.trace.format import read_trace
 from conformance.trace.replay import replay
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest

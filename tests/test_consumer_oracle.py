@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 from kio.serial import entity_reader, entity_writer
 
-from conformance.adapters.codec import payload_class
-from conformance.adapters.consumer_check import not_run_reason
-from conformance.adapters.consumer_codec import TopicMap, decode_heartbeat, encode_heartbeat
-from conformance.adapters.consumer_oracle import compare, complete_assignment, legal_assignment
+from conformance.protocols.classic.codec import payload_class
+from conformance.protocols.consumer.codec import TopicMap, decode_heartbeat, encode_heartbeat
+from conformance.protocols.consumer.oracle import compare, complete_assignment, legal_assignment
+from conformance.protocols.consumer.setup import not_run_reason
 from model.consumer.assignors import AssignmentMember
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import (

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.adapters.consumer_codec import API_CONSUMER_GROUP_HEARTBEAT
-from conformance.adapters.consumer_oracle import ConsumerOraclePort, ConsumerTiming, revealed_assignment
+from conformance.protocols.consumer.codec import API_CONSUMER_GROUP_HEARTBEAT
+from conformance.protocols.consumer.oracle import ConsumerOraclePort, ConsumerTiming, revealed_assignment
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import (

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.build import consumer_settle_bound, make_consumer_sim
-from conformance.checker import Checker
-from conformance.cli import main
-from conformance.profiles import get_profile
-from conformance.run import run_check
+from conformance.cli.main import main
+from conformance.engine.checker import Checker
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
+from conformance.protocols.build import consumer_settle_bound, make_consumer_sim
 from model.consumer.sim import ConsumerSim
 
 TWO = [{"name": "c1", "topics": ["t"]}, {"name": "c2", "topics": ["t"], "instance_id": "i2"}]

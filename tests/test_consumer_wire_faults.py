@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.build import make_consumer_sim
+from conformance.protocols.build import make_consumer_sim
 from model.consumer.client import ClientState
 from model.consumer.messages import ConsumerGroupHeartbeatResponse
 from model.consumer.world import ClientEvent, HeartbeatEvent
@@ -122,10 +122,10 @@ def test_wire_fault_ops_replay_exactly() -> None:
 
 
 def test_faults_profile_has_the_rules_and_passes_on_the_model() -> None:
-    from conformance.machines.classic import MachineSettings
-    from conformance.machines.consumer import make_machine
-    from conformance.profiles import get_profile
-    from conformance.run import run_check
+    from conformance.engine.profiles import get_profile
+    from conformance.engine.run import run_check
+    from conformance.protocols.classic.machine import MachineSettings
+    from conformance.protocols.consumer.machine import make_machine
 
     with_faults, without = make_machine(MachineSettings(wire_faults=True)), make_machine(MachineSettings())
     for name in ("duplicate_request", "cut_connection", "delay_request", "release"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from conformance.adapters.faults import snapshot, summary
+from conformance.protocols.classic.faults import snapshot, summary
 
 
 def _session() -> SimpleNamespace:

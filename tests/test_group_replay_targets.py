@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from conformance.adapters import open_target
-from conformance.trace.format import read_trace
+from conformance.formats.trace_file import read_trace
+from conformance.targets.open import open_target
 
 pytestmark = pytest.mark.target
 REGRESSIONS = Path(__file__).parent / "regressions"
@@ -34,8 +34,8 @@ def kafka() -> Iterator[Any]:
 def test_consumer_regression_is_fixed_on_kafka_and_a_kafka_recording_replays_there(
     kafka: Any, tmp_path: Path
 ) -> None:
-    from conformance.adapters.replay import replay_on_target
-    from conformance.trace import consumer
+    from conformance.protocols.classic.replay import replay_on_target
+    from conformance.protocols.consumer import trace as consumer
     from conformance.trace.emit import emit_counterexample
 
     trace = read_trace(GHOST)
@@ -62,7 +62,7 @@ def test_consumer_regression_is_fixed_on_kafka_and_a_kafka_recording_replays_the
 def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(
     kafka: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conformance.adapters.replay import replay_on_target
+    from conformance.protocols.classic.replay import replay_on_target
 
     trace = read_trace(STATIC_CLOSE)
     result, notes = replay_on_target(trace, kafka.bootstrap, {})
@@ -84,8 +84,8 @@ def test_mixed_oracle_catches_a_broken_model_and_its_trace_replays_on_kafka(
     """Mixed groups on Kafka (classic and consumer-protocol members in one group): with a model that
     never tells a classic member to rejoin beside Kafka, the upgrade's rejoin is a divergence; the
     trace recorded there replays FAILED with that model and FIXED with the reference model."""
-    from conformance.adapters.check import _run_one, real_profile
-    from conformance.adapters.replay import replay_on_target
+    from conformance.cli.check import _run_one, real_profile
+    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
 
     broken = {"mixed_mutant": "heartbeat-never-rejoins"}
@@ -110,9 +110,9 @@ def test_mixed_oracle_catches_a_broken_model_and_its_trace_replays_on_kafka(
 def test_a_model_mixed_counterexample_is_fixed_on_kafka(kafka: Any, tmp_path: Path) -> None:
     """A mixed-group counterexample found on the model (a coordinator that never tells a classic
     member to rejoin) replays on Kafka through the mixed oracle: FIXED, the mutant dropped."""
-    from conformance.adapters.replay import replay_on_target
-    from conformance.profiles import get_profile
-    from conformance.run import run_check
+    from conformance.engine.profiles import get_profile
+    from conformance.engine.run import run_check
+    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
 
     found = run_check(
@@ -136,10 +136,10 @@ def test_topic_changes_agree_with_the_model(kafka: Any) -> None:
     """Issue 4: a topic grows, a topic is deleted and created again under the same name (members
     subscribe by name; Kafka gives it a new id); Kafka and the model agree on every answer, the epoch
     is bumped at the first heartbeat after each change, the deleted topic leaves the assignments."""
-    from conformance.adapters.check import real_profile
-    from conformance.adapters.consumer_check import consumer_setup
-    from conformance.adapters.consumer_realtime import RealTimeConsumerSim
-    from conformance.build import make_consumer_sim
+    from conformance.cli.check import real_profile
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.realtime import RealTimeConsumerSim
+    from conformance.protocols.consumer.setup import consumer_setup
 
     factory, config, _ = consumer_setup(kafka, real_profile("ci"))
     clients = [{"name": "c1", "topics": ["t", "u"]}, {"name": "c2", "topics": ["t"], "instance_id": "i2"}]
@@ -181,7 +181,7 @@ def test_failover_traces_replay_on_kafka(kafka: Any) -> None:
     here) and topic growth and deletion PASSES on Kafka; the failover-only mutant's counterexample is
     FIXED there, and that mutant kept beside Kafka is caught (clean restarts, SIGTERM: the members
     survive, so the forgotten pending revocation matters)."""
-    from conformance.adapters.consumer_replay import replay_consumer_on_target
+    from conformance.protocols.consumer.replay import replay_consumer_on_target
 
     # a crash (SIGKILL, the default): the broker loads the group while nobody can heartbeat, the
     # members expire, and the recovered group (ConsumerGroupDescribe) must equal the model's
@@ -207,11 +207,11 @@ def test_mixed_wire_faults_and_a_restart_while_classic_agree_with_kafka(kafka: A
     expires the member meanwhile, as the model); then the group is downgraded and Kafka restarts
     while it is classic: the recovered group is the one the hypotheses load from their durable
     GroupMetadata. The oracle and every mixed invariant agree at each step."""
-    from conformance.adapters.check import real_profile
-    from conformance.adapters.mixed_check import mixed_setup
-    from conformance.adapters.mixed_realtime import real_mixed_run
-    from conformance.checker import Checker
-    from conformance.machines.mixed_real import CLASSIC_REBALANCE_MS, CLASSIC_SESSION_MS
+    from conformance.cli.check import real_profile
+    from conformance.engine.checker import Checker
+    from conformance.protocols.mixed.machine_real import CLASSIC_REBALANCE_MS, CLASSIC_SESSION_MS
+    from conformance.protocols.mixed.realtime import real_mixed_run
+    from conformance.protocols.mixed.setup import mixed_setup
     from model.classic.messages import HeartbeatResponse
 
     proxy = kafka.session.adapter.proxy

@@ -12,7 +12,7 @@ from typing import Any
 
 from test_classic_lineage_switch import ScriptedClassicPort, scripted_sim
 
-from conformance.adapters.oracle import PROVISIONAL
+from conformance.protocols.classic.oracle import PROVISIONAL
 from model.classic.messages import JoinGroupResponse
 from model.classic.state import GroupState
 

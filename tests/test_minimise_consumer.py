@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.trace.format import read_trace
+from conformance.formats.trace_file import read_trace
 from conformance.trace.minimise import flatten_consumer, minimise
 
 REGRESSIONS = Path(__file__).parent / "regressions"

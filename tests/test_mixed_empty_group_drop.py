@@ -18,9 +18,9 @@ from test_mixed_groups import Harness, beat, jg, join
 
 from model.classic.messages import JoinGroupResponse, SyncGroupRequest
 from model.classic.records import GroupMetadataRecord
-from model.consumer.mixed_state import ConsumerGroupDropped, rebuild, replay
 from model.consumer.records import ConsumerGroupTombstone
 from model.errors import ErrorCode
+from model.mixed.state import ConsumerGroupDropped, rebuild, replay
 
 E = ErrorCode
 

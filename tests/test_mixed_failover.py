@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from conformance.adapters.faults import Recovered
-from conformance.adapters.mixed_failover import (
+from conformance.protocols.classic.faults import Recovered
+from conformance.protocols.mixed.failover import (
     MixedRecovered,
     load_times,
     loaded_all,
@@ -15,9 +15,9 @@ from conformance.adapters.mixed_failover import (
     restart_allowed,
     track_durable,
 )
-from conformance.adapters.mixed_oracle import MHypo
-from model.consumer.mixed import MixedCoordinator
-from model.consumer.mixed_world import MixedRun
+from conformance.protocols.mixed.oracle import MHypo
+from model.mixed.coordinator import MixedCoordinator
+from model.mixed.world import MixedRun
 
 
 class _Topics:
@@ -136,8 +136,8 @@ def test_a_load_that_forgets_classic_expiry_is_caught_at_the_failover() -> None:
         loads = loaded_all(port, port.hypos[0], run.now, run.now + 60_000)
         why = matches(port, loads[0], empty)
         assert (why is not None) == caught, why
-    from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS
     from model.invariants import REGISTRY, load_all
+    from model.mixed.world import CLASSIC_STATE_INVARIANTS
 
     load_all()
     for coord_class, caught in ((MixedCoordinator, False), (mutant, True)):

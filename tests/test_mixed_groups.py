@@ -1,4 +1,4 @@
-"""Tests of KIP-848 mixed groups (reference B.13; model/consumer/mixed.py): classic JoinGroup /
+"""Tests of KIP-848 mixed groups (reference B.13; model/mixed/coordinator.py): classic JoinGroup /
 SyncGroup / Heartbeat / LeaveGroup served by the consumer-group engine, online upgrade and downgrade
 under each migration policy, replay and failover, a rolling upgrade and a rolling downgrade with
 every consumer and mixed invariant checked after every step, and a mutant per mixed rule."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 from conformance.errors import SpecError
 from conformance.mutants.mixed import (
     ClassicRebalanceTimer,
@@ -26,7 +26,7 @@ from conformance.mutants.mixed import (
     UpgradeIgnoresPolicy,
     UpgradeKeepsClassicGroup,
 )
-from conformance.scenarios import run_scenario
+from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
@@ -55,19 +55,25 @@ from model.consumer.messages import (
     TopicPartition,
     to_topic_partitions,
 )
-from model.consumer.mixed import (
+from model.consumer.records import ConsumerGroupTombstone
+from model.consumer.state import JOIN, REBALANCE, SESSION, SYNC, ConsumerGroup, ConsumerMember, MemberState
+from model.consumer.world import AdvanceEvent, HeartbeatEvent
+from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
+from model.errors import ErrorCode
+from model.invariants import REGISTRY, Invariant, for_protocol, load_all
+from model.mixed.coordinator import (
     Downgrade,
     MixedConfig,
     MixedCoordinator,
 )
-from model.consumer.mixed_state import (
+from model.mixed.state import (
     ClassicGroupTombstone,
     MigrationPolicy,
     MixedState,
     rebuild,
     replay,
 )
-from model.consumer.mixed_world import (
+from model.mixed.world import (
     CLASSIC_STATE_INVARIANTS,
     ClassicRequestEvent,
     MixedRun,
@@ -75,12 +81,6 @@ from model.consumer.mixed_world import (
     capture_mixed_world,
     check_invariant,
 )
-from model.consumer.records import ConsumerGroupTombstone
-from model.consumer.state import JOIN, REBALANCE, SESSION, SYNC, ConsumerGroup, ConsumerMember, MemberState
-from model.consumer.world import AdvanceEvent, HeartbeatEvent
-from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
-from model.errors import ErrorCode
-from model.invariants import REGISTRY, Invariant, for_protocol, load_all
 from model.observation import Observation
 from model.result import Result
 
@@ -1144,7 +1144,7 @@ def test_mixed_scenario_errors_name_file_and_line(tmp_path: Path, text: str, mes
 
 
 def test_check_protocol_mixed_passes_on_the_model(capsys: pytest.CaptureFixture[str]) -> None:
-    """`groupcheck check --protocol mixed`: the Hypothesis machine (conformance/machines/mixed.py)
+    """`groupcheck check --protocol mixed`: the Hypothesis machine (conformance/protocols/mixed/machine.py)
     upgrades, downgrades and rolls members without a violation, and is not vacuous."""
     assert main(["check", "--protocol", "mixed", "--max-examples", "40", "--profile", "dev"]) == 0
     assert "mixed on model: PASSED" in capsys.readouterr().out

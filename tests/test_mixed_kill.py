@@ -1,16 +1,16 @@
 """The mixed-group mutants against the mixed machine on the model (`groupcheck mutants --protocol
-mixed`, conformance/mutants/mixed_kill.py; the full matrix is reports/mutants_mixed.md)."""
+mixed`, conformance/power/mixed_kill.py; the full matrix is reports/mutants_mixed.md)."""
 
 from __future__ import annotations
 
 import pytest
 
+from conformance.engine.profiles import get_profile
 from conformance.errors import UsageError
-from conformance.machines.classic import InvariantViolation, MachineSettings
-from conformance.machines.mixed import make_machine
 from conformance.mutants.mixed import MIXED_MUTANTS
-from conformance.mutants.mixed_kill import MIXED_EXPECT, render_markdown, run_mixed_mutant
-from conformance.profiles import get_profile
+from conformance.power.mixed_kill import MIXED_EXPECT, render_markdown, run_mixed_mutant
+from conformance.protocols.classic.machine import InvariantViolation, MachineSettings
+from conformance.protocols.mixed.machine import make_machine
 from model.invariants import REGISTRY, load_all
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from conformance.adapters.consumer_check import not_run_reason
-from conformance.adapters.mixed_oracle import RefChooser, compare
+from conformance.protocols.consumer.setup import not_run_reason
+from conformance.protocols.mixed.oracle import RefChooser, compare
 from model.classic.messages import HeartbeatResponse, SyncGroupResponse
 from model.embedded import Assignment, encode_assignment
 from model.errors import ErrorCode as E
@@ -53,10 +53,10 @@ def test_mixed_runs_only_where_both_protocols_are_offered() -> None:
 def test_migration_policy_is_a_hypothesis_unless_the_launcher_states_it() -> None:
     """A target that refuses an online upgrade may run policy disabled or downgrade (legal): every
     policy is a hypothesis the answers select, unless the target's launcher states the setting."""
-    from conformance.adapters.mixed_oracle import ORIGINS, POLICIES, MixedOraclePort
+    from conformance.protocols.mixed.oracle import ORIGINS, POLICIES, MixedOraclePort
     from model.choice import SeededChooser
-    from model.consumer.mixed import MixedConfig, MixedCoordinator
-    from model.consumer.mixed_state import MigrationPolicy
+    from model.mixed.coordinator import MixedConfig, MixedCoordinator
+    from model.mixed.state import MigrationPolicy
 
     session = SimpleNamespace(adapter=None, next_group=lambda: "gc-test-g1")
     coordinator = MixedCoordinator(MixedConfig(policy=MigrationPolicy.UPGRADE), SeededChooser(0))

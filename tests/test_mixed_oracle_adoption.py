@@ -20,7 +20,7 @@ the uniform assignor's free choice (reference §F):
 The mixed oracle now keeps what answers revealed (`consumer_oracle.pin_revealed`,
 `adoption_constraints`, `install_target`, shared with the consumer oracle) and reconciles again a
 classic member whose JoinGroup partitions no answer has shown (`MixedOraclePort._rereconcile`).
-The runs are replayed against their recorded answers (`conformance.adapters.recorded`), no broker.
+The runs are replayed against their recorded answers (`conformance.protocols.mixed.recorded`), no broker.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from conformance.adapters.recorded import recorded_exchanges, replay_recorded
-from conformance.trace.format import read_trace
+from conformance.formats.trace_file import read_trace
+from conformance.protocols.mixed.recorded import recorded_exchanges, replay_recorded
 from model.consumer.messages import ConsumerGroupHeartbeatResponse, TopicPartitions
 from model.embedded import Assignment, encode_assignment
 
@@ -118,7 +118,7 @@ def test_a_run_that_leaves_its_recording_is_an_error_not_a_verdict() -> None:
 
 
 def test_replay_against_the_recording_from_the_command_line(capsys: object) -> None:
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     assert main(["replay", str(K2), "--target", "recording"]) == 0
     out = capsys.readouterr().out  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""The mixed oracle keeps the uniform assignor's other legal tie-breaks (`conformance/adapters/assignor_ties.py`).
+"""The mixed oracle keeps the uniform assignor's other legal tie-breaks (`conformance/protocols/mixed/assignor_ties.py`).
 
 Regression of `reports/conformance/faults/apache-kafka.mixed.all-seed0-classic-heartbeat-none.ndjson`
 (Apache Kafka 4.4.0, `check --protocol all --profile faults --seed 0`, only under load): c3 joined a
@@ -21,21 +21,21 @@ from typing import Any
 
 from test_timer_split import ScriptedMixedPort
 
-from conformance.adapters import _model_config_from
-from conformance.adapters.assignor_ties import NOTE, member_orders, tie_breaks
-from conformance.adapters.mixed_oracle import mixed_config
+from conformance.formats.codec import decode
+from conformance.protocols.mixed.assignor_ties import NOTE, member_orders, tie_breaks
+from conformance.protocols.mixed.oracle import mixed_config
 from conformance.targets.apache_kafka import ApacheKafkaTarget
-from conformance.trace.codec import decode
+from conformance.targets.open import _model_config_from
 from model.choice import SeededChooser
 from model.classic.messages import HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, SyncGroupRequest
 from model.classic.state import ClassicConfig
 from model.consumer.assignors import ASSIGNORS, AssignmentMember
 from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, to_topic_partitions
-from model.consumer.mixed import MixedConfig, MixedConsumerCoordinator, MixedCoordinator
-from model.consumer.mixed_state import MixedState
 from model.embedded import Subscription, encode_subscription
 from model.errors import ErrorCode as E
+from model.mixed.coordinator import MixedConfig, MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.state import MixedState
 
 TRACE = (
     Path(__file__).resolve().parent.parent

@@ -1,7 +1,7 @@
 """Wire faults inside mixed groups on the model (issue 4): what the coordinator applies and what the
 members hear when an answer is lost, a connection cut, a request duplicated or held
-(`model.consumer.mixed_world.MixedRun`); every consumer and mixed invariant holds throughout, and
-the fault ops replay from a trace (`conformance.trace.mixed`)."""
+(`model.mixed.world.MixedRun`); every consumer and mixed invariant holds throughout, and
+the fault ops replay from a trace (`conformance.protocols.mixed.trace`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from conformance.trace.mixed import make_mixed_run
+from conformance.protocols.mixed.trace import make_mixed_run
 from model.classic.client import ClassicClient
 from model.classic.messages import HeartbeatRequest, HeartbeatResponse
 from model.consumer.messages import ConsumerGroupHeartbeatResponse
-from model.consumer.mixed import MixedCoordinator
-from model.consumer.mixed_world import CLASSIC_STATE_INVARIANTS, MixedRun
 from model.errors import ErrorCode
 from model.invariants import REGISTRY, Invariant, for_protocol, load_all
+from model.mixed.coordinator import MixedCoordinator
+from model.mixed.world import CLASSIC_STATE_INVARIANTS, MixedRun
 
 load_all()
 
@@ -140,7 +140,7 @@ def test_a_held_request_reaches_the_coordinator_before_the_members_leave_and_a_f
 
 
 def test_the_fault_ops_replay_from_a_trace() -> None:
-    from conformance.trace.mixed import apply_op
+    from conformance.protocols.mixed.trace import apply_op
 
     run = make_mixed_run({"seed": 3}, {}, "test")
     _mixed(run)
@@ -169,10 +169,10 @@ def test_the_faults_profile_drives_the_mixed_fault_rules_on_the_model(
     profiles keep their rule set."""
     from collections import Counter
 
-    from conformance.machines.classic import MachineSettings
-    from conformance.machines.mixed import make_machine
-    from conformance.profiles import get_profile
-    from conformance.run import run_check
+    from conformance.engine.profiles import get_profile
+    from conformance.engine.run import run_check
+    from conformance.protocols.classic.machine import MachineSettings
+    from conformance.protocols.mixed.machine import make_machine
 
     calls: Counter[str] = Counter()
     for name in ("_lost", "_hold_request", "_release_held"):

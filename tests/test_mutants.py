@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.build import make_classic_sim, make_consumer_sim
-from conformance.cli import main
+from conformance.cli.main import main
+from conformance.engine.profiles import get_profile
+from conformance.engine.variants import parse_variants
 from conformance.errors import UsageError
 from conformance.mutants import MUTANTS, get_mutant, with_mutant_variants
-from conformance.mutants.matrix import render_markdown, run_mutant
-from conformance.profiles import get_profile
+from conformance.power.matrix import render_markdown, run_mutant
+from conformance.protocols.build import make_classic_sim, make_consumer_sim
 from conformance.specs import load_invariants
-from conformance.variants import parse_variants
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.sim import ModelPort
@@ -110,7 +110,7 @@ def test_representative_mutants_are_caught_from_scratch(name: str, tmp_path: Pat
 
 def test_reference_model_survives_what_kills_the_mutants(tmp_path: Path) -> None:
     """The same runs without the fault pass: the matrix measures the fault, not a flaky suite."""
-    from conformance.run import run_check
+    from conformance.engine.run import run_check
 
     for protocol in ("classic",):
         result = run_check(protocol, profile=get_profile("dev"), max_examples=10, seed_value=0)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.build import make_classic_sim
+from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS, UNMODELLED_ROWS
 from conformance.mutants.classic import NoVoidingClient
-from conformance.mutants.matrix import run_mutant
-from conformance.profiles import get_profile
+from conformance.power.matrix import run_mutant
+from conformance.protocols.build import make_classic_sim
 from model.assignors.cooperative_sticky import CooperativeStickyAssignor, voided_claims
 from model.assignors.invariants import AssignmentObservation, assignment_complete, assignment_single_owner
 

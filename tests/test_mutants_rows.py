@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.build import make_classic_sim
+from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS, UNMODELLED_ROWS
-from conformance.mutants.bfs import BOUNDS, Bound, bfs_minimal
-from conformance.mutants.matrix import KillRow, render_markdown, run_mutant
-from conformance.profiles import get_profile
-from conformance.trace.explore import clone, explore_classic
+from conformance.power.bfs import BOUNDS, Bound, bfs_minimal
+from conformance.power.matrix import KillRow, render_markdown, run_mutant
+from conformance.protocols.build import make_classic_sim
+from conformance.protocols.classic.explore import clone, explore_classic
 
 
 def test_rows_4_and_18_have_mutants() -> None:

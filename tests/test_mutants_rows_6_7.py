@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import model.consumer.invariants  # noqa: F401  (registers the consumer invariants)
+from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS, UNMODELLED_ROWS
-from conformance.mutants.matrix import run_mutant
-from conformance.profiles import get_profile
+from conformance.power.matrix import run_mutant
 from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.reconcile import CurrentAssignment, reconcile
 from model.consumer.state import MemberState

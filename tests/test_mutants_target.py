@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.adapters import in_process, open_target
-from conformance.cli import main
+from conformance.cli.main import main
 from conformance.errors import UsageError
-from conformance.trace.format import read_trace
+from conformance.formats.trace_file import read_trace
+from conformance.targets.open import in_process, open_target
 
 USER_TEST = """
 from model.classic.messages import JoinGroupRequest

@@ -4,10 +4,10 @@ already shortest is returned as it is."""
 
 from __future__ import annotations
 
-from conformance.build import make_classic_sim
-from conformance.checker import Checker
-from conformance.trace.classic import apply_op, to_trace
-from conformance.trace.format import Trace
+from conformance.engine.checker import Checker
+from conformance.formats.trace_file import Trace
+from conformance.protocols.build import make_classic_sim
+from conformance.protocols.classic.trace import apply_op, to_trace
 from conformance.trace.minimise import _fails, minimise
 from conformance.trace.polish import polish
 
@@ -73,7 +73,7 @@ def test_polish_runs_on_consumer_traces_and_keeps_them_failing() -> None:
     counterexample is already shortest (3 ops), so it comes back unchanged and still failing."""
     from pathlib import Path
 
-    from conformance.trace.format import read_trace
+    from conformance.formats.trace_file import read_trace
 
     trace = read_trace(
         Path(__file__).parent / "regressions" / "consumer.fenced_member_releases_first_64158d835280.ndjson"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.adapters.proxy import COPY_CORRELATION_BASE, FaultProxy, ProxyError
+from conformance.wire.proxy import COPY_CORRELATION_BASE, FaultProxy, ProxyError
 
 
 class FakeServer:

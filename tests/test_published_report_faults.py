@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from conformance.adapters.check import TargetRun
-from conformance.adapters.faults import snapshot, summary
-from conformance.adapters.report import write_published
-from conformance.profiles import get_profile
-from conformance.run import run_check
+from conformance.cli.check import TargetRun
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
+from conformance.protocols.classic.faults import snapshot, summary
+from conformance.reporting.target_report import write_published
 
 
 def test_each_section_counts_its_own_faults(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.adapters import open_target
-from conformance.adapters.check import run_protocols_on_target
-from conformance.build import make_classic_sim
+from conformance.cli.check import run_protocols_on_target
 from conformance.errors import TargetError
+from conformance.protocols.build import make_classic_sim
+from conformance.targets.open import open_target
 from model.classic.coordinator import ClassicCoordinator
 
 pytestmark = pytest.mark.target
@@ -80,7 +80,9 @@ def test_target_that_aborts_is_a_crash_finding_with_the_steps() -> None:
             handle.model_config,
             {},
             port_factory=handle.port_factory(),
-            sim_class=__import__("conformance.adapters.realtime", fromlist=["RealTimeSim"]).RealTimeSim,
+            sim_class=__import__(
+                "conformance.protocols.classic.realtime", fromlist=["RealTimeSim"]
+            ).RealTimeSim,
         )
         assert isinstance(sim.port.coordinator, ClassicCoordinator)
         first = sim.client_step("c1")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.trace.format import read_trace
+from conformance.formats.trace_file import read_trace
 from conformance.trace.replay import replay
 
 HERE = Path(__file__).parent / "regressions"

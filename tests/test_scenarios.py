@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.scenarios import run_scenario
+from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenarios
 
 SCENARIOS = load_scenarios()

@@ -9,7 +9,7 @@ from typing import Any
 
 from test_timer_split import ScriptedConsumerPort, scripted_sim
 
-from conformance.adapters.consumer_realtime import RealTimeConsumerSim
+from conformance.protocols.consumer.realtime import RealTimeConsumerSim
 
 STALL = 400
 

@@ -8,6 +8,7 @@ import random
 import pytest
 import z3
 
+from conformance.formats.trace_file import read_trace, write_trace
 from conformance.smt import claims as CL
 from conformance.smt import classic as C
 from conformance.smt.claims_check import cooperative_subscriptions, run_assignor
@@ -15,7 +16,6 @@ from conformance.smt.classic_replay import Action, new_driver
 from conformance.smt.kip848 import bits_of, value_of
 from conformance.smt.prove import run_prove
 from conformance.smt.solver import Limits, Verdict
-from conformance.trace.format import read_trace, write_trace
 from conformance.trace.replay import replay
 from model.assignors.cooperative_sticky import held_back
 from model.assignors.sticky import resolve_claims

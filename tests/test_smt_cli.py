@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 from conformance.errors import SpecError
+from conformance.formats.trace_file import read_trace
 from conformance.smt.catalogue import validate
-from conformance.trace.format import read_trace
 from conformance.trace.replay import replay
 
 SMALL = ["--members", "2", "--partitions", "2", "--no-times"]
@@ -59,7 +59,7 @@ def test_same_seed_same_bytes() -> None:
         "epoch_check=false",
         *SMALL,
     ]
-    cmd = [sys.executable, "-m", "conformance.cli", *argv]
+    cmd = [sys.executable, "-m", "conformance.cli.main", *argv]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert first.returncode == 1 and "REFUTED" in first.stdout

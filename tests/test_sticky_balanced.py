@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.mutants.matrix import run_mutant
-from conformance.profiles import get_profile
+from conformance.engine.profiles import get_profile
+from conformance.power.matrix import run_mutant
 from model.assignors.base import COOPERATIVE, EAGER
 from model.assignors.cooperative_sticky import CooperativeStickyAssignor
 from model.assignors.invariants import AssignmentObservation, sticky_balanced

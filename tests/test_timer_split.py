@@ -1,5 +1,5 @@
 """Timers the consumer oracle fires just before a request are an observation of their own (issue 4,
-`conformance/adapters/timer_split.py`), without a real target: the "target" here is a scripted
+`conformance/engine/oracle/timer_split.py`), without a real target: the "target" here is a scripted
 port whose answers come from a second model coordinator that acts on a session expiry before an
 OffsetCommit (as Apache Kafka did at `check --protocol consumer --profile ci --seed 1`)."""
 
@@ -10,21 +10,21 @@ import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.adapters.consumer_codec import API_CONSUMER_GROUP_HEARTBEAT, API_OFFSET_COMMIT
-from conformance.adapters.consumer_oracle import ConsumerOraclePort
-from conformance.adapters.consumer_realtime import RealTimeConsumerSim
-from conformance.adapters.mixed_oracle import MixedOraclePort
-from conformance.adapters.mixed_realtime import real_mixed_run
-from conformance.build import make_consumer_sim
-from conformance.checker import Checker
+from conformance.engine.checker import Checker
+from conformance.protocols.build import make_consumer_sim
+from conformance.protocols.consumer.codec import API_CONSUMER_GROUP_HEARTBEAT, API_OFFSET_COMMIT
+from conformance.protocols.consumer.oracle import ConsumerOraclePort
+from conformance.protocols.consumer.realtime import RealTimeConsumerSim
+from conformance.protocols.mixed.oracle import MixedOraclePort
+from conformance.protocols.mixed.realtime import real_mixed_run
 from model.choice import SeededChooser
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
-from model.consumer.mixed import MixedConfig, MixedCoordinator
-from model.consumer.mixed_state import MixedState
 from model.consumer.state import ConsumerCoordinatorState
 from model.consumer.world import AdvanceEvent, HeartbeatEvent, OffsetCommitEvent
 from model.errors import ErrorCode
+from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.state import MixedState
 
 SESSION_MS = 2000
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.adapters import topic_ops
+from conformance.protocols import topic_ops
 
 
 class PausedBroker:

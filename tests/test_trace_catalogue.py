@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 from conformance.specs import load_invariants
 from conformance.trace.catalogue import CATALOGUE, committed_counterexamples, render
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.profiles import get_profile
-from conformance.run import run_check
-from conformance.trace.format import read_trace, to_bytes, write_trace
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
+from conformance.formats.schema import SCHEMA_PATH
+from conformance.formats.trace_file import read_trace, to_bytes, write_trace
 from conformance.trace.render import mermaid, text
 from conformance.trace.replay import replay
-from conformance.trace.schema import SCHEMA_PATH
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.trace.abstraction import abstract_key
-from conformance.trace.classic import apply_op
-from conformance.trace.coverage import Coverage, load_graph
-from conformance.trace.explore import (
+from conformance.cli.main import main
+from conformance.formats.trace_file import read_trace, write_trace
+from conformance.protocols.classic.abstraction import abstract_key
+from conformance.protocols.classic.explore import (
     ALL_OPS,
     _enabled,
     _fresh,
@@ -23,7 +22,8 @@ from conformance.trace.explore import (
     found_trace,
     save_graph,
 )
-from conformance.trace.format import read_trace, write_trace
+from conformance.protocols.classic.trace import apply_op
+from conformance.trace.coverage import Coverage, load_graph
 from conformance.trace.replay import replay
 
 STICKY_V0 = {"sticky": "v0", "assignor": "sticky"}
@@ -136,7 +136,7 @@ def test_cli_explore_writes_traces_graph_and_replay_reports_coverage(
 
 
 def test_consumer_explore_finds_kafka_16147_only_in_the_mutant(tmp_path: Path) -> None:
-    from conformance.trace.consumer_explore import consumer_found_trace, explore_consumer
+    from conformance.protocols.consumer.explore import consumer_found_trace, explore_consumer
 
     model = explore_consumer(2, 2, depth=5)
     assert not model.found and model.levels_done == 5
@@ -153,8 +153,8 @@ def test_consumer_explore_finds_kafka_16147_only_in_the_mutant(tmp_path: Path) -
 def test_consumer_coverage_maps_a_run_onto_a_consumer_graph(tmp_path: Path) -> None:
     """Coverage works for KIP-848 groups too: a run along ops of the explored depth lands on the
     graph's states; a classic run cannot use a consumer graph (usage error, exit 2)."""
-    from conformance.trace.consumer import action_of
-    from conformance.trace.consumer_explore import _fresh, consumer_key, explore_consumer
+    from conformance.protocols.consumer.explore import _fresh, consumer_key, explore_consumer
+    from conformance.protocols.consumer.trace import action_of
 
     result = explore_consumer(2, 1, depth=4)
     meta, graph = load_graph(save_graph(result, tmp_path / "g.json"))

@@ -8,12 +8,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
+from conformance.formats.codec import CodecError, decode, dumps, encode, registered
+from conformance.formats.schema import SCHEMA_PATH, render
+from conformance.formats.trace_file import TraceError, read_trace, to_bytes
 from conformance.specs import load_scenarios
-from conformance.trace.codec import CodecError, decode, dumps, encode, registered
-from conformance.trace.format import TraceError, read_trace, to_bytes
 from conformance.trace.scenario import scenario_trace
-from conformance.trace.schema import SCHEMA_PATH, render
 from model.classic.messages import JoinGroupMember, JoinGroupResponse, OffsetCommitResponse
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -30,7 +30,7 @@ from model.result import Delivery
 
 @pytest.fixture(scope="module")
 def kafka_7026_v0(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conformance.scenarios import run_scenario
+    from conformance.protocols.classic.scenarios import run_scenario
 
     result = run_scenario(load_scenarios()["kafka-7026"], {"sticky": "v0"})
     path = tmp_path_factory.mktemp("trace") / "kafka-7026.ndjson"
@@ -175,7 +175,7 @@ def test_cli_exits_2_naming_file_and_line(
 
 
 def test_committed_schema_is_current() -> None:
-    assert SCHEMA_PATH.read_text() == render(), "run: python -m conformance.trace.schema"
+    assert SCHEMA_PATH.read_text() == render(), "run: python -m conformance.formats.schema"
 
 
 def test_every_line_validates_against_the_schema_and_broken_ones_do_not(kafka_7026_v0: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.trace.format import read_trace
+from conformance.cli.main import main
+from conformance.formats.trace_file import read_trace
 from conformance.trace.replay import replay
 
 MUTANT = ["--variant", "mixed_mutant=generation-off-by-one"]

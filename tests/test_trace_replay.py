@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.profiles import get_profile
-from conformance.run import run_check
-from conformance.trace.format import read_trace, to_bytes
+from conformance.cli.main import main
+from conformance.engine.profiles import get_profile
+from conformance.engine.run import run_check
+from conformance.formats.trace_file import read_trace, to_bytes
 from conformance.trace.replay import replay
 
 STICKY_V0 = {"sticky": "v0", "assignor": "sticky"}

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.scenarios import run_scenario
+from conformance.cli.main import main
+from conformance.formats.trace_file import read_trace, write_trace
+from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenarios
-from conformance.trace.format import read_trace, write_trace
 from conformance.trace.render import mermaid, rows, text
 from conformance.trace.scenario import scenario_trace
 

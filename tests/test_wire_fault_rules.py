@@ -1,5 +1,5 @@
 """Wire faults as machine rules: a duplicated request and a cut connection (model/classic/sim.py
-DuplicateRequest, CutConnection; conformance/adapters/faults.py maps them onto the fault proxy).
+DuplicateRequest, CutConnection; conformance/protocols/classic/faults.py maps them onto the fault proxy).
 
 On the model: a duplicated request is applied twice, the copy only once the original is answered
 (Kafka serves one connection's requests in order); a cut abandons the awaited answer, the
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from conformance.adapters import open_target
-from conformance.build import make_classic_sim, settle_round
-from conformance.checker import Checker
+from conformance.engine.checker import Checker
+from conformance.protocols.build import make_classic_sim, settle_round
+from conformance.targets.open import open_target
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupResponse
 from model.classic.sim import CutConnection, DuplicateRequest
@@ -106,12 +106,12 @@ def test_cut_connection_abandons_the_parked_join_and_the_client_rejoins() -> Non
 
 
 def test_faults_profile_drives_the_rules_on_the_model() -> None:
-    from conformance.profiles import get_profile
-    from conformance.run import run_check
+    from conformance.engine.profiles import get_profile
+    from conformance.engine.run import run_check
 
     result = run_check("classic", profile=get_profile("faults"), max_examples=40, seed_value=1)
     assert result.violations == [], result.steps
-    from conformance.machines.classic import MachineSettings, make_machine
+    from conformance.protocols.classic.machine import MachineSettings, make_machine
 
     with_faults, without = make_machine(MachineSettings(wire_faults=True)), make_machine(MachineSettings())
     for name in ("cut_connection", "duplicate_request", "delay_request", "release"):
@@ -187,7 +187,7 @@ class LeaveTwiceIsFine(ClassicCoordinator):
 
 
 def _faults_on_kafka(handle: Any, broken: bool) -> tuple[Any, list[tuple[str, str]]]:
-    from conformance.adapters.realtime import REAL_TIMING, RealTimeSim
+    from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
 
     factory = handle.port_factory()
     port_factory = (lambda c: factory(LeaveTwiceIsFine(c.config, c.chooser))) if broken else factory
@@ -250,7 +250,7 @@ def test_a_model_wrong_about_a_duplicated_leave_is_caught_on_apache_kafka(kafka:
 
 # ---------------------------------------------------------------------------------------------
 # The KIP-848 consumer protocol on Apache Kafka: lost, duplicated, cut and held heartbeats
-# (conformance/adapters/consumer_faults.py), on the same broker start
+# (conformance/protocols/consumer/faults.py), on the same broker start
 # ---------------------------------------------------------------------------------------------
 
 
@@ -289,10 +289,10 @@ def _until(make: Any, sim: Any, judge: Any, tries: int = 20) -> Any:
 
 
 def _consumer_faults_on_kafka(handle: Any, broken: bool) -> tuple[Any, list[tuple[str, str]]]:
-    from conformance.adapters.check import real_profile
-    from conformance.adapters.consumer_check import consumer_setup
-    from conformance.adapters.consumer_realtime import RealTimeConsumerSim
-    from conformance.build import make_consumer_sim
+    from conformance.cli.check import real_profile
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.realtime import RealTimeConsumerSim
+    from conformance.protocols.consumer.setup import consumer_setup
 
     factory, config, _profile = consumer_setup(handle, real_profile("faults"))
     port_factory = (lambda c: factory(RepeatBumpsEpoch(c.config, c.chooser))) if broken else factory
@@ -366,7 +366,7 @@ def test_a_model_that_bumps_the_epoch_on_a_duplicated_heartbeat_is_caught_on_apa
 def test_a_held_classic_heartbeat_arrives_after_its_session_and_kafka_agrees(kafka: Any) -> None:
     """DelayRequest on Apache Kafka: c2's heartbeat is held by the proxy while c1 goes on and c2's
     1.5 s session runs out; released, it reaches a group that has expired c2 (model and Kafka)."""
-    from conformance.adapters.realtime import REAL_TIMING, RealTimeSim
+    from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
     from model.classic.sim import DelayRequest
 
     proxy = kafka.session.adapter.proxy

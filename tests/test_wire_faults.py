@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from conformance.adapters import open_target
-from conformance.adapters.faults import Recovered, recovered_matches, transient
-from conformance.adapters.oracle import PROVISIONAL, Hypo
-from conformance.checker import Checker
+from conformance.engine.checker import Checker
+from conformance.protocols.classic.faults import Recovered, recovered_matches, transient
+from conformance.protocols.classic.oracle import PROVISIONAL, Hypo
+from conformance.targets.open import open_target
 from model.classic.messages import HeartbeatResponse, JoinGroupResponse, OffsetCommitResponse
 from model.classic.state import ClassicGroup, ClassicState, GroupState, Member
 from model.errors import ErrorCode
@@ -88,8 +88,8 @@ def kafka() -> Iterator[Any]:
 
 
 def _sim(handle: Any) -> Any:
-    from conformance.adapters.realtime import REAL_TIMING, RealTimeSim
-    from conformance.build import make_classic_sim
+    from conformance.protocols.build import make_classic_sim
+    from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
 
     clients = [
         {
@@ -126,7 +126,7 @@ class Judge:
         self.found += [(f.rule, f.message) for f in self.sim.port.take_findings()]
 
     def settle(self, rounds: int) -> None:
-        from conformance.build import settle_round
+        from conformance.protocols.build import settle_round
 
         for _ in range(rounds):
             settle_round(self.sim, ["c1", "c2"], self)
@@ -190,10 +190,10 @@ def test_lost_answers_and_a_restart_against_apache_kafka(kafka: Any) -> None:
 def _mutant_trace(tmp_path: Any) -> Any:
     """A short model run of the member-list-to-followers mutant until an invariant breaks, as a trace
     (real-target timings, so a replay takes about a second of real time)."""
-    from conformance.build import make_classic_sim, settle_round
-    from conformance.trace.classic import to_trace
+    from conformance.formats.trace_file import read_trace
+    from conformance.protocols.build import make_classic_sim, settle_round
+    from conformance.protocols.classic.trace import to_trace
     from conformance.trace.emit import emit_counterexample
-    from conformance.trace.format import read_trace
 
     clients = [
         {"name": f"c{i}", "assignors": ["range"], "session_timeout_ms": 1500, "rebalance_timeout_ms": 2000}
@@ -218,7 +218,7 @@ def _mutant_trace(tmp_path: Any) -> Any:
 
 @pytest.mark.target
 def test_replay_on_apache_kafka_fixes_a_coordinator_mutant(kafka: Any, tmp_path: Any) -> None:
-    from conformance.adapters.replay import replay_on_target
+    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.replay import replay
 
     trace = _mutant_trace(tmp_path)
@@ -243,7 +243,7 @@ def test_replay_on_apache_kafka_fixes_a_coordinator_mutant(kafka: Any, tmp_path:
 
 @pytest.mark.target
 def test_replay_needing_a_restart_on_a_target_that_cannot(kafka: Any, tmp_path: Any) -> None:
-    from conformance.adapters.replay import replay_on_target
+    from conformance.protocols.classic.replay import replay_on_target
 
     trace = _mutant_trace(tmp_path)
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}))
@@ -255,11 +255,11 @@ def test_replay_needing_a_restart_on_a_target_that_cannot(kafka: Any, tmp_path: 
 def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: Any) -> None:
     """`check` against Kafka with a broken model beside it records a trace on Kafka; replaying it
     on Kafka with the same model fails the same way, and with the reference model it is FIXED."""
-    from conformance.adapters.check import REAL_PROFILES
-    from conformance.adapters.replay import replay_on_target
-    from conformance.run import run_check
+    from conformance.cli.check import REAL_PROFILES
+    from conformance.engine.run import run_check
+    from conformance.formats.trace_file import read_trace
+    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
-    from conformance.trace.format import read_trace
 
     mutant = {"mutant": "member-list-to-followers"}
     result = run_check(
@@ -307,7 +307,7 @@ class _StubAdapter:
 
 class _StubPort:
     def __init__(self, adapter: _StubAdapter) -> None:
-        from conformance.adapters.oracle import TargetSession
+        from conformance.protocols.classic.oracle import TargetSession
 
         self.adapter, self.real_group = adapter, "g-real"
         self.session = TargetSession(adapter, "r", lambda _t: None)  # type: ignore[arg-type]
@@ -318,7 +318,7 @@ class _StubPort:
 
 
 def test_retry_finds_the_coordinator_again_and_resends_the_same_request() -> None:
-    from conformance.adapters import faults
+    from conformance.protocols.classic import faults
 
     adapter = _StubAdapter()
     port = _StubPort(adapter)
@@ -328,7 +328,7 @@ def test_retry_finds_the_coordinator_again_and_resends_the_same_request() -> Non
 
 
 def test_retry_gives_up_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    from conformance.adapters import faults
+    from conformance.protocols.classic import faults
 
     port = _StubPort(_StubAdapter())
     port.retry_since[7] = 0.0  # the first transient answer came long ago

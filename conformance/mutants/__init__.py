@@ -8,7 +8,7 @@ are the classic faults of a group coordinator (skip a generation bump, accept a 
 A mutant is a *target*: ``--variant mutant=NAME`` (recorded in the trace header, so a counterexample
 replays against the same mutant) builds the simulator on the mutant instead of the reference model;
 the suite drives it exactly as it drives any coordinator. ``groupcheck mutants`` runs the suite from
-scratch against every mutant and prints the kill matrix (`conformance.mutants.matrix`).
+scratch against every mutant and prints the kill matrix (`conformance.power.matrix`).
 """
 
 from __future__ import annotations

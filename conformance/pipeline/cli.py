@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"the pipeline needs the spark extra ({exc.name} missing): pip install -e '.[spark]'"
         ) from exc
-    from conformance.variants import parse_variants
+    from conformance.engine.variants import parse_variants
 
     if args.pipeline_command == "swarm":
         variants = parse_variants(args.variant)
@@ -215,7 +215,7 @@ def _shape(text: str | None) -> tuple[int, int] | None:
 
 def _replay(args: argparse.Namespace) -> int:
     """Pipeline counterexamples are project traces: the same replay as `groupcheck replay FILE`."""
-    from conformance.trace.commands import cmd_replay
+    from conformance.cli.trace_commands import cmd_replay
 
     ns = argparse.Namespace(
         file=str(args.file), target="model", variant=[], coverage=None, coverage_picture=None, output=None

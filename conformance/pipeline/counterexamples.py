@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import UsageError
-from conformance.trace.format import (
+from conformance.formats.trace_file import (
     Check,
     Step,
     Trace,
@@ -33,7 +33,7 @@ from conformance.trace.format import (
     write_trace,
 )
 
-#: group id of the swarm's consumer groups (`conformance.build` default)
+#: group id of the swarm's consumer groups (`conformance.protocols.build` default)
 GROUP_ID = "g"
 
 
@@ -53,7 +53,7 @@ def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any
             setup=src["setup"],
         )
     else:
-        from conformance.pipeline.swarm_model import config_from_json, sim_seed, trace_setup
+        from conformance.protocols.classic.swarm import config_from_json, sim_seed, trace_setup
 
         cfg = config_from_json(first["config"])
         origin.update({"swarm_seed": cfg.seed, "run_index": cfg.index})
@@ -72,10 +72,10 @@ def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any
 
 def _state(protocol: str, world: Any) -> dict[str, Any] | None:
     if protocol == "consumer":
-        from conformance.trace.consumer import state_summary as consumer_state
+        from conformance.protocols.consumer.trace import state_summary as consumer_state
 
         return consumer_state(world, GROUP_ID)
-    from conformance.trace.classic import state_summary
+    from conformance.protocols.classic.trace import state_summary
 
     return state_summary(world)
 
@@ -92,8 +92,8 @@ def trace_from_rows(
 
     `window_violations` are (lake step, invariant, message) from the SQL window checks; registry
     violations are found again by the checker while the steps are rebuilt."""
-    from conformance.checker import Checker
-    from conformance.pipeline import codec
+    from conformance.engine.checker import Checker
+    from conformance.formats import lake as codec
     from model.observation import Observation
 
     ordered = sorted(rows, key=lambda r: int(r["step"]))

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import UsageError
-from conformance.pipeline import codec
-from conformance.pipeline.swarm_model import observation_row, ops_per_observation
+from conformance.formats import lake as codec
+from conformance.protocols.classic.swarm import observation_row, ops_per_observation
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class _Origin:
 
 
 def trace_rows(path: Path, index: int = 0) -> list[dict[str, Any]]:
-    from conformance.trace.format import read_trace
+    from conformance.formats.trace_file import read_trace
     from conformance.trace.replay import replay
 
     trace = read_trace(path)
@@ -39,7 +39,7 @@ def trace_rows(path: Path, index: int = 0) -> list[dict[str, Any]]:
     config = json.dumps({"source": str(path), "header": trace.header}, sort_keys=True, separators=(",", ":"))
     make_row: Any = observation_row
     if trace.protocol == "consumer":
-        from conformance.pipeline.swarm_consumer import consumer_row as make_row
+        from conformance.protocols.consumer.swarm import consumer_row as make_row
     ops = ops_per_observation(result.sim.log, result.observations)
     rows = []
     for step, obs in enumerate(result.observations, 1):

@@ -55,7 +55,7 @@ def swarm(
     shape: tuple[int, int] | None = None,
     mix: bool = False,
 ) -> SwarmSummary:
-    from conformance.pipeline.swarm_model import draw_config, run_one
+    from conformance.protocols.classic.swarm import draw_config, run_one
 
     if runs < 1:
         raise UsageError("--runs must be at least 1")

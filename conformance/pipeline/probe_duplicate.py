@@ -3,7 +3,7 @@
 The consumer swarm (issue 7, session 3) found `consumer.no_double_client_assignment` after the
 fault injector re-delivered a client's epoch-0 join (owned partitions: none) while that member
 already held partitions. This probe replays the two shapes of that situation against a real
-coordinator through the consumer oracle (`conformance.adapters.consumer_oracle`: every request goes
+coordinator through the consumer oracle (`conformance.protocols.consumer.oracle`: every request goes
 to the target and to the model, divergences are findings):
 
 1. *previous epoch 0*: c1 joins (epoch 0 -> E, previous epoch 0), stalls; c2 joins (group epoch
@@ -47,11 +47,11 @@ def _summary(obs: Any, name: str) -> dict[str, Any]:
 
 
 def probe(target: str) -> dict[str, Any]:
-    from conformance.adapters import open_target
-    from conformance.adapters.consumer_check import consumer_setup
-    from conformance.adapters.consumer_realtime import RealTimeConsumerSim
-    from conformance.build import make_consumer_sim
-    from conformance.profiles import PROFILES
+    from conformance.engine.profiles import PROFILES
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.realtime import RealTimeConsumerSim
+    from conformance.protocols.consumer.setup import consumer_setup
+    from conformance.targets.open import open_target
 
     steps: list[dict[str, Any]] = []
     with open_target(target) as handle:

@@ -4,8 +4,8 @@ issue 5 "every run (check, replay, swarm) reports which abstract states and tran
 `write_metrics_report` turns the rows of `jobs.metrics` into `summary.md` (tables, embedded PNGs),
 `results.json` and the PNGs of `plots`. Coverage is reported twice: over the lake's coarse states
 (protocol, group state, members, members in sync; every lake has them) and, when the swarm ran
-with `--coverage`, over the abstract states of `conformance.trace.abstraction` (classic) and
-`conformance.trace.consumer_explore` (consumer), the same keys `groupcheck explore` builds its
+with `--coverage`, over the abstract states of `conformance.protocols.classic.abstraction` (classic) and
+`conformance.protocols.consumer.explore` (consumer), the same keys `groupcheck explore` builds its
 graph from. Given that graph (`--graph G.json`), the report also gives the share of the explored
 states and transitions the swarm reached and draws the covered state machine
 (`conformance.trace.coverage.Coverage.picture`).

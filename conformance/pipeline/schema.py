@@ -1,7 +1,7 @@
 """The trace lake's schema: one Parquet row per step of a run (documented in README "Trace lake").
 
 Columns `event`, `deliveries`, `world` (and `before` on a trace's first row) are type-tagged JSON
-(`conformance.pipeline.codec`) from which the auditor rebuilds each `Observation` and runs the
+(`conformance.formats.lake`) from which the auditor rebuilds each `Observation` and runs the
 registry's predicates. The flat columns (`group_state`, `generation`, `holdings`, ...) are derived
 from `world` so that cross-trace and time-window checks run as plain DataFrame/SQL jobs.
 pyarrow only: this module must not import pyspark.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["pipeline", *sys.argv[1:]]))

@@ -214,11 +214,11 @@ def replayed_window_violations(
 
     `groupcheck replay` calls this for a trace whose verdict names a `window.*` id (a pipeline
     counterexample), since these checks read a span of steps rather than one observation."""
-    from conformance.pipeline.swarm_model import observation_row
+    from conformance.protocols.classic.swarm import observation_row
 
     make_row: Any = observation_row
     if protocol == "consumer":
-        from conformance.pipeline.swarm_consumer import consumer_row as make_row
+        from conformance.protocols.consumer.swarm import consumer_row as make_row
 
     origin = _ReplayOrigin("replay", protocol, 0, 0)
     rows = [make_row(origin, "{}", n, obs, "replay") for n, obs in enumerate(observations, 1)]

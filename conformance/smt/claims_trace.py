@@ -6,7 +6,7 @@ registered mutant with the broken rule (`kafka-7026`: sticky user data V0; `kafk
 cooperative adjustment), it joins first and so leads; ``c1..`` send JoinGroup (v3) with the
 witness's subscription bytes (their claims or owned partitions and generations) and never act
 again; time then runs to the join deadline and the leader computes the assignment. The suite's
-`Checker` runs the client invariants on that call (`conformance.checker.client_observation`).
+`Checker` runs the client invariants on that call (`conformance.engine.checker.client_observation`).
 The witness is shaped so member 0 claims nothing: it is the fresh leader.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.build import make_classic_sim
-from conformance.checker import Checker, Violation
-from conformance.trace.classic import to_trace
-from conformance.trace.format import Trace, groupcheck_version
+from conformance.engine.checker import Checker, Violation
+from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.protocols.build import make_classic_sim
+from conformance.protocols.classic.trace import to_trace
 from model.classic.messages import JoinGroupRequest
 from model.embedded import Subscription, encode_subscription
 

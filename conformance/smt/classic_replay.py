@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.build import make_classic_sim
-from conformance.checker import Checker, Violation
+from conformance.engine.checker import Checker, Violation
+from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.protocols.build import make_classic_sim
+from conformance.protocols.classic.trace import TracedClassicSim, to_trace
 from conformance.smt.classic import COMPLETING, EMPTY, NO_LEADER, PREPARING, STABLE, ConcreteGroup
-from conformance.trace.classic import TracedClassicSim, to_trace
-from conformance.trace.format import Trace, groupcheck_version
 from model.classic.messages import JoinGroupRequest, LeaveGroupRequest, MemberIdentity, SyncGroupRequest
 from model.classic.records import GroupMetadataRecord
 from model.classic.state import GroupState

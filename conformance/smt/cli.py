@@ -1,4 +1,4 @@
-"""`groupcheck prove`: parser block and command (kept out of `conformance/cli.py`, which only wires it).
+"""`groupcheck prove`: parser block and command (kept out of `conformance/cli/main.py`, which only wires it).
 
 Prints one line per invariant and rule (CONFIRMED / REFUTED / UNKNOWN, with time), one overall
 line per invariant, and for every REFUTED invariant the model-confirmed counterexample. Exit codes:

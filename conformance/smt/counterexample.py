@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.trace.format import Trace, write_trace
+from conformance.formats.trace_file import Trace, write_trace
 
 
 def plain(counterexample: dict[str, Any]) -> dict[str, Any]:

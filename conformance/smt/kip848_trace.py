@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.build import make_consumer_sim
-from conformance.checker import Checker, Violation
+from conformance.engine.checker import Checker, Violation
+from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.protocols.build import make_consumer_sim
+from conformance.protocols.consumer.trace import to_trace
 from conformance.smt.kip848_replay import GROUP, MUTANT_OF, TOPIC, HeartbeatStep, member_id
-from conformance.trace.consumer import to_trace
-from conformance.trace.format import Trace, groupcheck_version
 
 
 def mutant_variants(variant: Mapping[str, str]) -> dict[str, str]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.formats.trace_file import TraceError, read_trace
 from conformance.specs import SPECS_DIR, load_invariants, load_scenarios
-from conformance.trace.format import TraceError, read_trace
 
 ROOT = SPECS_DIR.parent
 COUNTEREXAMPLE_DIRS = ("tests/regressions", "reports/counterexamples")

@@ -1,8 +1,8 @@
 """Coverage of the explored state graph by a run (`check --coverage`, `replay --coverage`).
 
 A run is mapped onto the graph `groupcheck explore --graph FILE` wrote: after every op the
-simulator's abstract state (`conformance.trace.abstraction` for classic groups,
-`conformance.trace.consumer_explore.consumer_key` for KIP-848 ones; the graph names its protocol)
+simulator's abstract state (`conformance.protocols.classic.abstraction` for classic groups,
+`conformance.protocols.consumer.explore.consumer_key` for KIP-848 ones; the graph names its protocol)
 is a node, consecutive states an edge. Reported: the share of the graph's states and transitions the run reached, plus how many it
 reached outside the graph (beyond the explored depth, or with ops explore did not use). The
 picture projects the graph onto the group's states (Kafka's classic group state machine,
@@ -20,7 +20,7 @@ from typing import Any
 import networkx as nx
 
 from conformance.errors import UsageError
-from conformance.trace.abstraction import abstract_key
+from conformance.protocols.classic.abstraction import abstract_key
 
 #: where each group state sits in the picture: Kafka's classic and KIP-848 group state machines
 PLACES: dict[str, tuple[list[str], dict[str, tuple[int, int]]]] = {
@@ -67,7 +67,7 @@ class Coverage:
 
     def key(self, sim: Any) -> str:
         if self.protocol == "consumer":
-            from conformance.trace.consumer_explore import consumer_key
+            from conformance.protocols.consumer.explore import consumer_key
 
             return consumer_key(sim)
         return abstract_key(sim)

@@ -153,7 +153,7 @@ def action(op: dict[str, Any]) -> str:
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",
         "rejoin": f"{client} asks to rejoin",
         "stale_subscription": f"{client} will keep its partitions when it next falls out (stale SubscriptionState)",
-        # mixed-group runs (conformance.trace.mixed)
+        # mixed-group runs (conformance.protocols.mixed.trace)
         "add_classic": f"{op.get('name')} starts (classic protocol, {','.join(op.get('assignors', []))})",
         "add_consumer": f"{op.get('name')} starts (consumer protocol)",
         "stop": f"{op.get('name')} shuts down",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from conformance.trace.format import Trace, counterexample_path, write_trace
+from conformance.formats.trace_file import Trace, counterexample_path, write_trace
 
 
 def default_run_dir(kind: str, target: str, protocol: str, seed: int | None = None) -> Path:

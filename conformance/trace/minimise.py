@@ -15,8 +15,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.trace.classic import to_trace
-from conformance.trace.format import Step, Trace, read_trace, write_trace
+from conformance.formats.trace_file import Step, Trace, read_trace, write_trace
+from conformance.protocols.classic.trace import to_trace
 from conformance.trace.replay import replay
 
 
@@ -97,7 +97,7 @@ def minimise(trace: Trace, invariant: str | None = None) -> Trace:
     kept = steps[:cut]  # steps are renumbered on replay: stop at the violating one
     final = replay(_with_steps(trace, kept), exact=False)
     if trace.protocol == "consumer":  # issue 8: the kill matrix minimises consumer counterexamples too
-        from conformance.trace.consumer import to_trace as consumer_to_trace
+        from conformance.protocols.consumer.trace import to_trace as consumer_to_trace
 
         return consumer_to_trace(
             final.sim,
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", type=Path)
     p.add_argument("--invariant")
     args = p.parse_args(argv)
-    from conformance.trace.format import counterexample_path
+    from conformance.formats.trace_file import counterexample_path
 
     small = minimise(read_trace(args.file), args.invariant)
     path = write_trace(small, counterexample_path(small, args.out))

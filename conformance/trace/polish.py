@@ -4,8 +4,8 @@ Delta debugging (`conformance.trace.minimise`) only drops ops, so it stops at a 
 sub-sequence of what the random run happened to do; a shorter counterexample may need ops the run
 never took (a stall instead of two members' joins, one member instead of two). This pass searches
 for one: from the state after each prefix of the trace, longest prefix first, a breadth-first
-search over `groupcheck explore`'s ops (`conformance.trace.explore._enabled` for classic traces,
-`conformance.trace.consumer_explore._enabled` for consumer ones: one op = one BFS edge, so lengths
+search over `groupcheck explore`'s ops (`conformance.protocols.classic.explore._enabled` for classic traces,
+`conformance.protocols.consumer.explore._enabled` for consumer ones: one op = one BFS edge, so lengths
 stay in explore's unit) plus the trace's own ops (a failover, a raw request, a restart, an
 unsubscribe: whatever the run needed that explore's alphabet lacks), looking for a violation of
 the same invariant in fewer ops than the tail it replaces. States are deduplicated by explore's
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.checker import Checker
-from conformance.trace.format import Step, Trace
+from conformance.engine.checker import Checker
+from conformance.formats.trace_file import Step, Trace
 from conformance.trace.minimise import _fails, _with_steps
 
 #: classic explore op kinds the polish adds only when the trace itself used that kind
@@ -45,10 +45,10 @@ class _Protocol:
 
 
 def _classic(trace: Trace) -> _Protocol:
-    from conformance.build import make_classic_sim
-    from conformance.trace.abstraction import abstract_key
-    from conformance.trace.classic import CLIENT_OPS, apply_op
-    from conformance.trace.explore import DEFAULT_OPS, _enabled, clone
+    from conformance.protocols.build import make_classic_sim
+    from conformance.protocols.classic.abstraction import abstract_key
+    from conformance.protocols.classic.explore import DEFAULT_OPS, _enabled, clone
+    from conformance.protocols.classic.trace import CLIENT_OPS, apply_op
     from conformance.trace.replay import sim_from_trace
 
     used = {s.action.get("op") for s in trace.steps}
@@ -76,9 +76,9 @@ def _classic(trace: Trace) -> _Protocol:
 
 
 def _consumer(trace: Trace) -> _Protocol:
-    from conformance.build import make_consumer_sim
-    from conformance.trace.consumer import action_of
-    from conformance.trace.consumer_explore import CONSUMER_OPS, _clone, _enabled, consumer_key
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.explore import CONSUMER_OPS, _clone, _enabled, consumer_key
+    from conformance.protocols.consumer.trace import action_of
     from conformance.trace.replay import sim_from_trace
 
     def root(t: Trace) -> Any:

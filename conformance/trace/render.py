@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.formats.trace_file import Step, Trace
 from conformance.trace import describe
-from conformance.trace.format import Step, Trace
 
 COORD = "coordinator"
 

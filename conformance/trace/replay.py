@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.checker import Checker, Violation
+from conformance.engine.checker import Checker, Violation
 from conformance.errors import ToolError
-from conformance.trace.codec import dumps, encode
-from conformance.trace.format import Trace
+from conformance.formats.codec import dumps, encode
+from conformance.formats.trace_file import Trace
 
 VERDICT_EXIT = {"PASSED": 0, "FIXED": 0, "FAILED": 1, "ERROR": 2}
 
@@ -72,7 +72,7 @@ def replay(
 ) -> ReplayResult:
     """Replay ``trace`` on ``target`` (the model unless a port factory for a real one is given).
 
-    ``real`` (conformance/adapters/replay.py) carries what a real target needs: ``sim_class``,
+    ``real`` (conformance/protocols/classic/replay.py) carries what a real target needs: ``sim_class``,
     ``config`` (the target's settings, over the trace's), ``request_timeout_ms`` and ``settle_ms`` (time
     that passes after the last op, so late answers are judged); the oracle's findings then count as
     violations, as in `check`. ``exact=False`` drops the demand that the model reproduce the
@@ -95,8 +95,8 @@ def replay(
             coverage,
             real,
         )
-    from conformance.build import make_classic_sim
-    from conformance.trace.classic import apply_op
+    from conformance.protocols.build import make_classic_sim
+    from conformance.protocols.classic.trace import apply_op
 
     where = f"{trace.path}:1"
     try:
@@ -198,10 +198,10 @@ def _replay_consumer(
 ) -> ReplayResult:
     """Consumer traces: call each recorded action again; its observations must match the step
     lines it produced (the action's own line and the ``cont`` lines after it). With ``real``
-    (conformance/adapters/consumer_replay.py) the port is the consumer oracle on a real clock: the
+    (conformance/protocols/consumer/replay.py) the port is the consumer oracle on a real clock: the
     target's settings replace the recording's and the oracle's findings count as violations."""
-    from conformance.build import make_consumer_sim
-    from conformance.trace.consumer import action_of
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.trace import action_of
 
     try:
         sim = sim_from_trace(
@@ -312,7 +312,7 @@ def _verdict(result: ReplayResult, strict: bool) -> ReplayResult:
 
 def _replay_mixed(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
     """Mixed-group traces (B.13): each recorded `MixedRun` op again on a rebuilt coordinator."""
-    from conformance.trace.mixed import make_mixed_run
+    from conformance.protocols.mixed.trace import make_mixed_run
 
     if port_factory is not None:
         result.error = "mixed-group traces replay on the model only"
@@ -334,7 +334,7 @@ def replay_mixed_ops(
     """Apply a mixed trace's op groups to ``run`` (the model's or a real target's) and judge each;
     ``after_group`` sees each group's recorded steps. False when an op could not be replayed
     (``result.error`` says where)."""
-    from conformance.trace.mixed import apply_op
+    from conformance.protocols.mixed.trace import apply_op
 
     checker = Checker("mixed")
     groups = _op_groups(trace, result)

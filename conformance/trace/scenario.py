@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.trace.classic import to_trace
-from conformance.trace.format import Trace, groupcheck_version
+from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.protocols.classic.trace import to_trace
 
 
 def scenario_trace(result: Any, *, target: str = "model") -> Trace:
     sc = result.scenario
     if sc.protocol in ("consumer", "mixed"):
-        from conformance.trace import consumer, mixed
+        from conformance.protocols.consumer import trace as consumer
+        from conformance.protocols.mixed import trace as mixed
 
         return (consumer.to_trace if sc.protocol == "consumer" else mixed.to_trace)(  # type: ignore[operator]
             result.sim,

@@ -123,12 +123,12 @@ class ConsumerCoordinatorConfig:
     """Topics the principal may not DESCRIBE/READ (B.6 row 3; regex results are filtered by it)."""
     own_pending_is_free: bool = True
     """KAFKA-19449 fix (apache/kafka PR #20781, merged 2025-10, after 4.1; observed on 4.4.0 by
-    `conformance/mutants/probe848.py`): a partition the member itself has pending revocation does not
+    `conformance/power/probe848.py`): a partition the member itself has pending revocation does not
     hold back its re-assignment to that member. False: Kafka 4.0/4.1 (reference B.5), the
     ``kafka-19449`` mutant."""
     epoch_zero_rejoin: bool = True
     """KAFKA-19233 fix (apache/kafka PR #21305, merged 2026-01; observed on 4.4.0 by
-    `conformance/mutants/probe848.py`): an epoch-0 heartbeat of a known member skips the epoch check,
+    `conformance/power/probe848.py`): an epoch-0 heartbeat of a known member skips the epoch check,
     so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (reference B.6 row
     12 note: FENCED_MEMBER_EPOCH until the session expires), the ``kafka-19233`` mutant."""
     bump_after_revocation: bool = False

@@ -448,7 +448,7 @@ def reconciliation_progress(obs: Obs) -> list[str]:
     (CurrentAssignmentBuilder `computeNextAssignment`; Reference B.5). KAFKA-19449 (apache/kafka
     PR #20781): Kafka 4.0/4.1 also counted the member's own pending revocations, so a member whose
     target gave back a partition it was revoking waited one more heartbeat for itself; Kafka 4.4.0
-    does not (probed by `conformance/mutants/probe848.py`).
+    does not (probed by `conformance/power/probe848.py`).
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -481,7 +481,7 @@ def rejoin_always_possible(obs: Obs) -> list[str]:
     and rejoins with epoch 0 (bug catalogue row 7; row 21 is the classic protocol's form). KAFKA-19233
     (apache/kafka PR #21305): Kafka 4.0 epoch-checked that rejoin against the epoch the coordinator
     still held, so the member was fenced again until its session expired; Kafka 4.4.0 accepts it
-    (probed by `conformance/mutants/probe848.py`). The bound is zero extra heartbeats. Reference B.6
+    (probed by `conformance/power/probe848.py`). The bound is zero extra heartbeats. Reference B.6
     row 12 (GMM `throwIfConsumerGroupMemberEpochIsInvalid`).
     """
     request = _heartbeat_request(obs)

@@ -233,7 +233,7 @@ class ConsumerSim:
             fault = "drop"
         tell = getattr(self.port, "wire_fault", None)
         if fault is not None and tell is not None:
-            tell(fault)  # a real target: the fault proxy does it (conformance/adapters/consumer_faults.py)
+            tell(fault)  # a real target: the fault proxy does it (conformance/protocols/consumer/faults.py)
         result = self.port.heartbeat(request, ref, self.now)
         if fault == "cut":
             self.lose_next.add(name)  # the disconnect: the client never hears this answer

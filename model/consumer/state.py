@@ -25,7 +25,7 @@ SESSION = "session"
 REBALANCE = "rebalance"
 """Timer kind: the member's rebalance (revocation) timeout (B.8)."""
 JOIN = "join"
-"""Timer kind: a classic-protocol member must rejoin within its rebalance timeout (B.13; `model.consumer.mixed`)."""
+"""Timer kind: a classic-protocol member must rejoin within its rebalance timeout (B.13; `model.mixed.coordinator`)."""
 SYNC = "sync"
 """Timer kind: a classic-protocol member must send SyncGroup within its rebalance timeout (B.13)."""
 

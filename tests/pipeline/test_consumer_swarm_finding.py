@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.trace.format import read_trace
+from conformance.formats.trace_file import read_trace
 from conformance.trace.replay import replay
 from model.consumer.invariants import no_double_client_assignment
 from model.errors import ErrorCode

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 pytestmark = pytest.mark.target
 

@@ -9,11 +9,12 @@ import pyarrow as pa
 import pytest
 
 from conformance.errors import UsageError
-from conformance.pipeline import codec, schema
+from conformance.formats import lake as codec
+from conformance.pipeline import schema
 from conformance.pipeline.audit_core import audit_trace
 from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
-from conformance.pipeline.swarm_model import draw_config, observations, run_one
 from conformance.pipeline.windows import CHECKS, prepare_sql, python_window_checks, window_sql
+from conformance.protocols.classic.swarm import draw_config, observations, run_one
 
 V0 = {"sticky": "v0", "assignor": "sticky"}
 
@@ -172,7 +173,7 @@ def test_window_checks_agree_between_python_and_duckdb_and_have_teeth(v0_rows):
 def _schema_valid(path: Path) -> None:
     import jsonschema
 
-    from conformance.trace.schema import SCHEMA_PATH
+    from conformance.formats.schema import SCHEMA_PATH
 
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
     for line in path.read_text().splitlines():
@@ -180,8 +181,8 @@ def _schema_valid(path: Path) -> None:
 
 
 def test_counterexamples_are_project_traces_that_replay_show_and_fix(v0_rows, tmp_path: Path, capsys):
-    from conformance.cli import main
-    from conformance.trace.format import read_trace
+    from conformance.cli.main import main
+    from conformance.formats.trace_file import read_trace
     from conformance.trace.replay import replay
 
     rows, (step, inv, _msg) = first_violating(v0_rows, "classic.single_owner_consumer")
@@ -219,7 +220,7 @@ def test_counterexamples_are_project_traces_that_replay_show_and_fix(v0_rows, tm
 
 
 def test_window_violation_traces_replay_with_their_bound(v0_rows, tmp_path: Path):
-    from conformance.trace.format import read_trace
+    from conformance.formats.trace_file import read_trace
     from conformance.trace.replay import replay
 
     rows = v0_rows
@@ -256,7 +257,7 @@ def test_consumer_swarm_round_trips_and_its_audit_catches_kafka_16147():
 def test_ndjson_traces_import_into_the_lake_and_audit_the_same(tmp_path: Path):
     import pyarrow.parquet as pq
 
-    from conformance.cli import main
+    from conformance.cli.main import main
     from conformance.pipeline.importer import import_traces
 
     assert (
@@ -281,8 +282,8 @@ def test_ndjson_traces_import_into_the_lake_and_audit_the_same(tmp_path: Path):
 
 
 def test_consumer_counterexamples_are_project_traces_that_replay(tmp_path: Path):
-    from conformance.cli import main
-    from conformance.trace.format import read_trace
+    from conformance.cli.main import main
+    from conformance.formats.trace_file import read_trace
 
     for i in range(4):
         rows = list(run_one(draw_config(2, i, "consumer", {"mutant": "kafka-16147"})))

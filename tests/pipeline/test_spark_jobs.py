@@ -10,8 +10,8 @@ import pytest
 
 from conformance.errors import UsageError
 from conformance.pipeline import schema
-from conformance.pipeline.swarm_model import draw_config, run_one
 from conformance.pipeline.windows import python_window_checks
+from conformance.protocols.classic.swarm import draw_config, run_one
 
 pytestmark = pytest.mark.spark
 
@@ -65,8 +65,8 @@ def test_audit_finds_kafka_7026_on_v0_and_writes_replayable_traces(spark, v0_lak
     assert one_scan == py
     files = [Path(p) for p in summary.counterexamples]
     assert files and all(p.exists() for p in files)
-    from conformance.cli import main
-    from conformance.trace.format import read_trace
+    from conformance.cli.main import main
+    from conformance.formats.trace_file import read_trace
 
     kinds = {i.split(".")[0] for p in files for i in read_trace(p).violated}
     assert {"classic", "window"} <= kinds  # registry and window violations, both as project traces
@@ -111,8 +111,8 @@ def test_quarantine_counts_bad_rows_and_wrong_schema_is_a_tool_error(spark, tmp_
 def test_metrics_report_with_plots_and_abstract_coverage(spark, tmp_path):
     from conformance.pipeline.jobs import metrics, swarm
     from conformance.pipeline.report import write_metrics_report
+    from conformance.protocols.classic.explore import explore_classic, save_graph
     from conformance.trace.coverage import Coverage, load_graph
-    from conformance.trace.explore import explore_classic, save_graph
 
     # runs shaped like explore's graph (2 dynamic members, one topic of 2 partitions, range)
     lake = tmp_path / "cov"
@@ -166,9 +166,9 @@ def test_consumer_coverage_is_computed_against_the_consumer_explore_graph(spark,
     graph: only the consumer runs' abstract states count, and they are consumer_explore's keys."""
     from conformance.pipeline.jobs import metrics
     from conformance.pipeline.schema import LAKE_SCHEMA, rows_to_batch
-    from conformance.trace.consumer_explore import explore_consumer
+    from conformance.protocols.classic.explore import save_graph
+    from conformance.protocols.consumer.explore import explore_consumer
     from conformance.trace.coverage import load_graph
-    from conformance.trace.explore import save_graph
 
     rows = [r for i in range(6) for r in run_one(draw_config(3, i, "both", None, 30, True, (2, 2)))]
     lake = tmp_path / "both"

@@ -1,0 +1,338 @@
+"""The `groupcheck` command line (design §9). Exit codes: 0 pass, 1 violation, 2 tool error, 3 inconclusive."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from conformance.engine.variants import parse_variants
+from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"usage: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="groupcheck", description="Kafka consumer-group conformance suite")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    c = sub.add_parser("check", help="run the stateful suite against a target")
+    c.add_argument("--target", default="model")
+    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "mixed", "all"])
+    c.add_argument("--max-examples", type=int)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--profile", default="ci")
+    c.add_argument("--variant", action="append", default=[])
+    c.add_argument("--report-dir", type=Path)
+    c.add_argument("--level", default="protocol", choices=["protocol", "kafka-compat"])
+    c.add_argument(
+        "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
+    )
+    c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
+        "--restarts",
+        type=int,
+        help="real targets that can restart: coordinator restarts per run (default: by profile)",
+    )
+    c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
+        "--restart-signal",
+        default="kill",
+        choices=["kill", "term"],
+        help="how a restart stops the target: kill (SIGKILL, a crash; default) or term (clean shutdown)",
+    )
+
+    # real targets (issue 4: conformance/cli/check.py)
+    tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
+    tgsub = tg.add_subparsers(dest="target_command", required=True, parser_class=_Parser)
+    for verb in ("start", "stop", "status"):
+        tgsub.add_parser(verb).add_argument("name")
+    c.add_argument(
+        "--coverage", type=Path, help="an explore graph: report coverage (and picture with --report-dir)"
+    )
+
+    s = sub.add_parser("scenario", help="list or run named scenarios")
+    ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
+    ssub.add_parser("list")
+    r = ssub.add_parser("run")
+    r.add_argument("id")
+    r.add_argument("--target", default="model")
+    r.add_argument("--variant", action="append", default=[])
+    r.add_argument("--report-dir", type=Path)
+
+    e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
+    e.add_argument("id", nargs="?")
+    e.add_argument("--write-catalogue", action="store_true", help="regenerate reports/invariants.md")
+
+    # -- traces (conformance/trace): replay, show, explore
+    rp = sub.add_parser("replay", help="re-run a trace file on a target: FIXED / FAILED / ERROR")
+    rp.add_argument("file")
+    rp.add_argument(
+        "--target",
+        default="model",
+        help="model | a target | recording (a mixed trace against its own recorded answers, no target)",
+    )
+    rp.add_argument("--variant", action="append", default=[])
+    rp.add_argument("--output", type=Path, help="write the replay's own trace under this run directory")
+    rp.add_argument(
+        "--coverage", type=Path, help="an explore graph (explore --graph): report the run's coverage"
+    )
+    rp.add_argument("--coverage-picture", type=Path, help="with --coverage: draw the covered state machine")
+    sh = sub.add_parser("show", help="render a trace: step table, Mermaid sequence diagram, SVG or PNG")
+    sh.add_argument("file")
+    sh.add_argument("--format", default="text", choices=["text", "mermaid", "svg", "png"])
+    sh.add_argument("--output", type=Path)
+    sh.add_argument("--steps", help="only steps FROM:TO")
+    ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
+    ex.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    ex.add_argument("--members", type=int, default=2)
+    ex.add_argument("--partitions", type=int, default=2)
+    ex.add_argument("--depth", type=int, default=12)
+    ex.add_argument("--budget", type=float, default=600.0, help="seconds")
+    ex.add_argument("--ops", help="comma-separated op alphabet (default step,advance,stall,resume)")
+    ex.add_argument("--variant", action="append", default=[])
+    ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
+    ex.add_argument("--report-dir", type=Path)
+
+    # -- suite power (conformance/mutants, issue 8)
+    from conformance.power.command import add_parser as add_mutants_parser
+
+    add_mutants_parser(sub)
+
+    sp = sub.add_parser("specs", help="validate the spec files")
+    spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
+    spsub.add_parser("validate")
+
+    from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
+
+    add_prove_parser(sub)
+
+    # -- pipeline (issue 7): parser and logic in conformance/pipeline/cli.py
+    from conformance.pipeline.cli import add_parser as add_pipeline_parser
+
+    add_pipeline_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        from conformance.cli import trace_commands
+
+        handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
+        handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
+        handler |= {"explore": trace_commands.cmd_explore}
+        from conformance.power.command import cmd_mutants
+
+        handler |= {"mutants": cmd_mutants}
+        handler["prove"] = cmd_prove
+        handler |= {"target": cmd_target}
+        handler["pipeline"] = cmd_pipeline
+        return handler[args.command](args)
+    except ToolError as exc:
+        print(f"groupcheck: error: {exc}", file=sys.stderr)
+        return EXIT_TOOL
+    except BrokenPipeError:  # `groupcheck ... | head`: the reader left before the verdict was written
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_TOOL
+
+
+def _require_model(target: str) -> None:
+    if target != "model":
+        raise UsageError(f"unknown target {target!r} (available: model)")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from conformance.engine.profiles import get_profile
+    from conformance.engine.run import run_check
+    from conformance.reporting.run_report import write_check_report
+    from conformance.targets.open import in_process
+
+    if not in_process(args.target):
+        return cmd_check_target(args)
+    profile = get_profile(args.profile)
+    variants = parse_variants(args.variant)
+    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    if args.target != "model":  # mutant:NAME (issue 8): in process, its variants name the mutant
+        from conformance.targets.mutant import check_setup
+
+        variants, protocols = check_setup(args.target, variants, args.protocol)
+    from conformance.cli.trace_commands import _coverage
+
+    coverage = _coverage(args.coverage)
+    if coverage is not None and args.protocol != "all":
+        coverage.require(args.protocol)
+    worst = EXIT_OK
+    for protocol in protocols:
+        result = run_check(
+            protocol,
+            target=args.target,
+            profile=profile,
+            max_examples=args.max_examples,
+            seed_value=args.seed,
+            variants=variants,
+            coverage=coverage if coverage is not None and coverage.protocol == protocol else None,
+        )
+        print(
+            f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
+        )
+        if result.violations:
+            ids = sorted({v.invariant for v in result.violations})
+            print(f"violated: {', '.join(ids)}")
+            for v in result.violations:
+                print(f"  {v.invariant}: {v.message}")
+            print("steps:")
+            for i, line in enumerate(result.steps, 1):
+                print(f"  {i:3d}. {line}")
+            if result.trace is not None:
+                from conformance.trace.emit import default_run_dir, emit_counterexample
+
+                run_dir = args.report_dir / protocol if args.report_dir else None
+                emit_counterexample(
+                    result.trace, run_dir or default_run_dir("check", args.target, protocol, args.seed)
+                )
+            worst = max(worst, EXIT_VIOLATION)
+        elif result.vacuous:
+            print(f"inconclusive: never exercised {', '.join(result.vacuous)}")
+            worst = EXIT_INCONCLUSIVE if worst == EXIT_OK else worst
+        if args.report_dir:
+            out = write_check_report(result, args.report_dir / protocol)
+            print(f"report: {out}/summary.md")
+        if coverage is not None and coverage.protocol == protocol:
+            from conformance.cli.trace_commands import report_coverage
+
+            report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
+    return worst
+
+
+def cmd_target(args: argparse.Namespace) -> int:
+    from conformance.cli.check import cmd_target as run
+
+    return run(args)
+
+
+def cmd_check_target(args: argparse.Namespace) -> int:
+    from conformance.cli.check import print_result, run_protocols_on_target
+    from conformance.reporting.target_report import write_target_report
+
+    variants = parse_variants(args.variant)
+    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    runs, skipped = run_protocols_on_target(
+        args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
+        variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
+        restart_signal=args.restart_signal,
+    )  # fmt: skip
+    args.not_run = skipped
+    codes = []
+    for run in runs:
+        protocol = run.result.protocol
+        codes.append(print_result(run))
+        if run.result.violations and run.result.trace is not None:
+            from conformance.trace.emit import default_run_dir, emit_counterexample
+
+            run_dir = args.report_dir / protocol if args.report_dir else None
+            emit_counterexample(
+                run.result.trace, run_dir or default_run_dir("check", run.result.target, protocol, args.seed)
+            )
+        if args.report_dir:
+            out = write_target_report(run, args.report_dir / protocol)
+            print(f"report: {out}/summary.md")
+    for protocol, why in skipped:
+        print(f"{protocol} on {args.target}: {why}")
+    if args.publish and runs:
+        from conformance.reporting.target_report import publish
+
+        path = publish(runs, args)
+        print(f"published: {path}")
+    return EXIT_VIOLATION if EXIT_VIOLATION in codes else max(codes, default=EXIT_OK)
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from conformance.protocols.classic.scenarios import run_scenario
+    from conformance.specs import load_scenarios
+
+    scenarios = load_scenarios()
+    if args.scenario_command == "list":
+        for sid, sc in sorted(scenarios.items()):
+            print(f"{sid:36s} {sc.protocol:9s} {sc.title}")
+        return EXIT_OK
+    _require_model(args.target)
+    sc = scenarios.get(args.id)
+    if sc is None:
+        raise UsageError(f"unknown scenario {args.id!r} (see 'groupcheck scenario list')")
+    variants = parse_variants(args.variant)
+    result = run_scenario(sc, variants)
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
+    print(
+        f"scenario {sc.id} ({shown}): {'PASSED' if result.passed else 'FAILED'} in {len(result.observations)} steps"
+    )
+    if result.violations:
+        print(f"violated: {', '.join(sorted({v.invariant for v in result.violations}))}")
+        for v in result.violations[:10]:
+            print(f"  step {v.step}: {v.invariant}: {v.message}")
+    for msg in result.failed_expectations:
+        print(f"  expectation failed: {msg}")
+    if not result.passed:
+        print("steps:")
+        for entry in result.log:
+            print(f"  {sc.path.name}:{entry.line} {entry.verb} {entry.detail}")
+    if result.violations and result.sim is not None:
+        from conformance.trace.emit import default_run_dir, emit_counterexample
+        from conformance.trace.scenario import scenario_trace
+
+        run_dir = args.report_dir or default_run_dir(f"scenario-{sc.id}", args.target, sc.protocol)
+        emit_counterexample(scenario_trace(result, target=args.target), run_dir)
+    return EXIT_OK if result.passed else EXIT_VIOLATION
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from conformance.specs import load_invariants
+
+    if args.write_catalogue:
+        from conformance.trace.catalogue import write
+
+        print(f"wrote {write()}")
+        return EXIT_OK
+    if args.id is None:
+        raise UsageError("usage: explain ID (or --write-catalogue)")
+    specs = load_invariants()
+    spec = specs.get(args.id)
+    if spec is None:
+        raise UsageError(f"unknown invariant {args.id!r} (see specs/invariants.yaml)")
+    print(f"{spec.id}  ({spec.kind}, {spec.protocol})")
+    print(f"  statement: {spec.statement}")
+    print(f"  source:    {spec.source}")
+    print(f"  checkers:  {', '.join(spec.checkers)}")
+    from conformance.cli.trace_commands import explain_example
+
+    explain_example(spec.id)
+    return EXIT_OK
+
+
+def cmd_specs(args: argparse.Namespace) -> int:
+    from conformance.specs import load_invariants, load_scenarios
+
+    specs = load_invariants()
+    scenarios = load_scenarios()
+    print(f"specs valid: {len(specs)} invariants, {len(scenarios)} scenarios")
+    return EXIT_OK
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from conformance.smt.cli import cmd_prove as run
+
+    return run(args)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from conformance.pipeline.cli import run
+
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""CLI handlers for `replay`, `show` and `explore` (cli.py holds only their parser block)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from conformance.engine.variants import parse_variants
+from conformance.errors import UsageError
+
+
+def _coverage(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from conformance.trace.coverage import Coverage, load_graph
+
+    meta, graph = load_graph(path)
+    return Coverage(graph, meta)
+
+
+def report_coverage(coverage: Any, directory: Path | None) -> None:
+    """Print the coverage figure; with a report directory also write coverage.md and coverage.png."""
+    print(coverage.summary())
+    if directory is None:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    picture = coverage.picture(directory / "coverage.png")
+    (directory / "coverage.md").write_text(
+        f"# Coverage\n\n{coverage.summary()}\n\n![state machine]({picture.name})\n"
+    )
+    print(f"coverage: {directory / 'coverage.md'}")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from conformance.formats.trace_file import read_trace
+    from conformance.trace.emit import emit_counterexample
+    from conformance.trace.replay import replay
+
+    trace = read_trace(Path(args.file))
+    target, variants = args.target, parse_variants(args.variant)
+    if target.startswith("mutant:"):  # issue 8: a mutant target is the model with its mutant variant
+        from conformance.targets.mutant import replay_setup
+
+        target, variants = replay_setup(target, variants)
+    coverage = _coverage(args.coverage)
+    if target == "recording":  # issue 4: a mixed trace against its own recorded answers, no target
+        from conformance.protocols.mixed.recorded import replay_recorded
+
+        result = replay_recorded(trace)
+    elif target != "model":  # a real coordinator: adapter + oracle (conformance/protocols/classic/replay.py)
+        from conformance.protocols.classic.replay import replay_on_target
+
+        result, notes = replay_on_target(trace, target, variants)
+        for note in notes:
+            print(f"note: {note}")
+    else:
+        result = replay(trace, target=target, variants=variants, coverage=coverage)
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
+    recorded = ", ".join(trace.violated) or "nothing"
+    print(f"replay {args.file} on {args.target} (variants {shown}; recorded: {recorded}): {result.verdict}")
+    if result.error:
+        print(f"error: {result.error}")
+        return result.exit_code
+    print(
+        f"  {len(trace.steps)} steps, {'exact' if result.exact else 'diverged'}"
+        + (f" ({result.difference})" if result.difference else "")
+    )
+    for v in result.violations[:10]:
+        print(f"  step {v.step}: {v.invariant}: {v.message}")
+    if coverage is not None:
+        print(f"  {coverage.summary()}")
+        if args.coverage_picture:
+            print(f"  coverage picture: {coverage.picture(args.coverage_picture)}")
+    if args.output and result.sim is not None:
+        from conformance.protocols.classic import trace as classic
+        from conformance.protocols.consumer import trace as consumer
+        from conformance.protocols.mixed import trace as mixed
+
+        to_trace = {"consumer": consumer.to_trace, "mixed": mixed.to_trace}.get(
+            trace.protocol, classic.to_trace
+        )
+
+        again = to_trace(
+            result.sim,
+            target=args.target,
+            target_version=getattr(result, "target_version", None) or trace.header["target"]["version"],
+            origin={"kind": "replay", "of": trace.fingerprint()},
+            violations=[(v.invariant, v.message, v.step) for v in result.violations],
+        )
+        emit_counterexample(again, Path(args.output))
+    return result.exit_code
+
+
+def _window(spec: str | None) -> tuple[int, int] | None:
+    if spec is None:
+        return None
+    first, sep, last = spec.partition(":")
+    try:
+        lo = int(first) if first else 1
+        hi = int(last) if sep and last else (lo if not sep else 10**9)
+    except ValueError:
+        raise UsageError(f"--steps {spec!r}: expected FROM:TO (step numbers)") from None
+    return lo, hi
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from conformance.formats.trace_file import read_trace
+    from conformance.trace import render
+
+    path = Path(args.file)
+    trace = read_trace(path)
+    window = _window(args.steps)
+    if args.format in ("svg", "png"):
+        out = args.output or path.with_suffix(f".{args.format}")
+        render.image(trace, out, args.format, window)
+        print(f"wrote {out}")
+        return 0
+    body = render.text(trace, window) if args.format == "text" else render.mermaid(trace, window)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(body)
+        print(f"wrote {args.output}")
+    else:
+        print(body, end="")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from conformance.protocols.classic.explore import (
+        ALL_OPS,
+        DEFAULT_OPS,
+        explore_classic,
+        found_trace,
+        save_graph,
+    )
+    from conformance.trace.emit import emit_counterexample
+
+    variants = parse_variants(args.variant)
+    if args.protocol == "consumer":
+        from conformance.protocols.consumer.explore import (
+            CONSUMER_OPS,
+            consumer_found_trace,
+            explore_consumer,
+        )
+
+        if args.ops:
+            raise UsageError(f"--ops: the consumer explorer uses {','.join(CONSUMER_OPS)}")
+        result = explore_consumer(
+            args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget
+        )
+        make_trace = consumer_found_trace
+    else:
+        ops = DEFAULT_OPS if not args.ops else tuple(o.strip() for o in args.ops.split(",") if o.strip())
+        unknown = sorted(set(ops) - set(ALL_OPS))
+        if unknown:
+            raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_OPS)})")
+        result = explore_classic(
+            args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget, ops=ops
+        )
+        make_trace = found_trace
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(variants.items())) or "none"
+    rate = result.states / result.seconds if result.seconds else 0.0
+    print(
+        f"explore {args.protocol}: {args.members} members x {args.partitions} partitions, variants {shown}, "
+        f"ops {','.join(result.ops)}"
+    )
+    bound = "complete (no new states)" if result.complete else f"depth {result.levels_done} of {args.depth}"
+    if result.budget_hit:
+        bound += f" (time budget {args.budget:g} s reached)"
+    print(f"  largest bound finished: {bound}")
+    print(
+        f"  {result.states} distinct abstract states, {result.transitions} transitions, "
+        f"{result.seconds:.1f} s ({rate:.0f} states/s)"
+    )
+    name = f"explore-{args.protocol}-m{args.members}-p{args.partitions}"
+    run_dir = args.report_dir or Path("reports") / "runs" / name
+    if args.graph:
+        save_graph(result, args.graph)
+        print(f"  graph: {args.graph}")
+    if not result.found:
+        print("  no invariant violated")
+        return 0
+    print(f"  violations (BFS-shortest, in ops): {len(result.found)}")
+    for inv_id, found in sorted(result.found.items()):
+        print(f"  - {inv_id}: BFS-minimal length {len(found.path)} ops: {found.message}")
+        emit_counterexample(make_trace(result, found), run_dir)
+    return 1
+
+
+def explain_example(inv_id: str) -> None:
+    """`explain`: the shortest committed counterexample of ``inv_id``, its last steps as a table."""
+    from conformance.formats.trace_file import read_trace
+    from conformance.trace import render
+    from conformance.trace.catalogue import ROOT, shortest
+
+    ex = shortest(inv_id)
+    if ex is None:
+        print("  counterexample: none committed (tests/regressions/, reports/counterexamples/)")
+        return
+    print(f"  counterexample: {ex.path} ({ex.steps} steps; groupcheck show {ex.path})")
+    trace = read_trace(ROOT / ex.path)
+    table = render.text(trace, (max(1, ex.steps - 11), ex.steps)).splitlines()
+    print("\n".join(f"    {line}" for line in table[2:]))

@@ -1,0 +1,32 @@
+"""Hypothesis profiles for the stateful suite: dev, ci, thorough (design §9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    max_examples: int
+    step_count: int
+    #: the machines' wire-fault rules (cut connections, duplicated requests) are in the mix
+    wire_faults: bool = False
+
+
+PROFILES = {
+    "dev": Profile("dev", 50, 30),
+    "ci": Profile("ci", 150, 40),
+    "thorough": Profile("thorough", 2000, 80),
+    # the ci mix plus wire faults (conformance/protocols/classic/machine.py; real targets: the fault proxy)
+    "faults": Profile("faults", 150, 40, wire_faults=True),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UsageError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None

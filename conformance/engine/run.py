@@ -1,0 +1,141 @@
+"""Run the stateful suite for one protocol against one target and return a verdict (used by CLI and plugin)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.errors import Flaky
+from hypothesis.stateful import get_state_machine_test
+
+from conformance.engine.checker import Checker, Violation
+from conformance.engine.profiles import Profile
+from conformance.errors import UsageError
+from conformance.protocols.classic import machine as classic
+from conformance.protocols.classic.machine import InvariantViolation, MachineSettings
+from conformance.protocols.consumer import machine as consumer
+from conformance.protocols.mixed import machine as mixed
+
+
+@dataclass
+class CheckResult:
+    protocol: str
+    target: str
+    seed: int
+    max_examples: int
+    variants: dict[str, str]
+    violations: list[Violation] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    observations: list[Any] = field(default_factory=list)
+    vacuous: list[str] = field(default_factory=list)
+    sometimes: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+    trace: Any = None  # conformance.formats.trace_file.Trace of the shrunk counterexample
+    #: kafka-compat findings (Apache Kafka's exact choices) from a real target's oracle
+    compat: list[Any] = field(default_factory=list)
+    level: str = "protocol"
+    target_version: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "ERROR"
+        if self.violations or (self.level == "kafka-compat" and self.compat):
+            return "FAILED"
+        if self.vacuous:
+            return "INCONCLUSIVE"
+        return "PASSED"
+
+
+def run_check(
+    protocol: str,
+    *,
+    target: str = "model",
+    target_version: str = "",
+    profile: Profile,
+    max_examples: int | None = None,
+    seed_value: int = 0,
+    variants: dict[str, str] | None = None,
+    port_factory: Any = None,
+    config: dict[str, int] | None = None,
+    real_time: bool = False,
+    level: str = "protocol",
+    coverage: Any = None,
+    shrink: bool = True,
+) -> CheckResult:
+    machines = {
+        "classic": classic.make_machine,
+        "consumer": consumer.make_machine,
+        "mixed": mixed.make_machine,
+    }
+    if protocol not in machines:
+        raise UsageError(f"protocol {protocol!r} has no state machine (known: {', '.join(machines)})")
+    variants = dict(variants or {})
+    checker = Checker(protocol)
+    n = max_examples if max_examples is not None else profile.max_examples
+    result = CheckResult(protocol, target, seed_value, n, variants, level=level)
+    result.target_version = target_version  # written into a counterexample's trace header
+    machine_settings = MachineSettings(
+        variants, checker, port_factory, config=dict(config or {}), real_time=real_time, coverage=coverage
+    )
+    machine_settings.wire_faults = (
+        profile.wire_faults
+    )  # the `faults` profile (conformance/engine/profiles.py)
+    machine = machines[protocol](machine_settings)
+    test_settings = settings(
+        max_examples=n,
+        stateful_step_count=profile.step_count,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        print_blob=False,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        # against a real target a shrink would re-run on a clock that has moved on: report as found
+        phases=[Phase.generate, Phase.shrink] if shrink and not real_time else [Phase.generate],
+    )
+    test = seed(seed_value)(get_state_machine_test(machine, settings=test_settings))
+    start = time.perf_counter()
+    try:
+        test()
+    except InvariantViolation as exc:
+        first = machine_settings.first[0] if real_time and machine_settings.first else exc
+        _take_violation(result, first, target, n, profile, seed_value)
+    except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
+        if not (real_time and machine_settings.first):
+            raise
+        # the re-run against the real target went another way: keep what was first seen
+        _take_violation(result, machine_settings.first[0], target, n, profile, seed_value)
+    result.seconds = time.perf_counter() - start
+    result.sometimes = dict(checker.hits)
+    result.vacuous = checker.vacuous()
+    return result
+
+
+def _take_violation(
+    result: CheckResult, exc: Any, target: str, n: int, profile: Profile, seed_value: int
+) -> None:
+    result.violations = exc.violations
+    result.steps = exc.steps
+    result.observations = exc.observations
+    if exc.sim is not None:
+        from conformance.formats.trace_file import groupcheck_version
+        from conformance.protocols.classic import trace as classic_trace
+        from conformance.protocols.consumer import trace as consumer_trace
+        from conformance.protocols.mixed import trace as mixed_trace
+
+        to_trace = {"consumer": consumer_trace.to_trace, "mixed": mixed_trace.to_trace}.get(
+            result.protocol, classic_trace.to_trace
+        )
+        result.trace = to_trace(
+            exc.sim,
+            target=target,
+            target_version=groupcheck_version()
+            if target == "model"
+            else (result.target_version or "unknown"),
+            origin={"kind": "check", "max_examples": n, "profile": profile.name, "seed": seed_value},
+            violations=[(v.invariant, v.message, v.step) for v in exc.violations],
+        )

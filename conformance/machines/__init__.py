@@ -1,1 +1,0 @@
-"""Hypothesis state machines: one per protocol (design §4)."""

@@ -1,0 +1,123 @@
+"""Probe a real KIP-848 coordinator for the fixes of bug catalogue rows 6 and 7 (issue 8).
+
+    python -m conformance.power.probe848 [--target apache-kafka] [--rule 4.0]
+
+Two short scripted runs through the consumer oracle (`conformance.protocols.consumer.oracle`), the
+same adapter layer `groupcheck check --target T --protocol consumer` uses; each prints the target's
+answers and the oracle's findings (a finding = the target disagreed with the model):
+
+* ``rejoin`` (row 7, KAFKA-19233 / apache/kafka PR #21305): once c1 has moved through two epochs
+  (c2 joined, c1 revoked), a heartbeat with epoch 0, c1's member id and no partitions: the rejoin
+  of a fenced c1 while the coordinator still holds it at the higher epoch (neither its epoch nor
+  its previous one). Fixed: NONE; before: FENCED_MEMBER_EPOCH.
+* ``give-back`` (row 6, KAFKA-19449 / PR #20781): c1 revokes t-1 for c2 slowly; c2 leaves; when c1
+  acknowledges, the target gives t-1 back. Fixed: c1 gets both at once; before: t-0 only (waiting
+  one more heartbeat for its own pending revocation).
+
+``--rule 4.0`` runs the model with both fixes switched off: against a fixed target the oracle then
+reports the disagreement, which shows the probe can tell the two rules apart. Exit 0 when the
+target agreed with the model in every run, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from conformance.protocols.consumer.realtime import RealTimeConsumerSim
+from model.consumer.world import HeartbeatEvent, heartbeat_response
+
+
+def _answers(sim: Any) -> list[str]:
+    out = []
+    for entry in sim.log:
+        obs = entry.obs
+        if obs is None or not isinstance(obs.event, HeartbeatEvent):
+            continue
+        resp = heartbeat_response(obs)
+        if resp is None:
+            continue
+        req = obs.event.request
+        parts = sorted((t.topic, p) for t in (resp.assignment or ()) for p in t.partitions)
+        assigned = "" if resp.assignment is None else f" assigned {parts}"
+        out.append(
+            f"{obs.event.client}: epoch {req.member_epoch} -> {resp.error_code.name} epoch {resp.member_epoch}{assigned}"
+        )
+    return out
+
+
+def _rejoin(sim: Any) -> None:
+    sim.settle(6000, 250)
+    member_id = sim.client("c1").member_id
+    sim.heartbeat_as(member_id, 0, owned=[], topics=["t"])  # c1 (fenced, partitions released) rejoins
+    sim.advance(250)
+    sim.client_step("c2")
+
+
+def _give_back(sim: Any) -> None:
+    sim.client_step("c1")
+    sim.advance(600)
+    sim.set_slow("c1", True)
+    sim.client_step("c2")
+    sim.advance(600)
+    sim.client_step("c1")
+    sim.leave("c2")
+    sim.reconcile("c1")
+    sim.client_step("c1")
+    sim.advance(600)
+    sim.client_step("c1")
+
+
+PROBES = {"rejoin": _rejoin, "give-back": _give_back}
+
+
+def run_probe(handle: Any, name: str, config_overrides: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the target's heartbeat answers, the oracle's findings) of one probe on an opened target."""
+    from conformance.engine.profiles import get_profile
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.setup import consumer_setup
+
+    port_factory, config, _ = consumer_setup(handle, get_profile("ci"))
+    config = {**config, **config_overrides}
+    sim = make_consumer_sim(
+        {"t": 2},
+        [{"name": "c1", "topics": ["t"]}, {"name": "c2", "topics": ["t"]}],
+        config,
+        {},
+        port_factory=port_factory,
+        sim_class=RealTimeConsumerSim,
+    )
+    PROBES[name](sim)
+    findings = [f"{f.rule}: {f.message}" for f in sim.port.take_findings()]
+    return _answers(sim), findings
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.power.probe848")
+    p.add_argument("--target", default="apache-kafka")
+    p.add_argument("--probe", action="append", choices=sorted(PROBES), default=[])
+    p.add_argument(
+        "--rule", choices=["fixed", "4.0"], default="fixed", help="the model's rule (default: fixed)"
+    )
+    args = p.parse_args(argv)
+    from conformance.targets.open import open_target
+
+    overrides = {} if args.rule == "fixed" else {"own_pending_is_free": False, "epoch_zero_rejoin": False}
+    agreed = True
+    with open_target(args.target) as handle:
+        print(f"target {handle.name} {handle.version}; model rule {args.rule}")
+        for name in args.probe or sorted(PROBES):
+            answers, findings = run_probe(handle, name, overrides)
+            print(f"== {name}")
+            for line in answers[-8:]:  # the settle's steady heartbeats before them are left out
+                print(f"   {line}")
+            for line in findings:
+                print(f"   FINDING {line}")
+            print(f"   {'agrees with the model' if not findings else 'DISAGREES with the model'}")
+            agreed = agreed and not findings
+    return 0 if agreed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""`groupcheck explore`: breadth-first exploration of the model over its abstract states (networkx).
+
+From the initial group (M dynamic members with identical configuration, one topic of P
+partitions) every enabled op is tried on a copy of each frontier state: a member's next request,
+time running to the next point where something can happen (`conformance.protocols.build.quiet_gap`), a
+member stalling or resuming (and, on request, lost responses, leaves, restarts). States are
+deduplicated by `conformance.protocols.classic.abstraction.abstract_key` (symmetry over member ids), so the
+graph is finite; BFS order makes the first counterexample found for each invariant a shortest one
+(in ops, within the abstraction). Each is replayed and written as an ordinary trace.
+
+Kafka has no such tool; the approach is explicit-state model checking as in TLC (breadth-first,
+symmetry sets), run on the executable model instead of a specification.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from conformance.engine.checker import Checker
+from conformance.errors import UsageError
+from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.protocols.build import make_classic_sim, quiet_gap
+from conformance.protocols.classic.abstraction import abstract_key, group_state
+from conformance.protocols.classic.trace import TracedClassicSim, apply_op, to_trace
+
+DEFAULT_OPS = ("step", "advance", "stall", "resume")
+ALL_OPS = (*DEFAULT_OPS, "lose_response", "leave", "restart", "stale_subscription")
+
+
+@dataclass
+class Found:
+    invariant: str
+    message: str
+    path: tuple[dict[str, Any], ...]
+
+
+@dataclass
+class ExploreResult:
+    protocol: str
+    members: int
+    partitions: int
+    variants: dict[str, str]
+    depth: int
+    ops: tuple[str, ...]
+    graph: Any = field(default_factory=nx.DiGraph)
+    levels_done: int = 0
+    complete: bool = False  # the frontier emptied: every reachable abstract state was seen
+    seconds: float = 0.0
+    budget_hit: bool = False
+    found: dict[str, Found] = field(default_factory=dict)
+    setup: dict[str, Any] = field(default_factory=dict)
+    prefix: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def states(self) -> int:
+        return int(self.graph.number_of_nodes())
+
+    @property
+    def transitions(self) -> int:
+        return int(self.graph.number_of_edges())
+
+
+def classic_setup(members: int, partitions: int, variants: dict[str, str]) -> dict[str, Any]:
+    assignor = variants.get("assignor", "range")
+    if assignor == "mixed":
+        raise UsageError("explore: pick one assignor (--variant assignor=...), not mixed")
+    clients = [
+        {
+            "name": f"c{i + 1}",
+            "assignors": [assignor],
+            "topics": ["t"],
+            "session_timeout_ms": 6000,
+            "rebalance_timeout_ms": 10_000,
+        }
+        for i in range(members)
+    ]
+    return {"topics": {"t": partitions}, "clients": clients, "config": {}}
+
+
+def _fresh(setup: dict[str, Any], variants: dict[str, str]) -> TracedClassicSim:
+    return make_classic_sim(setup["topics"], setup["clients"], setup["config"], variants, where="explore")
+
+
+def _enabled(sim: TracedClassicSim, ops: Iterable[str]) -> list[dict[str, Any]]:
+    wanted = set(ops)
+    out: list[dict[str, Any]] = []
+    for name in sorted(sim.clients):
+        c = sim.clients[name]
+        stalled = name in sim.stalled
+        if "step" in wanted and not stalled:
+            out.append({"op": "step", "client": name})
+        if "stall" in wanted and not stalled and c.member_id:
+            out.append({"op": "stall", "client": name})
+        if "resume" in wanted and stalled:
+            out.append({"op": "resume", "client": name})
+        if "lose_response" in wanted and name in sim.awaiting and name not in sim.lose_next:
+            out.append({"op": "lose_response", "client": name})
+        if "leave" in wanted and not stalled and c.member_id:
+            out.append({"op": "leave", "client": name})
+        if "restart" in wanted and c.member_id:
+            out.append({"op": "restart", "client": name})
+        if "stale_subscription" in wanted and c.owned and not c.stale_subscription and c.cooperative:
+            out.append({"op": "stale_subscription", "client": name})  # the row-2 fault (issue 8)
+    if "advance" in wanted:
+        out.append({"op": "advance", "ms": quiet_gap(sim)})
+    return out
+
+
+def _label(op: dict[str, Any]) -> str:
+    return " ".join(str(op[k]) for k in ("op", "client", "ms") if k in op)
+
+
+def explore_classic(
+    members: int,
+    partitions: int,
+    *,
+    depth: int,
+    variants: dict[str, str] | None = None,
+    budget_s: float = 600.0,
+    ops: tuple[str, ...] = DEFAULT_OPS,
+    symmetry: bool = True,
+    cpu_clock: bool = False,
+    prefix: tuple[dict[str, Any], ...] = (),
+) -> ExploreResult:
+    """BFS to ``depth`` ops (after the optional ``prefix`` ops, which every path then starts with)."""
+    if not 1 <= members <= 4 or not 1 <= partitions <= 8:
+        raise UsageError("explore: --members 1..4 and --partitions 1..8")
+    variants = dict(variants or {})
+    setup = classic_setup(members, partitions, variants)
+    result = ExploreResult("classic", members, partitions, variants, depth, ops, setup=setup)
+    graph = result.graph
+    checker = Checker("classic")
+    clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
+    start = clock()
+    root = _fresh(setup, variants)
+    for op in prefix:
+        apply_op(root, op, "explore --prefix")
+    root.log.clear()
+    result.prefix = tuple(prefix)
+    root_key = abstract_key(root, symmetry=symmetry)
+    graph.add_node(root_key, depth=0, group=group_state(root))
+    parent: dict[str, tuple[str, dict[str, Any]] | None] = {root_key: None}
+    frontier: list[tuple[str, TracedClassicSim]] = [(root_key, root)]
+    for level in range(depth):
+        next_frontier: list[tuple[str, TracedClassicSim]] = []
+        for key, sim in frontier:
+            if clock() - start > budget_s:
+                result.budget_hit = True
+                break
+            for op in _enabled(sim, ops):
+                child = clone(sim)
+                obs = apply_op(child, op, "explore")
+                child.log.clear()
+                child.port.records.clear()  # type: ignore[attr-defined]  # the log of records, not state
+                if obs is None and op["op"] not in ("restart", "stale_subscription"):
+                    continue
+                child_key = abstract_key(child, symmetry=symmetry)
+                violations = checker.check(obs, level + 1) if obs is not None else []
+                new = child_key not in graph
+                if new:
+                    graph.add_node(child_key, depth=level + 1, group=group_state(child))
+                    parent[child_key] = (key, op)
+                if not graph.has_edge(key, child_key):
+                    graph.add_edge(key, child_key, op=_label(op), bad=bool(violations))
+                for v in violations:
+                    if v.invariant not in result.found:
+                        path = result.prefix + _path(parent, key) + (op,)
+                        result.found[v.invariant] = Found(v.invariant, v.message, path)
+                if new:
+                    next_frontier.append((child_key, child))
+        if result.budget_hit:
+            break
+        result.levels_done = level + 1
+        frontier = next_frontier
+        if not frontier:
+            result.complete = True
+            break
+    result.seconds = clock() - start
+    return result
+
+
+def _path(parent: dict[str, tuple[str, dict[str, Any]] | None], key: str) -> tuple[dict[str, Any], ...]:
+    ops: list[dict[str, Any]] = []
+    link = parent[key]
+    while link is not None:
+        key, op = link
+        ops.append(op)
+        link = parent[key]
+    return tuple(reversed(ops))
+
+
+def found_trace(result: ExploreResult, found: Found) -> Trace:
+    """Replay a found path on a fresh simulator, recording it as a trace."""
+    sim = _fresh(result.setup, result.variants)
+    checker = Checker("classic")
+    violations: list[tuple[str, str, int]] = []
+    for n, op in enumerate(found.path, 1):
+        obs = apply_op(sim, op, "explore")
+        if obs is None:
+            continue
+        vs = checker.check(obs, n)
+        sim.note_checks(
+            obs, checker.last_checked, [(v.invariant, v.message) for v in vs], checker.last_sometimes
+        )
+        violations += [(v.invariant, v.message, len(sim.log)) for v in vs]
+    return to_trace(
+        sim,
+        target="model",
+        target_version=groupcheck_version(),
+        origin={
+            "kind": "explore",
+            "members": result.members,
+            "partitions": result.partitions,
+            "bfs_length": len(found.path),
+            "invariant": found.invariant,
+        },
+        violations=violations,
+    )
+
+
+def save_graph(result: ExploreResult, path: Path) -> Path:
+    """The explored graph as node-link JSON with its settings (input of coverage)."""
+    import json
+
+    from networkx.readwrite import json_graph
+
+    data = {
+        "protocol": result.protocol,
+        "members": result.members,
+        "partitions": result.partitions,
+        "variants": result.variants,
+        "ops": list(result.ops),
+        "levels_done": result.levels_done,
+        "complete": result.complete,
+        "setup": result.setup,
+        "graph": json_graph.node_link_data(result.graph, edges="edges"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+    return path
+
+
+def clone(sim: TracedClassicSim) -> TracedClassicSim:
+    """A copy of ``sim`` that shares only immutable parts (frozen members, records, snapshots).
+
+    `copy.deepcopy` walks every snapshot and record and dominated exploration time; this copies
+    exactly the mutable containers (group dicts and sets, timers, clients, the simulator's maps)
+    and the chooser's random state. A test checks it behaves like deepcopy.
+    """
+    from model.classic.sim import ModelPort
+    from model.classic.state import ClassicState
+
+    port = sim.port
+    assert isinstance(port, ModelPort)
+    new_port = type(port).__new__(type(port))  # the classes of a mutant's port and coordinator too
+    new_port.__dict__.update(port.__dict__)
+    coord = type(port.coordinator).__new__(type(port.coordinator))
+    coord.__dict__.update(port.coordinator.__dict__)
+    coord.chooser = _clone_chooser(port.coordinator.chooser)
+    new_port.coordinator = coord
+    st = port.state
+    new_state = ClassicState(
+        {gid: _clone_group(g) for gid, g in st.groups.items()},
+        dict(st.offsets),
+        dict(st.topics),
+        st.fail_next_append,
+    )
+    new_port.state = new_state
+    new_port.durable = list(port.durable)
+    new_port.records = []
+    out = type(sim).__new__(type(sim))
+    out.__dict__.update(sim.__dict__)
+    out.port = new_port
+    out.clients = {n: copy.copy(c) for n, c in sim.clients.items()}
+    out.topics = dict(sim.topics)
+    out.awaiting = dict(sim.awaiting)
+    out.stalled = set(sim.stalled)
+    out.buffered = {n: list(ds) for n, ds in sim.buffered.items()}
+    out.lose_next = set(sim.lose_next)
+    out.owner_of_ref = dict(sim.owner_of_ref)
+    out.log = []
+    return out
+
+
+def _clone_group(g: Any) -> Any:
+    new = copy.copy(g)
+    new.members = dict(g.members)
+    new.static_members = dict(g.static_members)
+    new.pending_members = set(g.pending_members)
+    new.pending_sync = set(g.pending_sync)
+    new.timers = {k: copy.copy(t) for k, t in g.timers.items()}
+    return new
+
+
+def _clone_chooser(chooser: Any) -> Any:
+    """A SeededChooser copied through `random.Random.getstate` (deepcopy walks 625 ints)."""
+    import random
+
+    rng = getattr(chooser, "_rng", None)
+    if not isinstance(rng, random.Random):
+        return copy.deepcopy(chooser)
+    new = copy.copy(chooser)
+    new._rng = random.Random()
+    new._rng.setstate(rng.getstate())
+    return new

@@ -1,0 +1,248 @@
+"""Recording and replaying classic runs: `TracedClassicSim` logs every driver action as an op.
+
+An op is what the driver did (a member's next step, a raw request, time passing, a fault, a
+client-side change such as a restart); replaying the ops on a simulator built from the header's
+set-up re-runs the same run, exactly on the model (everything there is seeded) and as closely as
+the target allows elsewhere (the virtual members answer whatever the target says).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from conformance.errors import UsageError
+from conformance.formats.codec import decode, encode
+from conformance.formats.trace_file import CheckedLog, LogEntry, Trace, trace_of_log
+from model.classic.sim import ClassicSim
+from model.classic.world import ClassicWorld
+from model.observation import Observation
+
+#: ops that only change a client, with no request and no observation
+CLIENT_OPS = ("restart", "subscribe", "protocols", "rejoin", "stale_subscription")
+
+
+class TracedClassicSim(CheckedLog, ClassicSim):
+    """A `ClassicSim` that records what the driver does (the Hypothesis machine, scenarios, replay)."""
+
+    setup: dict[str, Any]
+    variants: dict[str, str]
+    seed: int
+    log: list[LogEntry]
+
+    def __post_init__(self) -> None:
+        self.log = []
+        self.setup = {}
+        self.variants = {}
+        self.seed = 0
+        super().__post_init__()
+
+    # ------------------------------------------------------------ recorded actions
+    def client_step(self, name: str) -> Observation[ClassicWorld] | None:
+        return self._record({"op": "step", "client": name}, super().client_step(name))
+
+    def commit(self, name: str, offset: int) -> Observation[ClassicWorld] | None:
+        return self._record({"op": "commit", "client": name, "offset": offset}, super().commit(name, offset))
+
+    def leave(self, name: str) -> Observation[ClassicWorld] | None:
+        return self._record({"op": "leave", "client": name}, super().leave(name))
+
+    def send_raw(self, name: str, request: Any) -> Observation[ClassicWorld]:
+        op = {"op": "send", "client": name, "request": encode(request)}
+        obs = super().send_raw(name, request)
+        self._record(op, obs)
+        return obs
+
+    def advance(self, ms: int) -> Observation[ClassicWorld]:
+        obs = super().advance(ms)
+        self._record({"op": "advance", "ms": ms}, obs)
+        return obs
+
+    def failover(self) -> Observation[ClassicWorld]:
+        obs = super().failover()
+        self._record({"op": "failover"}, obs)
+        return obs
+
+    def create_topic(self, topic: str, partitions: int) -> Observation[ClassicWorld]:
+        obs = super().create_topic(topic, partitions)
+        self._record({"op": "create_topic", "topic": topic, "partitions": partitions}, obs)
+        return obs
+
+    def append_failure(self) -> Observation[ClassicWorld]:
+        obs = super().append_failure()
+        self._record({"op": "append_failure"}, obs)
+        return obs
+
+    def stall(self, name: str, stalled: bool = True) -> Observation[ClassicWorld]:
+        obs = super().stall(name, stalled)
+        self._record({"op": "stall" if stalled else "resume", "client": name}, obs)
+        return obs
+
+    def lose_response(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().lose_response(name)
+        self._record({"op": "lose_response", "client": name}, obs)
+        return obs
+
+    def cut_connection(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().cut_connection(name)
+        self._record({"op": "cut_connection", "client": name}, obs)
+        return obs
+
+    def duplicate_request(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().duplicate_request(name)
+        self._record({"op": "duplicate_request", "client": name}, obs)
+        return obs
+
+    def delay_request(self, name: str) -> Observation[ClassicWorld]:
+        obs = super().delay_request(name)
+        self._record({"op": "delay_request", "client": name}, obs)
+        return obs
+
+    def release(self, name: str) -> Observation[ClassicWorld] | None:
+        obs = super().release(name)
+        self._record({"op": "release", "client": name}, obs)
+        return obs
+
+    def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
+        return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
+
+    # ------------------------------------------------------------ client-only changes
+    def restart(self, name: str) -> None:
+        """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
+        old = self.clients[name]
+        self.clients[name] = type(old)(name, old.config)  # a mutant client stays a mutant (issue 8)
+        self.drop_held(name)  # the old process's connection closed with it
+        self.awaiting.pop(name, None)
+        self.stalled.discard(name)
+        self._record({"op": "restart", "client": name}, None, always=True)
+
+    def subscribe(self, name: str, topics: tuple[str, ...]) -> None:
+        c = self.clients[name]
+        c.config = replace(c.config, topics=tuple(topics))
+        c.needs_rejoin = True
+        self._record({"op": "subscribe", "client": name, "topics": list(topics)}, None, always=True)
+
+    def set_protocols(self, name: str, assignors: tuple[str, ...]) -> None:
+        c = self.clients[name]
+        c.config = replace(c.config, assignors=tuple(assignors))
+        c.needs_rejoin = True
+        self._record({"op": "protocols", "client": name, "assignors": list(assignors)}, None, always=True)
+
+    def rejoin(self, name: str) -> None:
+        self.clients[name].needs_rejoin = True
+        self._record({"op": "rejoin", "client": name}, None, always=True)
+
+    def stale_subscription(self, name: str) -> None:
+        """Fault: the client's next fall-out leaves its owned partitions in place (`ClassicClient.stale_subscription`)."""
+        self.clients[name].stale_subscription = True
+        self._record({"op": "stale_subscription", "client": name}, None, always=True)
+
+    # ------------------------------------------------------------ plumbing
+    def _record(
+        self, op: dict[str, Any], obs: Observation[ClassicWorld] | None, *, always: bool = False
+    ) -> Any:
+        if obs is not None or always:
+            self.log.append(LogEntry(op, obs, self.now))
+        return obs
+
+
+def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observation[ClassicWorld] | None:
+    """Do one recorded op on ``sim`` (replay); a malformed op is a usage error naming ``where``."""
+    kind = op.get("op")
+    client = op.get("client")
+    if client is not None and client not in sim.clients:
+        raise UsageError(f"{where}: unknown client {client!r}")
+    try:
+        if kind == "step":
+            return sim.client_step(client)
+        if kind == "commit":
+            return sim.commit(client, int(op["offset"]))
+        if kind == "leave":
+            return sim.leave(client)
+        if kind == "send":
+            return sim.send_raw(client, decode(op["request"]))
+        if kind == "advance":
+            return sim.advance(int(op["ms"]))
+        if kind == "failover":
+            return sim.failover()
+        if kind == "create_topic":
+            return sim.create_topic(str(op["topic"]), int(op["partitions"]))
+        if kind == "append_failure":
+            return sim.append_failure()
+        if kind in ("stall", "resume"):
+            return sim.stall(client, kind == "stall")
+        if kind == "lose_response":
+            return sim.lose_response(client)
+        if kind == "cut_connection":
+            return sim.cut_connection(client)
+        if kind == "duplicate_request":
+            return sim.duplicate_request(client)
+        if kind == "delay_request":
+            return sim.delay_request(client)
+        if kind == "release":
+            return sim.release(client)
+        if kind == "unsubscribe":
+            return sim.unsubscribe(client)
+        if kind == "restart":
+            sim.restart(client)
+        elif kind == "subscribe":
+            sim.subscribe(client, tuple(op["topics"]))
+        elif kind == "protocols":
+            sim.set_protocols(client, tuple(op["assignors"]))
+        elif kind == "rejoin":
+            sim.rejoin(client)
+        elif kind == "stale_subscription":
+            sim.stale_subscription(client)
+        else:
+            raise UsageError(f"{where}: unknown op {kind!r}")
+    except KeyError as exc:
+        raise UsageError(f"{where}: op {kind!r} lacks field {exc.args[0]!r}") from None
+    return None
+
+
+def state_summary(world: ClassicWorld | None) -> dict[str, Any] | None:
+    """What a reader needs beside each step: the group's state, generation, leader and members,
+    and each client's member id, generation, phase and owned partitions."""
+    if world is None:
+        return None
+    g = world.group
+    return {
+        "group": None
+        if g is None
+        else {
+            "state": g.state.value,
+            "generation": g.generation,
+            "protocol": g.protocol,
+            "leader": g.leader,
+            "members": sorted(m.member_id for m in g.members),
+        },
+        "clients": {
+            c.name: {
+                "member_id": c.member_id,
+                "generation": c.generation,
+                "phase": c.phase,
+                "owned": sorted(f"{t}-{p}" for t, p in c.owned),
+            }
+            for c in world.clients
+        },
+    }
+
+
+def to_trace(
+    sim: TracedClassicSim,
+    *,
+    target: str,
+    target_version: str,
+    origin: dict[str, Any],
+    violations: list[tuple[str, str, int]],
+) -> Trace:
+    """The trace of everything ``sim`` recorded, with the driver's verdict."""
+    return trace_of_log(
+        sim,
+        state_summary,
+        protocol="classic",
+        target=target,
+        target_version=target_version,
+        origin=origin,
+        violations=violations,
+    )

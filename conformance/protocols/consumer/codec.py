@@ -1,0 +1,193 @@
+"""KIP-848 model messages <-> Kafka wire messages, encoded and decoded by ``kio``.
+
+The consumer-protocol twin of `conformance.protocols.classic.codec`: ConsumerGroupHeartbeat (api key 68,
+v0-v1; ``ConsumerGroupHeartbeatRequest.json`` / ``ConsumerGroupHeartbeatResponse.json`` in Kafka's
+``clients/src/main/resources/common/message/``) and OffsetCommit v9 (the first version a KIP-848
+member may use, reference §B.12; topics still named, not ids). Inside the model a topic is its
+*name*; on the wire ConsumerGroupHeartbeat names topics by topic id, so the caller passes a
+`TopicMap` that knows the run's real topic names and ids (looked up with Metadata v12).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.protocols.classic.codec import build, module, payload_class
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    TopicPartitions,
+)
+from model.errors import ErrorCode
+
+API_CONSUMER_GROUP_HEARTBEAT = 68
+API_OFFSET_COMMIT = 8
+API_METADATA = 3
+#: OffsetCommit versions a KIP-848 member sends here: v9 (names); v10 names topics by id.
+OFFSET_COMMIT_VERSION = 9
+
+
+@dataclass
+class TopicMap:
+    """Model topic name <-> (real topic name, topic id) for one port."""
+
+    real: dict[str, str] = field(default_factory=dict)
+    ids: dict[str, uuid.UUID] = field(default_factory=dict)
+
+    def add(self, model: str, real: str, topic_id: uuid.UUID) -> None:
+        self.real[model] = real
+        self.ids[model] = topic_id
+
+    def real_name(self, model: str) -> str:
+        """Unknown model topics get a name no target has (a subscription to a missing topic)."""
+        return self.real.get(model, f"gc-missing-{model}")
+
+    def topic_id(self, model: str) -> uuid.UUID:
+        return self.ids.get(model, uuid.UUID(int=0))
+
+    def model_of_id(self, topic_id: uuid.UUID | None) -> str:
+        for model, tid in self.ids.items():
+            if tid == topic_id:
+                return model
+        return f"unknown-topic-{topic_id}"
+
+    def model_of_name(self, real: str) -> str:
+        for model, name in self.real.items():
+            if name == real:
+                return model
+        return real
+
+
+def encode_heartbeat(
+    request: ConsumerGroupHeartbeatRequest, version: int, group_id: str, topics: TopicMap
+) -> Any:
+    """The kio ConsumerGroupHeartbeat of ``version`` for a model request (group renamed to the real one)."""
+    mod = module(API_CONSUMER_GROUP_HEARTBEAT, version, True)
+    cls = payload_class(API_CONSUMER_GROUP_HEARTBEAT, version, True)
+    owned = None
+    if request.topic_partitions is not None:
+        owned = tuple(
+            build(mod.TopicPartitions, {"topic_id": topics.topic_id(tp.topic), "partitions": tp.partitions})
+            for tp in request.topic_partitions
+        )
+    names = request.subscribed_topic_names
+    values: dict[str, Any] = {
+        "group_id": group_id,
+        "member_id": request.member_id,
+        "member_epoch": request.member_epoch,
+        "instance_id": request.instance_id,
+        "rack_id": request.rack_id,
+        "rebalance_timeout": request.rebalance_timeout_ms,
+        "subscribed_topic_names": None if names is None else tuple(topics.real_name(n) for n in names),
+        "server_assignor": request.server_assignor,
+        "topic_partitions": owned,
+    }
+    if version >= 1:
+        values["subscribed_topic_regex"] = request.subscribed_topic_regex
+    return build(cls, values)
+
+
+def _err(code: Any) -> ErrorCode:
+    return ErrorCode.of(int(getattr(code, "value", code)))  # type: ignore[return-value]
+
+
+def decode_heartbeat(wire: Any, topics: TopicMap) -> ConsumerGroupHeartbeatResponse:
+    """The model response for a kio ConsumerGroupHeartbeat response (topic ids mapped back to names)."""
+    assignment = None
+    if wire.assignment is not None:
+        by_topic: dict[str, set[int]] = {}
+        for tp in wire.assignment.topic_partitions:
+            by_topic.setdefault(topics.model_of_id(tp.topic_id), set()).update(int(p) for p in tp.partitions)
+        assignment = tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(by_topic.items()))
+    interval = wire.heartbeat_interval
+    return ConsumerGroupHeartbeatResponse(
+        error_code=_err(wire.error_code),
+        error_message=None if wire.error_message is None else str(wire.error_message),
+        member_id=None if wire.member_id is None else str(wire.member_id),
+        member_epoch=int(wire.member_epoch),
+        heartbeat_interval_ms=int(interval.total_seconds() * 1000)
+        if hasattr(interval, "total_seconds")
+        else int(interval),
+        assignment=assignment,
+    )
+
+
+def encode_offset_commit(request: OffsetCommitRequest, version: int, group_id: str, topics: TopicMap) -> Any:
+    mod = module(API_OFFSET_COMMIT, version, True)
+    cls = payload_class(API_OFFSET_COMMIT, version, True)
+    wire_topics = tuple(
+        build(
+            mod.OffsetCommitRequestTopic,
+            {
+                "name": topics.real_name(t.name),
+                "partitions": tuple(
+                    build(
+                        mod.OffsetCommitRequestPartition,
+                        {
+                            "partition_index": p.partition_index,
+                            "committed_offset": p.committed_offset,
+                            "committed_leader_epoch": p.committed_leader_epoch,
+                            "committed_metadata": p.committed_metadata,
+                        },
+                    )
+                    for p in t.partitions
+                ),
+            },
+        )
+        for t in request.topics
+    )
+    return build(
+        cls,
+        {
+            "group_id": group_id,
+            "generation_id_or_member_epoch": request.generation_id_or_member_epoch,
+            "member_id": request.member_id,
+            "group_instance_id": request.group_instance_id,
+            "topics": wire_topics,
+        },
+    )
+
+
+def decode_offset_commit(wire: Any, topics: TopicMap) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        tuple(
+            OffsetCommitResponseTopic(
+                topics.model_of_name(str(t.name)),
+                tuple(
+                    OffsetCommitResponsePartition(int(p.partition_index), _err(p.error_code))
+                    for p in t.partitions
+                ),
+            )
+            for t in wire.topics
+        )
+    )
+
+
+def metadata_request(names: list[str], version: int = 12) -> Any:
+    """A Metadata request (v10+) for ``names`` by name, never creating a topic."""
+    mod = module(API_METADATA, version, True)
+    return build(
+        payload_class(API_METADATA, version, True),
+        {
+            "topics": tuple(build(mod.MetadataRequestTopic, {"topic_id": None, "name": n}) for n in names),
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+
+
+def topic_ids(exchange: Callable[[Any], Any], names: list[str], version: int = 12) -> dict[str, uuid.UUID]:
+    """Topic ids of ``names`` by Metadata v10+ (KIP-516); ``exchange`` sends a kio request, returns the answer."""
+    answer = exchange(metadata_request(names, version))
+    out = {}
+    for t in answer.topics:
+        if int(t.error_code.value) == 0 and t.name is not None and t.topic_id is not None:
+            out[str(t.name)] = t.topic_id
+    return out

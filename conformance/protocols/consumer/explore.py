@@ -1,0 +1,235 @@
+"""`groupcheck explore --protocol consumer`: BFS over abstract KIP-848 states (the consumer twin of
+`conformance.protocols.classic.explore` and `conformance.protocols.classic.abstraction`).
+
+The abstract state is the coordinator's group and every virtual consumer with member ids replaced
+by the index of the client holding them, epochs made relative to the group epoch (0, -1 and -2
+keep their KIP-848 meanings: join, leave, static leave), and deadlines and send times relative to
+the clock; the least key over renamings of identically configured clients is taken (symmetry).
+Ops: a member's next heartbeat, finishing a revocation (reconcile), a member stalling or resuming,
+time running by the heartbeat interval. Every path is a list of `ConsumerSim` actions, replayed
+into an ordinary consumer trace.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import time
+from enum import Enum
+from typing import Any
+
+from conformance.engine.checker import Checker
+from conformance.errors import UsageError
+from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.protocols.build import make_consumer_sim
+from conformance.protocols.classic.explore import ExploreResult, Found
+from conformance.protocols.consumer.trace import TracedConsumerSim, action_of, to_trace
+
+CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
+TICK_MS = 500
+
+
+class _Norm:
+    def __init__(self, sim: Any, order: tuple[str, ...]) -> None:
+        self.index = {name: i for i, name in enumerate(order)}
+        self.member = {c.member_id: self.index[n] for n, c in sim.clients.items() if c.member_id}
+        group = sim.port.coordinator_state().groups.get(sim.group_id)
+        self.epoch = group.group_epoch if group is not None else 0
+        self.now = sim.now
+
+    def value(self, v: Any, name: str = "") -> Any:
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, Enum):
+            return v.name
+        if isinstance(v, int):
+            if "epoch" in name and v > 0:
+                return ("e", v - self.epoch)
+            if name.endswith("_at") or name == "deadline":
+                return ("t", v - self.now)
+            return v
+        if isinstance(v, str):
+            if v in self.member:
+                return ("m", self.member[v])
+            return v
+        if isinstance(v, bytes):
+            return v.hex()
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return (
+                type(v).__name__,
+                tuple(self.value(getattr(v, f.name), f.name) for f in dataclasses.fields(v)),
+            )
+        if isinstance(v, dict):
+            epochs = "epoch" in name
+            return tuple(
+                sorted(
+                    ((repr(self.value(k)), self.value(x, "epoch" if epochs else name)) for k, x in v.items()),
+                    key=repr,
+                )
+            )
+        if isinstance(v, frozenset | set):
+            return tuple(sorted((self.value(x, name) for x in v), key=repr))
+        if isinstance(v, tuple | list):
+            return tuple(self.value(x, name) for x in v)
+        return repr(v)
+
+
+def _client(norm: _Norm, c: Any) -> Any:
+    skip = {"name", "chooser", "group_id"}
+    return tuple((k, norm.value(v, k)) for k, v in sorted(vars(c).items()) if k not in skip)
+
+
+def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
+    names = tuple(sorted(sim.clients))
+    best = None
+    for order in itertools.permutations(names) if symmetry else [names]:
+        norm = _Norm(sim, order)
+        group = sim.port.coordinator_state().groups.get(sim.group_id)
+        structure = (
+            None if group is None else norm.value(group),
+            tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n])) for n in order),
+            tuple(sorted(norm.index[n] for n in sim.lose_next)),
+        )
+        text = repr(structure)
+        best = text if best is None or text < best else best
+    return hashlib.blake2b((best or "").encode(), digest_size=10).hexdigest()
+
+
+def consumer_group_state(sim: Any) -> str:
+    group = sim.port.coordinator_state().groups.get(sim.group_id)
+    return "Empty" if group is None else str(getattr(group.state, "value", group.state))
+
+
+def consumer_setup(members: int, partitions: int) -> dict[str, Any]:
+    clients = [{"name": f"c{i + 1}", "topics": ["t"], "rebalance_timeout_ms": 1500} for i in range(members)]
+    return {"topics": {"t": partitions}, "clients": clients, "config": {}}
+
+
+def _fresh(setup: dict[str, Any], variants: dict[str, str]) -> TracedConsumerSim:
+    sim = make_consumer_sim(setup["topics"], setup["clients"], setup["config"], variants, where="explore")
+    assert isinstance(sim, TracedConsumerSim)
+    return sim
+
+
+def _enabled(sim: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name in sorted(sim.clients):
+        c = sim.clients[name]
+        if not c.crashed:
+            out.append({"op": "client_step", "name": name})
+            out.append({"op": "reconcile", "name": name})
+        out.append({"op": "stall", "name": name, "stalled": not c.crashed})
+    out.append({"op": "advance", "ms": TICK_MS})
+    return out
+
+
+def _label(op: dict[str, Any]) -> str:
+    return " ".join([str(op["op"]), *(f"{k}={v}" for k, v in sorted(op.items()) if k != "op")])
+
+
+def explore_consumer(
+    members: int,
+    partitions: int,
+    *,
+    depth: int,
+    variants: dict[str, str] | None = None,
+    budget_s: float = 600.0,
+    symmetry: bool = True,
+    cpu_clock: bool = False,
+) -> ExploreResult:
+    if not 1 <= members <= 4 or not 1 <= partitions <= 8:
+        raise UsageError("explore: --members 1..4 and --partitions 1..8")
+    variants = dict(variants or {})
+    setup = consumer_setup(members, partitions)
+    result = ExploreResult("consumer", members, partitions, variants, depth, CONSUMER_OPS, setup=setup)
+    graph: Any = result.graph
+    checker = Checker("consumer")
+    clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
+    start = clock()
+    root = _fresh(setup, variants)
+    root_key = consumer_key(root, symmetry=symmetry)
+    graph.add_node(root_key, depth=0, group=consumer_group_state(root))
+    parent: dict[str, tuple[str, dict[str, Any]] | None] = {root_key: None}
+    frontier = [(root_key, root)]
+    for level in range(depth):
+        nxt = []
+        for key, sim in frontier:
+            if clock() - start > budget_s:
+                result.budget_hit = True
+                break
+            for op in _enabled(sim):
+                child = _clone(sim)
+                before = len(child.log)
+                observations = child.replay([action_of(op, "explore")])
+                if not observations and len(child.log) == before and op["op"] != "stall":
+                    continue
+                child.port.records = list(child.port.records)
+                child_key = consumer_key(child, symmetry=symmetry)
+                violations = [
+                    v for n, obs in enumerate(observations) for v in checker.check(obs, level + 1 + n)
+                ]
+                new = child_key not in graph
+                if new:
+                    graph.add_node(child_key, depth=level + 1, group=consumer_group_state(child))
+                    parent[child_key] = (key, op)
+                if not graph.has_edge(key, child_key):
+                    graph.add_edge(key, child_key, op=_label(op), bad=bool(violations))
+                for v in violations:
+                    if v.invariant not in result.found:
+                        path = _path(parent, key) + (op,)
+                        result.found[v.invariant] = Found(v.invariant, v.message, path)
+                if new:
+                    nxt.append((child_key, child))
+        if result.budget_hit:
+            break
+        result.levels_done = level + 1
+        frontier = nxt
+        if not frontier:
+            result.complete = True
+            break
+    result.seconds = clock() - start
+    return result
+
+
+def _clone(sim: Any) -> Any:
+    """Deep copy sharing the frozen world snapshot (it holds read-only mapping proxies) and the log."""
+    memo: dict[int, Any] = {id(sim.world): sim.world, id(sim.log): [], id(sim.actions): []}
+    return copy.deepcopy(sim, memo)
+
+
+def _path(parent: dict[str, tuple[str, dict[str, Any]] | None], key: str) -> tuple[dict[str, Any], ...]:
+    ops: list[dict[str, Any]] = []
+    link = parent[key]
+    while link is not None:
+        key, op = link
+        ops.append(op)
+        link = parent[key]
+    return tuple(reversed(ops))
+
+
+def consumer_found_trace(result: ExploreResult, found: Found) -> Trace:
+    sim = _fresh(result.setup, result.variants)
+    checker = Checker("consumer")
+    violations: list[tuple[str, str, int]] = []
+    for op in found.path:
+        for obs in sim.replay([action_of(op, "explore")]):
+            vs = checker.check(obs, len(sim.log))
+            sim.note_checks(
+                obs, checker.last_checked, [(v.invariant, v.message) for v in vs], checker.last_sometimes
+            )
+            violations += [(v.invariant, v.message, len(sim.log)) for v in vs]
+    return to_trace(
+        sim,
+        target="model",
+        target_version=groupcheck_version(),
+        origin={
+            "kind": "explore",
+            "members": result.members,
+            "partitions": result.partitions,
+            "bfs_length": len(found.path),
+            "invariant": found.invariant,
+        },
+        violations=violations,
+    )

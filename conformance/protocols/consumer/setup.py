@@ -1,0 +1,83 @@
+"""Which protocols a real target runs, and the set-up of a consumer-protocol run (issue 4).
+
+`not_run_reason` says why a protocol cannot run on an opened target: the target does not offer it
+(ApiVersions lists no JoinGroup / ConsumerGroupHeartbeat v1; mixed groups need both). `--protocol all` reports such a protocol as "not offered" /
+"not run" instead of failing. `consumer_setup` gives the consumer machine its oracle port and the
+model settings that match what the target was started with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.engine.profiles import Profile
+
+#: The broker settings a consumer-protocol run needs to know, and the model config key of each.
+CONSUMER_KEYS = {
+    "group.consumer.session.timeout.ms": "session_timeout_ms",
+    "group.consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
+}
+#: Kafka's defaults (GroupCoordinatorConfig), assumed for a target that was not started by us.
+CONSUMER_DEFAULTS = {
+    "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.heartbeat.interval.ms": 5_000,
+}
+#: Real-time consumer runs: fewer examples than classic (members wait for session and rebalance
+#: timeouts on a real clock); names match the model's profiles.
+CONSUMER_REAL_PROFILES = {
+    "dev": Profile("dev", 3, 15),
+    "ci": Profile("ci", 6, 20),
+    "thorough": Profile("thorough", 60, 40),
+    "faults": Profile("faults", 8, 20, wire_faults=True),  # 8: the fault rules dilute the ci mix
+}
+
+
+def not_run_reason(handle: Any, protocol: str) -> str | None:
+    caps = handle.capabilities
+    if protocol == "classic":
+        if caps is not None and "classic" not in caps.features:
+            return "not offered: the target does not offer the classic group protocol (JoinGroup)"
+        return None
+    if protocol == "consumer":
+        if caps is None or handle.kind == "model":
+            return None
+        if "consumer" not in caps.features:
+            return "not offered: the target does not offer ConsumerGroupHeartbeat (KIP-848)"
+        lo, hi = caps.api_versions.get(68, (0, -1))
+        if not lo <= 1 <= hi:
+            return (
+                f"not run: the target offers ConsumerGroupHeartbeat v{caps.api_versions[68][0]}-"
+                f"v{caps.api_versions[68][1]} only; the oracle drives v1 members (KIP-1082)"
+            )
+        return None
+    if protocol == "mixed":  # conformance/protocols/mixed/setup.py
+        from conformance.protocols.mixed.setup import not_run_reason as mixed_reason
+
+        return None if handle.kind == "model" else mixed_reason(handle)
+    return f"unknown protocol {protocol!r}"
+
+
+def consumer_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Profile]:
+    """(port factory, model config, real-time profile) for the consumer machine on ``handle``."""
+    from conformance.protocols.consumer.faults import faulty_port_class
+
+    port_class = faulty_port_class()  # the oracle port plus the fault proxy's wire faults
+
+    settings = dict(getattr(handle.launcher, "settings", {}) or {})
+    config = {}
+    for key, model_key in CONSUMER_KEYS.items():
+        if key in settings:
+            config[model_key] = int(settings[key])
+        else:
+            config[model_key] = CONSUMER_DEFAULTS[key]
+            note = (
+                f"{key} unknown for this target; the model assumes Kafka's default {CONSUMER_DEFAULTS[key]}"
+            )
+            if note not in handle.notes:
+                handle.notes.append(note)
+    session = handle.session
+    return (
+        lambda coord: port_class(coord, session),
+        config,
+        CONSUMER_REAL_PROFILES[profile.name],
+    )

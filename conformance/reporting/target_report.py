@@ -1,0 +1,185 @@
+"""Reports of a run against a real target: the per-run folder and the published conformance page.
+
+`write_target_report` writes the usual `summary.md`, `results.json`, `junit.xml` (conformance/reporting/run_report.py)
+plus both verdict levels and the kafka-compat findings. `publish` writes
+`reports/conformance/<target>.md`: what was run (versions, seed, profile), every invariant and rule
+with its verdict at both levels, and each divergence with the steps that replay it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conformance.reporting.run_report import write_check_report
+from conformance.specs import load_invariants
+
+RULES = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
+CONSUMER_RULES = ("ConsumerGroupHeartbeat", "OffsetCommit")
+
+
+def levels(result: Any) -> dict[str, str]:
+    proto = "FAILED" if result.violations else ("INCONCLUSIVE" if result.vacuous else "PASSED")
+    compat = "FAILED" if (result.violations or result.compat) else proto
+    return {"protocol": proto, "kafka-compat": compat}
+
+
+def rule_rows(result: Any) -> list[dict[str, str]]:
+    failed = {v.invariant for v in result.violations}
+    compat = {f.rule for f in result.compat}
+    rows = []
+    for api in CONSUMER_RULES if result.protocol == "consumer" else RULES:
+        proto = "FAILED" if f"oracle.{api}" in failed else "PASSED"
+        rows.append(
+            {
+                "rule": api,
+                "protocol": proto,
+                "kafka-compat": "FAILED" if proto == "FAILED" or f"compat.{api}" in compat else "PASSED",
+            }
+        )
+    for extra in sorted(
+        r
+        for r in failed
+        if not r.startswith(
+            (
+                "oracle.Join",
+                "oracle.Sync",
+                "oracle.Heart",
+                "oracle.Leave",
+                "oracle.Offset",
+                "oracle.ConsumerGroupHeartbeat",
+            )
+        )
+        and "." in r
+        and r.split(".")[0] in ("oracle", "wire", "target")
+    ):
+        rows.append({"rule": extra, "protocol": "FAILED", "kafka-compat": "FAILED"})
+    return rows
+
+
+def write_target_report(run: Any, directory: Path) -> Path:
+    result = run.result
+    out = write_check_report(result, directory)
+    data = json.loads((out / "results.json").read_text())
+    data["target_version"] = result.target_version
+    data["levels"] = levels(result)
+    data["level"] = result.level
+    data["rules"] = rule_rows(result)
+    data["compat"] = [f.__dict__ for f in result.compat]
+    (out / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    lines = (out / "summary.md").read_text().splitlines()
+    extra = ["", "## Levels", ""] + [f"- {k}: **{v}**" for k, v in levels(result).items()]
+    extra += ["", "| rule | protocol | kafka-compat |", "|---|---|---|"]
+    extra += [f"| {r['rule']} | {r['protocol']} | {r['kafka-compat']} |" for r in rule_rows(result)]
+    (out / "summary.md").write_text("\n".join(lines + extra) + "\n")
+    return out
+
+
+PUBLISHED = Path("reports") / "conformance"
+
+
+def publish(runs: list[Any], args: Any) -> Path:
+    """reports/conformance/<target>.md (and its counterexample traces) from the runs of one target."""
+    first = runs[0].result
+    safe = first.target.replace(":", "_").replace("/", "_")
+    path = PUBLISHED / f"{safe}.md"
+    command = (
+        f"groupcheck check --target {first.target} --protocol {args.protocol} --profile {args.profile} "
+        f"--seed {args.seed}" + (f" --max-examples {args.max_examples}" if args.max_examples else "")
+    )
+    traces = []
+    for run in runs:
+        trace = getattr(run.result, "trace", None)
+        if trace is not None:
+            from conformance.formats.trace_file import counterexample_path, write_trace
+
+            traces.append(write_trace(trace, counterexample_path(trace, PUBLISHED / safe)))
+    write_published(runs, path, command, traces, args)
+    return path
+
+
+def write_published(
+    runs: list[Any], path: Path, command: str, traces: list[Path], args_for_page: Any = None
+) -> None:
+    specs = load_invariants()
+    first = runs[0].result
+    handle = runs[0].handle
+    lines = [
+        f"# Conformance of {first.target} ({first.target_version})",
+        "",
+        f"Command: `{command}` (wall time {sum(run.wall_s for run in runs):.0f} s, the target's start included).",
+        "",
+    ]
+    caps = getattr(handle, "capabilities", None)
+    if caps is not None:
+        lines += [f"Capabilities (ApiVersions): {caps.summary()}.", ""]
+    notes = [n for n in getattr(handle, "notes", []) if not n.startswith("run id")]
+    if notes:
+        lines += ["Notes from the adapter:", ""] + [f"- {n}" for n in notes] + [""]
+    expected = _expected().get(first.target)
+    if expected:
+        lines += [f"What the suite finds here (specs/targets.yaml): {expected.get('why', '')}", ""]
+    not_run = getattr(args_for_page, "not_run", []) if args_for_page is not None else []
+    if not_run:
+        lines += ["Protocols not run:", ""] + [f"- {p}: {why}" for p, why in not_run] + [""]
+    if traces:
+        lines += ["Counterexample traces (NDJSON, `groupcheck show FILE`):", ""]
+        lines += [f"- `{t}`" for t in traces] + [""]
+    for run in runs:
+        r = run.result
+        lv = levels(r)
+        lines += [
+            f"## {r.protocol}: protocol **{lv['protocol']}**, kafka-compat **{lv['kafka-compat']}**",
+            "",
+            f"Seed {r.seed}, {r.max_examples} examples x profile steps, {r.seconds:.1f} s, variants {r.variants or 'none'}.",
+            "",
+        ]
+        if getattr(run, "faults", None) is not None:
+            lines += [f"Injected in this run: {run.faults.removeprefix('faults: ')}.", ""]
+        sub = (expected or {}).get(r.protocol)
+        if isinstance(sub, dict) and sub.get("why"):  # the protocol's own entry (consumer:, mixed:)
+            lines += [f"What the suite finds here ({r.protocol}, specs/targets.yaml): {sub['why']}", ""]
+        lines += [
+            "| invariant | kind | protocol | kafka-compat |",
+            "|---|---|---|---|",
+        ]
+        failed = {v.invariant for v in r.violations}
+        for inv_id, spec in sorted(specs.items()):
+            if spec.protocol not in (r.protocol, "client" if r.protocol == "classic" else ""):
+                continue
+            if spec.kind == "sometimes":
+                v = "SEEN" if r.sometimes.get(inv_id) else "NEVER SEEN"
+                lines.append(f"| `{inv_id}` | {spec.kind} | {v} | {v} |")
+            else:
+                v = "FAILED" if inv_id in failed else "PASSED"
+                lines.append(f"| `{inv_id}` | {spec.kind} | {v} | {v} |")
+        lines += ["", "| rule | protocol | kafka-compat |", "|---|---|---|"]
+        lines += [f"| {x['rule']} | {x['protocol']} | {x['kafka-compat']} |" for x in rule_rows(r)]
+        if r.violations:
+            lines += ["", "### Divergences and violations", ""]
+            lines += [f"- `{v.invariant}` (step {v.step}): {v.message}" for v in r.violations]
+            lines += ["", "Steps (replay with the command above and the same seed):", "", "```"]
+            lines += [f"{i:3d}. {s}" for i, s in enumerate(r.steps, 1)]
+            lines += ["```"]
+        if r.compat:
+            seen: dict[str, int] = {}
+            for f in r.compat:
+                key = f"`{f.rule}`: {f.message.split(': ', 1)[-1]}"
+                seen[key] = seen.get(key, 0) + 1
+            lines += ["", "### kafka-compat findings", ""]
+            lines += [f"- {k} (x{n})" for k, n in seen.items()]
+        lines.append("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _expected() -> dict[str, Any]:
+    import yaml
+
+    path = Path(__file__).resolve().parent.parent.parent / "specs" / "targets.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError:
+        return {}
+    return data if isinstance(data, dict) else {}

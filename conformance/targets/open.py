@@ -1,0 +1,241 @@
+"""Adapters: how the suite reaches a coordinator (design §4).
+
+``open_target(spec)`` turns a ``--target`` value into a `TargetHandle`: ``model`` (the reference model
+in process, always available), ``mutant:NAME`` (the model with one named fault, in process; its
+handle carries the ``mutant`` variant), a launcher name from `conformance.targets` (provisioned, started and
+stopped around the run), ``host:port`` (a coordinator someone else runs), or the name of a
+third-party adapter registered under the entry-point group ``groupcheck.adapters`` (its object is
+called with the spec and returns a `TargetHandle`). Nothing outside this package knows about a
+particular target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from conformance.errors import TargetError, UsageError
+
+ENTRY_POINT_GROUP = "groupcheck.adapters"
+HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}$")
+#: Partition counts a run may use (machine topics grow up to this); seeded at start where needed.
+MAX_PARTITIONS = 8
+TOPIC_NAMES = ("t", "u")
+#: ``mutant:NAME``: the reference model with one named fault, in process (issue 8)
+MUTANT_PREFIX = "mutant:"
+
+
+def in_process(spec: str) -> bool:
+    """True for targets the suite runs in this process (the model and its mutants), no oracle."""
+    return spec == "model" or spec.startswith(MUTANT_PREFIX)
+
+
+@dataclass
+class TargetHandle:
+    """A coordinator under test: its name, version, how to reach it, and the model settings it matches."""
+
+    name: str
+    version: str
+    kind: str  # model | kafka | plugin
+    bootstrap: str | None = None
+    model_config: dict[str, int] = field(default_factory=dict)
+    launcher: Any = None
+    session: Any = None
+    notes: list[str] = field(default_factory=list)
+    capabilities: Any = None
+    startup_s: float = 0.0
+    #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME}; issue 8)
+    variants: dict[str, str] = field(default_factory=dict)
+
+    def port_factory(self) -> Callable[[Any], Any] | None:
+        if self.kind == "model":
+            return None
+        from conformance.protocols.classic.oracle import OraclePort
+
+        session = self.session
+        return lambda coord: OraclePort(coord, session)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.adapter.close()
+        if self.launcher is not None:
+            from conformance.targets import TargetError as LauncherError
+
+            try:
+                self.launcher.stop(60)
+            except LauncherError as e:
+                raise TargetError(str(e)) from e
+
+
+#: What the model assumes for a setting a target was not started with (its own value is unknown):
+#: the test-friendly values every configurable target gets (conformance/protocols/build.py TEST_CONFIG).
+ASSUMED = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 500,
+    "group.max.session.timeout.ms": 1_800_000,
+}
+_MODEL_KEYS = {
+    "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+    "group.min.session.timeout.ms": "min_session_timeout_ms",
+    "group.max.session.timeout.ms": "max_session_timeout_ms",
+}
+
+
+def _model_config_from(settings: dict[str, Any], notes: list[str] | None = None) -> dict[str, int]:
+    """The model's broker settings that match what a target was started with (reference, top section)."""
+    out = {}
+    for key, model_key in _MODEL_KEYS.items():
+        if key in settings:
+            out[model_key] = int(settings[key])
+        else:
+            out[model_key] = ASSUMED[key]
+            if notes is not None:
+                notes.append(f"{key} is not settable on this target; the model assumes {ASSUMED[key]}")
+    return out
+
+
+def _launcher_error(e: Exception) -> TargetError:
+    return TargetError(str(e))
+
+
+def _seed_topics(run_id: str) -> dict[str, int]:
+    return {f"gc-{run_id}-{n}-{p}": p for n in TOPIC_NAMES for p in range(1, MAX_PARTITIONS + 1)}
+
+
+@contextlib.contextmanager
+def open_target(
+    spec: str, *, start_timeout_s: float = 120.0, provision_timeout_s: float = 900.0
+) -> Iterator[TargetHandle]:
+    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it."""
+    if spec == "model":
+        from model.classic.state import ClassicConfig
+
+        yield TargetHandle("model", "reference model", "model", model_config={})
+        _ = ClassicConfig
+        return
+    if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants, issue 8)
+        from conformance.targets.mutant import mutant_handle
+
+        yield mutant_handle(spec[len(MUTANT_PREFIX) :])
+        return
+    from conformance.targets import TARGETS
+
+    if spec in TARGETS:
+        handle = _start_launcher(spec, start_timeout_s, provision_timeout_s)
+    elif HOST_PORT.match(spec):
+        handle = TargetHandle(
+            spec,
+            "unknown",
+            "kafka",
+            bootstrap=spec,
+            model_config={"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 500},
+        )
+    else:
+        plugin = _plugin(spec)
+        if plugin is None:
+            raise UsageError(
+                f"unknown target {spec!r} (use model, mutant:NAME, host:port, one of {', '.join(TARGETS)}, "
+                f"or an adapter registered under the {ENTRY_POINT_GROUP!r} entry point)"
+            )
+        handle = plugin(spec)
+    try:
+        if handle.kind == "kafka":
+            _connect(handle)
+        yield handle
+    finally:
+        handle.close()
+
+
+def _plugin(spec: str) -> Callable[[str], TargetHandle] | None:
+    name = spec.split(":", 1)[0]
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            obj = ep.load()
+            return obj  # type: ignore[no-any-return]
+    return None
+
+
+def _start_launcher(name: str, start_timeout_s: float, provision_timeout_s: float) -> TargetHandle:
+    from conformance.targets import TargetError as LauncherError
+    from conformance.targets import get_target
+
+    run_id = f"{os.getpid() % 100000}{int(time.time()) % 100000}"
+    launcher = get_target(name)
+    if "create_topics" not in launcher.capabilities and "seed_topics" in launcher.capabilities:
+        launcher.topics = _seed_topics(run_id)
+    try:
+        launcher.provision(provision_timeout_s)
+        t0 = time.monotonic()
+        bootstrap = launcher.start(start_timeout_s)
+        startup = time.monotonic() - t0
+    except LauncherError as e:
+        with contextlib.suppress(Exception):
+            launcher.stop(30)
+        raise _launcher_error(e) from e
+    notes: list[str] = []
+    handle = TargetHandle(
+        name,
+        launcher.version(),
+        "kafka",
+        bootstrap=bootstrap,
+        model_config=_model_config_from(launcher.settings, notes),
+        launcher=launcher,
+        startup_s=startup,
+        notes=notes,
+    )
+    handle.notes.append(f"run id {run_id}")
+    handle.session_run_id = run_id  # type: ignore[attr-defined]
+    return handle
+
+
+def _connect(handle: TargetHandle) -> None:
+    """ApiVersions, FindCoordinator (waiting for the offsets topic), and the run's shared session."""
+    from conformance.protocols.classic.oracle import TargetSession
+    from conformance.wire.connection import KafkaAdapter
+
+    assert handle.bootstrap is not None
+    # a fresh suffix: two sessions on one coordinator within a second must not share group names
+    run_id = getattr(handle, "session_run_id", None) or (
+        f"{os.getpid() % 100000}{int(time.time()) % 100000}{uuid.uuid4().hex[:4]}"
+    )
+    adapter = KafkaAdapter(handle.bootstrap)
+    if os.environ.get("GROUPCHECK_PROXY", "on") != "off":  # member traffic through the fault proxy
+        from conformance.wire.proxy import FaultProxy
+
+        adapter.proxy = FaultProxy()
+        handle.notes.append("member connections go through the fault proxy (conformance/wire/proxy.py)")
+    if handle.launcher is None or "restart" not in getattr(handle.launcher, "capabilities", ()):
+        handle.notes.append("restart (coordinator failover): absent, the Failover rule is off on this target")
+    caps = adapter.connect()
+    handle.capabilities = caps
+    handle.notes.extend(adapter.notes)
+    adapter.find_coordinator(f"gc-{run_id}-probe", deadline_s=60)
+    launcher = handle.launcher
+    created: set[str] = set()
+
+    def ensure_topic(real: str) -> None:
+        if real in created:
+            return
+        partitions = int(real.rsplit("-", 1)[1])
+        if launcher is not None and launcher.topics.get(real) == partitions:
+            created.add(real)
+            return
+        try:
+            if launcher is not None:
+                launcher.create_topic(real, partitions, 60)
+            else:
+                from conformance.targets import create_topic
+
+                create_topic(handle.bootstrap or "", real, partitions, 60)
+        except Exception as e:  # noqa: BLE001 - any launcher failure is a target error
+            raise TargetError(f"{handle.name}: cannot create topic {real}: {e}") from e
+        created.add(real)
+
+    handle.session = TargetSession(adapter, run_id, ensure_topic, launcher)
