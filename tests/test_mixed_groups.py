@@ -61,11 +61,9 @@ from model.consumer.world import AdvanceEvent, HeartbeatEvent
 from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
 from model.errors import ErrorCode
 from model.invariants import REGISTRY, Invariant, for_protocol, load_all
-from model.mixed.coordinator import (
-    Downgrade,
-    MixedConfig,
-    MixedCoordinator,
-)
+from model.mixed.classic_requests import Downgrade
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import (
     ClassicGroupTombstone,
     MigrationPolicy,

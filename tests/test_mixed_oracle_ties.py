@@ -34,7 +34,8 @@ from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, to_topic_partitions
 from model.embedded import Subscription, encode_subscription
 from model.errors import ErrorCode as E
-from model.mixed.coordinator import MixedConfig, MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig, MixedConsumerCoordinator
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 
 TRACE = (

@@ -23,7 +23,8 @@ from model.consumer.messages import ConsumerGroupHeartbeatRequest
 from model.consumer.state import ConsumerCoordinatorState
 from model.consumer.world import AdvanceEvent, HeartbeatEvent, OffsetCommitEvent
 from model.errors import ErrorCode
-from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 
 SESSION_MS = 2000

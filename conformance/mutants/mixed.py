@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from model.consumer.messages import TopicPartition
 from model.consumer.state import ConsumerGroup, ConsumerMember
-from model.mixed.coordinator import MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.consumer_group import MixedConsumerCoordinator
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 from model.result import Result
 

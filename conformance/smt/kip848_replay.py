@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.mutants.consumer import LeaveWithoutBump, NoEpochCheck, PendingRevocationIsFree
-from conformance.smt.kip848 import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
+from conformance.smt.kip848_state import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
 from model.consumer.assignors import AssignmentMember, GroupAssignment
 from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Txn
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition, to_topic_partitions

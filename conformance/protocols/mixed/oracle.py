@@ -95,7 +95,8 @@ from model.embedded import (
     encode_subscription,
 )
 from model.errors import ErrorCode
-from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 from model.result import Result
 
@@ -511,7 +512,7 @@ class MixedOraclePort(HypothesisFindings):
         return key, version, encode_request(real, version, self.topics.real_name)
 
     def _real_subscription(self, metadata: bytes) -> bytes:
-        from model.mixed.coordinator import subscription_version
+        from model.mixed.classic_requests import subscription_version
 
         try:
             sub = decode_subscription(metadata)
@@ -526,7 +527,7 @@ class MixedOraclePort(HypothesisFindings):
 
     @staticmethod
     def _map_assignment(data: bytes, name: Any) -> bytes:
-        from model.mixed.coordinator import subscription_version
+        from model.mixed.classic_requests import subscription_version
 
         if not data:
             return data
