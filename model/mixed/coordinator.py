@@ -28,7 +28,6 @@ from model.classic.messages import OffsetCommitResponse as ClassicOffsetCommitRe
 from model.classic.records import GroupCreated, MemberUpserted
 from model.classic.state import GroupState as ClassicGroupState
 from model.classic.state import Member as ClassicMember
-from model.consumer.coordinator import _Rejected
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -52,6 +51,7 @@ from model.consumer.state import (
     ConsumerMember,
     MemberState,
 )
+from model.consumer.txn import _Rejected
 from model.embedded import (
     Assignment,
     EmbeddedDecodeError,
