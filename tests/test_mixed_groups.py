@@ -30,7 +30,6 @@ from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
-from model.classic.coordinator import Tx
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -47,6 +46,7 @@ from model.classic.messages import (
 )
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
+from model.classic.tx import Tx
 from model.consumer.client import ClientState
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
