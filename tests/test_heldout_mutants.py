@@ -285,3 +285,12 @@ def test_classic_client_mutant_behaves_differently(name: str) -> None:
 def test_every_classic_heldout_mutant_has_a_script() -> None:
     names = {m.name for m in hc.HELDOUT_CLASSIC_MUTANTS}
     assert names == set(COORDINATOR_CASES) | set(CLIENT_CASES)
+
+
+def test_catalogue_document_is_generated_from_the_spec() -> None:
+    from pathlib import Path
+
+    from conformance.mutants.heldout_report import render_catalogue
+
+    doc = Path("docs") / "bug-catalogue-heldout.md"
+    assert doc.read_text() == render_catalogue(load_bugs()) + "\n"
