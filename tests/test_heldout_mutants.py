@@ -13,7 +13,7 @@ import pytest
 from conformance.mutants import MUTANTS, get_mutant, heldout_mutants
 from conformance.mutants import heldout_classic as hc
 from conformance.mutants.heldout_power import load_bugs
-from conformance.mutants.target import check_setup
+from conformance.targets.mutant import check_setup
 from model.classic.client import ClassicClient, ClientConfig, Phase
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (

@@ -21,11 +21,11 @@ from model.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
-from model.consumer.mixed import MixedConfig, MixedCoordinator
-from model.consumer.mixed_state import MixedState
 from model.consumer.state import SESSION, ConsumerCoordinatorState
 from model.embedded import Assignment, Subscription, encode_assignment, encode_subscription
 from model.errors import ErrorCode as E
+from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.state import MixedState
 
 
 class Script:

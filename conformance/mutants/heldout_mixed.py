@@ -1,7 +1,7 @@
 """Mixed-group (KIP-848 online migration) mutants of the second (held-out) bug catalogue,
 docs/bug-catalogue-heldout.md.
 
-Each is a subclass overriding one rule of `model.consumer.mixed`. Like the first mixed mutants
+Each is a subclass overriding one rule of `model.mixed.coordinator`. Like the first mixed mutants
 (`conformance.mutants.mixed`) they run as the variant ``mixed_mutant=NAME``; their `Mutant` entries
 carry that variant, so ``--target mutant:NAME --protocol mixed`` selects them too.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from conformance.mutants import Mutant
 from model.consumer.coordinator import ConsumerCoordinator
-from model.consumer.mixed import MixedConsumerCoordinator, MixedCoordinator
-from model.consumer.mixed_state import MixedState
 from model.consumer.records import TimerScheduled
 from model.consumer.state import SESSION, ConsumerGroup, ConsumerMember
+from model.mixed.coordinator import MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.state import MixedState
 from model.result import Result
 
 
