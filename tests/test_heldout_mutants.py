@@ -12,7 +12,7 @@ import pytest
 
 from conformance.mutants import MUTANTS, get_mutant, heldout_mutants
 from conformance.mutants import heldout_classic as hc
-from conformance.mutants.heldout_power import load_bugs
+from conformance.power.heldout_power import load_bugs
 from conformance.targets.mutant import check_setup
 from model.classic.client import ClassicClient, ClientConfig, Phase
 from model.classic.coordinator import ClassicCoordinator
@@ -290,7 +290,7 @@ def test_every_classic_heldout_mutant_has_a_script() -> None:
 def test_catalogue_document_is_generated_from_the_spec() -> None:
     from pathlib import Path
 
-    from conformance.mutants.heldout_report import render_catalogue
+    from conformance.power.heldout_report import render_catalogue
 
     doc = Path("docs") / "bug-catalogue-heldout.md"
     assert doc.read_text() == render_catalogue(load_bugs()) + "\n"

@@ -1,8 +1,8 @@
 """Render the held-out bug catalogue (docs/bug-catalogue-heldout.md) from specs/bugs-heldout.yaml and
 the suite-power report (reports/suite-power.md) from the JSON lines of `heldout_power`.
 
-    python -m conformance.mutants.heldout_report --catalogue docs/bug-catalogue-heldout.md
-    python -m conformance.mutants.heldout_report --power reports/heldout/before.jsonl \
+    python -m conformance.power.heldout_report --catalogue docs/bug-catalogue-heldout.md
+    python -m conformance.power.heldout_report --power reports/heldout/before.jsonl \
         --report reports/suite-power.md --machine "<nproc, python --version, commit>"
 """
 
@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance.mutants.heldout_power import SPEC, load_bugs
+from conformance.power.heldout_power import SPEC, load_bugs
 
 MAX_ROWS = 1000
 
 CATALOGUE_HEAD = """# Second bug catalogue: bugs the suite was not built for
 
-Generated from `specs/bugs-heldout.yaml` by `python -m conformance.mutants.heldout_report
+Generated from `specs/bugs-heldout.yaml` by `python -m conformance.power.heldout_report
 --catalogue docs/bug-catalogue-heldout.md`; the descriptions are our own words, the sources are
 the public issues and pull requests that record each bug.
 
@@ -111,8 +111,8 @@ at seed 0 against its mutant, bounded by a 300 s wall-clock timeout, one after t
 
     groupcheck check --target mutant:<mutant> --protocol <protocol> --profile ci --seed 0
 
-driven by `python -m conformance.mutants.heldout_power --out reports/heldout/before.jsonl`
-(rows in reports/heldout/before.jsonl) and rendered by `python -m conformance.mutants.heldout_report
+driven by `python -m conformance.power.heldout_power --out reports/heldout/before.jsonl`
+(rows in reports/heldout/before.jsonl) and rendered by `python -m conformance.power.heldout_report
 --power reports/heldout/before.jsonl --report reports/suite-power.md --machine ...`.
 
 *Caught* means exit code 1 with a named invariant; PASSED (exit 0) and INCONCLUSIVE (exit 3, some

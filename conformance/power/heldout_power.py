@@ -3,7 +3,7 @@
 its own process bounded by a wall-clock timeout, and record caught / not caught, the violated
 invariants and the time to catch (reports/suite-power.md).
 
-    python -m conformance.mutants.heldout_power --out reports/heldout/before.jsonl [--only NAME ...]
+    python -m conformance.power.heldout_power --out reports/heldout/before.jsonl [--only NAME ...]
 """
 
 from __future__ import annotations
