@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.pipeline.cli import add_parser as add_pipeline_parser
 
     add_pipeline_parser(sub)
+    from conformance.clients.assignors import add_parser as add_assignors_parser  # real clients' assignors
+
+    add_assignors_parser(sub)
     return p
 
 
@@ -131,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler["prove"] = cmd_prove
         handler |= {"target": cmd_target}
         handler["pipeline"] = cmd_pipeline
+        from conformance.clients.assignors import cmd_assignors
+
+        handler["assignors"] = cmd_assignors
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
