@@ -219,6 +219,9 @@ func run(req request, a *answer) (err error) {
 		if r := recover(); r != nil {
 			a.OK = false
 			a.Error = fmt.Sprintf("panic: %v", r)
+			if len(a.Error) > 600 {
+				a.Error = a.Error[:600]
+			}
 			err = nil
 		}
 	}()
@@ -292,6 +295,9 @@ func run(req request, a *answer) (err error) {
 			for _, p := range t.Partitions {
 				got = append(got, topicPartition{t.Topic, p})
 			}
+		}
+		if a.Assignment[sa.MemberID] == nil {
+			a.Assignment[sa.MemberID] = []topicPartition{}
 		}
 		a.Assignment[sa.MemberID] = append(a.Assignment[sa.MemberID], got...)
 	}
