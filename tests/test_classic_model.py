@@ -18,8 +18,8 @@ from model.classic.messages import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
+from model.classic.port import ModelPort
 from model.classic.records import apply, load
-from model.classic.sim import ModelPort
 from model.classic.state import ClassicConfig, ClassicState, GroupState
 from model.errors import ErrorCode
 

@@ -18,7 +18,7 @@ from conformance.protocols.build import make_classic_sim, make_consumer_sim
 from conformance.specs import load_invariants
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.sim import ModelPort
+from model.classic.port import ModelPort
 from model.consumer.client import VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
 

@@ -11,7 +11,7 @@ from typing import Any
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import JoinGroupRequest
-from model.classic.sim import ModelPort
+from model.classic.port import ModelPort
 from model.classic.state import ClassicState
 
 

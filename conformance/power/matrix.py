@@ -104,10 +104,10 @@ def _port_factory(mutant: Mutant, clock: _Clock) -> Any:
         if mutant.port is not None:
             return mutant.port(coord)
         if mutant.protocol == "classic":
-            from model.classic.sim import ModelPort
+            from model.classic.port import ModelPort
 
             return ModelPort(coord)
-        from model.consumer.sim import ModelConsumerPort
+        from model.consumer.port import ModelConsumerPort
 
         return ModelConsumerPort(coord)
 

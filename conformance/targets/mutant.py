@@ -26,7 +26,7 @@ class MutantHandle(TargetHandle):
             return None
 
         def factory(coord: Any) -> Any:
-            from model.classic.sim import ModelPort
+            from model.classic.port import ModelPort
 
             if mutant.coordinator is not None and not isinstance(coord, mutant.coordinator):
                 coord = mutant.coordinator(coord.config, coord.chooser)

@@ -254,7 +254,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     exactly the mutable containers (group dicts and sets, timers, clients, the simulator's maps)
     and the chooser's random state. A test checks it behaves like deepcopy.
     """
-    from model.classic.sim import ModelPort
+    from model.classic.port import ModelPort
     from model.classic.state import ClassicState
 
     port = sim.port
