@@ -1,4 +1,4 @@
-"""Classic group state (reference A.1, A.8; CG / CGM / CGS in Kafka 4.0).
+"""Classic group state (docs/protocol-reference.md#a1, #a8; CG / CGM / CGS in Kafka 4.0).
 
 Mutable containers, but only `model.classic.records.apply` writes to them.
 """

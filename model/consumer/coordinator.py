@@ -1,12 +1,12 @@
 """The KIP-848 group coordinator: ConsumerGroupHeartbeat, OffsetCommit, timers, topic changes.
 
-Reference §B.2 (pipeline, GMM `consumerGroupHeartbeat` L1661-1816), §B.4 (group-epoch bumps),
-§B.5 (reconciliation, see `model.consumer.reconcile`), §B.6 (ordered validation), §B.7 (leave and
-static membership, GMM L2204-2290, L2975, L3018, L3087), §B.8 (timers, GMM L3281, L3429),
-§B.10 (full vs incremental requests), §B.11 (assignors), §B.12 (offsets, CoG L642), §B.9 / seed 004
-(KIP-1082 member ids).
+docs/protocol-reference.md#b2 (pipeline, GMM `consumerGroupHeartbeat` L1661-1816), #b4 (group-epoch bumps),
+docs/protocol-reference.md#b5 (reconciliation, see `model.consumer.reconcile`), #b6 (ordered validation), #b7 (leave and
+static membership, GMM L2204-2290, L2975, L3018, L3087), docs/protocol-reference.md#b8 (timers, GMM L3281, L3429),
+docs/protocol-reference.md#b10 (full vs incremental requests), #b11 (assignors), #b12 (offsets, CoG L642), #b9 / KIP-1082
+(member ids).
 
-Handler contract (design §2, `model.result`): a handler works on a scratch copy of the group, where
+Handler contract (docs/model.md, `model.result`): a handler works on a scratch copy of the group, where
 each record it emits is applied at once (as Kafka's runtime replays appended records into its
 in-memory state); when the handler succeeds the same records are applied to ``state`` and returned
 in the `Result`. A rejected request (a protocol error) emits no record and leaves ``state`` as it was,
@@ -25,8 +25,8 @@ Divergences from Apache Kafka 4.0, all deliberate:
 * A commit with a negative epoch to a missing group stores offsets without creating Kafka's "simple"
   classic group (OMM L295-320).
 * Subscription metadata is refreshed only when topics change or after a load, never periodically.
-* ``member_id_validation="kip"`` checks the UUID format of client-provided ids as seed 004 (KIP-1082)
-  proposes; Apache Kafka 4.0 (``"kafka"``, the default) uses the id verbatim (B.9).
+* ``member_id_validation="kip"`` checks the UUID format of client-provided ids as KIP-1082
+  proposes; Apache Kafka 4.0 (``"kafka"``, the default) uses the id verbatim (docs/protocol-reference.md#b9).
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ from model.result import Result
 
 @dataclass(frozen=True)
 class ConsumerCoordinatorConfig:
-    """Broker and group settings, Kafka 4.0 defaults (reference top section, GCC L136-201), plus the
-    model's variants (reference §B.6 rows 1-5 environment, §F, seed 004)."""
+    """Broker and group settings, Kafka 4.0 defaults (docs/protocol-reference.md#defaults, GCC L136-201), plus the
+    model's variants (docs/protocol-reference.md#b6 rows 1-5 environment, #f, KIP-1082)."""
 
     session_timeout_ms: int = 45_000
     """group.consumer.session.timeout.ms"""
@@ -110,32 +110,32 @@ class ConsumerCoordinatorConfig:
     heartbeat_version: Literal[0, 1] = 1
     """Highest ConsumerGroupHeartbeat version served: 0 = Kafka 3.x, 1 = Kafka 4.0 (KIP-1082)."""
     member_id_validation: Literal["kafka", "kip"] = "kafka"
-    """"kafka": a v1 member id is used verbatim (4.0); "kip": seed 004's UUID-format check."""
+    """"kafka": a v1 member id is used verbatim (4.0); "kip": the UUID-format check KIP-1082 proposes."""
     consumer_protocol_enabled: bool = True
-    """False: the API is off (B.6 row 1, UNSUPPORTED_VERSION)."""
+    """False: the API is off (docs/protocol-reference.md#b6 row 1, UNSUPPORTED_VERSION)."""
     availability: Literal["active", "inactive", "not_coordinator", "loading"] = "active"
-    """B.6 rows 4-5: service inactive / shard not hosted / shard loading."""
+    """docs/protocol-reference.md#b6 rows 4-5: service inactive / shard not hosted / shard loading."""
     validate_before_runtime: bool = False
     """Kafka 4.1 order: request validation (row 6) before the hosted/loading check (row 5)."""
     group_read_denied: frozenset[str] = frozenset()
-    """Groups the principal may not READ (B.6 row 2)."""
+    """Groups the principal may not READ (docs/protocol-reference.md#b6 row 2)."""
     topic_describe_denied: frozenset[str] = frozenset()
-    """Topics the principal may not DESCRIBE/READ (B.6 row 3; regex results are filtered by it)."""
+    """Topics the principal may not DESCRIBE/READ (docs/protocol-reference.md#b6 row 3; regex results are filtered by it)."""
     own_pending_is_free: bool = True
     """KAFKA-19449 fix (apache/kafka PR #20781, merged 2025-10, after 4.1; observed on 4.4.0 by
     `conformance/power/probe848.py`): a partition the member itself has pending revocation does not
-    hold back its re-assignment to that member. False: Kafka 4.0/4.1 (reference B.5), the
+    hold back its re-assignment to that member. False: Kafka 4.0/4.1 (docs/protocol-reference.md#b5), the
     ``kafka-19449`` mutant."""
     epoch_zero_rejoin: bool = True
     """KAFKA-19233 fix (apache/kafka PR #21305, merged 2026-01; observed on 4.4.0 by
     `conformance/power/probe848.py`): an epoch-0 heartbeat of a known member skips the epoch check,
-    so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (reference B.6 row
+    so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (docs/protocol-reference.md#b6 row
     12 note: FENCED_MEMBER_EPOCH until the session expires), the ``kafka-19233`` mutant."""
     bump_after_revocation: bool = False
     """False: KAFKA-19974 fix (apache/kafka PR #21107, merged 2025-12, Kafka 4.2+; observed on 4.4.0,
     `groupcheck check --target apache-kafka --protocol consumer --profile ci --seed 1`): a member
     leaving UNREVOKED_PARTITIONS keeps its member epoch while it must revoke again, instead of
-    taking member epoch + 1. True: Kafka 4.0/4.1 (reference B.5)."""
+    taking member epoch + 1. True: Kafka 4.0/4.1 (docs/protocol-reference.md#b5)."""
     initial_group_epoch: Literal[0, 1] = 0
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,
@@ -217,7 +217,7 @@ class ConsumerCoordinator:
     def handle_consumer_group_heartbeat(
         self, state: ConsumerCoordinatorState, request: ConsumerGroupHeartbeatRequest, ref: int, now: int
     ) -> Result:
-        """B.2: validate, then leave (B.7) or join/heartbeat; exactly one delivery, to ``ref``."""
+        """docs/protocol-reference.md#b2: validate, then leave (#b7) or join/heartbeat; exactly one delivery, to ``ref``."""
         result = Result()
         txn = _Txn(state, request.group_id)
         try:
@@ -234,7 +234,7 @@ class ConsumerCoordinator:
     def consumer_group_heartbeat(
         self, txn: _Txn, request: ConsumerGroupHeartbeatRequest, now: int
     ) -> ConsumerGroupHeartbeatResponse:
-        """B.6 rows 1-6 in order (rows 5 and 6 swapped in the 4.1 variant), then dispatch."""
+        """docs/protocol-reference.md#b6 rows 1-6 in order (rows 5 and 6 swapped in the 4.1 variant), then dispatch."""
         self.check_api_enabled(request)
         self.check_group_authorized(request.group_id)
         self.check_topics_authorized(request)
@@ -249,7 +249,7 @@ class ConsumerCoordinator:
             return self.leave_group(txn, request, now)
         return self.join_or_heartbeat(txn, request, now)
 
-    # -- B.6 rows 1-5: environment
+    # -- environment (docs/protocol-reference.md#b6 rows 1-5)
 
     def check_api_enabled(self, request: ConsumerGroupHeartbeatRequest) -> None:
         """Row 1 (KA L2535-2541): API off, or a version the coordinator does not serve."""
@@ -284,7 +284,7 @@ class ConsumerCoordinator:
         if self.config.availability == "loading":
             raise _Rejected(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "coordinator is loading")
 
-    # -- B.6 row 6: request validation (GMM L1218-1257)
+    # -- request validation (GMM L1218-1257; docs/protocol-reference.md#b6 row 6)
 
     def validate_request(self, request: ConsumerGroupHeartbeatRequest) -> None:
         epoch = request.member_epoch
@@ -320,18 +320,18 @@ class ConsumerCoordinator:
             )
 
     def validate_member_id_format(self, request: ConsumerGroupHeartbeatRequest) -> None:
-        """Seed 004 (KIP-1082 as proposed): the server validates that a v1 member id is a UUID.
-        Apache Kafka 4.0 does not (B.9); that is the default ``member_id_validation="kafka"``."""
+        """KIP-1082 as proposed: the server validates that a v1 member id is a UUID.
+        Apache Kafka 4.0 does not (docs/protocol-reference.md#b9); that is the default ``member_id_validation="kafka"``."""
         if self.config.member_id_validation == "kip" and request.version >= 1:
             if not is_valid_member_uuid(request.member_id):
                 raise _Rejected(ErrorCode.INVALID_REQUEST, "member id is not a valid UUID")
 
-    # -- B.7 leave
+    # -- leave (docs/protocol-reference.md#b7)
 
     def leave_group(
         self, txn: _Txn, request: ConsumerGroupHeartbeatRequest, now: int
     ) -> ConsumerGroupHeartbeatResponse:
-        """Row 7 and B.7: -1 removes the member (fence); -2 parks a static member."""
+        """Row 7 and docs/protocol-reference.md#b7: -1 removes the member (fence); -2 parks a static member."""
         group = txn.group
         if group is None:
             raise _Rejected(ErrorCode.GROUP_ID_NOT_FOUND, "group not found")
@@ -360,7 +360,7 @@ class ConsumerCoordinator:
         return member
 
     def static_temporary_leave(self, txn: _Txn, member: ConsumerMember) -> None:
-        """B.7 (GMM L3018): epoch -2, assignment kept, pending revocations dropped, no bump, timers kept."""
+        """docs/protocol-reference.md#b7 (GMM L3018): epoch -2, assignment kept, pending revocations dropped, no bump, timers kept."""
         parked = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation=frozenset())
         txn.emit(current_assignment_record(txn.group_id, parked))
 
@@ -387,10 +387,10 @@ class ConsumerCoordinator:
             self.cancel_timer(txn, kind, member.member_id)
 
     def bump_after_fence(self, txn: _Txn, group: ConsumerGroup) -> None:
-        """The group epoch +1 that makes the next target exclude the fenced member (B.4)."""
+        """The group epoch +1 that makes the next target exclude the fenced member (docs/protocol-reference.md#b4)."""
         txn.emit(GroupEpochRecord(txn.group_id, group.group_epoch + 1))
 
-    # -- B.2 join / heartbeat
+    # -- join / heartbeat (docs/protocol-reference.md#b2)
 
     def join_or_heartbeat(
         self, txn: _Txn, request: ConsumerGroupHeartbeatRequest, now: int
@@ -443,7 +443,7 @@ class ConsumerCoordinator:
             raise _Rejected(ErrorCode.GROUP_MAX_SIZE_REACHED, "group is full")
 
     def assign_member_id(self, request: ConsumerGroupHeartbeatRequest) -> str:
-        """B.2 step 3 (GMM L1683): a v0 join with an empty id gets a coordinator-generated id."""
+        """docs/protocol-reference.md#b2 step 3 (GMM L1683): a v0 join with an empty id gets a coordinator-generated id."""
         if request.member_epoch == 0 and request.member_id == "" and request.version == 0:
             return new_member_id(self.chooser)
         return request.member_id
@@ -526,7 +526,7 @@ class ConsumerCoordinator:
     def updated_member(
         self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest
     ) -> ConsumerMember:
-        """B.2 step 5: provided fields replace stored ones; null / -1 mean unchanged."""
+        """docs/protocol-reference.md#b2 step 5: provided fields replace stored ones; null / -1 mean unchanged."""
         return replace(
             member,
             instance_id=member.instance_id if request.instance_id is None else request.instance_id,
@@ -551,12 +551,12 @@ class ConsumerCoordinator:
             ),
         )
 
-    # -- B.4 group epoch
+    # -- group epoch (docs/protocol-reference.md#b4)
 
     def group_epoch_bump_due(
         self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember
     ) -> bool:
-        """B.4: a new group (epoch 0), or the member's subscribed names or regex changed."""
+        """docs/protocol-reference.md#b4: a new group (epoch 0), or the member's subscribed names or regex changed."""
         return group.group_epoch == 0 or self.subscription_changed(member, updated)
 
     def subscription_changed(self, member: ConsumerMember, updated: ConsumerMember) -> bool:
@@ -566,7 +566,7 @@ class ConsumerCoordinator:
         ) != _effective_regex(updated)
 
     def maybe_update_subscription_metadata(self, txn: _Txn, bump: bool) -> None:
-        """B.2 step 6: on a bump or a due refresh, recompute the subscription metadata; a change also
+        """docs/protocol-reference.md#b2 step 6: on a bump or a due refresh, recompute the subscription metadata; a change also
         bumps. The epoch record follows the metadata record (GMM `updateSubscriptionMetadata`)."""
         group = txn.require_group()
         refresh_due = group.metadata_refresh_due
@@ -600,14 +600,14 @@ class ConsumerCoordinator:
             wanted |= self.subscribed_topics(state, member)
         return {t: state.topics[t] for t in sorted(wanted) if t in state.topics}
 
-    # -- B.2 step 7 target assignment
+    # -- target assignment (docs/protocol-reference.md#b2 step 7)
 
     def target_assignment_due(self, group: ConsumerGroup) -> bool:
         """GMM L1769: computed lazily when the group epoch is ahead of the assignment epoch."""
         return group.group_epoch > group.assignment_epoch
 
     def select_assignor(self, group: ConsumerGroup) -> str:
-        """B.11 selection (CoG L597), ties through the Chooser."""
+        """docs/protocol-reference.md#b11 selection (CoG L597), ties through the Chooser."""
         return preferred_assignor(
             (m.server_assignor for m in sorted(group.members.values(), key=lambda m: m.member_id)),
             self.config.assignors,
@@ -655,7 +655,7 @@ class ConsumerCoordinator:
         txn.emit(TargetAssignmentEpochRecord(txn.group_id, group.group_epoch))
         txn.emit(AssignorUsedRecord(txn.group_id, name))
 
-    # -- B.2 step 8 reconciliation
+    # -- reconciliation (docs/protocol-reference.md#b2 step 8)
 
     def current_partition_epoch(self, group: ConsumerGroup, tp: TopicPartition) -> int:
         """CoG `currentPartitionEpoch`: the holder's epoch, -1 when free."""
@@ -664,8 +664,8 @@ class ConsumerCoordinator:
     def reconcile_member(
         self, txn: _Txn, member: ConsumerMember, owned: frozenset[TopicPartition] | None, now: int
     ) -> ConsumerMember:
-        """GMM `maybeReconcile` L2681 around the pure `reconcile` (B.5); arms or cancels the
-        rebalance timer when the member changed (B.8)."""
+        """GMM `maybeReconcile` L2681 around the pure `reconcile` (docs/protocol-reference.md#b5); arms or cancels the
+        rebalance timer when the member changed (docs/protocol-reference.md#b8)."""
         group = txn.require_group()
         if member.is_reconciled_to(group.assignment_epoch):
             return member
@@ -705,10 +705,10 @@ class ConsumerCoordinator:
                 self.cancel_timer(txn, REBALANCE, updated.member_id)
         return updated
 
-    # -- B.10 response
+    # -- response (docs/protocol-reference.md#b10)
 
     def is_full_request(self, request: ConsumerGroupHeartbeatRequest) -> bool:
-        """B.10: rebalance timeout, names or regex, and owned partitions all present."""
+        """docs/protocol-reference.md#b10: rebalance timeout, names or regex, and owned partitions all present."""
         return (
             request.rebalance_timeout_ms != -1
             and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
@@ -718,10 +718,10 @@ class ConsumerCoordinator:
     def assignment_in_response(
         self, request: ConsumerGroupHeartbeatRequest, before: ConsumerMember, after: ConsumerMember
     ) -> bool:
-        """B.10 (GMM L1811-1813): join, full request, or the assigned set changed."""
+        """docs/protocol-reference.md#b10 (GMM L1811-1813): join, full request, or the assigned set changed."""
         return request.member_epoch == 0 or self.is_full_request(request) or before.assigned != after.assigned
 
-    # -- B.8 timers
+    # -- timers (docs/protocol-reference.md#b8)
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.config.session_timeout_ms
@@ -782,12 +782,12 @@ class ConsumerCoordinator:
         if member is not None and member.member_epoch == timer.epoch:
             self.fence_member(txn, member)
 
-    # ------------------------------------------------------------------ OffsetCommit (B.12)
+    # ------------------------------------------------------------------ OffsetCommit (docs/protocol-reference.md#b12)
 
     def handle_offset_commit(
         self, state: ConsumerCoordinatorState, request: OffsetCommitRequest, ref: int, now: int
     ) -> Result:
-        """A.7 pre-checks per partition, then the group-level check (B.12) for every partition that
+        """docs/protocol-reference.md#a7 pre-checks per partition, then the group-level check (#b12) for every partition that
         passed them, then per-partition metadata size."""
         result = Result()
         txn = _Txn(state, request.group_id)
@@ -837,7 +837,7 @@ class ConsumerCoordinator:
     def offset_commit_group_error(
         self, state: ConsumerCoordinatorState, request: OffsetCommitRequest
     ) -> ErrorCode | None:
-        """GCS L943-960 availability, then A.7 missing-group rows and B.12 (CoG L642-674, L816)."""
+        """GCS L943-960 availability, then docs/protocol-reference.md#a7 missing-group rows and #b12 (CoG L642-674, L816)."""
         if self.config.availability == "inactive":
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if self.config.availability == "not_coordinator":
@@ -861,7 +861,7 @@ class ConsumerCoordinator:
             return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
-    # ------------------------------------------------------------------ metadata image (B.4)
+    # ------------------------------------------------------------------ metadata image (docs/protocol-reference.md#b4)
 
     def create_topic(self, state: ConsumerCoordinatorState, topic: str, partitions: int) -> Result:
         """A topic appears; groups subscribed to it get a metadata refresh (GMM `onNewMetadataImage`)."""
@@ -915,6 +915,6 @@ class ConsumerCoordinator:
         return result
 
     def failover(self, records: list[object], now: int) -> tuple[ConsumerCoordinatorState, Result]:
-        """A new coordinator loads the durable records and re-arms timers (B.8 "also at load")."""
+        """A new coordinator loads the durable records and re-arms timers (docs/protocol-reference.md#b8 "also at load")."""
         state = rebuild(records)
         return state, self.on_loaded(state, now)

@@ -1,6 +1,6 @@
 """KIP-848 invariants: pure predicates over `Observation[ConsumerWorld]`, registered once.
 
-Sources: reference §E.15-28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
+Sources: docs/protocol-reference.md#e15 to #e28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
 TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/; bug catalogue
 "Prior art"): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
 ValidStableGroupState, ValidPartitionEpoch, member-epoch monotonicity, EventuallyConverges.
@@ -57,7 +57,7 @@ def _reported_owned(
     obs: Obs, request: ConsumerGroupHeartbeatRequest | None, group_id: str, member_id: str
 ) -> frozenset[TopicPartition] | None:
     """The owned set the step's request reported for ``member_id``: a heartbeat's TopicPartitions,
-    or what another event says (a classic JoinGroup's subscription in a mixed group, B.13)."""
+    or what another event says (a classic JoinGroup's subscription in a mixed group, docs/protocol-reference.md#b13)."""
     if request is not None and request.group_id == group_id and request.member_id == member_id:
         return request.owned()
     reported = getattr(obs.event, "reported_owned", None)
@@ -71,14 +71,14 @@ def _active_clients(world: ConsumerWorld, group_id: str) -> list[ClientView]:
     return [c for c in world.clients if c.group_id == group_id and c.active]
 
 
-# ------------------------------------------------------------------------- safety: KIP-848 (E.15-24)
+# ------------------------------------------------------------------------- safety: KIP-848 (docs/protocol-reference.md#e15 to #e24)
 
 
 @invariant("consumer.single_partition_holder", "safety", "consumer")
 def single_partition_holder(obs: Obs) -> list[str]:
     """A partition has at most one holder (assigned or pending revocation) in a group at every point.
 
-    Reference E.15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
+    docs/protocol-reference.md#e15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -99,7 +99,7 @@ def single_partition_holder(obs: Obs) -> list[str]:
 def assign_only_free(obs: Obs) -> list[str]:
     """A member is given a partition only when no other remaining member holds it.
 
-    Reference E.16 (CAB L256: pending assignment excludes partitions with a partition epoch).
+    docs/protocol-reference.md#e16 (CAB L256: pending assignment excludes partitions with a partition epoch).
     """
     out: list[str] = []
     if obs.before is None:
@@ -121,7 +121,7 @@ def assign_only_free(obs: Obs) -> list[str]:
 def epoch_advance_after_revocation(obs: Obs) -> list[str]:
     """A member's epoch advances past partitions it gave up only if its request reported an owned set without them.
 
-    Reference E.17 (CAB L146-164, L273): revocation is acknowledged only by a non-null TopicPartitions
+    docs/protocol-reference.md#e17 (CAB L146-164, L273): revocation is acknowledged only by a non-null TopicPartitions
     list that no longer contains the revoked partitions.
     """
     out: list[str] = []
@@ -151,7 +151,7 @@ def epoch_advance_after_revocation(obs: Obs) -> list[str]:
 def epoch_order(obs: Obs) -> list[str]:
     """Assignment epoch <= group epoch, every member epoch <= assignment epoch, and neither group epoch nor assignment epoch ever decreases.
 
-    Reference E.18 (GMM L1726-1769, L2777, L3087; TAB L508); with the monotonic checks, every change of
+    docs/protocol-reference.md#e18 (GMM L1726-1769, L2777, L3087; TAB L508); with the monotonic checks, every change of
     the group epoch (a bump) is a strict increase.
     """
     out: list[str] = []
@@ -175,7 +175,7 @@ def epoch_order(obs: Obs) -> list[str]:
 def epoch_fencing(obs: Obs) -> list[str]:
     """A heartbeat whose epoch is neither the member's epoch nor its previous epoch with owned ⊆ assigned is rejected and changes nothing.
 
-    Reference E.19 (GMM L1362, `throwIfConsumerGroupMemberEpochIsInvalid`), B.6 row 12.
+    docs/protocol-reference.md#e19 (GMM L1362, `throwIfConsumerGroupMemberEpochIsInvalid`), #b6 row 12.
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -211,7 +211,7 @@ def epoch_fencing(obs: Obs) -> list[str]:
 def static_instance_unique(obs: Obs) -> list[str]:
     """At most one member per instance id; the static map matches the members; an instance id moves to a new member only after its holder left with epoch -2.
 
-    Reference E.20 (GMM L1420, L2204; CoG `staticMembers`), B.7.
+    docs/protocol-reference.md#e20 (GMM L1420, L2204; CoG `staticMembers`), #b7.
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -241,7 +241,7 @@ def static_instance_unique(obs: Obs) -> list[str]:
                 old is not None
                 and old_id != mid
                 and old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
-                and not classic  # B.13: a classic holder or a classic joiner replaces without -2
+                and not classic  # docs/protocol-reference.md#b13: a classic holder or a classic joiner replaces without -2
             ):
                 out.append(
                     f"{gid}: instance {inst} moved {old_id}->{mid} while {old_id} had epoch {old.member_epoch}"
@@ -253,7 +253,7 @@ def static_instance_unique(obs: Obs) -> list[str]:
 def max_size(obs: Obs) -> list[str]:
     """A new member never takes a group beyond group.consumer.max.size.
 
-    Reference E.21 (GMM L1319), B.6 row 9.
+    docs/protocol-reference.md#e21 (GMM L1319), #b6 row 9.
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -275,7 +275,7 @@ def max_size(obs: Obs) -> list[str]:
 def offset_commit_exact_epoch(obs: Obs) -> list[str]:
     """A consumer-group offset commit is accepted iff it comes from a member with exactly its current epoch (or with a negative epoch to a group without members).
 
-    Reference E.22 (CoG `validateOffsetCommit` L642-674, L816), B.12; both directions: stale epochs
+    docs/protocol-reference.md#e22 (CoG `validateOffsetCommit` L642-674, L816), #b12; both directions: stale epochs
     are rejected and the exact epoch is not (KAFKA-20066: not stricter than exact).
     """
     event = obs.event
@@ -305,7 +305,7 @@ def offset_commit_exact_epoch(obs: Obs) -> list[str]:
 def group_state_derived(obs: Obs) -> list[str]:
     """The group state is the function of (members, group epoch, assignment epoch) defined by CoG L887.
 
-    Reference E.23, B.1: EMPTY iff no members; ASSIGNING iff group epoch > assignment epoch;
+    docs/protocol-reference.md#e23, #b1: EMPTY iff no members; ASSIGNING iff group epoch > assignment epoch;
     RECONCILING iff some member is not STABLE at the assignment epoch; else STABLE.
     """
     out: list[str] = []
@@ -320,7 +320,7 @@ def group_state_derived(obs: Obs) -> list[str]:
 def uniform_balanced(obs: Obs) -> list[str]:
     """With the uniform assignor and homogeneous subscriptions, a current target assigns every subscribed partition exactly once and sizes differ by at most one.
 
-    Reference E.24 (UHom L156-253), B.11. Checked when the target is current (assignment epoch =
+    docs/protocol-reference.md#e24 (UHom L156-253), #b11. Checked when the target is current (assignment epoch =
     group epoch) and was computed by ``uniform``.
     """
     out: list[str] = []
@@ -349,14 +349,14 @@ def uniform_balanced(obs: Obs) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------------- liveness: KIP-848 (E.25-28)
+# ------------------------------------------------------------------------- liveness: KIP-848 (docs/protocol-reference.md#e25 to #e28)
 
 
 @invariant("consumer.session_timeout_removes", "liveness", "consumer")
 def session_timeout_removes(obs: Obs) -> list[str]:
     """Every member has a session timer, no member outlives its session deadline, and a member removed when time advances bumps the group epoch.
 
-    Reference E.25 (GMM L3281, L1797; B.8).
+    docs/protocol-reference.md#e25 (GMM L3281, L1797; #b8).
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -377,14 +377,14 @@ def session_timeout_removes(obs: Obs) -> list[str]:
 def rebalance_timeout_fences(obs: Obs) -> list[str]:
     """A member waiting to revoke has a rebalance timer armed with its epoch, and none stays past that deadline.
 
-    Reference E.26 (GMM L2681ff, L3429-3470; B.8).
+    docs/protocol-reference.md#e26 (GMM L2681ff, L3429-3470; #b8).
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
         for mid in sorted(g.members):
             m = g.members[mid]
             if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0 or m.classic is not None:
-                continue  # B.13: classic-protocol members have join and sync timers instead
+                continue  # docs/protocol-reference.md#b13: classic-protocol members have join and sync timers instead
             timer = g.timers.get((REBALANCE, mid))
             if timer is None or timer.epoch != m.member_epoch:
                 out.append(
@@ -399,7 +399,7 @@ def rebalance_timeout_fences(obs: Obs) -> list[str]:
 def static_leave_expires(obs: Obs) -> list[str]:
     """A static member parked with epoch -2 keeps a session timer and is gone once it expires.
 
-    Reference E.27 (GMM L3018; B.7: timers are not cancelled on a -2 leave).
+    docs/protocol-reference.md#e27 (GMM L3018; #b7: timers are not cancelled on a -2 leave).
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -420,7 +420,7 @@ def static_leave_expires(obs: Obs) -> list[str]:
 def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     """After a successful heartbeat the target assignment is computed for the current group epoch.
 
-    Reference E.28 (GMM L1769; B.1: the target is recomputed lazily on the next heartbeat of any member).
+    docs/protocol-reference.md#e28 (GMM L1769; #b1: the target is recomputed lazily on the next heartbeat of any member).
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -443,9 +443,9 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
 def reconciliation_progress(obs: Obs) -> list[str]:
     """A member's own accepted heartbeat leaves it waiting (UNRELEASED_PARTITIONS) only for a partition another member still holds.
 
-    Bounded liveness of reconciliation (bug catalogue row 6): the partitions a member waits for
+    Bounded liveness of reconciliation (docs/bug-catalogue.md#row-6): the partitions a member waits for
     are those of its target it lacks that another member has assigned or pending revocation
-    (CurrentAssignmentBuilder `computeNextAssignment`; Reference B.5). KAFKA-19449 (apache/kafka
+    (CurrentAssignmentBuilder `computeNextAssignment`; docs/protocol-reference.md#b5). KAFKA-19449 (apache/kafka
     PR #20781): Kafka 4.0/4.1 also counted the member's own pending revocations, so a member whose
     target gave back a partition it was revoking waited one more heartbeat for itself; Kafka 4.4.0
     does not (probed by `conformance/power/probe848.py`).
@@ -478,10 +478,10 @@ def rejoin_always_possible(obs: Obs) -> list[str]:
     """A dynamic member that rejoins with epoch 0 is not fenced for its epoch: a fenced member can rejoin at once.
 
     KIP-848: a member fenced with FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID abandons its partitions
-    and rejoins with epoch 0 (bug catalogue row 7; row 21 is the classic protocol's form). KAFKA-19233
+    and rejoins with epoch 0 (docs/bug-catalogue.md#row-7; row 21 is the classic protocol's form). KAFKA-19233
     (apache/kafka PR #21305): Kafka 4.0 epoch-checked that rejoin against the epoch the coordinator
     still held, so the member was fenced again until its session expired; Kafka 4.4.0 accepts it
-    (probed by `conformance/power/probe848.py`). The bound is zero extra heartbeats. Reference B.6
+    (probed by `conformance/power/probe848.py`). The bound is zero extra heartbeats. docs/protocol-reference.md#b6
     row 12 (GMM `throwIfConsumerGroupMemberEpochIsInvalid`).
     """
     request = _heartbeat_request(obs)
@@ -515,12 +515,12 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
     Vanlightly TLA+ NoDoubleClientAssignment (kafka-tlaplus groupprotocol/). A client is current when
     the coordinator would accept its next heartbeat: its member exists and the client's epoch is the
     member's epoch, or the previous one while everything the client owns is still assigned to the
-    member (reference B.6 row 12; GMM `throwIfConsumerGroupMemberEpochIsInvalid`: previous epoch
+    member (docs/protocol-reference.md#b6 row 12; GMM `throwIfConsumerGroupMemberEpochIsInvalid`: previous epoch
     only with owned ⊆ assigned). A zombie whose member was fenced and re-created by a duplicated
     join is not current: its next heartbeat is fenced. Neither is a client whose revocation a
     duplicated epoch-0 join (owned = []) acknowledged in its name: it still owns the revoked
     partitions at the previous epoch, so its next heartbeat is fenced too (reports/pipeline, 2000-run
-    consumer swarm, session 4).
+    consumer swarm).
     """
     out: list[str] = []
     world = obs.after
@@ -548,7 +548,7 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
 def legal_target_assignment(obs: Obs) -> list[str]:
     """No partition is in two members' targets; once computed for the current epoch, the target covers every partition some member subscribes to and only such partitions.
 
-    Vanlightly TLA+ LegalTargetAssignment; reference B.11 (TAB), CoG subscription metadata.
+    Vanlightly TLA+ LegalTargetAssignment; docs/protocol-reference.md#b11 (TAB), CoG subscription metadata.
     """
     out: list[str] = []
     denied = obs.after.topic_describe_denied
@@ -612,7 +612,7 @@ def valid_member_epoch(obs: Obs) -> list[str]:
 def valid_stable_group_state(obs: Obs) -> list[str]:
     """In a STABLE group every member is STABLE at the group epoch with nothing pending and its assigned set equal to its target.
 
-    Vanlightly TLA+ ValidStableGroupState; reference B.1, B.5.
+    Vanlightly TLA+ ValidStableGroupState; docs/protocol-reference.md#b1, #b5.
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -633,7 +633,7 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
 def valid_partition_epoch(obs: Obs) -> list[str]:
     """The partition-epoch map records exactly the held partitions, each with its holder's member epoch; free partitions have none.
 
-    Vanlightly TLA+ ValidPartitionEpoch; reference B.1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
+    Vanlightly TLA+ ValidPartitionEpoch; docs/protocol-reference.md#b1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -680,7 +680,7 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
 def no_ghost_member(obs: Obs) -> list[str]:
     """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
 
-    Reference B.9; KIP-1082 motivation (seed 004 lines 21-26; bug catalogue row 8, KAFKA-17116): with v0 the
+    docs/protocol-reference.md#b9; KIP-1082 motivation (#kip-1082; docs/bug-catalogue.md#row-8, KAFKA-17116): with v0 the
     coordinator generated the id, so a lost join response left a member (holding partitions until its
     session timeout) that no client knew. Checked only when the world tracks the known ids.
     """
@@ -743,7 +743,7 @@ def eventual_convergence(obs: Obs) -> list[str]:
 def sometimes_revocation(obs: Obs) -> list[str]:
     """A member was asked to revoke partitions (a rebalance with revocation happened).
 
-    Design §3 "sometimes" checks; reference B.5 (UNREVOKED_PARTITIONS).
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b5 (UNREVOKED_PARTITIONS).
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -759,7 +759,7 @@ def sometimes_revocation(obs: Obs) -> list[str]:
 def sometimes_static_rejoin(obs: Obs) -> list[str]:
     """A static member that left with epoch -2 came back under its instance id.
 
-    Design §3 "sometimes" checks; reference B.7 (static rejoin, GMM L2204-2290).
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b7 (static rejoin, GMM L2204-2290).
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -775,5 +775,6 @@ def sometimes_static_rejoin(obs: Obs) -> list[str]:
     return out
 
 
-# Issue 8 (kill matrix): response-shape and virtual-consumer invariants register with the rest.
+# The kill matrix's response-shape and virtual-consumer invariants (docs/mutants.md#added-invariants)
+# register too.
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
