@@ -30,7 +30,6 @@ from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
-from model.classic.coordinator import Tx
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -47,8 +46,8 @@ from model.classic.messages import (
 )
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
+from model.classic.tx import Tx
 from model.consumer.client import ClientState
-from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -57,6 +56,7 @@ from model.consumer.messages import (
 )
 from model.consumer.records import ConsumerGroupTombstone
 from model.consumer.state import JOIN, REBALANCE, SESSION, SYNC, ConsumerGroup, ConsumerMember, MemberState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.consumer.world import AdvanceEvent, HeartbeatEvent
 from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
 from model.errors import ErrorCode

@@ -114,13 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.pipeline.cli import add_parser as add_pipeline_parser
 
     add_pipeline_parser(sub)
+    from conformance.clients.assignors import add_parser as add_assignors_parser  # real clients' assignors
+
+    add_assignors_parser(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        from conformance.cli import trace_commands
+        from conformance.cli.main import trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
         handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
@@ -131,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler["prove"] = cmd_prove
         handler |= {"target": cmd_target}
         handler["pipeline"] = cmd_pipeline
+        from conformance.clients.assignors import cmd_assignors
+
+        handler["assignors"] = cmd_assignors
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
@@ -161,7 +167,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         from conformance.targets.mutant import check_setup
 
         variants, protocols = check_setup(args.target, variants, args.protocol)
-    from conformance.cli.trace_commands import _coverage
+    from conformance.cli.main.trace_commands import _coverage
 
     coverage = _coverage(args.coverage)
     if coverage is not None and args.protocol != "all":
@@ -203,20 +209,20 @@ def cmd_check(args: argparse.Namespace) -> int:
             out = write_check_report(result, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
         if coverage is not None and coverage.protocol == protocol:
-            from conformance.cli.trace_commands import report_coverage
+            from conformance.cli.main.trace_commands import report_coverage
 
             report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
     return worst
 
 
 def cmd_target(args: argparse.Namespace) -> int:
-    from conformance.cli.check import cmd_target as run
+    from conformance.cli.main.check import cmd_target as run
 
     return run(args)
 
 
 def cmd_check_target(args: argparse.Namespace) -> int:
-    from conformance.cli.check import print_result, run_protocols_on_target
+    from conformance.cli.main.check import print_result, run_protocols_on_target
     from conformance.reporting.target_report import write_target_report
 
     variants = parse_variants(args.variant)
@@ -307,7 +313,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(f"  statement: {spec.statement}")
     print(f"  source:    {spec.source}")
     print(f"  checkers:  {', '.join(spec.checkers)}")
-    from conformance.cli.trace_commands import explain_example
+    from conformance.cli.main.trace_commands import explain_example
 
     explain_example(spec.id)
     return EXIT_OK

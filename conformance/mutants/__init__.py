@@ -56,11 +56,24 @@ MUTANTS: dict[str, Mutant] = _registry()
 UNMODELLED_ROWS: dict[int, str] = {}
 
 
+def heldout_mutants() -> dict[str, Mutant]:
+    """The mutants of the second bug catalogue (docs/bug-catalogue-heldout.md), kept out of `MUTANTS`
+    and its kill matrix; `get_mutant` finds them, so ``--target mutant:NAME`` runs them."""
+    from conformance.mutants.heldout_classic import HELDOUT_CLASSIC_MUTANTS
+    from conformance.mutants.heldout_consumer import HELDOUT_CONSUMER_MUTANTS
+    from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANT_LIST
+
+    return {
+        m.name: m for m in (*HELDOUT_CLASSIC_MUTANTS, *HELDOUT_CONSUMER_MUTANTS, *HELDOUT_MIXED_MUTANT_LIST)
+    }
+
+
 def get_mutant(name: str, protocol: str | None = None) -> Mutant:
     """The named mutant; a usage error naming the known ones, or the protocol mismatch."""
-    mutant = MUTANTS.get(name)
+    mutant = MUTANTS.get(name) or heldout_mutants().get(name)
     if mutant is None:
-        raise UsageError(f"unknown mutant {name!r} (known: {', '.join(sorted(MUTANTS))})")
+        known = sorted({*MUTANTS, *heldout_mutants()})
+        raise UsageError(f"unknown mutant {name!r} (known: {', '.join(known)})")
     if protocol is not None and mutant.protocol != protocol:
         raise UsageError(f"mutant {name} is a {mutant.protocol} mutant, not {protocol}")
     return mutant

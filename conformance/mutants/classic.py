@@ -19,11 +19,12 @@ from conformance.mutants.classic_clients import (
     SplitBrainPort,
     SuppressedLeaveWipesId,
 )
-from model.classic.coordinator import ClassicCoordinator, Tx
+from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, SyncGroupResponse
 from model.classic.records import MemberRemoved, MemberUpserted, PendingSync
 from model.classic.sim import ModelPort
 from model.classic.state import ClassicGroup, ClassicState, GroupState
+from model.classic.tx import Tx
 from model.errors import ErrorCode
 from model.result import Result
 

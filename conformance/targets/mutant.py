@@ -73,6 +73,8 @@ def check_setup(spec: str, variants: Mapping[str, str], protocol: str) -> tuple[
     with open_target(spec) as handle:
         merged = target_variants(handle, variants)
     mutant = get_mutant(merged["mutant"])
+    if mutant.protocol == "mixed":  # the mixed machine selects its mutant by ``mixed_mutant``
+        merged = {**dict(mutant.variants), **merged}
     if protocol == "all":
         return merged, [mutant.protocol]
     get_mutant(mutant.name, protocol)  # a usage error when the protocols differ

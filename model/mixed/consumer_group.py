@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from model.choice import Chooser
 from model.classic.state import ClassicConfig
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Rejected, _Txn
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     OffsetCommitRequest,
@@ -30,6 +30,7 @@ from model.consumer.state import (
     MemberState,
     Timer,
 )
+from model.consumer.txn import ConsumerCoordinatorConfig, _Rejected, _Txn
 from model.errors import ErrorCode
 from model.mixed.state import (
     MigrationPolicy,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from model.choice import Chooser, SeededChooser
-from model.classic.coordinator import ClassicCoordinator, Tx
+from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -28,7 +28,7 @@ from model.classic.messages import OffsetCommitResponse as ClassicOffsetCommitRe
 from model.classic.records import GroupCreated, MemberUpserted
 from model.classic.state import GroupState as ClassicGroupState
 from model.classic.state import Member as ClassicMember
-from model.consumer.coordinator import _Rejected
+from model.classic.tx import Tx
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -52,6 +52,7 @@ from model.consumer.state import (
     ConsumerMember,
     MemberState,
 )
+from model.consumer.txn import _Rejected
 from model.embedded import (
     Assignment,
     EmbeddedDecodeError,

@@ -51,7 +51,7 @@ from conformance.protocols.consumer.codec import (
     topic_ids,
 )
 from model.consumer.assignors import AssignmentMember, GroupAssignment
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -61,6 +61,7 @@ from model.consumer.messages import (
 )
 from model.consumer.records import TargetAssignmentMemberRecord, apply
 from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, MemberState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 from model.result import Delivery, Result
 
