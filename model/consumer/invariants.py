@@ -1,8 +1,8 @@
 """KIP-848 invariants: pure predicates over `Observation[ConsumerWorld]`, registered once.
 
 Sources: docs/protocol-reference.md#e15 to #e28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
-TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/; bug catalogue
-"Prior art"): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
+TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/;
+docs/bug-catalogue.md#prior-art): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
 ValidStableGroupState, ValidPartitionEpoch, member-epoch monotonicity, EventuallyConverges.
 Each predicate returns the list of violation messages (empty = holds); ``sometimes`` entries return
 a non-empty list when the interesting thing happened. The first docstring line is the statement.

@@ -31,8 +31,8 @@ from model.consumer.state import ConsumerCoordinatorState
 
 
 class MigrationPolicy(Enum):
-    """``group.consumer.migration.policy`` (GCC; Kafka 4.0 default ``bidirectional``, reference top
-    section). ``ConsumerGroupMigrationPolicy.isUpgradeEnabled`` / ``isDowngradeEnabled``."""
+    """``group.consumer.migration.policy`` (GCC; Kafka 4.0 default ``bidirectional``,
+    docs/protocol-reference.md#defaults). ``ConsumerGroupMigrationPolicy.isUpgradeEnabled`` / ``isDowngradeEnabled``."""
 
     DISABLED = "disabled"
     UPGRADE = "upgrade"
