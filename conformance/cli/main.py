@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        from conformance.cli.main import trace_commands
+        from conformance.cli import trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
         handler |= {"replay": trace_commands.cmd_replay, "show": trace_commands.cmd_show}
@@ -167,7 +167,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         from conformance.targets.mutant import check_setup
 
         variants, protocols = check_setup(args.target, variants, args.protocol)
-    from conformance.cli.main.trace_commands import _coverage
+    from conformance.cli.trace_commands import _coverage
 
     coverage = _coverage(args.coverage)
     if coverage is not None and args.protocol != "all":
@@ -209,20 +209,20 @@ def cmd_check(args: argparse.Namespace) -> int:
             out = write_check_report(result, args.report_dir / protocol)
             print(f"report: {out}/summary.md")
         if coverage is not None and coverage.protocol == protocol:
-            from conformance.cli.main.trace_commands import report_coverage
+            from conformance.cli.trace_commands import report_coverage
 
             report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
     return worst
 
 
 def cmd_target(args: argparse.Namespace) -> int:
-    from conformance.cli.main.check import cmd_target as run
+    from conformance.cli.check import cmd_target as run
 
     return run(args)
 
 
 def cmd_check_target(args: argparse.Namespace) -> int:
-    from conformance.cli.main.check import print_result, run_protocols_on_target
+    from conformance.cli.check import print_result, run_protocols_on_target
     from conformance.reporting.target_report import write_target_report
 
     variants = parse_variants(args.variant)
@@ -313,7 +313,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(f"  statement: {spec.statement}")
     print(f"  source:    {spec.source}")
     print(f"  checkers:  {', '.join(spec.checkers)}")
-    from conformance.cli.main.trace_commands import explain_example
+    from conformance.cli.trace_commands import explain_example
 
     explain_example(spec.id)
     return EXIT_OK

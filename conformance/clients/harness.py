@@ -21,7 +21,8 @@ from typing import Any
 
 from conformance.clients.protocol import MAX_ANSWER, AnswerError, decode_hello, decode_line
 from conformance.errors import TargetError, UsageError
-from conformance.targets import base
+from conformance.targets import cache as target_cache
+from conformance.targets import process
 from conformance.targets.cache import digest, file_lock
 from conformance.targets.process import Deadline, Proc, java_bin, require_tool, run_tool
 
@@ -87,7 +88,7 @@ def parse_library(text: str) -> Library:
 
 
 def cache_dir(library: Library) -> Path:
-    return base.cache_root().parent / "clients" / library.slug
+    return target_cache.cache_root().parent / "clients" / library.slug
 
 
 def _provision_key(library: Library) -> str:
@@ -127,7 +128,7 @@ def provision(library: Library, timeout_s: float = PROVISION_TIMEOUT_S) -> list[
                     _build_java(library, where, deadline)
                 else:
                     _build_go(library, where, deadline)
-            except (base.TargetError, TimeoutError) as e:
+            except (process.TargetError, TimeoutError) as e:
                 raise TargetError(f"{library.spec}: building the assignor harness failed: {e}") from e
             facts = {"key": key, "library": library.spec, "build_s": round(time.monotonic() - t0, 2)}
             tmp = stamp.with_suffix(".tmp")
@@ -151,10 +152,10 @@ def _build_java(library: Library, where: Path, deadline: Deadline) -> None:
     what = f"mvn package (kafka-clients {library.version})"
     try:
         run_tool([mvn, "-o", *goals], deadline=deadline, log_path=log, what=what + " offline")
-    except base.TargetError:  # the local repository lacks something: fetch it from Maven Central
+    except process.TargetError:  # the local repository lacks something: fetch it from Maven Central
         run_tool([mvn, *goals], deadline=deadline, log_path=log, what=what)
     if not (staging / f"kafka-clients-{library.version}.jar").exists():
-        raise base.TargetError(f"Maven gave no kafka-clients-{library.version}.jar")
+        raise process.TargetError(f"Maven gave no kafka-clients-{library.version}.jar")
     shutil.rmtree(where / "libs", ignore_errors=True)
     staging.replace(where / "libs")
     (build / "target" / "assignor-harness-1.jar").replace(where / "harness.jar")
@@ -206,7 +207,7 @@ class Harness:
         self.close()
 
     def start(self) -> None:
-        self.proc = base.spawn(
+        self.proc = process.spawn(
             "assignor-harness", self.argv, log_path=self.log_path, stdin_pipe=True, stdout_pipe=True
         )
         hello = decode_line(self._read_line(Deadline(START_TIMEOUT_S), "its hello line"), "harness hello")
@@ -216,7 +217,7 @@ class Harness:
 
     def close(self) -> None:
         if self.proc is not None:
-            base.terminate(self.proc, Deadline(15.0), grace_s=2.0)
+            process.terminate(self.proc, Deadline(15.0), grace_s=2.0)
             self.proc = None
 
     def ask(self, request: dict[str, Any], timeout_s: float = ANSWER_TIMEOUT_S) -> dict[str, Any]:
@@ -250,7 +251,7 @@ class Harness:
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    tail = base.log_tail(self.log_path)
+                    tail = process.log_tail(self.log_path)
                     raise TargetError(f"{self.library.spec}: the harness exited before {what}: {tail}")
                 self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
