@@ -1164,7 +1164,9 @@ def test_invariant_registry_entries() -> None:
         inv = REGISTRY[inv_id]
         assert inv.protocol == "consumer" and inv.summary and inv.summary.endswith(".")
         doc = inv.predicate.__doc__ or ""
-        assert any(s in doc for s in ("docs/protocol-reference.md", "Vanlightly", "docs/invariants.md")), inv_id
+        assert any(s in doc for s in ("docs/protocol-reference.md", "Vanlightly", "docs/invariants.md")), (
+            inv_id
+        )
 
 
 # ============================================================================ client
