@@ -72,6 +72,7 @@ def load_all() -> dict[str, Invariant]:
     for name in (
         "model.classic.invariants",
         "model.consumer.invariants",
+        "model.consumer.progress_invariants",
         "model.assignors.invariants",
         "model.mixed.invariants",
         "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)

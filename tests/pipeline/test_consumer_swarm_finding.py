@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conformance.formats.trace_file import read_trace
 from conformance.trace.replay import replay
-from model.consumer.invariants import no_double_client_assignment
+from model.consumer.progress_invariants import no_double_client_assignment
 from model.errors import ErrorCode
 from model.observation import Observation
 
