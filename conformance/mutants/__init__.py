@@ -1,8 +1,8 @@
-"""Mutants: the model with one named fault, to show the suite has teeth (issue 8).
+"""Mutants: the model with one named fault, to show the suite has teeth (docs/mutants.md).
 
 Each mutant is a small subclass of a model class overriding one rule (a coordinator, a virtual
 client, an assignor or the in-process port), or a variant flag of the model; never a copy of the
-model. Catalogue mutants reproduce a row of ``../shared/reference/bug-catalogue.md``; generic mutants
+model. Catalogue mutants reproduce a row of ``docs/bug-catalogue.md``; generic mutants
 are the classic faults of a group coordinator (skip a generation bump, accept a stale generation, ...).
 
 A mutant is a *target*: ``--variant mutant=NAME`` (recorded in the trace header, so a counterexample

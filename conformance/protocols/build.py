@@ -101,7 +101,7 @@ def make_classic_sim(
 
 
 def _mutant(variants: Mapping[str, str], protocol: str) -> Any:
-    """The mutant named by ``variants['mutant']`` (conformance/mutants, issue 8), or None."""
+    """The mutant named by ``variants['mutant']`` (conformance/mutants), or None."""
     if not variants.get("mutant"):
         return None
     from conformance.mutants import get_mutant

@@ -1,4 +1,4 @@
-"""A mutant as a target: ``--target mutant:NAME`` (issue 8).
+"""A mutant as a target: ``--target mutant:NAME`` (docs/mutants.md#mutant-targets).
 
 `conformance.targets.open.open_target` hands ``mutant:NAME`` here. The handle is an in-process target
 like ``model``: its ``variants`` (``{"mutant": NAME}``) make `conformance.protocols.build` put the mutant's

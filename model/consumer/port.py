@@ -67,7 +67,7 @@ class ModelConsumerPort:
         return self._keep(self.coordinator.add_partitions(self.state, topic, partitions))
 
     def failover(self, now: int) -> Result:
-        """A new coordinator loads the durable records (B.8): soft state and timers are rebuilt."""
+        """A new coordinator loads the durable records (docs/protocol-reference.md#b8): soft state and timers are rebuilt."""
         durable = compact(self.records)
         self.state, armed = self.coordinator.failover(durable, now)
         self.records = durable + list(armed.records)

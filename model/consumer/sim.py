@@ -1,15 +1,15 @@
 """A deterministic simulator: KIP-848 virtual consumers against a coordinator port.
 
-The consumer-protocol twin of `model.classic.sim` (design §4): the Hypothesis machine, the
+The consumer-protocol twin of `model.classic.sim`: the Hypothesis machine, the
 scenarios, explore and the Spark swarm drive it. The coordinator sits behind `ConsumerPort`;
 `ModelConsumerPort` runs the reference model in process and the adapter layer plugs a real
 coordinator (plus the oracle) into the same seam. Time is virtual (``now`` in ms). Every step
 yields an `Observation[ConsumerWorld]`; every action is appended to ``actions`` so a run can be
 written down and replayed exactly.
 
-Faults (issue 3): a response lost after the coordinator applied the request, a duplicated
+Faults: a response lost after the coordinator applied the request, a duplicated
 heartbeat, a heartbeat with a stale epoch, a member stalled past its session or rebalance timeout,
-coordinator failover, topic creation/deletion/growth. Wire faults (issue 4, profile ``faults``):
+coordinator failover, topic creation/deletion/growth. Wire faults (profile ``faults``, docs/faults.md):
 a heartbeat that reaches the coordinator twice (`duplicate_request`), a connection cut under a
 heartbeat the coordinator already took (`cut_connection`), and a heartbeat held by the network and
 delivered later, after other members' requests or time (`delay_request` / `release`).
