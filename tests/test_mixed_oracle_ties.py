@@ -30,8 +30,8 @@ from model.choice import SeededChooser
 from model.classic.messages import HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, SyncGroupRequest
 from model.classic.state import ClassicConfig
 from model.consumer.assignors import ASSIGNORS, AssignmentMember
-from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, to_topic_partitions
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.embedded import Subscription, encode_subscription
 from model.errors import ErrorCode as E
 from model.mixed.classic_requests import MixedConsumerCoordinator

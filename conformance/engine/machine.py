@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from hypothesis.strategies import SearchStrategy
@@ -118,6 +118,7 @@ class GroupMachine(RuleBasedStateMachine):
 PER_RUN = "groupcheck_per_run_rule"
 #: ``strategies(settings, timing)``: the rule's argument strategies, in the order they are drawn
 Strategies = Callable[[MachineSettings, Any], dict[str, SearchStrategy[Any]]]
+Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,14 @@ def bind(machine: type[G], settings: MachineSettings, *mixins: type) -> type[G]:
         mark: PerRun | None = getattr(f, PER_RUN, None)
         if mark is None:
             continue
-        made = (initialize if mark.initialize else rule)(**mark.strategies(settings, timing))(f)
-        if mark.precondition is not None:
-            made = precondition(mark.precondition)(made)
-        setattr(bound, name, made)
+        setattr(bound, name, _hypothesis_rule(f, mark, mark.strategies(settings, timing)))
     return bound
+
+
+def _hypothesis_rule(f: Callable[..., None], mark: PerRun, strategies: dict[str, Any]) -> Callable[..., None]:
+    """``f`` decorated as its `per_run` mark says, as ``@precondition(p) @rule(...)`` would."""
+    decorate = cast(Decorator, initialize(**strategies) if mark.initialize else rule(**strategies))
+    made = decorate(f)
+    if mark.precondition is not None:
+        made = precondition(mark.precondition)(made)
+    return made

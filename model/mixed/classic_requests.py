@@ -19,7 +19,6 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.consumer.coordinator import _Rejected, _Txn
 from model.consumer.ids import new_member_id
 from model.consumer.records import (
     ConsumerGroupTombstone,
@@ -40,6 +39,7 @@ from model.consumer.state import (
     ConsumerGroup,
     ConsumerMember,
 )
+from model.consumer.txn import _Rejected, _Txn
 from model.embedded import (
     Assignment,
     EmbeddedDecodeError,

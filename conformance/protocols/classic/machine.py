@@ -1,4 +1,4 @@
-"""A Hypothesis state machine over the classic protocol (design §4).
+"""A Hypothesis state machine over the classic protocol (docs/scenarios.md, docs/cli.md).
 
 Well-behaved virtual consumers (join, sync, heartbeat, commit, leave, restart, subscription and
 protocol changes) share the group with faults and adversaries: stalls past the session timeout,

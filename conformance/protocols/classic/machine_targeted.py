@@ -36,8 +36,9 @@ class TargetedRules(FaultHost):
         """A static member's process restarts inside a rebalance window and its new process joins
         at once (unknown member id, same group.instance.id): member j rejoins, single client
         steps run until the group is in ``phase``, then the restart. KIP-345's replacement in
-        PreparingRebalance (KAFKA-8500) and CompletingRebalance (KAFKA-9801) are short windows
-        that whole settle rounds step over."""
+        PreparingRebalance (KAFKA-8500) and CompletingRebalance (KAFKA-9801,
+        docs/protocol-reference.md#a3-1) are short windows that whole settle rounds step over.
+        Added when both mutants survived random exploration (docs/mutants.md#added-invariants)."""
         assert self.sim is not None
         statics = self.static_names()
         name = statics[i % len(statics)]
@@ -62,7 +63,7 @@ class TargetedRules(FaultHost):
     def unsubscribe(self, i: int) -> None:
         """A static member unsubscribes, its LeaveGroup suppressed (KIP-345), and subscribes
         again at once (`ClassicClient.unsubscribe`): the client path of KAFKA-20983 /
-        KAFKA-20985 (bug catalogue row 15)."""
+        KAFKA-20985 (docs/bug-catalogue.md#row-15). Added so that the suite reaches that fault."""
         assert self.sim is not None
         statics = self.static_names()
         name = statics[i % len(statics)]

@@ -1,4 +1,4 @@
-"""A Hypothesis state machine over KIP-848 mixed groups (KIP-848 "Upgrade and downgrade").
+"""A Hypothesis state machine over KIP-848 mixed groups (docs/protocol-reference.md#b13).
 
 Classic consumers (`model.classic.client`, eager or cooperative, dynamic or static, JoinGroup v3/v4/v9)
 and KIP-848 consumers (`model.consumer.client`) share one group id on a `MixedCoordinator` under a
@@ -13,6 +13,7 @@ after every step. Against a real coordinator: conformance/protocols/mixed/machin
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
@@ -158,8 +159,8 @@ class MixedMachine(MixedGroupMachine):
         """One step of a rolling upgrade or downgrade: a member is replaced by one speaking the
         other protocol, then the group settles for a while. A static member's replacement keeps
         its ``group.instance.id``, as a rolled process does, so a classic static member can
-        replace the last consumer-protocol member (the downgrade GroupMetadataManagerTest
-        ``validateOnlineDowngradeWithReplacedMemberId`` exercises)."""
+        replace the last consumer-protocol member (the downgrade of
+        ``validateOnlineDowngradeWithReplacedMemberId``, docs/protocol-reference.md#b13)."""
         live = self._live()
         name = live[i % len(live)]
         instance = self._instance(name)
@@ -210,4 +211,4 @@ class WireFaultRules:
     def release(self) -> None:
         assert self.run is not None
         for name in sorted(self.run.wire_held):
-            self._do(f"release {name}", lambda name=name: self.run.release(name) if self.run else None)
+            self._do(f"release {name}", partial(self.run.release, name))

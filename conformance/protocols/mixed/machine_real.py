@@ -1,4 +1,4 @@
-"""The mixed-group machine against a real coordinator (KIP-848 "Upgrade and downgrade").
+"""The mixed-group machine against a real coordinator (docs/protocol-reference.md#b13).
 
 Classic members (JoinGroup v9, one classic assignor per run) and KIP-848 members share ONE real
 group through `MixedOraclePort`. Each example starts with the three moves an online upgrade is
@@ -11,15 +11,16 @@ anchor leaves and the group becomes a classic group; a new anchor upgrades it ag
 While the group is a consumer group, every request is answered at once (GMM
 ``classicGroupJoinToConsumerGroup`` completes from ``appendFuture``, apache/kafka@1eb7644 L2084);
 a classic group here never has more than one member, so its JoinGroup is never parked waiting for
-others (the join phase completes when every known member has rejoined). That keeps every verdict
-independent of request ordering across connections. Coordinator failover (profile `faults`)
-restarts the target with at most one classic member live, the group a consumer group or a
-classic one (`conformance.protocols.mixed.failover`).
+others (docs/protocol-reference.md#a: the join phase completes when every known member has
+rejoined). That keeps every verdict independent of request ordering across connections.
+Coordinator failover (profile `faults`) restarts the target with at most one classic member live,
+the group a consumer group or a classic one (`conformance.protocols.mixed.failover`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
@@ -136,7 +137,7 @@ class RealMixedMachine(MixedGroupMachine):
         assert self.run is not None
         keep = self._classic_live()[0]
         for name in [n for n in self._live() if n not in (keep, self.anchor)]:
-            self._do(f"stop {name}", lambda name=name: self.run.stop(name) if self.run else None)
+            self._do(f"stop {name}", partial(self.run.stop, name))
         self._settle()
         anchor, self.anchor = self.anchor, None
         self._do(f"stop {anchor} (downgrade)", lambda: self.run.stop(anchor) if self.run and anchor else None)
@@ -155,6 +156,7 @@ class RealFaultRules:
     (`mixed_failover`, `mixed_faults`). A mixin of `RealMixedMachine`."""
 
     run: Any
+    steps: list[str]
     _live: Callable[[], list[str]]
     _classic_live: Callable[[], list[str]]
     _held_ok: Callable[[], list[str]]
@@ -208,4 +210,4 @@ class RealFaultRules:
     def release(self) -> None:
         assert self.run is not None
         for name in sorted(self.run.wire_held):
-            self._do(f"release {name}", lambda name=name: self.run.release(name) if self.run else None)
+            self._do(f"release {name}", partial(self.run.release, name))
