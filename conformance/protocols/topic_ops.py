@@ -24,8 +24,7 @@ import time
 from typing import Any
 
 from conformance.errors import TargetError
-from conformance.protocols.classic.codec import build, module, payload_class
-from conformance.protocols.consumer.codec import API_METADATA, metadata_request
+from conformance.wire.codec import API_METADATA, build, metadata_request, module, payload_class
 
 API_CREATE_PARTITIONS = 37
 API_DELETE_TOPICS = 20
