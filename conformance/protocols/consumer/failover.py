@@ -25,7 +25,7 @@ none -> an ``oracle.Failover`` protocol finding naming each difference.
 
 The wait: FindCoordinator and ConsumerGroupDescribe until the group's coordinator answers it
 without COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR (every wait with
-a deadline, `RESTART_DEADLINE_S`). Requests the members send later and that still meet one of those
+a deadline, `engine.oracle.restart.RESTART_DEADLINE_S`). Requests the members send later and that still meet one of those
 answers are resent after finding the coordinator again, as the Java consumer does
 (``AbstractHeartbeatRequestManager.onErrorResponse``: coordinator errors mark the coordinator
 unknown and the heartbeat is retried); see `ConsumerOraclePort._exchange`.
@@ -36,14 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from conformance.engine.oracle.restart import describe_on_coordinator, reload, restart_served
 from conformance.errors import TargetError
-from conformance.protocols.classic.faults import (
-    RESTART_DEADLINE_S,
-    describe_on_coordinator,
-    poll_served,
-    restart_process,
-    unexplained_recovery,
-)
 from model.consumer.messages import TopicPartition
 from model.consumer.records import durable_view
 from model.consumer.state import REBALANCE, SESSION
@@ -119,13 +113,6 @@ def _parts(port: Any, assignment: Any) -> frozenset[TopicPartition]:
         topic = port.topics.model_of_id(tp.topic_id)
         out |= {(topic, int(p)) for p in tp.partitions}
     return frozenset(out)
-
-
-def wait_served(port: Any, deadline_s: float) -> tuple[int, RecoveredGroup | None]:
-    """Poll until the restarted coordinator serves the group; (last "not ready" ms, the group as
-    described, None when the target never had it)."""
-    not_ready, seen = poll_served(port, deadline_s, lambda: describe(port))
-    return not_ready, None if seen.error == GROUP_ID_NOT_FOUND else seen
 
 
 def load_times(h: Any, t_stop: int, t_load: int, session_ms: int) -> list[int]:
@@ -228,32 +215,17 @@ def restart(port: Any) -> Any:
     """The consumer machine's Failover rule on a real target (module docstring); the step's Result."""
     from model.result import Result
 
-    done = port.session.__dict__.setdefault("restarts_by_protocol", {})
-    done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
-    port.session.restarts_done += 1
-    t = port.clock()
-    if not restart_process(port, t):
+    served = restart_served(port, lambda: describe(port))
+    if served is None:
         return Result()
-    try:
-        t_load, seen = wait_served(port, RESTART_DEADLINE_S)
-    except TargetError as e:
-        port._crash(t, str(e))
-        return Result()
-    t_serving = port.clock()
-    port.session.restart_times.append((t, t_load, t_serving))
+    t, t_load, t_serving, seen = served
+    seen = None if seen.error == GROUP_ID_NOT_FOUND else seen
     port.log.append(f"t={t} restart; group served again at t={t_serving}, loaded after t={t_load}")
-    keep, reasons = [], []
-    for h0 in port.hypos:
-        port._fire_certain(h0, t)  # what had surely fired before the stop
-        for at in load_times(h0, t, t_load, session_ms(port)):
-            for h in loaded_all(port, h0, at, t_load):
-                why = recovered_matches(port, consumer_part(h.state), seen)
-                if why is None:
-                    keep.append(h)
-                else:
-                    reasons.append(f"loaded at t={at}: {why}")
-    if keep:
-        port.hypos = port._dedupe(keep)
-    else:
-        unexplained_recovery(port, t, reasons)
+    reload(
+        port,
+        t,
+        lambda h0: load_times(h0, t, t_load, session_ms(port)),
+        lambda h0, at: loaded_all(port, h0, at, t_load),
+        lambda h: recovered_matches(port, consumer_part(h.state), seen),
+    )
     return Result()

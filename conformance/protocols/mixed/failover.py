@@ -124,7 +124,8 @@ class MixedRecovered:
 
 def describe(port: Any) -> MixedRecovered | None:
     """The group as the restarted target shows it (None: no answer yet)."""
-    from conformance.protocols.classic.faults import NOT_READY, describe_group
+    from conformance.engine.oracle.restart import NOT_READY
+    from conformance.protocols.classic.faults import describe_group
     from conformance.protocols.consumer.failover import describe as consumer_describe
 
     seen = consumer_describe(port)
@@ -183,45 +184,23 @@ def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
 def restart(port: Any) -> Any:
     """The mixed machine's Failover rule on a real target: restart, reload every hypothesis (either
     group type), compare with what the target recovered (module docstring); the step's Result."""
-    from conformance.errors import TargetError
-    from conformance.protocols.classic.faults import (
-        RESTART_DEADLINE_S,
-        poll_served,
-        restart_process,
-        unexplained_recovery,
-    )
+    from conformance.engine.oracle.restart import reload, restart_served
     from model.result import Result
 
-    done = port.session.__dict__.setdefault("restarts_by_protocol", {})
-    done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
-    port.session.restarts_done += 1
-    t = port.clock()
-    if not restart_process(port, t):
+    served = restart_served(port, lambda: describe(port))
+    if served is None:
         return Result()
-    try:
-        t_load, seen = poll_served(port, RESTART_DEADLINE_S, lambda: describe(port))
-    except TargetError as e:
-        port._crash(t, str(e))
-        return Result()
-    t_serving = port.clock()
-    port.session.restart_times.append((t, t_load, t_serving))
+    t, t_load, t_serving, seen = served
     kind = "consumer" if seen.consumer is not None else "classic" if seen.classic is not None else "no"
     port.session.__dict__.setdefault("mixed_restart_kinds", []).append(kind)  # for `faults.summary`
     port.log.append(
         f"t={t} restart; group served again at t={t_serving} ({kind} group), loaded after t={t_load}"
     )
-    keep, reasons = [], []
-    for h0 in port.hypos:
-        port._fire_certain(h0, t)  # what had surely fired before the stop
-        for at in load_times(port, h0, t, t_load):
-            for h in loaded_all(port, h0, at, t_load):
-                why = matches(port, h, seen)
-                if why is None:
-                    keep.append(h)
-                else:
-                    reasons.append(f"loaded at t={at}: {why}")
-    if keep:
-        port.hypos = port._dedupe(keep)
-    else:
-        unexplained_recovery(port, t, reasons)
+    reload(
+        port,
+        t,
+        lambda h0: load_times(port, h0, t, t_load),
+        lambda h0, at: loaded_all(port, h0, at, t_load),
+        lambda h: matches(port, h, seen),
+    )
     return Result()
