@@ -74,6 +74,7 @@ class ExchangePort(OracleBase):
     prior)`` (each a (candidate, None or why not)), ``_decode_arrival`` and ``members``."""
 
     members: set[str]
+    real_group: str
     #: margin between an answer that shows the target running and an operation it vouches for, and
     #: how long after a deadline a timer counts as fired when the target has not been seen running
     seen_margin_ms = 30
@@ -107,15 +108,14 @@ class ExchangePort(OracleBase):
         )
 
     # ------------------------------------------------------------------ one exchange
-    def _send(self, member: str, payload: Any, ref: int, name: Any) -> int | None:
-        """Write the request (`_submit`); its send time, or None when the target is gone (a crash)."""
-        t = self.clock()
+    def _send(self, t: int, member: str, payload: Any, ref: int, name: Any) -> bool:
+        """Write the request sent at ``t`` (`_submit`); False when the target is gone (a crash)."""
         try:
             self._submit(member, payload, ref)
         except TargetError as e:
             self._crash(t, f"cannot send {name}: {e}")
-            return None
-        return t
+            return False
+        return True
 
     def _submit(self, member: str, payload: Any, ref: int) -> None:
         """Write the request (the wire-fault ports put the fault proxy to work here)."""

@@ -162,7 +162,8 @@ def matches(port: Any, h: Any, seen: MixedRecovered) -> str | None:
 def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
     """A recovered classic group against the model's: state, member ids, and (Stable) each member's
     partitions (assignment bytes name real topics and may be another encoding version)."""
-    from conformance.protocols.mixed.oracle import MixedOraclePort, sync_partitions
+    from conformance.protocols.mixed.codec import map_assignment
+    from conformance.protocols.mixed.judge import sync_partitions
     from model.classic.messages import SyncGroupResponse
     from model.errors import ErrorCode
 
@@ -173,7 +174,7 @@ def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
         diffs.append(f"members {sorted(seen.members)}, model {sorted(g.members)}")
     elif seen.state == "Stable":
         for mid in sorted(g.members):
-            data = MixedOraclePort._map_assignment(seen.members[mid], port.topics.model_of_name)
+            data = map_assignment(seen.members[mid], port.topics.model_of_name)
             theirs = sync_partitions(SyncGroupResponse(ErrorCode.NONE, data))
             mine = sync_partitions(SyncGroupResponse(ErrorCode.NONE, g.members[mid].assignment))
             if theirs != mine:
