@@ -12,7 +12,7 @@ every group subscribed to a changed or deleted topic for a metadata refresh
 wait after a change is: until Metadata shows it (the broker's metadata cache is updated from the same
 image the coordinator is handed, ``BrokerMetadataPublisher.onMetadataUpdate``), plus a short margin
 for the coordinator's own event queue; the oracle keeps the "not seen yet" hypothesis open for a
-tolerance window after that (`consumer_oracle`), so the verdict does not hang on the margin.
+tolerance window after that (`consumer/oracle.py`), so the verdict does not hang on the margin.
 
 Topics that a run changes are the run's own: the port names them per group (`fresh_name`), so a
 topic another example shares is never grown or deleted under it.

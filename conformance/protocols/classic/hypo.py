@@ -19,7 +19,7 @@ from model.classic.state import ClassicState, GroupState
 from model.classic.world import GroupSnap, PersistedSnap
 
 #: what a split remembers: (refs the timers answered, the groups, how many transitions and durable
-#: records), as they stood at the split (`OraclePort._run`)
+#: records), as they stood at the split (`ClassicCandidates._run`)
 Split = tuple[frozenset[int], dict[str, GroupSnap], int, int]
 
 

@@ -28,7 +28,7 @@ without COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE / NOT_COORDINAT
 a deadline, `engine.oracle.restart.RESTART_DEADLINE_S`). Requests the members send later and that still meet one of those
 answers are resent after finding the coordinator again, as the Java consumer does
 (``AbstractHeartbeatRequestManager.onErrorResponse``: coordinator errors mark the coordinator
-unknown and the heartbeat is retried); see `ConsumerOraclePort._exchange`.
+unknown and the heartbeat is retried); see `ConsumerOperation._exchange`.
 """
 
 from __future__ import annotations

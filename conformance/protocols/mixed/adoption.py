@@ -45,7 +45,7 @@ class MixedAdoption:
 
     def _reveal(self, before: MHypo, c: MHypo, request: Any, target: Any) -> MHypo:
         """Record what an answer ``c`` explains reveals of the group's assignment: a heartbeat's or a
-        SyncGroup's partitions pin the member's target (`consumer_oracle.pin_revealed`); a classic
+        SyncGroup's partitions pin the member's target (`consumer.adoption.pin_revealed`); a classic
         member's JoinGroup reconciles it without showing its partitions (`Unrevealed`), its SyncGroup
         shows them."""
         gid = getattr(request, "group_id", None)
@@ -100,12 +100,12 @@ class MixedAdoption:
         self, before: MHypo, request: Any, ref: int, at: int, answer: Any, target: Any, prior: Any
     ) -> tuple[MHypo, str | None] | None:
         """The target's partitions for this member, installed in the model's target assignment when a
-        legal completion exists (consumer_oracle.complete_assignment), then the request run again."""
+        legal completion exists (`consumer.assignment.complete_assignment`), then the request run again."""
         if isinstance(target, ConsumerGroupHeartbeatResponse):
             if target.error_code != ErrorCode.NONE:
                 return None
             # no assignment in the answer means "unchanged" (reference §B.10): what it had before, in
-            # this hypothesis (`consumer_oracle.revealed_assignment`)
+            # this hypothesis (`consumer.adoption.revealed_assignment`)
             got = revealed_assignment(before.state.consumer, request, target)
             if got is None:
                 return None
@@ -123,7 +123,7 @@ class MixedAdoption:
         elif isinstance(target, JoinGroupResponse):
             # a classic member's rejoin: its generation is its member epoch after reconciliation, so a
             # target that takes nothing from it advances it at once where the model's (another legal
-            # choice) makes it revoke first; the partitions show at its SyncGroup (issue 4: seen on
+            # choice) makes it revoke first; the partitions show at its SyncGroup (seen on
             # Kafka 4.4.0 with cooperative-sticky members and four partitions)
             if (
                 target.error != ErrorCode.NONE
@@ -177,7 +177,7 @@ class MixedAdoption:
         self, h: MHypo, gid: str, member_id: str, got: frozenset[TopicPartition], coord: MixedCoordinator
     ) -> list[MHypo]:
         """``h`` with a legal target assignment giving ``member_id`` exactly ``got`` (none if no legal one):
-        what earlier answers revealed of the current target is kept (`consumer_oracle.adoption_constraints`),
+        what earlier answers revealed of the current target is kept (`consumer.adoption.adoption_constraints`),
         and classic members whose reconciliation no answer has shown yet are reconciled again to the
         new target (`_rereconcile`)."""
         g = h.state.consumer.groups.get(gid)

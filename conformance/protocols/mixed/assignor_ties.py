@@ -6,7 +6,7 @@ Kafka's uniform assignor for homogeneous subscriptions meets the members in the 
 which of several tied members gets an extra partition, and which free partition goes to whom, is
 arbitrary. The model fixes one order (member id, `model.consumer.assignors`). A consumer-protocol
 member's heartbeat shows its partitions, so the oracle adopts the target's choice when it differs
-(`mixed_oracle._adopt_assignment`). A classic member's target stays hidden: its SyncGroup shows only
+(`MixedAdoption._adopt_assignment`). A classic member's target stays hidden: its SyncGroup shows only
 the partitions it may already own, and its Heartbeat one bit. Kafka 4.4.0 answers a classic member
 REBALANCE_IN_PROGRESS when its member epoch is behind the assignment epoch, when it must revoke, or
 when it waits for partitions that are now all free (``GroupMetadataManager

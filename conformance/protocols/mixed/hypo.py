@@ -43,7 +43,7 @@ class Unrevealed:
     carries ``updatedMember.memberEpoch()`` only, L2078-2081) and its SyncGroup writes nothing and
     returns the assigned partitions (``classicGroupSyncToConsumerGroup`` -> ``prepareAssignment``,
     L5361-5407). Until then, which partitions the reconciliation gave is open: a later adoption of the
-    target's assignor choice may redo it (`MixedOraclePort._rereconcile`). ``start`` is the member's
+    target's assignor choice may redo it (`MixedAdoption._rereconcile`). ``start`` is the member's
     current assignment before the JoinGroup, ``owned`` what its subscription reported owning."""
 
     start: CurrentAssignment
@@ -66,7 +66,7 @@ class MHypo:
     #: rebuilt from its state, `model.consumer.records.durable_view`)
     durable: tuple[object, ...] = ()
     #: what the target's answers revealed of members' targets since assignment epoch ``pin_epoch``
-    #: (`consumer_oracle.pin_revealed`: a later adoption keeps it)
+    #: (`consumer.adoption.pin_revealed`: a later adoption keeps it)
     pins: Mapping[str, Pin] = field(default_factory=dict)
     pin_epoch: int = -1
     #: classic members reconciled at a JoinGroup whose partitions no answer has shown yet

@@ -1,8 +1,8 @@
-"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (issue 4, B.13).
+"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (reference §B.13).
 
 Classic members speak JoinGroup / SyncGroup / Heartbeat / LeaveGroup through the classic wire
 codec (`conformance.protocols.classic.codec`, as the classic oracle does); consumer-protocol members speak
-ConsumerGroupHeartbeat through the consumer codec (`consumer_codec`). All of them share ONE real
+ConsumerGroupHeartbeat through the consumer codec (`mixed/codec.py`). All of them share ONE real
 group on the target, and the model beside it is the mixed coordinator (`model.mixed.coordinator`).
 
 In a consumer group every classic request is answered as soon as its records are written, never
@@ -10,27 +10,14 @@ parked (GMM ``classicGroupJoinToConsumerGroup`` completes the response from ``ap
 apache/kafka@1eb7644 GroupMetadataManager.java L2084-2103; SyncGroup and Heartbeat likewise), and a
 ConsumerGroupHeartbeat is always answered at once. So one operation is: send, wait for the answer
 (deadline), keep the model *hypotheses* that explain it — as the consumer oracle does
-(`consumer_oracle`): timers whose deadline falls in the tolerance window may or may not have
+(`ExchangePort`): timers whose deadline falls in the tolerance window may or may not have
 fired, and a new group's epochs start at 0 (Kafka 4.0) or 1 (4.3+, KAFKA-20268); both are kept
 until an answer decides. A parked answer (a classic group in a join phase) is waited for up to the
 deadline too, so the machine on real targets keeps classic groups to one member
 (`conformance.protocols.mixed.machine_real`).
 
-Kafka's arbitrary choices, checked legal and ADOPTED:
-
-* member ids the coordinator generates (a classic JoinGroup without one): the target's id is
-  legal when no member of the group has it; the model's fresh id is renamed to it;
-* the server assignor's choices (uniform tie-breaking, reference §F): when the target's answer
-  differs from the model only in the partitions it gives, the target's choice is installed in
-  the model's target assignment if a legal completion exists (`consumer_oracle.complete_assignment`);
-  for a classic member the partitions are those of the SyncGroup assignment bytes (reference §C.1).
-  What answers revealed of the current target is kept by later adoptions, as in the consumer
-  oracle (`consumer_oracle.pin_revealed`, `adoption_constraints`, `install_target`): a heartbeat's
-  or a SyncGroup's partitions, all of the member's target once it is reconciled. A classic member's
-  JoinGroup reconciles it to partitions its answer does not show (`Unrevealed`); when an adoption
-  changes that member's target before its SyncGroup, its reconciliation is done again to the new
-  target (`_rereconcile`), and the request's observation starts from that state
-  (`SplitPort.rewritten`). Issue 4, `--protocol all --profile faults --seed 1` on Kafka 4.4.0.
+Kafka's arbitrary choices (generated member ids, the server assignor's tie-breaks) are checked
+legal and ADOPTED (`adoption`, `assignor_ties`).
 
 No hypothesis explains an answer -> a protocol finding (``oracle.<Api>``, request, answer, what
 the model expected). Differences in Apache Kafka's exact bytes (the encoded assignment's version,
@@ -95,7 +82,7 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
         self.current_member = "?"
         self._pending: tuple[Any, int] = (None, 0)  # the request `_await` decodes an answer to
 
-    # ------------------------------------------------------------------ failover (issue 4)
+    # ------------------------------------------------------------------ failover
     #: which run's restart budget this port spends; the model group (consumer_failover)
     protocol_name = "mixed"
     group_id = "g"
@@ -136,7 +123,7 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
             base.config, consumer=consumer, classic_rejoin_epoch=rejoin, policy=MigrationPolicy(policy)
         )
         coord = type(base)(config, self.chooser)
-        # the server assignor's choice can be replaced by the target's (consumer_oracle._Adopting)
+        # the server assignor's choice can be replaced by the target's (`consumer.adoption.Adopting`)
         coord.consumer = adopting(coord.consumer, origin)  # type: ignore[assignment]
         return coord
 
@@ -190,7 +177,7 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
     def _apply_ties(
         self, c: MHypo, request: Any, ref: int, at: int, target: Any, prior: Any
     ) -> list[tuple[MHypo, str | None]]:
-        """`_apply`, plus the uniform assignor's other legal tie-breaks (`assignor_ties`, issue 4)."""
+        """`_apply`, plus the uniform assignor's other legal tie-breaks (`assignor_ties`)."""
         from conformance.protocols.mixed.assignor_ties import apply_with_ties
 
         return apply_with_ties(self, c, request, ref, at, target, prior)
@@ -226,7 +213,7 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
         answer = self._run(c, request, ref, at, self._t_ans)
         # the model handled the request at ``at``: its clock is there, but never past a timer this
         # hypothesis left unfired (inside the tolerance window the target may not have fired it
-        # yet), so invariants about deadlines do not read it as overdue (issue 4: seen at
+        # yet), so invariants about deadlines do not read it as overdue (seen at
         # `check --protocol mixed` once a failover rule changed the draws)
         unfired = [d for d in self._deadlines(c) if d <= at]
         c.now = max(c.now, min([at] + [d - 1 for d in unfired]))
