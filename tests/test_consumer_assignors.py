@@ -20,9 +20,10 @@ from model.consumer.assignors import (
     uniform_heterogeneous,
     uniform_homogeneous,
 )
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 
 TP = tuple[str, int]

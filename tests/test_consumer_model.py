@@ -14,7 +14,7 @@ import pytest
 from model.choice import SeededChooser
 from model.consumer.assignors import AssignmentMember, AssignorError, GroupAssignment
 from model.consumer.client import ClientState, ClientView, VirtualConsumer
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.ids import is_valid_member_uuid, kafka_uuid_string, new_member_id
 from model.consumer.invariants import ConsumerWorld
 from model.consumer.messages import (
@@ -46,6 +46,7 @@ from model.consumer.state import (
     GroupState,
     MemberState,
 )
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,

@@ -14,13 +14,14 @@ from conformance.protocols.consumer.codec import TopicMap, decode_heartbeat, enc
 from conformance.protocols.consumer.oracle import compare, complete_assignment, legal_assignment
 from conformance.protocols.consumer.setup import not_run_reason
 from model.consumer.assignors import AssignmentMember
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 
 

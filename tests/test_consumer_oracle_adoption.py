@@ -25,13 +25,14 @@ from typing import Any
 from conformance.protocols.consumer.codec import API_CONSUMER_GROUP_HEARTBEAT
 from conformance.protocols.consumer.oracle import ConsumerOraclePort, ConsumerTiming, revealed_assignment
 from model.consumer.assignors import AssignmentMember, GroupAssignment
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicPartition,
 )
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 
 CONFIG = ConsumerCoordinatorConfig(session_timeout_ms=2000, heartbeat_interval_ms=500)

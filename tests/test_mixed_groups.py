@@ -48,7 +48,6 @@ from model.classic.messages import (
 from model.classic.state import ClassicConfig
 from model.classic.state import GroupState as ClassicGroupState
 from model.consumer.client import ClientState
-from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -57,15 +56,13 @@ from model.consumer.messages import (
 )
 from model.consumer.records import ConsumerGroupTombstone
 from model.consumer.state import JOIN, REBALANCE, SESSION, SYNC, ConsumerGroup, ConsumerMember, MemberState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.consumer.world import AdvanceEvent, HeartbeatEvent
 from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
 from model.errors import ErrorCode
 from model.invariants import REGISTRY, Invariant, for_protocol, load_all
-from model.mixed.coordinator import (
-    Downgrade,
-    MixedConfig,
-    MixedCoordinator,
-)
+from model.mixed.consumer_group import Downgrade, MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import (
     ClassicGroupTombstone,
     MigrationPolicy,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS, UNMODELLED_ROWS
-from conformance.mutants.classic import SuppressedLeaveWipesId
+from conformance.mutants.classic_clients import SuppressedLeaveWipesId
 from conformance.power.matrix import run_mutant
 from conformance.protocols.build import make_classic_sim
 from model.classic.client import Phase

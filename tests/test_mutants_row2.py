@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS, UNMODELLED_ROWS
-from conformance.mutants.classic import NoVoidingClient
+from conformance.mutants.classic_clients import NoVoidingClient
 from conformance.power.matrix import run_mutant
 from conformance.protocols.build import make_classic_sim
 from model.assignors.cooperative_sticky import CooperativeStickyAssignor, voided_claims

@@ -9,9 +9,9 @@ import model.consumer.invariants  # noqa: F401  (registers the consumer invarian
 from conformance.engine.profiles import get_profile
 from conformance.mutants import MUTANTS, UNMODELLED_ROWS
 from conformance.power.matrix import run_mutant
-from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.reconcile import CurrentAssignment, reconcile
 from model.consumer.state import MemberState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.invariants import REGISTRY
 
 

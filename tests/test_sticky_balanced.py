@@ -37,7 +37,7 @@ def test_an_unbalanced_sticky_assignment_fails_and_a_balanced_one_passes() -> No
 
 
 def test_the_kafka_15106_assignor_leaves_a_spread_of_two() -> None:
-    from conformance.mutants.classic import _LooseSticky
+    from conformance.mutants.classic_clients import _LooseSticky
 
     loose = _LooseSticky(1)
     subs = {"a": loose.subscription(["t"], [("t", 0), ("t", 1)], 3), "b": loose.subscription(["t"], [], -1)}

@@ -6,9 +6,11 @@ Each is a subclass overriding one rule of `model.mixed.coordinator`; the tests s
 
 from __future__ import annotations
 
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import TopicPartition
 from model.consumer.state import ConsumerGroup, ConsumerMember
-from model.mixed.coordinator import MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.classic_requests import MixedConsumerCoordinator
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 from model.result import Result
 
@@ -104,7 +106,7 @@ class SyncGivesTarget(MixedCoordinator):
 
 class _ClassicRebalanceTimer(MixedConsumerCoordinator):
     def schedule_rebalance_timeout(self, txn, member, now):  # type: ignore[no-untyped-def]
-        MixedConsumerCoordinator.__bases__[0].schedule_rebalance_timeout(self, txn, member, now)
+        ConsumerCoordinator.schedule_rebalance_timeout(self, txn, member, now)
 
 
 class ClassicRebalanceTimer(MixedCoordinator):

@@ -147,7 +147,7 @@ CONSUMER_TEST_CONFIG = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500
 
 
 def consumer_config(overrides: Mapping[str, Any], variants: Mapping[str, str], where: str) -> Any:
-    from model.consumer.coordinator import ConsumerCoordinatorConfig
+    from model.consumer.txn import ConsumerCoordinatorConfig
 
     names = {f.name for f in fields(ConsumerCoordinatorConfig)}
     settings: dict[str, Any] = dict(CONSUMER_TEST_CONFIG)

@@ -21,7 +21,7 @@ from typing import Any
 
 import z3
 
-from conformance.smt.kip848 import bit, full, union, zero
+from conformance.smt.kip848_state import bit, full, union, zero
 
 
 def popcount(s: Any, width: int) -> Any:

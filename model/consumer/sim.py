@@ -22,7 +22,7 @@ from typing import Protocol
 
 from model.choice import Chooser
 from model.consumer.client import ClientState, VirtualConsumer
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -30,6 +30,7 @@ from model.consumer.messages import (
 )
 from model.consumer.records import compact
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,

@@ -29,7 +29,7 @@ from model.observation import Observation
 from model.result import Delivery, Result
 
 if TYPE_CHECKING:
-    from model.consumer.coordinator import ConsumerCoordinatorConfig
+    from model.consumer.txn import ConsumerCoordinatorConfig
 
 
 # ---------------------------------------------------------------------------------------- events

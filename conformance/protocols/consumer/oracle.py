@@ -48,13 +48,14 @@ from conformance.protocols.consumer.hypo import CHypo
 from conformance.protocols.consumer.judge import compare
 from conformance.protocols.consumer.operation import ConsumerOperation
 from conformance.wire.session import TargetSession
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     OffsetCommitRequest,
     TopicPartition,
 )
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.result import Result
 
 #: the port the consumer and mixed oracles share (`conformance.engine.oracle.port.ExchangePort`)

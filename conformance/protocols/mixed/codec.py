@@ -87,7 +87,7 @@ def decode(request: Any, version: int, value: Any, topics: TopicMap) -> Any:
 
 def real_subscription(metadata: bytes, topics: TopicMap) -> bytes:
     """A JoinGroup protocol's subscription bytes with real topic names (malformed bytes as they are)."""
-    from model.mixed.coordinator import subscription_version
+    from model.mixed.consumer_group import subscription_version
 
     try:
         sub = decode_subscription(metadata)
@@ -103,7 +103,7 @@ def real_subscription(metadata: bytes, topics: TopicMap) -> bytes:
 
 def map_assignment(data: bytes, name: Callable[[str], str]) -> bytes:
     """Assignment bytes with each topic renamed by ``name`` (unreadable bytes as they are)."""
-    from model.mixed.coordinator import subscription_version
+    from model.mixed.consumer_group import subscription_version
 
     if not data:
         return data

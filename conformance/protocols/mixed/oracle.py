@@ -43,7 +43,8 @@ from conformance.protocols.mixed.hypo import ORIGINS, POLICIES, MHypo, MixedTimi
 from conformance.protocols.mixed.judge import compare, short, sync_partitions
 from conformance.protocols.mixed.operation import MixedOperation
 from conformance.wire.session import TargetSession
-from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 from model.result import Result
 

@@ -17,7 +17,8 @@ from typing import Any
 from conformance.errors import SpecError, UsageError
 from conformance.formats.trace_file import CheckedLog, LogEntry, Trace, trace_of_log
 from model.choice import SeededChooser
-from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MigrationPolicy
 from model.mixed.world import MixedRun, MixedWorld
 from model.observation import Observation
