@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.engine.oracle.findings import Finding, crash_detail, tried
-from conformance.engine.oracle.hypotheses import dedupe, explained
+from conformance.engine.oracle.hypotheses import dedupe, explained, timer_prefixes
 from conformance.engine.oracle.timer_split import SplitPort, switched_from
-from conformance.engine.oracle.windows import certain_cutoff
+from conformance.engine.oracle.windows import certain_cutoff, due_by
 from conformance.errors import TargetError
 
 
@@ -70,8 +70,9 @@ class OracleBase(SplitPort):
 
 class ExchangePort(OracleBase):
     """An oracle port that sends one request, waits for its answer (with a deadline), then keeps the
-    hypotheses that explain it. The port provides ``_candidates(h, t, t_ans, request, ref, target,
-    prior)`` (each a (candidate, None or why not)), ``_decode_arrival`` and ``members``."""
+    hypotheses that explain it. The port provides the model's side (``_run_timers``,
+    ``_deadlines``, ``_apply_candidate``), ``_decode_arrival`` and ``members``; its hypotheses have
+    ``copy()``, ``state``, ``origin`` and ``now``."""
 
     members: set[str]
     real_group: str
@@ -187,7 +188,48 @@ class ExchangePort(OracleBase):
         self.switched = switched_from(reported, h0)
         return h0
 
+    # ------------------------------------------------------------------ candidates
+    def _fire_certain(self, h: Any, t: int) -> None:
+        """Run ``h``'s timers that have certainly fired before an operation at ``t``."""
+        cutoff = self._certain_cutoff(t)
+        if cutoff > h.now:
+            self._run_timers(h, cutoff)
+            h.now = cutoff
+
+    def _uncertain(self, h: Any, t: int, t_ans: int) -> list[int]:
+        """The deadlines that may have fired by the answer (`_fire_certain` fired the certain ones)."""
+        return due_by(self._deadlines(h), t_ans)
+
+    def _fire_to(self, c: Any, deadline: int, k: int) -> None:
+        """Candidate ``c`` with its timers up to the ``k``-th uncertain ``deadline`` fired."""
+        self._run_timers(c, deadline)
+        c.now = max(c.now, deadline)
+
     def _candidates(
         self, h: Any, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None
     ) -> list[tuple[Any, str | None]]:
+        """Each (candidate, None or why it does not explain ``target``) of ``h`` for ``request``
+        sent at ``t`` and answered at ``t_ans`` (`hypotheses.timer_prefixes`)."""
+        return timer_prefixes(
+            h,
+            t,
+            self._fire_certain,
+            lambda base: self._uncertain(base, t, t_ans),
+            self._fire_to,
+            lambda c, at: self._apply_candidate(c, request, ref, at, target, prior),
+        )
+
+    def _run_timers(self, h: Any, to: int) -> None:
+        """Fire ``h``'s model timers due up to ``to``."""
+        raise NotImplementedError
+
+    def _deadlines(self, h: Any) -> set[int]:
+        """The deadlines of ``h``'s armed model timers."""
+        raise NotImplementedError
+
+    def _apply_candidate(
+        self, c: Any, request: Any, ref: int, at: int, target: Any, prior: Any
+    ) -> list[tuple[Any, str | None]]:
+        """The request applied to candidate ``c`` at ``at``: it and the adoptions it allows, each
+        with None or why it does not explain ``target``."""
         raise NotImplementedError

@@ -31,9 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine.oracle.findings import Finding
-from conformance.engine.oracle.hypotheses import timer_prefixes
 from conformance.engine.oracle.port import ExchangePort
-from conformance.engine.oracle.windows import due_by
 from conformance.protocols.consumer.adoption import AssignmentAdoption, adopting, revealed_assignment
 from conformance.protocols.consumer.assignment import complete_assignment, legal_assignment
 from conformance.protocols.consumer.codec import (
@@ -52,7 +50,6 @@ from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     OffsetCommitRequest,
-    TopicPartition,
 )
 from model.consumer.state import ConsumerCoordinatorState
 from model.consumer.txn import ConsumerCoordinatorConfig
@@ -185,39 +182,20 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
         return self.hypos[0].state
 
     # ------------------------------------------------------------------ hypotheses
-    def _fire_certain(self, h: CHypo, t: int) -> None:
-        cutoff = self._certain_cutoff(t)
-        if cutoff > h.now:
-            self.coords[h.origin].advance(h.state, cutoff)
-            h.now = cutoff
+    def _run_timers(self, h: CHypo, to: int) -> None:
+        self.coords[h.origin].advance(h.state, to)
 
-    def _uncertain(self, h: CHypo, t: int, t_ans: int) -> list[int]:
-        # all not fired yet (`_fire_certain` fired the certain ones)
-        return due_by({tm.deadline for g in h.state.groups.values() for tm in g.timers.values()}, t_ans)
+    def _deadlines(self, h: CHypo) -> set[int]:
+        return {tm.deadline for g in h.state.groups.values() for tm in g.timers.values()}
 
-    def _candidates(
-        self,
-        h: CHypo,
-        t: int,
-        t_ans: int,
-        request: Any,
-        ref: int,
-        target: Any,
-        prior: frozenset[TopicPartition] | None = None,
+    def _fire_to(self, c: CHypo, deadline: int, k: int) -> None:
+        super()._fire_to(c, deadline, k)
+        c.fired = k
+
+    def _apply_candidate(
+        self, c: CHypo, request: Any, ref: int, at: int, target: Any, prior: Any
     ) -> list[tuple[CHypo, str | None]]:
-        def fire_to(c: CHypo, deadline: int, k: int) -> None:
-            self.coords[c.origin].advance(c.state, deadline)
-            c.now = max(c.now, deadline)
-            c.fired = k
-
-        return timer_prefixes(
-            h,
-            t,
-            self._fire_certain,
-            lambda base: self._uncertain(base, t, t_ans),
-            fire_to,
-            lambda c, at: self._apply(c, request, ref, at, target, prior),
-        )
+        return self._apply(c, request, ref, at, target, prior)
 
     def _run(self, c: CHypo, request: Any, ref: int, at: int) -> Any:
         coord = self.coords[c.origin]

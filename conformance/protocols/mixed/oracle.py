@@ -33,9 +33,8 @@ from typing import Any
 
 from conformance.engine.oracle.choosers import RefChooser
 from conformance.engine.oracle.findings import Finding
-from conformance.engine.oracle.hypotheses import dedupe, timer_prefixes
+from conformance.engine.oracle.hypotheses import dedupe
 from conformance.engine.oracle.port import ExchangePort
-from conformance.engine.oracle.windows import due_by
 from conformance.protocols.consumer.adoption import adopting
 from conformance.protocols.consumer.codec import TopicMap
 from conformance.protocols.mixed.adoption import MixedAdoption
@@ -148,34 +147,16 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
             self._fire_certain(h, t)
 
     # ------------------------------------------------------------------ hypotheses
-    def _fire_certain(self, h: MHypo, t: int) -> None:
-        cutoff = self._certain_cutoff(t)
-        if cutoff > h.now:
-            h.track(self.coords[h.origin].advance(h.state, cutoff))
-            h.now = cutoff
-
-    def _uncertain(self, h: MHypo, t: int, t_ans: int) -> list[int]:
-        return due_by(self._deadlines(h), t_ans)  # not fired yet (`_fire_certain`: the certain ones)
+    def _run_timers(self, h: MHypo, to: int) -> None:
+        h.track(self.coords[h.origin].advance(h.state, to))
 
     def _candidates(
         self, h: MHypo, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None
     ) -> list[tuple[MHypo, str | None]]:
-        self._t_ans = t_ans
+        self._t_ans = t_ans  # `_run` answers a parked request with the timers due by then
+        return super()._candidates(h, t, t_ans, request, ref, target, prior)
 
-        def fire_to(c: MHypo, deadline: int, _k: int) -> None:
-            c.track(self.coords[c.origin].advance(c.state, deadline))
-            c.now = max(c.now, deadline)
-
-        return timer_prefixes(
-            h,
-            t,
-            self._fire_certain,
-            lambda base: self._uncertain(base, t, t_ans),
-            fire_to,
-            lambda c, at: self._apply_ties(c, request, ref, at, target, prior),
-        )
-
-    def _apply_ties(
+    def _apply_candidate(
         self, c: MHypo, request: Any, ref: int, at: int, target: Any, prior: Any
     ) -> list[tuple[MHypo, str | None]]:
         """`_apply`, plus the uniform assignor's other legal tie-breaks (`assignor_ties`)."""
