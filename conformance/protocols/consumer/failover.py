@@ -179,16 +179,26 @@ def consumer_part(state: Any) -> Any:
     return getattr(state, "consumer", state)
 
 
-def loaded_all(port: Any, h0: Any, at: int, t_load: int) -> list[Any]:
-    """`loaded`, and when timers fire while the target is down, once more for each member whose
-    session timer fires last among the equal deadlines ``on_loaded`` arms (Kafka's order among equal
-    deadlines is unspecified; in a mixed group it decides whether the group is downgraded)."""
-    out = [loaded(port, h0, at, t_load)]
+def loaded_all(port: Any, h0: Any, at: int, t_load: int, load: Any = None) -> list[Any]:
+    """`loaded` (or ``load``, the mixed group's: `mixed_failover.loaded`), and when timers fire while
+    the target is down, once more for each member whose session timer fires last among the equal
+    deadlines ``on_loaded`` arms (Kafka's order among equal deadlines is unspecified; in a mixed
+    group it decides whether the group is downgraded)."""
+    load = load or loaded
+    out = [load(port, h0, at, t_load)]
     if at < t_load:
         group = consumer_part(h0.state).groups.get(port.group_id)
         for member_id in sorted(group.members) if group is not None else ():
-            out.append(loaded(port, h0, at, t_load, last=member_id))
+            out.append(load(port, h0, at, t_load, last=member_id))
     return out
+
+
+def session_last(group: Any, last: str | None) -> None:
+    """Member ``last``'s session timer fires after the others due with it (`loaded_all`)."""
+    if last is not None and group is not None:
+        for key, timer in list(group.timers.items()):
+            if key == (SESSION, last):
+                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
 
 
 def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) -> Any:
@@ -200,11 +210,7 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     h.state = durable_view(h0.state)
     coord.on_loaded(h.state, at)
     h.now = at
-    group = consumer_part(h.state).groups.get(port.group_id)
-    if last is not None and group is not None:
-        for key, timer in list(group.timers.items()):
-            if key == (SESSION, last):
-                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
+    session_last(consumer_part(h.state).groups.get(port.group_id), last)
     if at < t_load:
         coord.advance(h.state, t_load)
         h.now = t_load

@@ -60,10 +60,8 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     """Hypothesis ``h0`` after a new coordinator loaded its durable state at ``at`` and ran its timers
     up to ``t_load`` (``last``: that consumer member's session timer fires after the others due with
     it, `consumer_failover.loaded_all`)."""
-    from dataclasses import replace
-
+    from conformance.protocols.consumer.failover import session_last
     from model.consumer.records import durable_view
-    from model.consumer.state import SESSION
     from model.mixed.state import MixedState
 
     h = h0.copy()
@@ -75,11 +73,7 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     h.state = MixedState(classic=classic, consumer=durable_view(h0.state.consumer))
     h.track(coord.consumer.on_loaded(h.state.consumer, at))
     h.now = at
-    group = h.state.consumer.groups.get(port.group_id)
-    if last is not None and group is not None:
-        for key, timer in list(group.timers.items()):
-            if key == (SESSION, last):
-                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
+    session_last(h.state.consumer.groups.get(port.group_id), last)
     if at < t_load:
         h.track(coord.advance(h.state, t_load))
         h.now = t_load
@@ -103,13 +97,10 @@ def load_times(port: Any, h: Any, t_stop: int, t_load: int) -> list[int]:
 
 def loaded_all(port: Any, h0: Any, at: int, t_load: int) -> list[Any]:
     """`loaded`, and once more for each consumer member whose session timer fires last among equal
-    deadlines when timers fire while the target is down (as `consumer_failover.loaded_all`)."""
-    out = [loaded(port, h0, at, t_load)]
-    if at < t_load:
-        group = h0.state.consumer.groups.get(port.group_id)
-        for member_id in sorted(group.members) if group is not None else ():
-            out.append(loaded(port, h0, at, t_load, last=member_id))
-    return out
+    deadlines when timers fire while the target is down (`consumer_failover.loaded_all`)."""
+    from conformance.protocols.consumer.failover import loaded_all as consumer_loaded_all
+
+    return consumer_loaded_all(port, h0, at, t_load, loaded)
 
 
 @dataclass(frozen=True)
