@@ -53,8 +53,6 @@ class Adopting:
 class NoLegal(Exception):
     """No legal completion gives the adopted members what the target gave them."""
 
-    pass
-
 
 def adopting(coordinator: ConsumerCoordinator, initial_group_epoch: int) -> ConsumerCoordinator:
     """A copy of ``coordinator`` (mutants included) with the adoption hook and the epoch origin."""
