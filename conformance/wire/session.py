@@ -1,4 +1,4 @@
-"""What the oracle ports of one run against one target share (design §4).
+"""What the oracle ports of one run against one target share (docs/real-targets.md#adapter).
 
 One `KafkaAdapter` (connections, the fault proxy), the run's naming of real groups and topics (so
 runs on one coordinator never share a group), the target's launcher (restarts, crash reports),

@@ -1,7 +1,7 @@
 """Adopting a target's legal choice into a model hypothesis.
 
 Where the protocol lets the coordinator choose, an oracle keeps the model's hypotheses open and
-takes the target's choice once an answer shows it, if it is legal (design §2). Two mechanisms are
+takes the target's choice once an answer shows it, if it is legal (docs/oracle.md#choices). Two mechanisms are
 shared by the oracles:
 
 * `rename`: a member id the coordinator generated replaces the model's own (provisional or
@@ -42,7 +42,8 @@ def rename(obj: Any, old: str, new: str) -> Any:
     if isinstance(obj, set):
         return {rename(v, old, new) for v in obj}
     if dataclasses.is_dataclass(obj):
-        return type(obj)(**{f.name: rename(getattr(obj, f.name), old, new) for f in dataclasses.fields(obj)})
+        kind: Any = type(obj)
+        return kind(**{f.name: rename(getattr(obj, f.name), old, new) for f in dataclasses.fields(obj)})
     return obj
 
 
@@ -50,7 +51,7 @@ def derive(coordinator: Any, hook: type, prefix: str) -> Any:
     """A copy of ``coordinator`` whose class is ``hook`` in front of the coordinator's own class
     (named ``prefix`` + that class's name); its attributes are the coordinator's."""
     base = type(coordinator)
-    cls = type(f"{prefix}{base.__name__}", (hook, base), {})
+    cls: Any = type(f"{prefix}{base.__name__}", (hook, base), {})
     out = cls.__new__(cls)
     out.__dict__.update(coordinator.__dict__)
     return out

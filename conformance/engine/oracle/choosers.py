@@ -3,7 +3,7 @@
 A model coordinator asks a `Chooser` whenever Kafka may choose (a generated member id, a leader,
 a protocol-vote tie). Beside a real target the oracle cannot know the choice in advance, so it
 runs the model once per choice and keeps the hypotheses whose answers match the target's
-(design §2, §4: the model ADOPTS the target's choice). `ScriptChooser` follows a script of option
+(docs/oracle.md#choices: the model ADOPTS the target's choice). `ScriptChooser` follows a script of option
 indexes and records the choice points it meets (the classic oracle explores every script,
 `script_alternatives`); `RefChooser` takes the first option and leaves the rest to adoption (the
 mixed oracle). Fresh ids depend only on the request, so equal hypotheses stay equal and dedupe.

@@ -3,7 +3,7 @@
 A finding is data about the target, never an exception out of the suite. ``protocol`` findings
 decide the verdict at the protocol level (a divergence no model hypothesis explains, a wire
 problem, a crash); ``kafka-compat`` findings are Apache Kafka's exact choices the protocol leaves
-open (design §2). Every oracle (classic, KIP-848, mixed) reports through `OracleBase`
+open (docs/oracle.md#choices). Every oracle (classic, KIP-848, mixed) reports through `OracleBase`
 (`conformance.engine.oracle.port`).
 """
 

@@ -1,7 +1,7 @@
 """The model kept as a set of hypotheses beside a real target.
 
 What the inputs alone do not decide (a timer inside the tolerance window, Kafka's arbitrary
-choices, design §2 and §4) makes the model several: one hypothesis per outcome. An operation
+choices, docs/oracle.md) makes the model several: one hypothesis per outcome. An operation
 turns each hypothesis into candidates (`timer_prefixes` for the oracles that wait for each answer;
 the classic oracle enumerates its own, `protocols/classic/candidates.py`); the target's answer
 keeps the candidates that explain it (`explained`), equal ones are merged (`dedupe`), and the

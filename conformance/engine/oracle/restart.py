@@ -3,7 +3,7 @@
 The machine's Failover rule restarts the target process on its own state (`Target.restart`:
 SIGKILL by default, or a clean SIGTERM; the same log folders and ports), waits until the group's
 coordinator serves the group again, and compares what the target recovered with each model
-hypothesis loaded from its durable records (design §4). When the target loaded the group is not
+hypothesis loaded from its durable records (docs/faults.md). When the target loaded the group is not
 observable (somewhere between the stop and the first good answer: after a crash a KRaft broker
 may load it long before it serves), so each protocol loads its hypotheses at several moments;
 `reload` keeps those equal to the recovered group. None -> an ``oracle.Failover`` protocol finding.

@@ -3,7 +3,7 @@
 The target's timers run on its own clock. A model timer whose deadline lies inside a tolerance
 window around an operation may or may not have fired in the target yet, so an oracle keeps both
 outcomes as hypotheses until an answer tells them apart; outside the window the model is exact
-(design §4 "Time"). Where the window ends is the question this module answers.
+(docs/oracle.md#timing). Where the window ends is the question this module answers.
 
 A Kafka coordinator timer does not act at its deadline: `CoordinatorRuntime`'s
 `EventBasedCoordinatorTimer` turns the expired `TimerTask` (fired by the `SystemTimer` reaper

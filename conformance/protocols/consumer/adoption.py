@@ -1,4 +1,4 @@
-"""Adopting the target's server-assignor choice into a KIP-848 hypothesis (reference §B.11, §F).
+"""Adopting the target's server-assignor choice into a KIP-848 hypothesis (docs/protocol-reference.md#b11, #f).
 
 When the target's answer differs from the model only in the assignment, the oracle installs a
 target assignment in which the member gets what the target gave and the other members' targets
@@ -159,7 +159,7 @@ class AssignmentAdoption:
                 g_after = d.state.groups.get(gid)
                 name = (g_after.last_assignor if g_after is not None else None) or "uniform"
                 why_free = (
-                    "uniform tie-breaking follows Java hash-map order, reference §F"
+                    "uniform tie-breaking follows Java hash-map order, docs/protocol-reference.md#f"
                     if name == "uniform"
                     else "Kafka's range assignor is deterministic (RA L243): a kafka-compat deviation"
                 )
@@ -239,7 +239,7 @@ def pin_revealed(
 def adoption_key(group: ConsumerGroup | None, member_id: str, instance_id: str | None) -> str:
     """The member id under which the target's choice for ``member_id`` is adopted: a static member's
     replacement (a new member id with a known instance id) copies the departing member's target
-    assignment (reference §B.7, GMM L2204-2290), so Kafka's choice is that member's."""
+    assignment (docs/protocol-reference.md#b7, GMM L2204-2290), so Kafka's choice is that member's."""
     if group is not None and member_id not in group.members and instance_id is not None:
         static = group.static_member(instance_id)
         if static is not None:
@@ -272,13 +272,13 @@ def revealed_assignment(
 ) -> frozenset[TopicPartition] | None:
     """What a matched-in-all-but-assignment heartbeat answer says the member is assigned now.
 
-    An answer without an assignment says "unchanged" (reference §B.10): Kafka sets it only for a join,
+    An answer without an assignment says "unchanged" (docs/protocol-reference.md#b10): Kafka sets it only for a join,
     a full request or when the member's assigned partitions changed (group-coordinator
     GroupMetadataManager ``consumerGroupHeartbeat``: ``isFullRequest ||
     hasAssignedPartitionsChanged(member, updatedMember)``, apache/kafka mirror 1eb7644). So an
     omitted assignment reveals as much as an explicit one: the member still holds what it held before
     the request (in this hypothesis). That is how a target whose uniform assignor gave the freed
-    partition to another member (hash-map order, reference §F) answers a member that gets nothing
+    partition to another member (hash-map order, docs/protocol-reference.md#f) answers a member that gets nothing
     new. None when the hypothesis does not know the member (nothing to adopt against)."""
     got: frozenset[TopicPartition] | None = target.assigned()
     if got is not None:

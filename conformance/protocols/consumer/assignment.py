@@ -4,7 +4,7 @@ When the target's answer differs from the model only in a member's partitions, t
 the target's choice (`adoption`) if a legal completion exists: each partition to at most one
 member, only subscribed topics, every subscribed partition assigned, balanced as the assignor
 promises (uniform: sizes differ by at most one on homogeneous subscriptions; range: per topic;
-reference §B.11). Shared by the consumer and the mixed oracle.
+docs/protocol-reference.md#b11). Shared by the consumer and the mixed oracle.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def legal_assignment(
     assignor: str,
     homogeneous: bool,
 ) -> str | None:
-    """None when ``assignment`` is one the assignor may return (reference §B.11), else why not."""
+    """None when ``assignment`` is one the assignor may return (docs/protocol-reference.md#b11), else why not."""
     seen: dict[TopicPartition, str] = {}
     for member_id, parts in sorted(assignment.items()):
         spec = members.get(member_id)

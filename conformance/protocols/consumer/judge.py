@@ -1,7 +1,7 @@
 """The KIP-848 oracle's comparison: a model answer against the target's, at the protocol level.
 
 Errors, member ids, member epochs and assignments must agree; an absent assignment means
-"unchanged" (reference §B.10), so it matches the member's previous one either way (a kafka-compat
+"unchanged" (docs/protocol-reference.md#b10), so it matches the member's previous one either way (a kafka-compat
 note). The heartbeat interval Kafka echoes is a kafka-compat note too. Answers that mean "find the
 coordinator again" are resent, not judged (`coordinator_moved`).
 """
@@ -49,7 +49,7 @@ def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) ->
         return f"member epoch {target.member_epoch}, model {model.member_epoch}", notes
     mine, theirs = model.assigned(), target.assigned()
     if mine != theirs:
-        # an absent assignment means "unchanged" (§B.10): the same information either way
+        # an absent assignment means "unchanged" (docs/protocol-reference.md#b10): the same information either way
         if mine is None and theirs == prior:
             notes.append("sends the unchanged assignment again (the model omits it, GMM L1811)")
         elif theirs is None and mine == prior:

@@ -6,11 +6,11 @@ input. A ConsumerGroupHeartbeat is answered at once (Kafka never parks it, Group
 ``consumerGroupHeartbeat``), so one operation is: send, wait for the answer (with a deadline), then
 keep the model *hypotheses* that explain it. Three things the inputs alone do not decide:
 
-* Real time. A model timer (session, rebalance; reference §B.8) whose deadline lies in
+* Real time. A model timer (session, rebalance; docs/protocol-reference.md#b8) whose deadline lies in
   ``(t - late, t_answer]`` may or may not have fired in the target when it handled the request
   (sent at ``t``, answered at ``t_answer``); every prefix of those timers in deadline order is a
   candidate. Earlier deadlines have certainly fired, later ones certainly not.
-* The server assignor's free choices (reference §B.11, §F: the uniform assignor's tie-breaking
+* The server assignor's free choices (docs/protocol-reference.md#b11, #f: the uniform assignor's tie-breaking
   follows Java hash-map order): when the target's answer differs from the model only in the
   assignment, the oracle ADOPTS the target's choice if a legal completion exists (`adoption`);
   otherwise the target's choice is illegal, a protocol finding.

@@ -1,4 +1,4 @@
-"""Adopting the target's legal choices into a mixed-group hypothesis (reference §B.11, §B.13, §F).
+"""Adopting the target's legal choices into a mixed-group hypothesis (docs/protocol-reference.md#b11, #b13, #f).
 
 Member ids the coordinator generates (a classic JoinGroup without one) are legal when no member of
 the group has them; the model's fresh id is renamed to the target's (`_adopt_member_id`). The
@@ -104,7 +104,7 @@ class MixedAdoption:
         if isinstance(target, ConsumerGroupHeartbeatResponse):
             if target.error_code != ErrorCode.NONE:
                 return None
-            # no assignment in the answer means "unchanged" (reference §B.10): what it had before, in
+            # no assignment in the answer means "unchanged" (docs/protocol-reference.md#b10): what it had before, in
             # this hypothesis (`consumer.adoption.revealed_assignment`)
             got = revealed_assignment(before.state.consumer, request, target)
             if got is None:
@@ -168,7 +168,7 @@ class MixedAdoption:
                 d.adoptions += 1
                 d.notes = d.notes + (
                     f"the target's assignor gave {member_id} {tps(got)} where the model's chose "
-                    f"{tps(given(answer))}; legal (reference §B.11, §F), adopted",
+                    f"{tps(given(answer))}; legal (docs/protocol-reference.md#b11; docs/protocol-reference.md#f), adopted",
                 )
                 return d, None
         return None

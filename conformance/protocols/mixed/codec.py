@@ -2,7 +2,7 @@
 
 A classic member's request goes through the classic codec (`conformance.protocols.classic.codec`,
 fields a version lacks dropped), its embedded subscription and assignments naming the run's real
-topics (the consumer embedded protocol, reference §C.1); a consumer-protocol member's
+topics (the consumer embedded protocol, docs/protocol-reference.md#c1); a consumer-protocol member's
 ConsumerGroupHeartbeat through the KIP-848 codec (topic ids). Answers come back with model topic
 names.
 """

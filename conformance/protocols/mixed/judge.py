@@ -2,7 +2,7 @@
 
 A ConsumerGroupHeartbeat is compared as the KIP-848 oracle does (`consumer.judge.compare`); a
 classic member's answers field by field at the protocol level, its SyncGroup assignment by the
-partitions its bytes give (the consumer embedded protocol, reference §C.1), other bytes being a
+partitions its bytes give (the consumer embedded protocol, docs/protocol-reference.md#c1), other bytes being a
 kafka-compat note.
 """
 
@@ -100,7 +100,10 @@ def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) ->
                 return f"{what} {getattr(target, what)!r}, model {getattr(model, what)!r}", notes
         mine, theirs = sync_partitions(model), sync_partitions(target)
         if theirs is None:
-            return "assignment bytes the consumer embedded protocol cannot read (reference §C.1)", notes
+            return (
+                "assignment bytes the consumer embedded protocol cannot read (docs/protocol-reference.md#c1)",
+                notes,
+            )
         if mine != theirs:
             return f"assignment {tps(theirs)}, model {tps(mine)}", notes
         if model.assignment != target.assignment:

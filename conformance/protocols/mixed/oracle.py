@@ -1,4 +1,4 @@
-"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (reference §B.13).
+"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (docs/protocol-reference.md#b13).
 
 Classic members speak JoinGroup / SyncGroup / Heartbeat / LeaveGroup through the classic wire
 codec (`conformance.protocols.classic.codec`, as the classic oracle does); consumer-protocol members speak
