@@ -185,6 +185,7 @@ class NetEngine:
                     topics,
                     m.version,
                     m.fatal(),
+                    o.STRATEGIES[m.version],
                 )
             )
         return DesignView(

@@ -92,18 +92,16 @@ def eventually_owned(obs: Obs) -> Iterator[str]:
 @design_invariant("design.upgrade_completes", "liveness")
 def upgrade_completes(obs: Obs) -> Iterator[str]:
     """Once every running member runs a new assignment-strategy version, the group assigns with it after the quiet period."""
-    from model.designs.ops import STRATEGIES
-
     a = obs.after
     running = a.running()
     if not a.checkpoint or not running or not a.strategy:
         return
-    versions = {m.version for m in running}
-    if len(versions) != 1:
+    wanted = {m.prefers for m in running}
+    if len(wanted) != 1 or "" in wanted:
         return
-    wanted = STRATEGIES[versions.pop()]
-    if a.strategy != wanted:
-        yield f"every member runs {wanted} but the group still assigns with {a.strategy}"
+    strategy = wanted.pop()
+    if a.strategy != strategy:
+        yield f"every member runs {strategy} but the group still assigns with {a.strategy}"
 
 
 @design_invariant("design.leave_accepted", "transition")

@@ -65,7 +65,9 @@ class ShippedEngine:
 
     # ------------------------------------------------------------ members
     def assignors(self, version: int) -> tuple[str, ...]:
-        return o.strategies_of(version)
+        """Version-mapped strategies, or the one ``assignor`` option (the KIP-341 baseline: sticky)."""
+        fixed = self.options.get("assignor")
+        return (fixed,) if fixed else o.strategies_of(version)
 
     def _config(self, op: o.Join) -> ClientConfig:
         topics = tuple(sorted(self.sim.topics)) if op.regex else op.topics
@@ -231,6 +233,7 @@ class ShippedEngine:
                     frozenset(truth) if self.regex.get(name) else frozenset(t for t in c.config.topics if t in truth),
                     self.version.get(name, 1),
                     c.phase == Phase.FATAL,
+                    c.config.assignors[0],
                 )
             )
         refused, self.refused = tuple(self.refused), []

@@ -28,6 +28,8 @@ class MemberView:
     version: int = 1
     #: stopped on an error the design calls fatal (it will not rejoin by itself)
     fatal: bool = False
+    #: the assignment strategy this process would have the group use ("" = the design has no choice)
+    prefers: str = ""
 
 
 @dataclass(frozen=True)
