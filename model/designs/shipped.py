@@ -58,7 +58,10 @@ class ShippedEngine:
         self.left: set[str] = set()
         self.refused: list[str] = []
         self.failed_over = False
-        self.generations_seen = 0
+        #: the leader's assignor takes this long (virtual ms) before it sends SyncGroup
+        self.assign_ms = int(self.options.get("assign_ms", "0") or 0)
+        self.busy_until: dict[str, int] = {}
+        self.busy_gen: dict[str, int] = {}
         self.messages = [0, 0, 0, 0]  # all: count, bytes; rebalance: count, bytes
         #: the simulator's observations, for the model's own classic invariants
         self.observations: list[Observation[Any]] = []
@@ -130,7 +133,17 @@ class ShippedEngine:
             gaps += [d - now for _, d in world.group.timers]
         gaps += [sent + sim.request_timeout_ms - now for n, (_, sent) in sim.awaiting.items() if n not in sim.stalled]
         gaps += [c.config.session_timeout_ms // 3 for n, c in sim.clients.items() if self._running(n) and c.member_id]
+        gaps += [t - now for t in self.busy_until.values() if t > now]
         return max(1, min(gaps)) if gaps else 100
+
+    def _assigning(self) -> None:
+        """A leader that just got the member list is busy assigning for ``assign_ms``."""
+        if not self.assign_ms:
+            return
+        for name, c in self.sim.clients.items():
+            if c.phase == Phase.SYNCING and c.pending_assignments and self.busy_gen.get(name) != c.generation:
+                self.busy_gen[name] = c.generation
+                self.busy_until[name] = self.sim.now + self.assign_ms
 
     def _run(self, ms: int) -> None:
         sim = self.sim
@@ -139,10 +152,11 @@ class ShippedEngine:
         while True:
             busy = False
             for name in list(sim.clients):  # join order: the first to join leads, as in Kafka
-                if not self._running(name) or name in sim.stalled:
+                if not self._running(name) or name in sim.stalled or self.busy_until.get(name, 0) > sim.now:
                     continue
                 obs = sim.client_step(name)
                 self._observe(obs)
+                self._assigning()
                 if obs is not None and not isinstance(getattr(obs.event, "request", None), HeartbeatRequest):
                     busy = True
             busy_rounds = busy_rounds + 1 if busy else 0
