@@ -68,12 +68,12 @@ def run(
                 chunk = min(tick_ms, left)
                 left -= chunk
                 engine.apply(type(op)(chunk))
-                after = engine.view(checkpoint=isinstance(op, o.Settle) and left == 0)
+                after = engine.view(checkpoint=_checkpoint(op) and left == 0)
                 _judge(checks, Observation(before, op, (), after, after.now), i, result)
                 before = after
         else:
             engine.apply(op)
-            after = engine.view(checkpoint=isinstance(op, o.Settle))
+            after = engine.view(checkpoint=_checkpoint(op))
             _judge(checks, Observation(before, op, (), after, after.now), i, result)
             before = after
         result.views.append(before)
@@ -84,6 +84,10 @@ def run(
             result.ops = list(ops[:i])
             break
     return result
+
+
+def _checkpoint(op: Any) -> bool:
+    return isinstance(op, o.Settle) and op.ms >= o.LIVENESS_MS
 
 
 def _judge(checks: Sequence[Invariant], obs: Observation[DesignView], step: int, result: Run) -> None:

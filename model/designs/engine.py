@@ -135,8 +135,9 @@ class NetEngine:
         elif isinstance(op, o.Advance | o.Settle):
             net.run_until(net.now + op.ms)
         elif isinstance(op, o.SetTopic):
-            self.brokers.truth[op.topic] = op.partitions
-            self.on_topic_change(op.topic)
+            if op.partitions > self.brokers.truth.get(op.topic, 0):  # partitions are never removed
+                self.brokers.truth[op.topic] = op.partitions
+                self.on_topic_change(op.topic)
         elif isinstance(op, o.StaleMetadata):
             self.brokers.lag(op.member, op.topic, op.partitions)
         elif isinstance(op, o.Refresh):

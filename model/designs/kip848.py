@@ -168,7 +168,9 @@ class ConsumerEngine:
         elif isinstance(op, o.Advance | o.Settle):
             self._run(op.ms)
         elif isinstance(op, o.SetTopic):
-            sim.topic("create" if op.topic not in sim.port.state.topics else "add_partitions", op.topic, op.partitions)  # type: ignore[attr-defined]
+            known = sim.port.coordinator_state().topics
+            if op.partitions > known.get(op.topic, 0):  # partitions are never removed
+                sim.topic("add_partitions" if op.topic in known else "create", op.topic, op.partitions)
         elif isinstance(op, o.StaleMetadata | o.Refresh):
             pass  # the coordinator assigns from its own metadata: a member's lagging broker changes nothing
         elif isinstance(op, o.LoseSocket):

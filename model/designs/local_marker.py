@@ -6,7 +6,7 @@ data, one above the highest marker any member reports with its claim, or 0 when 
 one; members send their claim back with the marker it came with, and the leader resolves claims by
 marker as KIP-341's V1 resolves them by generation (`model.assignors.sticky.sticky_core`). Runs on
 the shipped protocol's simulator: only the assignor and the client's memory of its claim differ.
-The view's tokens are markers: that is what this design orders assignments by.
+The view's group generation is the marker: that is what this design orders assignments by.
 """
 
 from __future__ import annotations
@@ -85,13 +85,11 @@ class LocalMarkerEngine(ShippedEngine):
     latest: tuple[int, int] = (-1, DEFAULT_GENERATION)
 
     def view(self, checkpoint: bool = False) -> DesignView:
-        """Tokens are markers; the group's is the marker of the newest assignment handed out."""
+        """Members still hold under the group generation (commits are fenced by it); the group's
+        generation shown is the marker of the newest assignment: what this design orders claims by."""
         base = super().view(checkpoint)
         for name, c in self.sim.clients.items():
             if self._running(name) and c.phase == Phase.STABLE and c.generation > self.latest[0]:
                 self.latest = (c.generation, c.claim_generation)
-        members = tuple(
-            m.__class__(**{**m.__dict__, "token": self.sim.clients[m.name].claim_generation}) for m in base.members
-        )
         group = self.latest[1] if self.latest[1] >= 0 else None
-        return DesignView(**{**base.__dict__, "members": members, "generation": group})
+        return DesignView(**{**base.__dict__, "generation": group})

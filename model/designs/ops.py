@@ -12,6 +12,9 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 MAX_MS = 3_600_000
+#: the liveness bound: a `Settle` of at least this long is a checkpoint (five session timeouts of
+#: the common timing, `model.designs.engine.Timing`); a shorter one is only time passing
+LIVENESS_MS = 30_000
 MAX_NAME = 40
 MAX_PARTITIONS = 10_000
 
@@ -65,14 +68,16 @@ class Advance:
 
 @dataclass(frozen=True)
 class Settle:
-    """The liveness checkpoint: time passes undisturbed, then every subscribed partition must be owned."""
+    """The liveness checkpoint: time passes undisturbed, then every subscribed partition must be owned
+    (only if ``ms`` is at least `LIVENESS_MS`, the bound every design is given)."""
 
     ms: int
 
 
 @dataclass(frozen=True)
 class SetTopic:
-    """The brokers' metadata changes: ``topic`` now has ``partitions`` partitions (created or grown)."""
+    """The brokers' metadata changes: ``topic`` is created with, or grown to, ``partitions``
+    partitions (a smaller count changes nothing: partitions are never removed, seed 001 section 2)."""
 
     topic: str
     partitions: int

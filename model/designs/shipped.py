@@ -197,8 +197,9 @@ class ShippedEngine:
         elif isinstance(op, o.Advance | o.Settle):
             self._run(op.ms)
         elif isinstance(op, o.SetTopic):
-            self._observe(sim.create_topic(op.topic, op.partitions))
-            self._topic_changed(op.topic)
+            if op.partitions > sim.topics.get(op.topic, 0):  # partitions are never removed
+                self._observe(sim.create_topic(op.topic, op.partitions))
+                self._topic_changed(op.topic)
         elif isinstance(op, o.StaleMetadata):
             self.lag.setdefault(op.member, {})[op.topic] = op.partitions
         elif isinstance(op, o.Refresh):
