@@ -70,7 +70,7 @@ def generation_monotonic(obs: Obs) -> Iterator[str]:
         old = b.member(m.name)
         if old is None or old.incarnation != m.incarnation or not m.alive:
             continue
-        if old.token is not None and m.token is not None and 0 <= m.token < old.token and not a.failover:
+        if old.token is not None and m.token is not None and 0 < m.token < old.token and not a.failover:
             yield f"{m.name}'s generation went back {old.token} -> {m.token}"
 
 

@@ -62,7 +62,12 @@ class ServerIdPort(ModelConsumerPort):
 
 
 class ServerIdConsumer(VirtualConsumer):
-    """A consumer that starts without an id and joins again, in full, with the one it is given."""
+    """A consumer that starts without an id and joins again, in full, with the one it is given
+    (otherwise the v1 consumer: regex subscriptions and all)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.member_id = ""
 
     def on_response(self, response: ConsumerGroupHeartbeatResponse, now: int | None = None) -> None:
         request = self.inflight
@@ -208,6 +213,5 @@ class ConsumerEngine:
 
 class ServerIdEngine(ConsumerEngine):
     design = "kip1082-server-id"
-    version = 0
     port_class = ServerIdPort
     client_class = ServerIdConsumer
