@@ -104,6 +104,17 @@ def upgrade_completes(obs: Obs) -> Iterator[str]:
         yield f"every member runs {strategy} but the group still assigns with {a.strategy}"
 
 
+@design_invariant("design.members_survive", "liveness")
+def members_survive(obs: Obs) -> Iterator[str]:
+    """After a quiet period no running process has stopped on an error its design calls fatal (seed 000 'Synchronizer Soft Failure')."""
+    a = obs.after
+    if not a.checkpoint:
+        return
+    stopped = sorted(m.name for m in a.members if m.alive and m.fatal)
+    if stopped:
+        yield f"{', '.join(stopped)} stopped on a fatal error and will not rejoin"
+
+
 @design_invariant("design.leave_accepted", "transition")
 def leave_accepted(obs: Obs) -> Iterator[str]:
     """A member leaving with the member id its coordinator gave it is not told the id is unknown (KIP-1082 rejected alternative 2)."""

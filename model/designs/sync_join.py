@@ -361,7 +361,9 @@ class SyncJoinCoordinator(Actor):
 
     def _sync(self) -> None:
         s = self.state
-        self.timers = {f"session:{m}": e.deadline for m, e in s.members.items() if not e.parked and e.deadline}
+        # the synchronization timeout, not its session, bounds the synchronizer while it works
+        busy = s.synchronizer if s.phase == "Synchronizing" else None
+        self.timers = {f"session:{m}": e.deadline for m, e in s.members.items() if not e.parked and e.deadline and m != busy}
         if s.join_deadline is not None and s.phase == "Joining":
             self.timers["join"] = s.join_deadline
         if s.sync_deadline is not None and s.phase == "Synchronizing":
