@@ -62,6 +62,8 @@ class ShippedEngine:
         self.assign_ms = int(self.options.get("assign_ms", "0") or 0)
         self.busy_until: dict[str, int] = {}
         self.busy_gen: dict[str, int] = {}
+        #: leaders that will see a topic change at their next metadata refresh: name -> when
+        self.refresh_due: dict[str, int] = {}
         self.messages = [0, 0, 0, 0]  # all: count, bytes; rebalance: count, bytes
         #: the simulator's observations, for the model's own classic invariants
         self.observations: list[Observation[Any]] = []
@@ -134,6 +136,7 @@ class ShippedEngine:
         gaps += [sent + sim.request_timeout_ms - now for n, (_, sent) in sim.awaiting.items() if n not in sim.stalled]
         gaps += [c.config.session_timeout_ms // 3 for n, c in sim.clients.items() if self._running(n) and c.member_id]
         gaps += [t - now for t in self.busy_until.values() if t > now]
+        gaps += [t - now for t in self.refresh_due.values() if t > now]
         return max(1, min(gaps)) if gaps else 100
 
     def _assigning(self) -> None:
@@ -150,6 +153,11 @@ class ShippedEngine:
         end = sim.now + ms
         busy_rounds = 0
         while True:
+            for name, due in sorted(self.refresh_due.items()):
+                if due <= sim.now:
+                    del self.refresh_due[name]
+                    if self._running(name):
+                        sim.clients[name].needs_rejoin = True
             busy = False
             for name in list(sim.clients):  # join order: the first to join leads, as in Kafka
                 if not self._running(name) or name in sim.stalled or self.busy_until.get(name, 0) > sim.now:
@@ -216,8 +224,9 @@ class ShippedEngine:
             raise DesignError(f"shipped: unknown op {type(op).__name__}")
 
     def _topic_changed(self, topic: str) -> None:
-        """Regex members resubscribe; the leader, whose metadata shows the change, rejoins (Java:
-        ConsumerCoordinator `rejoinNeededOrPending` compares the leader's assignment snapshot)."""
+        """Regex members resubscribe; the leader rejoins once its periodic metadata refresh shows the
+        change (Java: ConsumerCoordinator `rejoinNeededOrPending` compares the leader's assignment
+        snapshot with its metadata), on the same refresh period the other designs' members use."""
         for name, c in sorted(self.sim.clients.items()):
             if not self._running(name):
                 continue
@@ -225,7 +234,8 @@ class ShippedEngine:
                 c.config = replace(c.config, topics=tuple(sorted(self.sim.topics)))
                 c.needs_rejoin = True
             elif c.member_id and c.member_id == c.leader and topic in c.config.topics and topic not in self.lag.get(name, {}):
-                c.needs_rejoin = True
+                period = self.timing.metadata_refresh_ms  # seen at the leader's next metadata refresh
+                self.refresh_due.setdefault(name, (self.sim.now // period + 1) * period)
 
     # ------------------------------------------------------------ view
     def view(self, checkpoint: bool = False) -> DesignView:

@@ -38,6 +38,7 @@ class SyncJoinMember(MemberActor):
         self.member_id, self.generation, self.phase = "", -1, "unjoined"
         self.held: frozenset[TopicPartition] = frozenset()
         self.pending: sj.SSynced | None = None
+        self.view: dict[str, int] = {}
 
     def holds(self) -> frozenset[TopicPartition]:
         return self.held
@@ -57,7 +58,12 @@ class SyncJoinMember(MemberActor):
         sub = encode_subscription(Subscription(topics, user_data=bytes([1 if self.regex else 0])))
         return self.version.to_bytes(2, "big") + sub
 
+    def _subscribed_view(self) -> dict[str, int]:
+        view = self.engine.brokers.fetch(self.name)
+        return {t: n for t, n in view.items() if self.regex or t in self.topics}
+
     def start(self, now: int) -> list[Msg]:
+        self.view = self._subscribed_view()
         return self._join(now)
 
     def leave(self, now: int) -> list[Msg]:
@@ -68,6 +74,7 @@ class SyncJoinMember(MemberActor):
     def _join(self, now: int) -> list[Msg]:
         self.held, self.phase, self.pending = frozenset(), "joining", None
         self.timers.clear()
+        self.arm("metadata", now + self.timing.metadata_refresh_ms)
         # the seed: the client's own join timeout covers a whole join (phase join .. joined)
         self.arm("request", now + self.timing.request_timeout_ms + self.engine.sync_timeout_ms)
         return [sj.msg(self.name, COORDINATOR, sj.SJoin(self.member_id, self.metadata(), self.timing.session_timeout_ms))]
@@ -112,6 +119,7 @@ class SyncJoinMember(MemberActor):
                 self.member_id, self.generation, self.phase = body.member_id, body.generation, "stable"
                 self.held = frozenset(decode_assignment(body.state).partitions) if body.state else frozenset()
                 self.arm("heartbeat", now + self.timing.heartbeat_ms)
+                self.arm("metadata", now + self.timing.metadata_refresh_ms)
                 return []
             if body.error in FATAL_ERRORS:  # the seed: raise it to the user, rejoining will not help
                 self.phase, self.held = "fatal", frozenset()
@@ -129,6 +137,10 @@ class SyncJoinMember(MemberActor):
         return []
 
     def on_timer(self, key: str, now: int) -> list[Msg]:
+        if key == "metadata":  # a member whose subscribed topics changed asks for a new generation
+            self.arm("metadata", now + self.timing.metadata_refresh_ms)
+            old, self.view = self.view, self._subscribed_view()
+            return self._join(now) if old != self.view and self.phase == "stable" else []
         if key == "compute" and self.pending is not None and self.phase == "joining":
             synced, self.pending = self.pending, None
             self.arm("request", now + self.timing.request_timeout_ms + self.engine.sync_timeout_ms)
