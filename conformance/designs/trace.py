@@ -61,7 +61,7 @@ def _members(view: DesignView) -> list[list[Any]]:
 def trace_of(result: Run, *, options: dict[str, str], seed: int, topics: dict[str, int], origin: dict[str, Any]) -> DesignTrace:
     by_step: dict[int, list[list[str]]] = {}
     for f in result.findings:
-        by_step.setdefault(f.step, []).append([f.invariant, f.message])
+        by_step.setdefault(f.step, []).append([f.invariant, f.message, f.now])
     steps = [
         {"kind": "step", "n": i, "op": o.to_dict(op), "now": v.now, "generation": v.generation, "members": _members(v), "violated": by_step.get(i, [])}
         for i, (op, v) in enumerate(zip(result.ops, result.views, strict=False), 1)
@@ -171,7 +171,9 @@ def replay(trace: DesignTrace, design: str | None = None, options: dict[str, str
                 return Replay(name, "ERROR", result, f"step {step['n']} differs from the recording: stale trace")
     if result.findings:
         return Replay(name, "FAILED", result)
-    return Replay(name, "FIXED" if trace.verdict == "FAILED" else "PASSED", result)
+    # FIXED: the recorded design no longer fails it; on another design a clean run is PASSED
+    fixed = trace.verdict == "FAILED" and name == trace.design and opts == trace.options
+    return Replay(name, "FIXED" if fixed else "PASSED", result)
 
 
 def render(trace: DesignTrace) -> str:
@@ -188,7 +190,7 @@ def render(trace: DesignTrace) -> str:
         )
         out.append(f"{step['n']:3d}. t={step['now']:>7} {name} {args}".rstrip())
         out.append(f"       gen={step['generation']} {holds}")
-        for inv, msg in step["violated"]:
-            out.append(f"       VIOLATED {inv}: {msg}")
+        for inv, msg, *at in step["violated"]:
+            out.append(f"       VIOLATED {inv}{f' at t={at[0]}' if at else ''}: {msg}")
     out.append(f"verdict: {trace.verdict} {', '.join(trace.violated)}".rstrip())
     return "\n".join(out) + "\n"
