@@ -24,7 +24,9 @@ def load(path: Path | None = None) -> dict[str, dict[str, str]]:
             raise SpecError(f"{path}: invariants[{i}] must have exactly the fields {', '.join(FIELDS)}")
         inv = DESIGN_REGISTRY.get(str(entry["id"]))
         if inv is None or inv.kind != entry["kind"]:
-            raise SpecError(f"{path}: invariants[{i}] {entry['id']!r} does not match a design predicate of kind {entry['kind']!r}")
+            raise SpecError(
+                f"{path}: invariants[{i}] {entry['id']!r} does not match a design predicate of kind {entry['kind']!r}"
+            )
         out[str(entry["id"])] = {k: str(entry[k]) for k in FIELDS}
     missing = sorted(set(DESIGN_REGISTRY) - set(out))
     if missing:

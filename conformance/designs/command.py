@@ -21,9 +21,16 @@ MAX_WORKLOADS = 10_000
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from conformance.designs.compare import DEFAULT_MEMBERS, DEFAULT_ROWS
 
-    c = sub.add_parser("compare", help="run the designs the seeds weighed side by side; write the design review")
-    c.add_argument("--designs", default=",".join(DEFAULT_ROWS), help="name or name:key=value,... separated by ';' or ','")
+    c = sub.add_parser(
+        "compare", help="run the designs the seeds weighed side by side; write the design review"
+    )
+    c.add_argument(
+        "--designs", default=",".join(DEFAULT_ROWS), help="name or name:key=value,... separated by ';' or ','"
+    )
     c.add_argument("--members", type=int, nargs="+", default=list(DEFAULT_MEMBERS))
+    c.add_argument(
+        "--topics", type=int, nargs="+", default=[1, 10, 100, 1000], help="topic counts of the size sweep"
+    )
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--workloads", type=int, default=30, help="random workloads per design")
     c.add_argument("--out", type=Path, default=Path("reports/design-review.md"))
@@ -64,11 +71,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--designs: {exc}") from None
     if not all(2 <= n <= 100_000 for n in args.members) or not 1 <= args.workloads <= MAX_WORKLOADS:
         raise UsageError(f"--members must be 2..100000 and --workloads 1..{MAX_WORKLOADS}")
+    if not all(1 <= t <= 10_000 for t in args.topics):
+        raise UsageError("--topics must be 1..10000")
     out: Path = args.out
     assets = out.parent / out.stem
-    result = compare(labels, members=sorted(set(args.members)), seed=args.seed, workloads=args.workloads, out_dir=assets, measure_liveness=not args.no_liveness)
+    result = compare(
+        labels,
+        members=sorted(set(args.members)),
+        seed=args.seed,
+        workloads=args.workloads,
+        out_dir=assets,
+        measure_liveness=not args.no_liveness,
+    )
     figures(result, assets)
-    command = f"groupcheck compare --designs {','.join(labels)} --members {' '.join(map(str, sorted(set(args.members))))} --seed {args.seed} --workloads {args.workloads}"
+    sizes = " ".join(map(str, sorted(set(args.members))))
+    sweep = " ".join(map(str, sorted(set(args.topics))))
+    command = f"groupcheck compare --designs {','.join(labels)} --members {sizes} --topics {sweep} --seed {args.seed} --workloads {args.workloads}"
     path = report.write(result, out, command)
     for row in result.rows:
         bad = [inv for inv, c in row.cells.items() if c.status == "violated"]
@@ -94,7 +112,10 @@ def cmd_design(args: argparse.Namespace) -> int:
         except DesignError as exc:
             raise UsageError(f"--design: {exc}") from None
         result = tr.replay(trace, name, options)
-        print(f"{args.file} on {name}: {result.verdict}" + (f" ({result.difference})" if result.difference else ""))
+        print(
+            f"{args.file} on {name}: {result.verdict}"
+            + (f" ({result.difference})" if result.difference else "")
+        )
         for f in result.result.findings[:10] if result.result else []:
             print(f"  step {f.step} t={f.now}: {f.invariant}: {f.message}")
         return result.exit_code
@@ -109,7 +130,10 @@ def cmd_design(args: argparse.Namespace) -> int:
             e = outcome.expectation
             verdict = "ok" if outcome.met else "UNMET"
             seen = ", ".join(outcome.result.violated) or "nothing violated"
-            print(f"{verdict:5s} {sid} on {scn.label(e.design, e.options)}: {seen}" + (f" ({outcome.why})" if outcome.why else ""))
+            print(
+                f"{verdict:5s} {sid} on {scn.label(e.design, e.options)}: {seen}"
+                + (f" ({outcome.why})" if outcome.why else "")
+            )
             if not outcome.met:
                 worst = EXIT_VIOLATION
     return worst
@@ -126,14 +150,20 @@ def cmd_check_design(args: argparse.Namespace) -> int:
         raise UsageError(f"--design: {exc}") from None
     if DESIGNS[name].factory is None:
         raise UsageError(f"--design {name}: a size model only, nothing to check")
-    workloads = args.max_examples if args.max_examples is not None else max(5, get_profile(args.profile).max_examples // 5)
+    workloads = (
+        args.max_examples
+        if args.max_examples is not None
+        else max(5, get_profile(args.profile).max_examples // 5)
+    )
     if not 1 <= workloads <= MAX_WORKLOADS:
         raise UsageError(f"--max-examples must be 1..{MAX_WORKLOADS}")
     out = (args.report_dir or Path("reports/runs")) / f"design-{slug(args.design)}-seed{args.seed}"
     row = evaluate(args.design, seed=args.seed, workloads=workloads, traces=out, measure_liveness=False)
     bad = {inv: c for inv, c in row.cells.items() if c.status == "violated"}
     verdict = "FAILED" if bad else "PASSED"
-    print(f"design {args.design}: {verdict} ({row.workloads} workloads, {len(row.scenarios)} scenario runs, seed {args.seed})")
+    print(
+        f"design {args.design}: {verdict} ({row.workloads} workloads, {len(row.scenarios)} scenario runs, seed {args.seed})"
+    )
     for inv, c in sorted(bad.items()):
         print(f"  {inv}: {c.message} (t={c.at} ms, {c.ops} ops)")
         print(f"    trace: {c.trace} (replays {c.replay_design} here, {c.replay_baseline} on {row.baseline})")

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from conformance.designs import scenarios as scn
 from conformance.designs import trace as tr
 from conformance.designs.measure import WORKLOADS, Measure, balance, measure
@@ -125,8 +124,13 @@ def _scenario_counterexamples(row: Row, known: set[str]) -> list[Counterexample]
                 check = distinguishes(row.design, row.options, sc.topics, sc.seed, inv)
                 if not check(sc.ops):
                     continue
-                small = shrink(sc.ops, check, 150)
-                origin = {"kind": "scenario", "scenario": sc.id, "ops_before_shrink": len(sc.ops), "topics": sc.topics}
+                small = shrink(sc.ops, check, 60)
+                origin = {
+                    "kind": "scenario",
+                    "scenario": sc.id,
+                    "ops_before_shrink": len(sc.ops),
+                    "topics": sc.topics,
+                }
                 out.append(Counterexample(row.design, row.options, inv, small, sc.seed, origin))
                 known.add(inv)
     return out
@@ -135,7 +139,13 @@ def _scenario_counterexamples(row: Row, known: set[str]) -> list[Counterexample]
 def _record(row: Row, ce: Counterexample, traces: Path) -> Cell:
     topics = dict(ce.origin.get("topics", TOPICS))
     result = run(make_engine(row.design, topics, row.options, ce.seed), ce.ops)
-    trace = tr.trace_of(result, options=row.options, seed=ce.seed, topics=topics, origin={k: v for k, v in ce.origin.items() if k != "topics"})
+    trace = tr.trace_of(
+        result,
+        options=row.options,
+        seed=ce.seed,
+        topics=topics,
+        origin={k: v for k, v in ce.origin.items() if k != "topics"},
+    )
     path = tr.write(trace, traces / f"{slug(row.label)}--{ce.invariant.split('.', 1)[1]}.ndjson")
     again = tr.read(path)
     spec = DESIGNS[row.design]
@@ -173,11 +183,29 @@ def evaluate(label: str, *, seed: int, workloads: int, traces: Path, measure_liv
     return row
 
 
-def compare(labels: list[str], *, members: list[int], seed: int, workloads: int, out_dir: Path, measure_liveness: bool = True) -> Comparison:
-    rows = [evaluate(label, seed=seed, workloads=workloads, traces=out_dir / "traces", measure_liveness=measure_liveness) for label in labels]
+def compare(
+    labels: list[str],
+    *,
+    members: list[int],
+    seed: int,
+    workloads: int,
+    out_dir: Path,
+    measure_liveness: bool = True,
+    topics: tuple[int, ...] = TOPIC_SWEEP,
+) -> Comparison:
+    rows = [
+        evaluate(
+            label,
+            seed=seed,
+            workloads=workloads,
+            traces=out_dir / "traces",
+            measure_liveness=measure_liveness,
+        )
+        for label in labels
+    ]
     names = [r.design for r in rows if r.design in COST_DESIGNS and not r.options]
     costs = {d: [cost(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(names)}
-    sweep = {d: [cost(d, SWEEP_MEMBERS, t) for t in TOPIC_SWEEP] for d in dict.fromkeys(names)}
+    sweep = {d: [cost(d, SWEEP_MEMBERS, t) for t in topics] for d in dict.fromkeys(names)}
     return Comparison(rows, costs, sweep, seed, workloads)
 
 
@@ -191,12 +219,44 @@ def figures(comparison: Comparison, out_dir: Path) -> dict[str, Path]:
         figs["topics"] = plots.topic_sweep(comparison.sweep, out_dir / "bytes-by-topics.png")
     measured = [r for r in comparison.rows if r.measures]
     if measured:
-        storms = {r.label: {w: float(r.measures[w].rebalances) for w in ("churn-subscribed", "churn-other-topic", "flapping-member")} for r in measured}
-        figs["storms"] = plots.bars(storms, out_dir / "rebalances-under-churn.png", "rebalances in 30 s", "Rebalances under metadata churn and a flapping member")
-        conv = {r.label: {w: (r.measures[w].converged_ms or 60_000) / 1000 for w in ("join", "leave", "crash", "failover")} for r in measured}
-        figs["converge"] = plots.bars(conv, out_dir / "time-to-converge.png", "seconds (60 = not within the window)", "Time to converge after a join, a leave, a crash, a coordinator failover")
+        storms = {
+            r.label: {
+                w: float(r.measures[w].rebalances)
+                for w in ("churn-subscribed", "churn-other-topic", "flapping-member")
+            }
+            for r in measured
+        }
+        figs["storms"] = plots.bars(
+            storms,
+            out_dir / "rebalances-under-churn.png",
+            "rebalances in 30 s",
+            "Rebalances under metadata churn and a flapping member",
+        )
+        conv = {
+            r.label: {
+                w: (r.measures[w].converged_ms or 60_000) / 1000
+                for w in ("join", "leave", "crash", "failover")
+            }
+            for r in measured
+        }
+        figs["converge"] = plots.bars(
+            conv,
+            out_dir / "time-to-converge.png",
+            "seconds (60 = not within the window)",
+            "Time to converge after a join, a leave, a crash, a coordinator failover",
+        )
     comparison.figures = figs
     return figs
 
 
-__all__ = ["DEFAULT_MEMBERS", "DEFAULT_ROWS", "PROPERTIES", "Cell", "Comparison", "Row", "compare", "evaluate", "figures"]
+__all__ = [
+    "DEFAULT_MEMBERS",
+    "DEFAULT_ROWS",
+    "PROPERTIES",
+    "Cell",
+    "Comparison",
+    "Row",
+    "compare",
+    "evaluate",
+    "figures",
+]

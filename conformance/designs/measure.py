@@ -76,7 +76,9 @@ def observe(engine: Any, trigger: list[Any], window_ms: int = WINDOW_MS, label: 
     ms = None if converged is None or not seen[-1][0] else (converged + 1) * TICK_MS
     available = sum(1 for ok, _ in seen if ok) / max(1, len(seen))
     fatal = sum(1 for m in end.members if m.alive and m.fatal)
-    return Measure(label, ms, end.rebalances - start.rebalances, round(available, 3), double, end.strategy, fatal)
+    return Measure(
+        label, ms, end.rebalances - start.rebalances, round(available, 3), double, end.strategy, fatal
+    )
 
 
 def churn(every_ms: int, count: int, topic: str, start: int) -> list[Any]:
@@ -120,7 +122,9 @@ def measure(design: str, options: dict[str, str], workload: str, seed: int = 0) 
     return observe(engine, trigger, label=workload)
 
 
-def balance(design: str, options: dict[str, str], members: int = 5, partitions: int = 20, seed: int = 0) -> float:
+def balance(
+    design: str, options: dict[str, str], members: int = 5, partitions: int = 20, seed: int = 0
+) -> float:
     """Largest share over the even share after settling (1.0 = perfectly even)."""
     engine = make_engine(design, {"t": partitions}, options, seed)
     for i in range(members):

@@ -20,7 +20,7 @@ def _plt():  # type: ignore[no-untyped-def]
 
 def _save(fig, path: Path) -> Path:  # type: ignore[no-untyped-def]
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.13, top=0.91)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     return path
 

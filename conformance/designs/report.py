@@ -22,6 +22,13 @@ INTRO = {
     "kip1082-server-id": "KIP-1082's rejected alternative 2 (seed 004): the coordinator generates the member id on the first heartbeat without adding the member; the client joins again at once with it.",
     "shipped-kip848": "The KIP-848 protocol as shipped, with KIP-1082's client-generated member ids: the baseline for seed 004's alternative.",
 }
+NOTES = {
+    "independent-hash": "Read literally, a member can only compare its hash with members of the same subscription, so a lagging broker for a topic outside the compared set goes unnoticed; `scope=cluster` (every member hashes every topic) notices it, and then rebalances for as long as the broker lags and whenever any topic of the cluster changes.",
+    "sync-in-join": "Its message count is linear like the shipped protocol's; each Joined answer lists every member id, so bytes still grow with the square of the group, more slowly. The synchronizer changes from round to round, so the metadata of whichever member is chosen decides the assignment; the shipped protocol keeps one leader and puts the rebalance timeout (KIP-62, JoinGroup v1) in the member's hands, the per-request synchronization timeout the seed suggests.",
+    "broker-coordinator": "Ownership is pushed without a generation, and safety rests on timing: the coordinator must not hand a partition on before the old owner has stopped on its own silence check. Raising `max_ping_retries` closes the window this run found and slows failure detection (see the liveness table).",
+    "kip341-local-marker": "It does fix KAFKA-7026's double assignment (scenario `kafka-7026-local-marker` passes): it was rejected for what the marker is, a second, resettable generation.",
+    "kip1082-server-id": "It removes ghost members as KIP-1082's shipped design does (scenario `server-id-lost-first-response` passes on both), at one more round trip per join.",
+}
 DECIDES = {
     "independent-hash": ("design.single_owner", "design.eventually_owned", "cost"),
     "consistent-hash": ("design.eventually_owned", "balance", "cost"),
@@ -70,33 +77,57 @@ def _evidence(row: Row, inv: str, base: Path) -> str:
     where = "the search" if c.origin == "search" else f"scenario `{c.origin}`"
     return (
         f"`{inv}` violated: from {where}, shrunk to {c.ops} ops ([trace]({_link(c.trace, base)})), "
-        f"at t={c.at} ms: \"{c.message}\"; it replays {c.replay_design} on this design and "
+        f'at t={c.at} ms: "{c.message}"; it replays {c.replay_design} on this design and '
         f"{c.replay_baseline} on `{row.baseline}`"
     )
 
 
 def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> list[str]:
     out = [f"### {row.label}", "", INTRO.get(row.design, "")]
-    reasons = []
+    reasons, held = [], []
     for what in DECIDES.get(row.design, ()):
         if what.startswith("design."):
-            reasons.append(_evidence(row, what, base))
+            if row.cells[what].status == "violated":
+                reasons.append(_evidence(row, what, base))
+            else:
+                held.append(f"`{what}` ({row.cells[what].status})")
         elif what == "cost":
             mine, ship = _cost_at(comp, row.design, 500), _cost_at(comp, "shipped", 500)
             if mine and ship:
-                reasons.append(f"one rebalance of 500 members costs {mine[1]:,} bytes in {mine[0]:,} messages (shipped: {ship[1]:,} bytes in {ship[0]:,})")
+                reasons.append(
+                    f"one rebalance of 500 members costs {mine[1]:,} bytes in {mine[0]:,} messages (shipped: {ship[1]:,} bytes in {ship[0]:,})"
+                )
         elif what == "balance" and row.balance is not None:
-            reasons.append(f"with 5 members and 20 partitions the busiest member holds {row.balance}x its even share")
+            reasons.append(
+                f"with 5 members and 20 partitions the busiest member holds {row.balance}x its even share"
+            )
         elif what == "liveness" and row.measures:
             ship = rows.get("shipped")
-            theirs = f" (shipped: {_secs(ship.measures['crash'].converged_ms)})" if ship and ship.measures else ""
-            reasons.append(f"after a consumer crash the group converges in {_secs(row.measures['crash'].converged_ms)}{theirs}, every rebalance stops every fetcher first")
+            theirs = (
+                f" (shipped: {_secs(ship.measures['crash'].converged_ms)})" if ship and ship.measures else ""
+            )
+            reasons.append(
+                f"after a consumer crash the group converges in {_secs(row.measures['crash'].converged_ms)}{theirs}, every rebalance stops every fetcher first"
+            )
     if reasons:
         out += ["", "What decided against it, from this run:", ""] + [f"* {r}" for r in reasons]
     elif row.design in ("shipped", "shipped-kip848"):
-        held = [inv for inv, _ in PROPERTIES if row.cells[inv].status == "held"]
-        out += ["", f"Baseline: held {len(held)} of {len(PROPERTIES)} properties in {row.workloads} workloads and {len(row.scenarios)} scenario runs."]
-    other = [inv for inv, _ in PROPERTIES if row.cells.get(inv) and row.cells[inv].status == "violated" and inv not in DECIDES.get(row.design, ())]
+        kept = [inv for inv, _ in PROPERTIES if row.cells[inv].status == "held"]
+        out += [
+            "",
+            f"Baseline: held {len(kept)} of {len(PROPERTIES)} properties in {row.workloads} workloads and {len(row.scenarios)} scenario runs.",
+        ]
+    if held:
+        out += ["", "Held in this run: " + ", ".join(held) + "."]
+    if row.design in NOTES and not row.options:
+        out += ["", NOTES[row.design]]
+    other = [
+        inv
+        for inv, _ in PROPERTIES
+        if row.cells.get(inv)
+        and row.cells[inv].status == "violated"
+        and inv not in DECIDES.get(row.design, ())
+    ]
     if other:
         out += ["", "Also violated: " + "; ".join(_evidence(row, inv, base) for inv in other) + "."]
     return out + [""]
@@ -120,7 +151,9 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
         "",
         "## Designs x properties",
         "",
-        "| design | source | " + " | ".join(name for _, name in PROPERTIES) + " | bytes / msgs per rebalance, 500 members |",
+        "| design | source | "
+        + " | ".join(name for _, name in PROPERTIES)
+        + " | bytes / msgs per rebalance, 500 members |",
         "|---|---|" + "---|" * len(PROPERTIES) + "---|",
     ]
     from model.designs import DESIGNS
@@ -134,7 +167,7 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
     captions = {
         "bytes": "Bytes of one rebalance against group size (10 topics; partitions per topic = members).",
         "messages": "Messages of one rebalance against group size.",
-        "topics": "Bytes of one rebalance against subscription size, 50 members.",
+        "topics": "Bytes of one rebalance against subscription size, 50 members (partitions per topic = members).",
         "storms": "Rebalances during 30 s of metadata churn (a subscribed topic grows every 2 s; an unrelated topic grows every 2 s) and a member that joins and leaves every 1.5 s.",
         "converge": "Time until every partition is owned and ownership stops moving, after a join, a leave, a crash and a coordinator failover.",
     }
@@ -142,14 +175,29 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
         lines += [f"![{captions[key]}]({_link(fig, base)})", "", f"*{captions[key]}*", ""]
     if comp.costs:
         sizes = [c.members for c in next(iter(comp.costs.values()))]
-        lines += ["## Cost of one rebalance", "", "| design | " + " | ".join(f"{n} members: msgs / bytes" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
+        lines += [
+            "## Cost of one rebalance",
+            "",
+            "| design | " + " | ".join(f"{n} members: msgs / bytes" for n in sizes) + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
         for design, costs in comp.costs.items():
-            lines.append(f"| `{design}` | " + " | ".join(f"{c.messages:,} / {c.bytes:,}" for c in costs) + " |")
+            lines.append(
+                f"| `{design}` | " + " | ".join(f"{c.messages:,} / {c.bytes:,}" for c in costs) + " |"
+            )
         lines.append("")
     measured = [r for r in comp.rows if r.measures]
     if measured:
-        lines += ["## Liveness and upgrade", "", "3 members, topic t with 6 partitions; times from the trigger; availability = share of 100 ms ticks with every partition owned.", ""]
-        lines += ["| design | join | leave | crash | failover | churn: rebalances / availability | unrelated-topic churn: rebalances | flapping member: rebalances / availability | rolling upgrade: strategy after / availability |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Liveness and upgrade",
+            "",
+            "3 members, topic t with 6 partitions; times from the trigger; availability = share of 100 ms ticks with every partition owned.",
+            "",
+        ]
+        lines += [
+            "| design | join | leave | crash | failover | churn: rebalances / availability | unrelated-topic churn: rebalances | flapping member: rebalances / availability | rolling upgrade: strategy after / availability |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in measured:
             m = r.measures
             lines.append(
@@ -162,7 +210,11 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
     lines += ["## The designs", ""]
     for r in comp.rows:
         lines += _paragraph(r, comp, base, rows)
-    ok = "every linked trace replays FAILED on its design and PASSED on its baseline" if comp.replays_ok() else "SOME linked traces do not replay as expected: see the tables"
+    ok = (
+        "every linked trace replays FAILED on its design and PASSED on its baseline"
+        if comp.replays_ok()
+        else "SOME linked traces do not replay as expected: see the tables"
+    )
     lines += ["## Replay check", "", f"In this run {ok}.", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

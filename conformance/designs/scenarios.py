@@ -74,7 +74,9 @@ def load(path: Path) -> DesignScenario:
     if unknown or missing:
         raise SpecError(f"{path}:1: field(s) {missing} missing, {unknown} unknown")
     topics = data["topics"]
-    if not isinstance(topics, dict) or not all(isinstance(k, str) and isinstance(v, int) and 0 < v <= o.MAX_PARTITIONS for k, v in topics.items()):
+    if not isinstance(topics, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and 0 < v <= o.MAX_PARTITIONS for k, v in topics.items()
+    ):
         raise SpecError(f"{path}:1: field 'topics' must map topic names to partition counts")
     steps, lines = data["steps"], _lines(node, "steps")
     if not isinstance(steps, list) or not 0 < len(steps) <= MAX_STEPS:
@@ -101,11 +103,25 @@ def load(path: Path) -> DesignScenario:
             raise SpecError(f"{where}: expect[{i}].violated must list design invariant ids")
         if bool(violated) == bool(item.get("passes")):
             raise SpecError(f"{where}: expect[{i}] needs exactly one of 'violated' and 'passes: true'")
-        expect.append(Expectation(name, options, tuple(violated), bool(item.get("passes")), int(where.rsplit(":", 1)[1])))
+        expect.append(
+            Expectation(
+                name, options, tuple(violated), bool(item.get("passes")), int(where.rsplit(":", 1)[1])
+            )
+        )
     seed = data.get("seed", 0)
     if not isinstance(seed, int):
         raise SpecError(f"{path}:1: field 'seed' must be an integer")
-    return DesignScenario(str(data["id"]), str(data["title"]), str(data["source"]), dict(topics), ops, expect, path, seed, str(data.get("notes", "")))
+    return DesignScenario(
+        str(data["id"]),
+        str(data["title"]),
+        str(data["source"]),
+        dict(topics),
+        ops,
+        expect,
+        path,
+        seed,
+        str(data.get("notes", "")),
+    )
 
 
 def load_all(directory: Path | None = None) -> dict[str, DesignScenario]:
@@ -138,4 +154,13 @@ def label(design: str, options: dict[str, str]) -> str:
     return design + (":" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) if options else "")
 
 
-__all__ = ["DIRECTORY", "DesignScenario", "Expectation", "Outcome", "label", "load", "load_all", "run_scenario"]
+__all__ = [
+    "DIRECTORY",
+    "DesignScenario",
+    "Expectation",
+    "Outcome",
+    "label",
+    "load",
+    "load_all",
+    "run_scenario",
+]

@@ -12,15 +12,19 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.designs.shrink import distinguishes, shrink
 from model.designs import DESIGNS, make_engine
 from model.designs import ops as o
 from model.designs.driver import run
 from model.designs.invariants import design_invariants
-from conformance.designs.shrink import distinguishes, shrink
 
 TOPICS = {"t": 4, "a": 2}
 MEMBERS = ("A", "B", "C", "D")
-SUBSCRIPTIONS: tuple[tuple[tuple[str, ...], bool], ...] = ((("t",), False), (("a", "t"), False), (("t",), True))
+SUBSCRIPTIONS: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("t",), False),
+    (("a", "t"), False),
+    (("t",), True),
+)
 SETTLE_MS = 40_000
 
 
@@ -37,7 +41,23 @@ def workload(rng: random.Random, length: int) -> list[Any]:
         join(name)
     ops.append(o.Advance(rng.choice((2_000, 10_000))))
     for _ in range(length):
-        kind = rng.choice(("join", "leave", "crash", "pause", "advance", "advance", "topic", "stale", "refresh", "socket", "response", "failover", "upgrade"))
+        kind = rng.choice(
+            (
+                "join",
+                "leave",
+                "crash",
+                "pause",
+                "advance",
+                "advance",
+                "topic",
+                "stale",
+                "refresh",
+                "socket",
+                "response",
+                "failover",
+                "upgrade",
+            )
+        )
         idle = [m for m in MEMBERS if m not in running]
         who = rng.choice(running) if running else None
         if kind == "join" and idle:
@@ -87,7 +107,15 @@ class SearchResult:
     shared: dict[str, int] = field(default_factory=dict)
 
 
-def search(design: str, options: dict[str, str], *, seed: int = 0, workloads: int = 30, length: int = 8, shrink_budget: int = 200) -> SearchResult:
+def search(
+    design: str,
+    options: dict[str, str],
+    *,
+    seed: int = 0,
+    workloads: int = 30,
+    length: int = 8,
+    shrink_budget: int = 200,
+) -> SearchResult:
     spec = DESIGNS[design]
     out = SearchResult(design, dict(options))
     rng = random.Random(seed)

@@ -17,7 +17,9 @@ from model.designs.driver import run
 Check = Callable[[list[Any]], bool]
 
 
-def distinguishes(design: str, options: dict[str, str], topics: dict[str, int], seed: int, target: str) -> Check:
+def distinguishes(
+    design: str, options: dict[str, str], topics: dict[str, int], seed: int, target: str
+) -> Check:
     """True for workloads that violate ``target`` on the design and nothing on its baseline."""
     spec = DESIGNS[design]
 

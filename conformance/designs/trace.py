@@ -53,17 +53,26 @@ class DesignTrace:
 
 def _members(view: DesignView) -> list[list[Any]]:
     return [
-        [m.name, m.token, sorted(f"{t}-{p}" for t, p in m.holds), m.alive, m.paused]
-        for m in view.members
+        [m.name, m.token, sorted(f"{t}-{p}" for t, p in m.holds), m.alive, m.paused] for m in view.members
     ]
 
 
-def trace_of(result: Run, *, options: dict[str, str], seed: int, topics: dict[str, int], origin: dict[str, Any]) -> DesignTrace:
+def trace_of(
+    result: Run, *, options: dict[str, str], seed: int, topics: dict[str, int], origin: dict[str, Any]
+) -> DesignTrace:
     by_step: dict[int, list[list[str]]] = {}
     for f in result.findings:
         by_step.setdefault(f.step, []).append([f.invariant, f.message, f.now])
     steps = [
-        {"kind": "step", "n": i, "op": o.to_dict(op), "now": v.now, "generation": v.generation, "members": _members(v), "violated": by_step.get(i, [])}
+        {
+            "kind": "step",
+            "n": i,
+            "op": o.to_dict(op),
+            "now": v.now,
+            "generation": v.generation,
+            "members": _members(v),
+            "violated": by_step.get(i, []),
+        }
         for i, (op, v) in enumerate(zip(result.ops, result.views, strict=False), 1)
     ]
     return DesignTrace(
@@ -78,7 +87,16 @@ def lines_of(trace: DesignTrace) -> list[str]:
         "seed": trace.seed, "setup": {"topics": dict(sorted(trace.topics.items()))}, "origin": trace.origin,
     }  # fmt: skip
     out = [dumps(header)] + [dumps(s) for s in trace.steps]
-    out.append(dumps({"kind": "verdict", "verdict": trace.verdict, "violated": list(trace.violated), "steps": len(trace.steps)}))
+    out.append(
+        dumps(
+            {
+                "kind": "verdict",
+                "verdict": trace.verdict,
+                "violated": list(trace.violated),
+                "steps": len(trace.steps),
+            }
+        )
+    )
     return out
 
 
@@ -118,19 +136,31 @@ def read(path: Path) -> DesignTrace:
     _need(head, HEADER_KEYS, f"{path}:1")
     if head["kind"] != "header" or head["format"] != FORMAT or head["version"] != VERSION:
         raise DesignTraceError(f"{path}:1: not a {FORMAT} v{VERSION} header")
-    if head["design"] not in DESIGNS or not isinstance(head["options"], dict) or not isinstance(head["seed"], int):
+    if (
+        head["design"] not in DESIGNS
+        or not isinstance(head["options"], dict)
+        or not isinstance(head["seed"], int)
+    ):
         raise DesignTraceError(f"{path}:1: field 'design', 'options' or 'seed' is invalid")
     topics = head["setup"].get("topics") if isinstance(head["setup"], dict) else None
-    if not isinstance(topics, dict) or not all(isinstance(k, str) and isinstance(v, int) and 0 <= v <= o.MAX_PARTITIONS for k, v in topics.items()):
+    if not isinstance(topics, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and 0 <= v <= o.MAX_PARTITIONS for k, v in topics.items()
+    ):
         raise DesignTraceError(f"{path}:1: field 'setup.topics' must map topic names to partition counts")
     try:
         options = check_options(head["design"], {str(k): str(v) for k, v in head["options"].items()})
     except DesignError as exc:
         raise DesignTraceError(f"{path}:1: {exc}") from None
-    trace = DesignTrace(head["design"], options, head["seed"], dict(topics), [], dict(head["origin"]), path=path)
+    trace = DesignTrace(
+        head["design"], options, head["seed"], dict(topics), [], dict(head["origin"]), path=path
+    )
     tail = objs[-1]
     _need(tail, VERDICT_KEYS, f"{path}:{len(objs)}")
-    if tail["kind"] != "verdict" or tail["verdict"] not in ("PASSED", "FAILED") or tail["steps"] != len(objs) - 2:
+    if (
+        tail["kind"] != "verdict"
+        or tail["verdict"] not in ("PASSED", "FAILED")
+        or tail["steps"] != len(objs) - 2
+    ):
         raise DesignTraceError(f"{path}:{len(objs)}: a verdict line counting the steps must end the trace")
     for i, obj in enumerate(objs[1:-1], 2):
         _need(obj, STEP_KEYS, f"{path}:{i}")
@@ -168,7 +198,9 @@ def replay(trace: DesignTrace, design: str | None = None, options: dict[str, str
     if same:
         for step, view in zip(trace.steps, result.views, strict=False):
             if step["now"] != view.now or step["members"] != json.loads(dumps(_members(view))):
-                return Replay(name, "ERROR", result, f"step {step['n']} differs from the recording: stale trace")
+                return Replay(
+                    name, "ERROR", result, f"step {step['n']} differs from the recording: stale trace"
+                )
     if result.findings:
         return Replay(name, "FAILED", result)
     # FIXED: the recorded design no longer fails it; on another design a clean run is PASSED

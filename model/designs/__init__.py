@@ -152,7 +152,9 @@ def check_options(design: str, options: dict[str, str]) -> dict[str, str]:
     return dict(sorted(options.items()))
 
 
-def make_engine(design: str, topics: dict[str, int], options: dict[str, str] | None = None, seed: int = 0) -> Any:
+def make_engine(
+    design: str, topics: dict[str, int], options: dict[str, str] | None = None, seed: int = 0
+) -> Any:
     spec = DESIGNS.get(design)
     if spec is None:
         raise DesignError(f"unknown design {design!r} (known: {', '.join(DESIGNS)})")
@@ -173,4 +175,12 @@ def parse_design(text: str) -> tuple[str, dict[str, str]]:
     return name, check_options(name, options)
 
 
-__all__ = ["BASELINES", "DESIGNS", "DesignError", "DesignSpec", "check_options", "make_engine", "parse_design"]
+__all__ = [
+    "BASELINES",
+    "DESIGNS",
+    "DesignError",
+    "DesignSpec",
+    "check_options",
+    "make_engine",
+    "parse_design",
+]

@@ -43,7 +43,9 @@ class BrokerConsumer(MemberActor):
         return self._discover(now)
 
     def leave(self, now: int) -> list[Msg]:
-        out = [bw.msg(self.name, self.coordinator, bw.Close(), self.conn)] if self.phase == "registered" else []
+        out = (
+            [bw.msg(self.name, self.coordinator, bw.Close(), self.conn)] if self.phase == "registered" else []
+        )
         self.held, self.phase = (), "left"
         self.timers.clear()
         return out
@@ -110,7 +112,9 @@ class BrokerEngine(NetEngine):
     design = "broker-coordinator"
     rebalance_kinds = bw.REBALANCE_KINDS
 
-    def __init__(self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None
+    ) -> None:
         super().__init__(topics, timing, options)
         try:
             self.cfg = Config(
@@ -145,7 +149,9 @@ class BrokerEngine(NetEngine):
         return self.cfg.strategy if self.zk.get("owner") else ""
 
     def rebalances(self) -> int:
-        return self.past + sum(a.s.rebalances for a in self.net.actors.values() if isinstance(a, BrokerCoordinator))
+        return self.past + sum(
+            a.s.rebalances for a in self.net.actors.values() if isinstance(a, BrokerCoordinator)
+        )
 
     def coordinator_entries(self) -> int:
         owner = self.zk.get("owner")

@@ -122,7 +122,9 @@ class ConnLost:
 
 def apply(s: BState, rec: Any) -> None:
     if isinstance(rec, Registered):
-        s.consumers[rec.consumer_id] = Reg(rec.consumer_id, rec.name, rec.topics, rec.session_timeout_ms, rec.conn, next_ping=rec.next_ping)
+        s.consumers[rec.consumer_id] = Reg(
+            rec.consumer_id, rec.name, rec.topics, rec.session_timeout_ms, rec.conn, next_ping=rec.next_ping
+        )
         s.ownership.pop(rec.consumer_id, None)  # a consumer registers with its fetchers stopped
     elif isinstance(rec, Unregistered):
         s.consumers.pop(rec.consumer_id, None)
@@ -230,7 +232,16 @@ def maybe_rebalance(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
             tx.emit(ConnLost(reg.conn))
         tx.emit(PhaseSet("waiting", rnd, frozenset(s.consumers), (), tx.now + session, s.retries))
         return
-    tx.emit(PhaseSet("stopping", rnd, frozenset(s.consumers), tuple(sorted(target.items())), tx.now + 2 * session // 3, s.retries))
+    tx.emit(
+        PhaseSet(
+            "stopping",
+            rnd,
+            frozenset(s.consumers),
+            tuple(sorted(target.items())),
+            tx.now + 2 * session // 3,
+            s.retries,
+        )
+    )
     for cid in sorted(s.consumers):
         tx.send(s.consumers[cid], bw.StopFetcher(cid, rnd))
 
@@ -240,7 +251,16 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
     s = tx.s
     if s.phase == "stopping":
         session = min(r.session_timeout_ms for r in s.consumers.values())
-        tx.emit(PhaseSet("starting", s.round, frozenset(s.plan) & frozenset(s.consumers), tuple(sorted(s.plan.items())), tx.now + 2 * session // 3, s.retries))
+        tx.emit(
+            PhaseSet(
+                "starting",
+                s.round,
+                frozenset(s.plan) & frozenset(s.consumers),
+                tuple(sorted(s.plan.items())),
+                tx.now + 2 * session // 3,
+                s.retries,
+            )
+        )
         for cid in sorted(s.pending):
             tx.send(s.consumers[cid], bw.StartFetcher(cid, s.round, s.plan[cid]))
     elif s.phase == "starting":
@@ -326,7 +346,16 @@ class BrokerCoordinator(Actor):
         if req.session_timeout_ms < self.cfg.min_session_timeout_ms:
             tx.out.append(bw.msg(self.name, m.src, bw.RegisterResp("INVALID_SESSION_TIMEOUT"), m.conn))
             return
-        tx.emit(Registered(req.consumer_id, m.src, req.topics, req.session_timeout_ms, m.conn, tx.now + req.session_timeout_ms // 3))
+        tx.emit(
+            Registered(
+                req.consumer_id,
+                m.src,
+                req.topics,
+                req.session_timeout_ms,
+                m.conn,
+                tx.now + req.session_timeout_ms // 3,
+            )
+        )
         if s.phase == "waiting":
             tx.emit(Acked(req.consumer_id))
             if not s.pending:
@@ -348,7 +377,9 @@ class BrokerCoordinator(Actor):
                 tx.emit(PingState(cid, r.failures, r.seq, now + third, None))
                 self._failed(tx, r)
             else:
-                watch = r.watch if r.watch is not None else now + 2 * third  # one watcher per outstanding ping
+                watch = (
+                    r.watch if r.watch is not None else now + 2 * third
+                )  # one watcher per outstanding ping
                 tx.emit(PingState(cid, r.failures, r.seq + (r.watch is None), now + third, watch))
                 tx.send(r, bw.Ping(cid, r.seq))
         elif kind == "watch" and r is not None:
@@ -362,7 +393,14 @@ class BrokerCoordinator(Actor):
         elif key == "phase":  # stop/start answers missing: back off and retry (seed 001 step 5)
             retries = s.retries + 1
             failed = retries > self.cfg.max_rebalance_retries
-            tx.emit(PhaseSet("idle", s.round, retries=0 if failed else retries, backoff=None if failed else now + self.cfg.backoff_ms))
+            tx.emit(
+                PhaseSet(
+                    "idle",
+                    s.round,
+                    retries=0 if failed else retries,
+                    backoff=None if failed else now + self.cfg.backoff_ms,
+                )
+            )
             tx.emit(Dirty(not failed))
         elif key == "backoff":
             maybe_rebalance(tx, self.cfg, self.topics)

@@ -136,7 +136,15 @@ KINDS = {
     Close: "Close",
 }
 REBALANCE_KINDS = frozenset(
-    {"StopFetcher", "StopFetcherResponse", "StartFetcher", "StartFetcherResponse", "RegisterConsumer", "RegisterConsumerResponse", "Close"}
+    {
+        "StopFetcher",
+        "StopFetcherResponse",
+        "StartFetcher",
+        "StartFetcherResponse",
+        "RegisterConsumer",
+        "RegisterConsumerResponse",
+        "Close",
+    }
 )
 
 

@@ -14,7 +14,7 @@ import hashlib
 
 from model.designs.independent import JoinAllEngine
 from model.designs.joinall import JoinResp
-from model.designs.joinall_member import JoinAllMember
+from model.designs.joinall_member import JoinAllMember, Strategy
 from model.designs.metadata import topics_of
 from model.embedded import Subscription, TopicPartition, decode_subscription, encode_subscription
 
@@ -37,9 +37,7 @@ class ConsistentHashing:
         mine: set[TopicPartition] = set()
         for topic in topics_of(member.topics, member.regex, member.view):
             candidates = [
-                mid
-                for mid, sub in subs.items()
-                if (sub.user_data or b"\x00")[0] == 1 or topic in sub.topics
+                mid for mid, sub in subs.items() if (sub.user_data or b"\x00")[0] == 1 or topic in sub.topics
             ]
             for p in range(member.view.get(topic, 0)):
                 if owner(topic, p, candidates) == member.member_id:
@@ -53,5 +51,5 @@ class ConsistentHashing:
 class ConsistentHashEngine(JoinAllEngine):
     design = "consistent-hash"
 
-    def strategy_object(self) -> object:
+    def strategy_object(self) -> Strategy:
         return ConsistentHashing()

@@ -17,7 +17,13 @@ import zlib
 from dataclasses import dataclass
 
 from model.assignors import get_assignor
-from model.classic.messages import JoinGroupMember, JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse
+from model.classic.messages import (
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from model.designs import broker_wire as bw
 from model.designs import joinall as ja
 from model.designs import sync_join as sj
@@ -27,7 +33,15 @@ from model.embedded import Assignment, Subscription, encode_assignment, encode_s
 from model.errors import ErrorCode
 
 UUID_CHARS = 36
-COST_DESIGNS = ("shipped", "independent-hash", "consistent-hash", "hashed-subgroups", "compressed", "sync-in-join", "broker-coordinator")
+COST_DESIGNS = (
+    "shipped",
+    "independent-hash",
+    "consistent-hash",
+    "hashed-subgroups",
+    "compressed",
+    "sync-in-join",
+    "broker-coordinator",
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,9 @@ def topic_names(t: int) -> tuple[str, ...]:
     return tuple(f"topic-{j}" for j in range(t))
 
 
-def _range(ids: list[str], topics: tuple[str, ...], partitions: int) -> dict[str, tuple[tuple[str, int], ...]]:
+def _range(
+    ids: list[str], topics: tuple[str, ...], partitions: int
+) -> dict[str, tuple[tuple[str, int], ...]]:
     subs = {m: Subscription(topics) for m in ids}
     result = get_assignor("range").assign({t: partitions for t in topics}, subs)
     return {m: a.partitions for m, a in result.items()}
@@ -101,12 +117,16 @@ def _join_all(design: str, n: int, t: int, meta: bytes, compress: bool = False) 
 
 def independent(n: int, t: int, partitions: int) -> Cost:
     topics = topic_names(t)
-    meta = encode_subscription(Subscription(topics, user_data=b"\x00" + metadata_hash({x: partitions for x in topics}, topics)))
+    meta = encode_subscription(
+        Subscription(topics, user_data=b"\x00" + metadata_hash({x: partitions for x in topics}, topics))
+    )
     return _join_all("independent-hash", n, t, meta)
 
 
 def consistent(n: int, t: int, partitions: int) -> Cost:
-    return _join_all("consistent-hash", n, t, encode_subscription(Subscription(topic_names(t), user_data=b"\x00")))
+    return _join_all(
+        "consistent-hash", n, t, encode_subscription(Subscription(topic_names(t), user_data=b"\x00"))
+    )
 
 
 def subgroups(n: int, t: int, partitions: int) -> Cost:
@@ -117,7 +137,9 @@ def subgroups(n: int, t: int, partitions: int) -> Cost:
 
 def compressed(n: int, t: int, partitions: int) -> Cost:
     topics = topic_names(t)
-    meta = encode_subscription(Subscription(topics, user_data=b"\x00" + metadata_hash({x: partitions for x in topics}, topics)))
+    meta = encode_subscription(
+        Subscription(topics, user_data=b"\x00" + metadata_hash({x: partitions for x in topics}, topics))
+    )
     return _join_all("compressed", n, t, meta, compress=True)
 
 

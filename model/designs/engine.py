@@ -73,7 +73,9 @@ class NetEngine:
     #: message kinds that make up a rebalance (the rest is steady traffic: heartbeats, pings)
     rebalance_kinds: frozenset[str] = frozenset()
 
-    def __init__(self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None
+    ) -> None:
         self.timing = timing or Timing()
         self.options = dict(options or {})
         self.net = Net()

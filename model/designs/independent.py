@@ -15,7 +15,7 @@ from model.assignors import get_assignor
 from model.designs import joinall
 from model.designs.engine import MemberActor, NetEngine, Timing
 from model.designs.joinall import JoinAllCoordinator, JoinResp
-from model.designs.joinall_member import JoinAllMember
+from model.designs.joinall_member import JoinAllMember, Strategy
 from model.designs.metadata import metadata_hash, topics_of
 from model.designs.net import DesignError
 from model.designs.ops import Join
@@ -81,18 +81,26 @@ class JoinAllEngine(NetEngine):
 
     rebalance_kinds = joinall.REBALANCE_KINDS
 
-    def __init__(self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None
+    ) -> None:
         super().__init__(topics, timing, options)
         self.coordinator = JoinAllCoordinator()
         self.net.add(self.coordinator)
         self.past_rebalances = 0
 
-    def strategy_object(self) -> object:
+    def strategy_object(self) -> Strategy:
         raise NotImplementedError
 
     def make_member(self, op: Join, incarnation: int) -> MemberActor:
         return JoinAllMember(
-            op.member, op.topics, op.regex, op.version, self.strategy_object(), self.brokers.fetch, self.timing  # type: ignore[arg-type]
+            op.member,
+            op.topics,
+            op.regex,
+            op.version,
+            self.strategy_object(),
+            self.brokers.fetch,
+            self.timing,
         )
 
     def generation(self) -> int | None:
@@ -130,5 +138,5 @@ class JoinAllEngine(NetEngine):
 class IndependentEngine(JoinAllEngine):
     design = "independent-hash"
 
-    def strategy_object(self) -> object:
+    def strategy_object(self) -> Strategy:
         return IndependentHash(self.options.get("scope", "subscription"))

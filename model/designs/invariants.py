@@ -8,7 +8,7 @@ Their statements and sources are in `specs/design-invariants.yaml`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from model.designs.view import DesignView
 from model.embedded import TopicPartition
@@ -19,7 +19,7 @@ Obs = Observation[DesignView]
 DESIGN_REGISTRY: dict[str, Invariant] = {}
 
 
-def design_invariant(inv_id: str, kind: Kind):  # type: ignore[no-untyped-def]
+def design_invariant(inv_id: str, kind: Kind) -> Callable[[Predicate], Predicate]:
     def register(fn: Predicate) -> Predicate:
         if inv_id in DESIGN_REGISTRY:
             raise ValueError(f"design invariant {inv_id} registered twice")
@@ -64,7 +64,12 @@ def generation_monotonic(obs: Obs) -> Iterator[str]:
     b, a = obs.before, obs.after
     if b is None:
         return
-    if b.generation is not None and a.generation is not None and a.generation < b.generation and not a.failover:
+    if (
+        b.generation is not None
+        and a.generation is not None
+        and a.generation < b.generation
+        and not a.failover
+    ):
         yield f"group generation went back {b.generation} -> {a.generation}"
     for m in a.members:
         old = b.member(m.name)

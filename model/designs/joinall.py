@@ -71,7 +71,9 @@ def size(body: Any) -> int:
         return w.request(w.s(GROUP) + w.I32 + w.s(body.member_id) + w.s("consumer") + protos)
     if isinstance(body, JoinResp):
         members = w.arr(w.s(mid) + w.b(m) for mid, m in body.members)
-        return w.response(w.I16 + w.I32 + w.s(body.protocol) + w.s(body.leader) + w.s(body.member_id) + members)
+        return w.response(
+            w.I16 + w.I32 + w.s(body.protocol) + w.s(body.leader) + w.s(body.member_id) + members
+        )
     if isinstance(body, HeartbeatReq):
         return w.request(w.s(GROUP) + w.I32 + w.s(body.member_id))
     if isinstance(body, LeaveReq):
@@ -79,7 +81,12 @@ def size(body: Any) -> int:
     return w.response(w.I16)
 
 
-KIND = {JoinReq: "JoinGroup", JoinResp: "JoinGroupResponse", HeartbeatReq: "Heartbeat", LeaveReq: "LeaveGroup"}
+KIND = {
+    JoinReq: "JoinGroup",
+    JoinResp: "JoinGroupResponse",
+    HeartbeatReq: "Heartbeat",
+    LeaveReq: "LeaveGroup",
+}
 REBALANCE_KINDS = frozenset({"JoinGroup", "JoinGroupResponse"})
 
 
@@ -279,7 +286,9 @@ def _maybe_complete(tx: Txn, force: bool = False) -> None:
         tx.reply(e.name, JoinResp(NONE, generation, protocol, leader, e.member_id, listed), "JoinGroup")
 
 
-def handle_heartbeat(state: JoinAllState, src: str, req: HeartbeatReq, now: int) -> tuple[list[Msg], list[Any]]:
+def handle_heartbeat(
+    state: JoinAllState, src: str, req: HeartbeatReq, now: int
+) -> tuple[list[Msg], list[Any]]:
     tx = Txn(state, now)
     e = state.members.get(req.member_id)
     if e is None:

@@ -99,7 +99,9 @@ class JoinAllMember(MemberActor):
         self.disarm("rejoin")
         self.arm("request", now + self.timing.request_timeout_ms)
         protocols = tuple((p, self.strategy.metadata(self, p)) for p in strategies_of(self.version))
-        return [msg(self.name, COORDINATOR, JoinReq(self.member_id, protocols, self.timing.session_timeout_ms))]
+        return [
+            msg(self.name, COORDINATOR, JoinReq(self.member_id, protocols, self.timing.session_timeout_ms))
+        ]
 
     def _rejoin_later(self, now: int, reset_id: bool = False) -> list[Msg]:
         if reset_id:

@@ -42,7 +42,19 @@ def heartbeat_size(req: ConsumerGroupHeartbeatRequest) -> int:
 
 def response_size(resp: ConsumerGroupHeartbeatResponse) -> int:
     assigned = resp.assignment or ()
-    return 4 + 4 + 4 + 2 + 2 + 2 + len(resp.member_id or "") + 4 + 4 + 1 + sum(16 + 4 + 4 * len(t.partitions) for t in assigned)
+    return (
+        4
+        + 4
+        + 4
+        + 2
+        + 2
+        + 2
+        + len(resp.member_id or "")
+        + 4
+        + 4
+        + 1
+        + sum(16 + 4 + 4 * len(t.partitions) for t in assigned)
+    )
 
 
 class ServerIdPort(ModelConsumerPort):
@@ -56,7 +68,12 @@ class ServerIdPort(ModelConsumerPort):
         if request.member_epoch == 0 and not request.member_id:
             self.issued += 1
             result = Result()
-            result.reply(ref, ConsumerGroupHeartbeatResponse(member_id=f"server-id-{self.issued}", member_epoch=0, heartbeat_interval_ms=0))
+            result.reply(
+                ref,
+                ConsumerGroupHeartbeatResponse(
+                    member_id=f"server-id-{self.issued}", member_epoch=0, heartbeat_interval_ms=0
+                ),
+            )
             return result
         return super().heartbeat(replace(request, version=1), ref, now)
 
@@ -92,7 +109,13 @@ class ConsumerEngine:
     port_class: type[ModelConsumerPort] = ModelConsumerPort
     client_class: type[VirtualConsumer] = VirtualConsumer
 
-    def __init__(self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        topics: dict[str, int],
+        timing: Timing | None = None,
+        options: dict[str, str] | None = None,
+        seed: int = 0,
+    ) -> None:
         self.timing = timing or Timing()
         cfg = ConsumerCoordinatorConfig(
             session_timeout_ms=self.timing.session_timeout_ms, heartbeat_interval_ms=self.timing.heartbeat_ms
@@ -106,7 +129,9 @@ class ConsumerEngine:
                     version=spec.version, rebalance_timeout_ms=spec.rebalance_timeout_ms,
                 )  # fmt: skip
 
-        self.sim = Sim(self.port_class(ConsumerCoordinator(cfg, SeededChooser(seed))), {}, SeededChooser(seed + 1000))
+        self.sim = Sim(
+            self.port_class(ConsumerCoordinator(cfg, SeededChooser(seed))), {}, SeededChooser(seed + 1000)
+        )
         for topic, n in sorted(topics.items()):
             self.sim.topic("create", topic, n)
         self.incarnation: dict[str, int] = {}
@@ -131,7 +156,12 @@ class ConsumerEngine:
         for d in obs.deliveries:
             self.messages[0] += 1
             self.messages[1] += response_size(d.response)
-            if req is not None and req.member_epoch < 0 and d.response.error_code == ErrorCode.UNKNOWN_MEMBER_ID and before:
+            if (
+                req is not None
+                and req.member_epoch < 0
+                and d.response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+                and before
+            ):
                 self.refused.append(name)
 
     def _run(self, ms: int) -> None:
@@ -153,7 +183,13 @@ class ConsumerEngine:
             elif self._running(op.member):
                 return
             self.incarnation[op.member] = self.incarnation.get(op.member, 0) + 1
-            spec = ClientSpec(op.member, op.topics, version=self.version, rebalance_timeout_ms=self.timing.rebalance_timeout_ms, regex=".*" if op.regex else None)
+            spec = ClientSpec(
+                op.member,
+                op.topics,
+                version=self.version,
+                rebalance_timeout_ms=self.timing.rebalance_timeout_ms,
+                regex=".*" if op.regex else None,
+            )
             sim.specs[op.member] = spec
             sim.clients[op.member] = sim._process(spec)
             self.gone.discard(op.member)
@@ -199,7 +235,19 @@ class ConsumerEngine:
             c = sim.clients[name]
             alive = self._running(name)
             topics = frozenset(truth) if c.regex else frozenset(t for t in c.topics if t in truth)
-            members.append(MemberView(name, self.incarnation.get(name, 1), alive, c.crashed and alive, c.member_epoch, frozenset(c.owned) if alive else frozenset(), topics, 1, c.state == ClientState.FATAL))
+            members.append(
+                MemberView(
+                    name,
+                    self.incarnation.get(name, 1),
+                    alive,
+                    c.crashed and alive,
+                    c.member_epoch,
+                    frozenset(c.owned) if alive else frozenset(),
+                    topics,
+                    1,
+                    c.state == ClientState.FATAL,
+                )
+            )
         refused, self.refused = tuple(self.refused), []
         return DesignView(
             self.design, sim.now, tuple(truth.items()), tuple(members),

@@ -45,13 +45,17 @@ class LocalMarkerSticky:
     name = "sticky"
     rebalance_protocols: tuple[str, ...] = (EAGER,)
 
-    def subscription(self, topics: Sequence[str], owned: Sequence[TopicPartition], generation: int) -> Subscription:
+    def subscription(
+        self, topics: Sequence[str], owned: Sequence[TopicPartition], generation: int
+    ) -> Subscription:
         """``generation`` is the marker of the claim here; the GenerationId field stays unset."""
         if generation < 0 and not owned:
             return eager_subscription(topics, DEFAULT_GENERATION)
         return eager_subscription(topics, DEFAULT_GENERATION, encode_sticky_user_data(owned, generation))
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> dict[str, Assignment]:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, Assignment]:
         claims = {}
         for m, sub in subscriptions.items():
             parts, marker = decode_sticky_user_data(sub.user_data)
@@ -60,7 +64,9 @@ class LocalMarkerSticky:
         marker = max(reported) + 1 if reported else 0  # KIP-341: it resets when nobody reports one
         result = sticky_core(partitions_per_topic, subscriptions, claims)
         stamped = marker.to_bytes(4, "big", signed=True)
-        return {m: Assignment(a.partitions, stamped) for m, a in to_assignments(result, subscriptions).items()}
+        return {
+            m: Assignment(a.partitions, stamped) for m, a in to_assignments(result, subscriptions).items()
+        }
 
 
 class MarkerClient(LaggingClient):

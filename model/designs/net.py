@@ -160,7 +160,9 @@ class Net:
                 break
             events += 1
             if events > self.max_events:
-                raise DesignError(f"more than {self.max_events} events before t={end}: the design does not settle")
+                raise DesignError(
+                    f"more than {self.max_events} events before t={end}: the design does not settle"
+                )
         self.now = max(self.now, end)
 
     def _deliver(self, m: Msg) -> None:

@@ -28,7 +28,9 @@ from model.errors import ErrorCode
 from model.observation import Observation
 
 MAX_BUSY_ROUNDS = 200
-REBALANCE_KINDS = frozenset({"JoinGroupRequest", "JoinGroupResponse", "SyncGroupRequest", "SyncGroupResponse"})
+REBALANCE_KINDS = frozenset(
+    {"JoinGroupRequest", "JoinGroupResponse", "SyncGroupRequest", "SyncGroupResponse"}
+)
 
 
 class LaggingClient(ClassicClient):
@@ -45,11 +47,19 @@ class ShippedEngine:
     design = "shipped"
     client_class: type[ClassicClient] = LaggingClient
 
-    def __init__(self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        topics: dict[str, int],
+        timing: Timing | None = None,
+        options: dict[str, str] | None = None,
+        seed: int = 0,
+    ) -> None:
         self.timing = timing or Timing()
         self.options = dict(options or {})
         cfg = ClassicConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500)
-        self.sim = ClassicSim(ModelPort(ClassicCoordinator(cfg, SeededChooser(seed))), {}, topics=dict(topics))
+        self.sim = ClassicSim(
+            ModelPort(ClassicCoordinator(cfg, SeededChooser(seed))), {}, topics=dict(topics)
+        )
         self.incarnation: dict[str, int] = {}
         self.regex: dict[str, bool] = {}
         self.version: dict[str, int] = {}
@@ -64,6 +74,8 @@ class ShippedEngine:
         self.busy_gen: dict[str, int] = {}
         #: leaders that will see a topic change at their next metadata refresh: name -> when
         self.refresh_due: dict[str, int] = {}
+        #: a stable member heartbeats every ``heartbeat_ms`` (heartbeat.interval.ms), not at every step
+        self.next_heartbeat: dict[str, int] = {}
         self.messages = [0, 0, 0, 0]  # all: count, bytes; rebalance: count, bytes
         #: the simulator's observations, for the model's own classic invariants
         self.observations: list[Observation[Any]] = []
@@ -133,10 +145,19 @@ class ShippedEngine:
         gaps: list[int] = []
         if world is not None and world.group is not None:
             gaps += [d - now for _, d in world.group.timers]
-        gaps += [sent + sim.request_timeout_ms - now for n, (_, sent) in sim.awaiting.items() if n not in sim.stalled]
-        gaps += [c.config.session_timeout_ms // 3 for n, c in sim.clients.items() if self._running(n) and c.member_id]
+        gaps += [
+            sent + sim.request_timeout_ms - now
+            for n, (_, sent) in sim.awaiting.items()
+            if n not in sim.stalled
+        ]
+        gaps += [
+            c.config.session_timeout_ms // 3
+            for n, c in sim.clients.items()
+            if self._running(n) and c.member_id
+        ]
         gaps += [t - now for t in self.busy_until.values() if t > now]
         gaps += [t - now for t in self.refresh_due.values() if t > now]
+        gaps += [t - now for n, t in self.next_heartbeat.items() if t > now and self._running(n)]
         return max(1, min(gaps)) if gaps else 100
 
     def _assigning(self) -> None:
@@ -162,8 +183,14 @@ class ShippedEngine:
             for name in list(sim.clients):  # join order: the first to join leads, as in Kafka
                 if not self._running(name) or name in sim.stalled or self.busy_until.get(name, 0) > sim.now:
                     continue
+                c = sim.clients[name]
+                idle = c.phase == Phase.STABLE and not c.needs_rejoin and c.inflight is None
+                if idle and self.next_heartbeat.get(name, 0) > sim.now:
+                    continue
                 obs = sim.client_step(name)
                 self._observe(obs)
+                if isinstance(getattr(obs.event, "request", None) if obs else None, HeartbeatRequest):
+                    self.next_heartbeat[name] = sim.now + self.timing.heartbeat_ms
                 self._assigning()
                 if obs is not None and not isinstance(getattr(obs.event, "request", None), HeartbeatRequest):
                     busy = True
@@ -186,7 +213,9 @@ class ShippedEngine:
             if op.member in sim.clients:
                 old = sim.clients[op.member]
                 self.crashed.add(op.member)
-                self._start(o.Join(op.member, old.config.topics, self.regex.get(op.member, False), op.version))
+                self._start(
+                    o.Join(op.member, old.config.topics, self.regex.get(op.member, False), op.version)
+                )
         elif isinstance(op, o.Leave):
             if self._running(op.member):
                 sim.stall(op.member, False)
@@ -208,10 +237,15 @@ class ShippedEngine:
             if op.partitions > sim.topics.get(op.topic, 0):  # partitions are never removed
                 self._observe(sim.create_topic(op.topic, op.partitions))
                 self._topic_changed(op.topic)
-        elif isinstance(op, o.StaleMetadata):
-            self.lag.setdefault(op.member, {})[op.topic] = op.partitions
-        elif isinstance(op, o.Refresh):
-            self.lag.setdefault(op.member, {}).clear()
+        elif isinstance(op, o.StaleMetadata | o.Refresh):
+            before = dict(self.lag.get(op.member, {}))
+            if isinstance(op, o.StaleMetadata):
+                self.lag.setdefault(op.member, {})[op.topic] = op.partitions
+            else:
+                self.lag.setdefault(op.member, {}).clear()
+            for topic in set(before) | set(self.lag[op.member]):  # the member's view changed
+                if before.get(topic) != self.lag[op.member].get(topic):
+                    self._view_changed(op.member, topic)
         elif isinstance(op, o.LoseSocket):
             if self._running(op.member):
                 self._observe(sim.cut_connection(op.member))
@@ -233,9 +267,22 @@ class ShippedEngine:
             if self.regex.get(name):
                 c.config = replace(c.config, topics=tuple(sorted(self.sim.topics)))
                 c.needs_rejoin = True
-            elif c.member_id and c.member_id == c.leader and topic in c.config.topics and topic not in self.lag.get(name, {}):
-                period = self.timing.metadata_refresh_ms  # seen at the leader's next metadata refresh
-                self.refresh_due.setdefault(name, (self.sim.now // period + 1) * period)
+            elif topic not in self.lag.get(name, {}):
+                self._view_changed(name, topic)
+
+    def _view_changed(self, name: str, topic: str) -> None:
+        """What ``name`` sees of ``topic`` changed: a leader subscribing to it rejoins after its next
+        metadata refresh (the same refresh period the other designs' members use)."""
+        c = self.sim.clients.get(name)
+        if (
+            c is not None
+            and self._running(name)
+            and c.member_id
+            and c.member_id == c.leader
+            and topic in c.config.topics
+        ):
+            period = self.timing.metadata_refresh_ms
+            self.refresh_due.setdefault(name, (self.sim.now // period + 1) * period)
 
     # ------------------------------------------------------------ view
     def view(self, checkpoint: bool = False) -> DesignView:
@@ -255,7 +302,9 @@ class ShippedEngine:
                     name in sim.stalled,
                     c.generation,
                     frozenset(c.owned) if alive else frozenset(),
-                    frozenset(truth) if self.regex.get(name) else frozenset(t for t in c.config.topics if t in truth),
+                    frozenset(truth)
+                    if self.regex.get(name)
+                    else frozenset(t for t in c.config.topics if t in truth),
                     self.version.get(name, 1),
                     c.phase == Phase.FATAL,
                     c.config.assignors[0],
@@ -277,4 +326,6 @@ class ShippedEngine:
         )
 
     def traffic(self, rebalance_only: bool = False) -> tuple[int, int]:
-        return (self.messages[2], self.messages[3]) if rebalance_only else (self.messages[0], self.messages[1])
+        return (
+            (self.messages[2], self.messages[3]) if rebalance_only else (self.messages[0], self.messages[1])
+        )

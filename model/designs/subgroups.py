@@ -14,7 +14,7 @@ from __future__ import annotations
 from model.assignors import get_assignor
 from model.designs.independent import JoinAllEngine
 from model.designs.joinall import JoinResp
-from model.designs.joinall_member import JoinAllMember
+from model.designs.joinall_member import JoinAllMember, Strategy
 from model.designs.metadata import HASH_BYTES, metadata_hash, subscription_hash, topics_of
 from model.designs.net import DesignError
 from model.embedded import Subscription, TopicPartition
@@ -29,10 +29,16 @@ class HashedSubgroups:
         self.tie = tie
 
     def _covered(self, member: JoinAllMember) -> tuple[str, ...]:
-        return topics_of(member.topics, member.regex, member.view) if member.regex else tuple(sorted(member.topics))
+        return (
+            topics_of(member.topics, member.regex, member.view)
+            if member.regex
+            else tuple(sorted(member.topics))
+        )
 
     def metadata(self, member: JoinAllMember, protocol: str) -> bytes:
-        return subscription_hash(member.topics, member.regex) + metadata_hash(member.view, self._covered(member))
+        return subscription_hash(member.topics, member.regex) + metadata_hash(
+            member.view, self._covered(member)
+        )
 
     def decide(self, member: JoinAllMember, resp: JoinResp) -> frozenset[TopicPartition] | None:
         hashes = {mid: (meta[:HASH_BYTES], meta[HASH_BYTES:]) for mid, meta in resp.members}
@@ -61,5 +67,5 @@ class HashedSubgroups:
 class SubgroupsEngine(JoinAllEngine):
     design = "hashed-subgroups"
 
-    def strategy_object(self) -> object:
+    def strategy_object(self) -> Strategy:
         return HashedSubgroups(self.options.get("tie", "hash"))

@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model.designs import wire as w
-from model.designs.joinall import COORDINATOR, GROUP, ILLEGAL, NONE, REBALANCING, UNKNOWN, Ack, HeartbeatReq, LeaveReq
+from model.designs.joinall import (
+    COORDINATOR,
+    GROUP,
+    ILLEGAL,
+    NONE,
+    REBALANCING,
+    UNKNOWN,
+    Ack,
+    HeartbeatReq,
+    LeaveReq,
+)
 from model.designs.net import Actor, DesignError, Msg
 
 CHOICES = ("random", "last", "newest", "max-version")
@@ -75,7 +85,12 @@ def size(body: Any) -> int:
     return w.response(w.I16)
 
 
-KIND = {SJoin: "JoinGroup", SSynced: "JoinGroupSynchronized", HeartbeatReq: "Heartbeat", LeaveReq: "LeaveGroup"}
+KIND = {
+    SJoin: "JoinGroup",
+    SSynced: "JoinGroupSynchronized",
+    HeartbeatReq: "Heartbeat",
+    LeaveReq: "LeaveGroup",
+}
 REBALANCE_KINDS = frozenset({"JoinGroup", "JoinGroupSynchronized", "JoinGroupResponse"})
 
 
@@ -176,7 +191,11 @@ def apply(state: SyncJoinState, rec: Any, now: int = 0) -> None:
     elif isinstance(rec, Removed):
         state.members.pop(rec.member_id, None)
     elif isinstance(rec, PhaseSet):
-        state.phase, state.join_deadline, state.sync_deadline = rec.phase, rec.join_deadline, rec.sync_deadline
+        state.phase, state.join_deadline, state.sync_deadline = (
+            rec.phase,
+            rec.join_deadline,
+            rec.sync_deadline,
+        )
         state.synchronizer, state.round = rec.synchronizer, rec.round or state.round
     elif isinstance(rec, GenerationSynced):
         state.generation, state.strategy, state.phase = rec.generation, rec.strategy, "Stable"
@@ -259,11 +278,15 @@ def _maybe_complete(tx: Tx, how: str, sync_timeout_ms: int, force: bool = False)
     tx.emit(Parked(chosen, False))
     e = state.members[chosen]
     tx.emit(SessionSet(chosen, tx.now + e.session_timeout_ms))
-    members = tuple((m.member_id, m.metadata) for m in sorted(state.members.values(), key=lambda m: m.member_id))
+    members = tuple(
+        (m.member_id, m.metadata) for m in sorted(state.members.values(), key=lambda m: m.member_id)
+    )
     tx.reply(e.name, SResp(NONE, state.round, chosen, "synchronize", members))
 
 
-def handle_join(state: SyncJoinState, src: str, req: SJoin, now: int, how: str, sync_ms: int) -> tuple[list[Msg], list[Any]]:
+def handle_join(
+    state: SyncJoinState, src: str, req: SJoin, now: int, how: str, sync_ms: int
+) -> tuple[list[Msg], list[Any]]:
     tx = Tx(state, now)
     mid = req.member_id
     if mid and mid not in state.members:
@@ -296,17 +319,36 @@ def handle_synced(state: SyncJoinState, src: str, req: SSynced, now: int) -> tup
     generation = state.generation + 1
     strategy = req.strategy
     entries = sorted(state.members.values(), key=lambda m: m.member_id)
-    tx.emit(GenerationSynced(generation, strategy, tuple((e.member_id, e.name, e.metadata, e.session_timeout_ms) for e in entries)))
+    tx.emit(
+        GenerationSynced(
+            generation,
+            strategy,
+            tuple((e.member_id, e.name, e.metadata, e.session_timeout_ms) for e in entries),
+        )
+    )
     ids = tuple(e.member_id for e in entries)
     for e in entries:
-        tx.reply(e.name, SResp(NONE, generation, e.member_id, "joined", state=given.get(e.member_id, b""), group=ids))
+        tx.reply(
+            e.name,
+            SResp(NONE, generation, e.member_id, "joined", state=given.get(e.member_id, b""), group=ids),
+        )
     return tx.out, tx.records
 
 
-def handle_heartbeat(state: SyncJoinState, src: str, req: HeartbeatReq, now: int) -> tuple[list[Msg], list[Any]]:
+def handle_heartbeat(
+    state: SyncJoinState, src: str, req: HeartbeatReq, now: int
+) -> tuple[list[Msg], list[Any]]:
     tx = Tx(state, now)
     e = state.members.get(req.member_id)
-    error = UNKNOWN if e is None else REBALANCING if state.phase != "Stable" else ILLEGAL if req.generation != state.generation else NONE
+    error = (
+        UNKNOWN
+        if e is None
+        else REBALANCING
+        if state.phase != "Stable"
+        else ILLEGAL
+        if req.generation != state.generation
+        else NONE
+    )
     if e is not None and error == NONE:
         tx.emit(SessionSet(e.member_id, now + e.session_timeout_ms))
     tx.reply(src, Ack(error), "Heartbeat")
@@ -326,7 +368,9 @@ def remove(tx: Tx, mid: str, how: str, sync_ms: int) -> None:
         _maybe_complete(tx, how, sync_ms)
 
 
-def handle_timer(state: SyncJoinState, key: str, now: int, how: str, sync_ms: int) -> tuple[list[Msg], list[Any]]:
+def handle_timer(
+    state: SyncJoinState, key: str, now: int, how: str, sync_ms: int
+) -> tuple[list[Msg], list[Any]]:
     tx = Tx(state, now)
     if key == "join":
         _maybe_complete(tx, how, sync_ms, force=True)
@@ -363,7 +407,11 @@ class SyncJoinCoordinator(Actor):
         s = self.state
         # the synchronization timeout, not its session, bounds the synchronizer while it works
         busy = s.synchronizer if s.phase == "Synchronizing" else None
-        self.timers = {f"session:{m}": e.deadline for m, e in s.members.items() if not e.parked and e.deadline and m != busy}
+        self.timers = {
+            f"session:{m}": e.deadline
+            for m, e in s.members.items()
+            if not e.parked and e.deadline and m != busy
+        }
         if s.join_deadline is not None and s.phase == "Joining":
             self.timers["join"] = s.join_deadline
         if s.sync_deadline is not None and s.phase == "Synchronizing":

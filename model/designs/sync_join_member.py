@@ -77,7 +77,13 @@ class SyncJoinMember(MemberActor):
         self.arm("metadata", now + self.timing.metadata_refresh_ms)
         # the seed: the client's own join timeout covers a whole join (phase join .. joined)
         self.arm("request", now + self.timing.request_timeout_ms + self.engine.sync_timeout_ms)
-        return [sj.msg(self.name, COORDINATOR, sj.SJoin(self.member_id, self.metadata(), self.timing.session_timeout_ms))]
+        return [
+            sj.msg(
+                self.name,
+                COORDINATOR,
+                sj.SJoin(self.member_id, self.metadata(), self.timing.session_timeout_ms),
+            )
+        ]
 
     def _later(self, now: int, reset: bool = False) -> list[Msg]:
         if reset:
@@ -157,7 +163,9 @@ class SyncJoinEngine(NetEngine):
     design = "sync-in-join"
     rebalance_kinds = sj.REBALANCE_KINDS
 
-    def __init__(self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None
+    ) -> None:
         super().__init__(topics, timing, options)
         try:
             self.sync_timeout_ms = int(self.options.get("sync_timeout_ms", "5000"))

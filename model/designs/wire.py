@@ -87,7 +87,9 @@ def classic_size(msg: object) -> int:
         return response(I32 + I16 + arr(s(m.member_id) + s(m.group_instance_id) + I16 for m in msg.members))
     if isinstance(msg, OffsetCommitRequest):
         parts = [(p.topic, p.partition) for p in msg.partitions]
-        return request(s(msg.group_id) + I32 + s(msg.member_id) + s(msg.group_instance_id) + partitions(parts, 20))
+        return request(
+            s(msg.group_id) + I32 + s(msg.member_id) + s(msg.group_instance_id) + partitions(parts, 20)
+        )
     if isinstance(msg, OffsetCommitResponse):
         return response(I32 + partitions([(t, p) for t, p, _ in msg.partitions], I32 + I16))
     raise TypeError(f"no size for {type(msg).__name__}")
