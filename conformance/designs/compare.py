@@ -96,6 +96,8 @@ class Comparison:
     seed: int
     workloads: int
     figures: dict[str, Path] = field(default_factory=dict)
+    #: every design scenario and what each of its expectations gave: (scenario, outcomes)
+    scenarios: list[tuple[scn.DesignScenario, list[scn.Outcome]]] = field(default_factory=list)
 
     def replays_ok(self) -> bool:
         return all(
@@ -206,7 +208,8 @@ def compare(
     names = [r.design for r in rows if r.design in COST_DESIGNS and not r.options]
     costs = {d: [cost(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(names)}
     sweep = {d: [cost(d, SWEEP_MEMBERS, t) for t in topics] for d in dict.fromkeys(names)}
-    return Comparison(rows, costs, sweep, seed, workloads)
+    outcomes = [(sc, scn.run_scenario(sc)) for sc in scn.load_all().values()]
+    return Comparison(rows, costs, sweep, seed, workloads, scenarios=outcomes)
 
 
 def figures(comparison: Comparison, out_dir: Path) -> dict[str, Path]:

@@ -13,8 +13,12 @@ def _plt():  # type: ignore[no-untyped-def]
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from cycler import cycler
 
-    plt.rcParams.update({"svg.hashsalt": "groupcheck", "font.size": 9})
+    colors = [matplotlib.colormaps["tab20"](i) for i in range(20)]
+    plt.rcParams.update(
+        {"svg.hashsalt": "groupcheck", "font.size": 9, "axes.prop_cycle": cycler(color=colors)}
+    )
     return plt
 
 

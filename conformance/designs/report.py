@@ -158,9 +158,12 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
     ]
     from model.designs import DESIGNS
 
+    figure = _link(comp.figures["bytes"], base) if "bytes" in comp.figures else ""
     for r in comp.rows:
         c = _cost_at(comp, r.design, 500) if not r.options else None
-        cost_text = f"{c[1]:,} / {c[0]:,}" if c else ("as its design" if r.options else "-")
+        cost_text = "as its design" if r.options else "-"
+        if c:
+            cost_text = f"[{c[1]:,} / {c[0]:,}]({figure})" if figure else f"{c[1]:,} / {c[0]:,}"
         cells = " | ".join(_cell(r, inv, base) for inv, _ in PROPERTIES)
         lines.append(f"| `{r.label}` | {DESIGNS[r.design].source} | {cells} | {cost_text} |")
     lines += ["", "## Figures", ""]
@@ -191,21 +194,49 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
         lines += [
             "## Liveness and upgrade",
             "",
-            "3 members, topic t with 6 partitions; times from the trigger; availability = share of 100 ms ticks with every partition owned.",
+            "3 members, topic t with 6 partitions (`conformance/designs/measure.py`): time to converge from the",
+            "trigger and the rebalances it took; availability = share of 100 ms ticks with every partition owned;",
+            "balance: the busiest member's partitions over the even share, 5 members and 20 partitions.",
             "",
         ]
         lines += [
-            "| design | join | leave | crash | failover | churn: rebalances / availability | unrelated-topic churn: rebalances | flapping member: rebalances / availability | rolling upgrade: strategy after / availability |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| design | join | leave | crash | failover | churn: rebalances / availability "
+            "| unrelated-topic churn: rebalances | flapping member: rebalances / availability "
+            "| rolling upgrade: strategy after / availability | balance |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in measured:
             m = r.measures
+            conv = {
+                w: f"{_secs(m[w].converged_ms)}, {m[w].rebalances} reb."
+                for w in ("join", "leave", "crash", "failover")
+            }
             lines.append(
-                f"| `{r.label}` | {_secs(m['join'].converged_ms)} | {_secs(m['leave'].converged_ms)} | {_secs(m['crash'].converged_ms)} | "
-                f"{_secs(m['failover'].converged_ms)} | {m['churn-subscribed'].rebalances} / {m['churn-subscribed'].availability:.2f} | "
+                f"| `{r.label}` | {conv['join']} | {conv['leave']} | {conv['crash']} | {conv['failover']} | "
+                f"{m['churn-subscribed'].rebalances} / {m['churn-subscribed'].availability:.2f} | "
                 f"{m['churn-other-topic'].rebalances} | {m['flapping-member'].rebalances} / {m['flapping-member'].availability:.2f} | "
-                f"{m['rolling-upgrade'].final_strategy or '-'} / {m['rolling-upgrade'].availability:.2f} |"
+                f"{m['rolling-upgrade'].final_strategy or '-'} / {m['rolling-upgrade'].availability:.2f} | {r.balance} |"
             )
+        lines.append("")
+    if comp.scenarios:
+        lines += [
+            "## Scenarios the seeds name",
+            "",
+            "`specs/scenarios/designs/`, run with `groupcheck design scenarios`; each line is one expectation.",
+            "",
+            "| scenario | source | design | outcome | as expected |",
+            "|---|---|---|---|---|",
+        ]
+        for sc, outcomes in comp.scenarios:
+            for out in outcomes:
+                e = out.expectation
+                seen = ", ".join(f"`{v}` violated" for v in out.result.violated) or "nothing violated"
+                label = e.design + (
+                    ":" + ",".join(f"{k}={v}" for k, v in sorted(e.options.items())) if e.options else ""
+                )
+                lines.append(
+                    f"| `{sc.id}` | {sc.source} | `{label}` | {seen} | {'yes' if out.met else '**no**'} |"
+                )
         lines.append("")
     lines += ["## The designs", ""]
     for r in comp.rows:
