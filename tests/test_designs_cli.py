@@ -24,6 +24,7 @@ def test_compare_writes_the_table_the_figures_and_replayable_traces(tmp_path: Pa
             "--workloads",
             "1",
             "--no-liveness",
+            "--no-scenarios",
             "--out",
             str(out),
         ]

@@ -35,6 +35,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     c.add_argument("--workloads", type=int, default=30, help="random workloads per design")
     c.add_argument("--out", type=Path, default=Path("reports/design-review.md"))
     c.add_argument("--no-liveness", action="store_true", help="skip the liveness and upgrade measurements")
+    c.add_argument("--no-scenarios", action="store_true", help="leave out the table of scenario outcomes")
     d = sub.add_parser("design", help="design traces and scenarios (replay, show, scenarios)")
     dsub = d.add_subparsers(dest="design_command", required=True, parser_class=type(d))
     r = dsub.add_parser("replay", help="re-run a design trace: FAILED / PASSED / FIXED / ERROR")
@@ -82,6 +83,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         workloads=args.workloads,
         out_dir=assets,
         measure_liveness=not args.no_liveness,
+        topics=tuple(sorted(set(args.topics))),
+        scenarios=not args.no_scenarios,
     )
     figures(result, assets)
     sizes = " ".join(map(str, sorted(set(args.members))))

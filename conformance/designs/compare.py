@@ -194,6 +194,7 @@ def compare(
     out_dir: Path,
     measure_liveness: bool = True,
     topics: tuple[int, ...] = TOPIC_SWEEP,
+    scenarios: bool = True,
 ) -> Comparison:
     rows = [
         evaluate(
@@ -208,7 +209,7 @@ def compare(
     names = [r.design for r in rows if r.design in COST_DESIGNS and not r.options]
     costs = {d: [cost(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(names)}
     sweep = {d: [cost(d, SWEEP_MEMBERS, t) for t in topics] for d in dict.fromkeys(names)}
-    outcomes = [(sc, scn.run_scenario(sc)) for sc in scn.load_all().values()]
+    outcomes = [(sc, scn.run_scenario(sc)) for sc in scn.load_all().values()] if scenarios else []
     return Comparison(rows, costs, sweep, seed, workloads, scenarios=outcomes)
 
 
