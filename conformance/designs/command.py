@@ -9,9 +9,10 @@ the report claims).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
-from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, UsageError
+from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
 from model.designs import DESIGNS, parse_design
 from model.designs.net import DesignError
 
@@ -173,5 +174,22 @@ def cmd_check_design(args: argparse.Namespace) -> int:
     return EXIT_VIOLATION if bad else EXIT_OK
 
 
-HANDLERS = {"compare": cmd_compare, "design": cmd_design}
+def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A design that cannot go on, or anything unexpected, is a tool error (exit 2), not a traceback."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except ToolError:
+            raise
+        except DesignError as exc:
+            raise ToolError(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - the exit-code contract: unexpected -> 2
+            raise ToolError(f"unexpected {type(exc).__name__}: {exc}") from exc
+
+    return run
+
+
+HANDLERS = {"compare": _guarded(cmd_compare), "design": _guarded(cmd_design)}
+cmd_check_design = _guarded(cmd_check_design)
 __all__ = ["EXIT_TOOL", "HANDLERS", "add_parsers", "cmd_check_design"]
