@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 from conformance.formats.trace_file import read_trace
+from conformance.protocols import get_kit
 from conformance.targets.open import open_target
+
+CLASSIC = get_kit("classic")
 
 pytestmark = pytest.mark.target
 REGRESSIONS = Path(__file__).parent / "regressions"
@@ -27,7 +30,7 @@ MUTANT = FAILOVER / "consumer.no_double_client_assignment_9606b073d739.ndjson"
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
-    with open_target("apache-kafka") as handle:
+    with open_target("apache-kafka", session=CLASSIC.session) as handle:
         yield handle
 
 

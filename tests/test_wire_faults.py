@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 
 from conformance.engine.checker import Checker
+from conformance.engine.profiles import REAL_PROFILES
+from conformance.protocols import get_kit
 from conformance.protocols.classic.faults import Recovered, recovered_matches, transient
 from conformance.protocols.classic.oracle import PROVISIONAL, Hypo
 from conformance.targets.open import open_target
 from model.classic.messages import HeartbeatResponse, JoinGroupResponse, OffsetCommitResponse
 from model.classic.state import ClassicGroup, ClassicState, GroupState, Member
 from model.errors import ErrorCode
+
+CLASSIC = get_kit("classic")
 
 # ---------------------------------------------------------------------------------------------
 # pure parts
@@ -83,7 +87,7 @@ def test_transient_coordinator_errors() -> None:
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
-    with open_target("apache-kafka") as handle:
+    with open_target("apache-kafka", session=CLASSIC.session) as handle:
         yield handle
 
 
@@ -106,7 +110,7 @@ def _sim(handle: Any) -> Any:
         clients,
         handle.model_config,
         {},
-        port_factory=handle.port_factory(),
+        port_factory=CLASSIC.real_setup(handle, REAL_PROFILES["dev"])[0],
         sim_class=RealTimeSim,
         request_timeout_ms=REAL_TIMING.request_timeout_ms,
     )
@@ -269,7 +273,7 @@ def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: An
         max_examples=4,
         seed_value=1,
         variants=mutant,
-        port_factory=kafka.port_factory(),
+        port_factory=CLASSIC.real_setup(kafka, REAL_PROFILES["dev"])[0],
         config=kafka.model_config,
         real_time=True,
     )

@@ -1,7 +1,7 @@
 """`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (issue 4).
 
-Opens the target (`open_target`), runs the classic stateful suite through the oracle port on a
-real clock, and reports both verdict levels: `protocol` (invariants and protocol-level
+Opens the target (`open_target`), runs each protocol's stateful suite through the port its kit
+sets up (`ProtocolKit.real_setup`: the oracle on a real clock), and reports both verdict levels: `protocol` (invariants and protocol-level
 divergences) and `kafka-compat` (Apache Kafka's exact choices). `--level` picks the one that
 decides the exit code. Real-time runs use smaller example counts than the in-process model
 (`REAL_PROFILES`), since every step takes real milliseconds.
@@ -13,16 +13,10 @@ import argparse
 import time
 from dataclasses import dataclass
 
-from conformance.engine.profiles import Profile, get_profile
+from conformance.engine.profiles import REAL_PROFILES, Profile, real_profile
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
+from conformance.protocols import KITS, get_kit
 
-#: Profiles against a real coordinator (examples x steps); the names match the model's profiles.
-REAL_PROFILES = {
-    "dev": Profile("dev", 4, 20),
-    "ci": Profile("ci", 12, 25),
-    "thorough": Profile("thorough", 120, 40),
-    "faults": Profile("faults", 6, 25, wire_faults=True),
-}
 LEVELS = ("protocol", "kafka-compat")
 #: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
 RESTARTS = {"dev": 0, "ci": 1, "thorough": 4, "faults": 1}
@@ -37,11 +31,6 @@ class TargetRun:
     #: what the fault proxy and restarts injected in this run alone (`faults.summary`); None
     #: without a fault session
     faults: str | None = None
-
-
-def real_profile(name: str) -> Profile:
-    get_profile(name)  # same names, same error for an unknown one
-    return REAL_PROFILES[name]
 
 
 def run_on_target(
@@ -85,10 +74,10 @@ def run_protocols_on_target(
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
     for protocol in protocols:
-        if protocol not in ("classic", "consumer", "mixed"):
-            raise UsageError(
-                f"protocol {protocol!r} is not wired to real targets (known: classic, consumer, mixed)"
-            )
+        kit = get_kit(protocol)
+        if kit.real_setup is None or kit.session is None:
+            wired = ", ".join(k.name for k in KITS.values() if k.real_setup and k.session)
+            raise UsageError(f"protocol {protocol!r} is not wired to real targets (known: {wired})")
     profile = real_profile(profile_name)
     runs: list[TargetRun] = []
     skipped: list[tuple[str, str]] = []
@@ -135,15 +124,15 @@ def _run_all(
     restarts: int,
     restart_signal: str = "kill",
 ) -> None:
-    from conformance.protocols.consumer.setup import not_run_reason
     from conformance.targets.open import open_target
 
-    with open_target(spec) as handle:
+    # one session for every protocol's runs (restarts and fault counts are per target)
+    with open_target(spec, session=get_kit(protocols[0]).session) as handle:
         if handle.session is not None:  # coordinator restarts (conformance/protocols/classic/faults.py)
             handle.session.max_restarts = restarts
             handle.session.restart_signal = restart_signal
         for protocol in protocols:
-            why = not_run_reason(handle, protocol)
+            why = get_kit(protocol).require("not_run_reason")(handle)
             if why is not None:
                 if not only_offered:
                     raise TargetError(f"{handle.name}: {why}")
@@ -168,8 +157,8 @@ def _run_one(
     t0: float,
 ) -> TargetRun:
     from conformance.engine.run import run_check
-    from conformance.protocols.consumer.setup import consumer_setup
 
+    kit = get_kit(protocol)
     h = handle  # type: Any
     session = h.session
     compat_before = len(session.compat) if session is not None else 0
@@ -179,16 +168,9 @@ def _run_one(
         from conformance.protocols.classic.faults import snapshot, summary
 
         faults_since = snapshot(session)
-    if protocol == "classic":
-        port_factory, config = h.port_factory(), h.model_config
-    elif protocol == "mixed":  # conformance/protocols/mixed/setup.py
-        from conformance.protocols.mixed.setup import mixed_setup
-
-        port_factory, config, profile = mixed_setup(h, profile)
-    else:
-        port_factory, config, profile = consumer_setup(h, profile)
+    port_factory, config, profile = kit.require("real_setup")(h, profile)
     result = run_check(
-        protocol,
+        kit,
         target=h.name,
         target_version=h.version,
         profile=profile,
@@ -276,4 +258,4 @@ def cmd_target(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["EXIT_TOOL", "cmd_target", "print_result", "run_on_target"]
+__all__ = ["EXIT_TOOL", "REAL_PROFILES", "cmd_target", "print_result", "real_profile", "run_on_target"]

@@ -30,3 +30,18 @@ def get_profile(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise UsageError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None
+
+
+#: Profiles against a real coordinator (examples x steps); the names match the model's profiles.
+#: A kit's ``real_setup`` may replace them with its own (consumer and mixed runs take longer).
+REAL_PROFILES = {
+    "dev": Profile("dev", 4, 20),
+    "ci": Profile("ci", 12, 25),
+    "thorough": Profile("thorough", 120, 40),
+    "faults": Profile("faults", 6, 25, wire_faults=True),
+}
+
+
+def real_profile(name: str) -> Profile:
+    get_profile(name)  # same names, same error for an unknown one
+    return REAL_PROFILES[name]

@@ -25,7 +25,7 @@ class Mutant:
     """One named fault. ``expect`` names the invariants the kill matrix expects to catch it."""
 
     name: str
-    protocol: str  # classic | consumer
+    protocol: str  # the name of its protocol's kit (`conformance.protocols.KITS`)
     family: str  # catalogue | generic
     fault: str  # one sentence: what is wrong
     source: str  # catalogue row / Kafka issue, or the reference section of the rule it breaks
@@ -66,6 +66,13 @@ def get_mutant(name: str, protocol: str | None = None) -> Mutant:
     return mutant
 
 
+def named_mutant(variants: Mapping[str, str], protocol: str) -> Mutant | None:
+    """The ``protocol`` mutant named by ``variants['mutant']``, or None (the reference model)."""
+    if not variants.get("mutant"):
+        return None
+    return get_mutant(variants["mutant"], protocol)
+
+
 def with_mutant_variants(variants: Mapping[str, str]) -> dict[str, str]:
     """``variants`` plus the model variants the named mutant is made of (explicit values win)."""
     out = dict(variants)
@@ -76,10 +83,4 @@ def with_mutant_variants(variants: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def __getattr__(name: str) -> Any:
-    if name == "CONSUMER_MUTANTS":  # coordinator classes by name (the consumer machine's first hook)
-        return {m.name: m.coordinator for m in MUTANTS.values() if m.protocol == "consumer" and m.coordinator}
-    raise AttributeError(name)
-
-
-__all__ = ["MUTANTS", "Mutant", "get_mutant", "with_mutant_variants"]
+__all__ = ["MUTANTS", "Mutant", "get_mutant", "named_mutant", "with_mutant_variants"]

@@ -48,7 +48,7 @@ def _summary(obs: Any, name: str) -> dict[str, Any]:
 
 def probe(target: str) -> dict[str, Any]:
     from conformance.engine.profiles import PROFILES
-    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.build import make_consumer_sim
     from conformance.protocols.consumer.realtime import RealTimeConsumerSim
     from conformance.protocols.consumer.setup import consumer_setup
     from conformance.targets.open import open_target

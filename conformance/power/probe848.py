@@ -75,7 +75,7 @@ PROBES = {"rejoin": _rejoin, "give-back": _give_back}
 def run_probe(handle: Any, name: str, config_overrides: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(the target's heartbeat answers, the oracle's findings) of one probe on an opened target."""
     from conformance.engine.profiles import get_profile
-    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.build import make_consumer_sim
     from conformance.protocols.consumer.setup import consumer_setup
 
     port_factory, config, _ = consumer_setup(handle, get_profile("ci"))

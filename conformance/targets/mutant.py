@@ -1,38 +1,20 @@
 """A mutant as a target: ``--target mutant:NAME`` (issue 8).
 
 `conformance.targets.open.open_target` hands ``mutant:NAME`` here. The handle is an in-process target
-like ``model``: its ``variants`` (``{"mutant": NAME}``) make `conformance.protocols.build` put the mutant's
-coordinator, port or client where the reference ones would be, and its ``port_factory`` does the
-same for callers that bring their own coordinator (the pytest plugin's ``coordinator`` fixture). The
-state machines see a port either way and cannot tell a mutant from any other coordinator.
+like ``model``: its ``variants`` (``{"mutant": NAME}``) make the protocol's simulator builder put the
+mutant's coordinator, port or client where the reference ones would be, and its kit's
+``real_setup`` does the same for callers that bring their own coordinator (the pytest plugin's
+``coordinator`` fixture). The state machines see a port either way and cannot tell a mutant from
+any other coordinator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from conformance.errors import UsageError
 from conformance.mutants import get_mutant
 from conformance.targets.open import MUTANT_PREFIX, TargetHandle
-
-
-class MutantHandle(TargetHandle):
-    """The handle of a mutant target; `port_factory` swaps in the mutant's coordinator and port."""
-
-    def port_factory(self) -> Callable[[Any], Any] | None:
-        mutant = get_mutant(self.variants["mutant"])
-        if mutant.protocol != "classic":
-            return None
-
-        def factory(coord: Any) -> Any:
-            from model.classic.sim import ModelPort
-
-            if mutant.coordinator is not None and not isinstance(coord, mutant.coordinator):
-                coord = mutant.coordinator(coord.config, coord.chooser)
-            return (mutant.port or ModelPort)(coord)
-
-        return factory
 
 
 def mutant_handle(name: str) -> TargetHandle:
@@ -40,7 +22,7 @@ def mutant_handle(name: str) -> TargetHandle:
     from conformance.formats.trace_file import groupcheck_version
 
     mutant = get_mutant(name)
-    handle = MutantHandle(
+    handle = TargetHandle(
         f"{MUTANT_PREFIX}{name}",
         f"groupcheck {groupcheck_version()} with mutant {name}",
         "model",

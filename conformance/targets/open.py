@@ -6,7 +6,9 @@ handle carries the ``mutant`` variant), a launcher name from `conformance.target
 stopped around the run), ``host:port`` (a coordinator someone else runs), or the name of a
 third-party adapter registered under the entry-point group ``groupcheck.adapters`` (its object is
 called with the spec and returns a `TargetHandle`). Nothing outside this package knows about a
-particular target.
+particular target, and nothing here knows a protocol: a handle carries the connection and the
+session the caller's ``session`` factory made of it (a protocol kit's ``session``); the kits build
+their ports on it (`ProtocolKit.real_setup`).
 """
 
 from __future__ import annotations
@@ -53,14 +55,6 @@ class TargetHandle:
     startup_s: float = 0.0
     #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME}; issue 8)
     variants: dict[str, str] = field(default_factory=dict)
-
-    def port_factory(self) -> Callable[[Any], Any] | None:
-        if self.kind == "model":
-            return None
-        from conformance.protocols.classic.oracle import OraclePort
-
-        session = self.session
-        return lambda coord: OraclePort(coord, session)
 
     def close(self) -> None:
         if self.session is not None:
@@ -109,16 +103,32 @@ def _seed_topics(run_id: str) -> dict[str, int]:
     return {f"gc-{run_id}-{n}-{p}": p for n in TOPIC_NAMES for p in range(1, MAX_PARTITIONS + 1)}
 
 
+@dataclass
+class Connection:
+    """What a session is made of when the caller gave no ``session`` factory: the adapter, the
+    run's id (topic and group names), topic creation and the launcher."""
+
+    adapter: Any
+    run_id: str
+    ensure_topic: Callable[[str], None]
+    launcher: Any = None
+
+
 @contextlib.contextmanager
 def open_target(
-    spec: str, *, start_timeout_s: float = 120.0, provision_timeout_s: float = 900.0
+    spec: str,
+    *,
+    session: Callable[..., Any] | None = None,
+    start_timeout_s: float = 120.0,
+    provision_timeout_s: float = 900.0,
 ) -> Iterator[TargetHandle]:
-    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it."""
-    if spec == "model":
-        from model.classic.state import ClassicConfig
+    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it.
 
+    ``session(adapter, run_id, ensure_topic, launcher)`` makes the handle's session on a real
+    target (a protocol kit's ``session``: the oracle's state shared by every port of the run);
+    without it the session is the bare `Connection`."""
+    if spec == "model":
         yield TargetHandle("model", "reference model", "model", model_config={})
-        _ = ClassicConfig
         return
     if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants, issue 8)
         from conformance.targets.mutant import mutant_handle
@@ -147,7 +157,7 @@ def open_target(
         handle = plugin(spec)
     try:
         if handle.kind == "kafka":
-            _connect(handle)
+            _connect(handle, session or Connection)
         yield handle
     finally:
         handle.close()
@@ -195,9 +205,8 @@ def _start_launcher(name: str, start_timeout_s: float, provision_timeout_s: floa
     return handle
 
 
-def _connect(handle: TargetHandle) -> None:
+def _connect(handle: TargetHandle, session: Callable[..., Any]) -> None:
     """ApiVersions, FindCoordinator (waiting for the offsets topic), and the run's shared session."""
-    from conformance.protocols.classic.oracle import TargetSession
     from conformance.wire.connection import KafkaAdapter
 
     assert handle.bootstrap is not None
@@ -238,4 +247,4 @@ def _connect(handle: TargetHandle) -> None:
             raise TargetError(f"{handle.name}: cannot create topic {real}: {e}") from e
         created.add(real)
 
-    handle.session = TargetSession(adapter, run_id, ensure_topic, launcher)
+    handle.session = session(adapter, run_id, ensure_topic, launcher)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from conformance.engine.checker import Checker, Violation
-from conformance.protocols.build import make_classic_sim, quiet_gap, settle_round
+from conformance.protocols.classic.build import make_classic_sim, quiet_gap, settle_round
 from conformance.protocols.classic.trace import TracedClassicSim
 from model.classic.client import Phase
 from model.classic.messages import (

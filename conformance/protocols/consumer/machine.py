@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from conformance.engine.checker import Checker
-from conformance.protocols.build import consumer_settle_bound, make_consumer_sim
 from conformance.protocols.classic.machine import InvariantViolation, MachineSettings, port_findings
+from conformance.protocols.consumer.build import consumer_settle_bound, make_consumer_sim
 from model.consumer.sim import ConsumerSim
 from model.consumer.world import HeartbeatEvent
 from model.observation import Observation

@@ -957,7 +957,7 @@ def _classic_deadlines(group: Any) -> list[tuple[int]]:
 
 def mixed_config(handle: Any) -> MixedConfig:
     """The mixed model with the target's group settings (launcher settings, else Kafka's defaults)."""
-    from conformance.cli.check import real_profile
+    from conformance.engine.profiles import real_profile
     from conformance.protocols.build import classic_config, consumer_config
     from conformance.protocols.consumer.setup import consumer_setup
     from model.mixed.state import MigrationPolicy
