@@ -9,7 +9,7 @@ PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
 LEVEL ?= protocol
 
-.PHONY: install test lint check bench clean proofs conformance-reports
+.PHONY: install test lint check bench clean proofs conformance-reports docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,10 @@ conformance-reports: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/model_throughput.py
+
+# Regenerate the invariant table of docs/invariants.md from specs/invariants.yaml.
+docs: $(STAMP)
+	$(BIN)/python -m conformance.reporting.invariant_table
 
 proofs: $(STAMP)
 	$(BIN)/groupcheck prove --report reports/proofs.md

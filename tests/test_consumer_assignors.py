@@ -1,5 +1,5 @@
 """Server-side KIP-848 assignors (model/consumer/assignors.py) against independent straightforward
-implementations of Apache Kafka's algorithm descriptions (reference §B.11), on randomized
+implementations of Apache Kafka's algorithm descriptions (docs/protocol-reference.md#b11), on randomized
 subscriptions (hypothesis)."""
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from model.consumer.assignors import (
     uniform_heterogeneous,
     uniform_homogeneous,
 )
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 
 TP = tuple[str, int]

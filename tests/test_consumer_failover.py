@@ -1,4 +1,4 @@
-"""Coordinator failover and topic changes for KIP-848 groups, the model side (issue 4).
+"""Coordinator failover and topic changes for KIP-848 groups, the model side (docs/faults.md#consumer-failover).
 
 The oracle beside a real coordinator keeps states, not record logs, so what a new coordinator loads
 is read off a state (`durable_view`); it must equal the model's own failover (`rebuild` of the
@@ -22,10 +22,11 @@ from conformance.protocols.consumer.failover import (
     recovered_matches,
 )
 from conformance.trace.replay import replay
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 from model.consumer.records import compact, durable_view, rebuild
 from model.consumer.state import ConsumerCoordinatorState, GroupState, Timer
+from model.consumer.txn import ConsumerCoordinatorConfig
 
 HERE = Path(__file__).parent / "failover"
 PASSED = HERE / "passed_3064c235d840.ndjson"

@@ -14,13 +14,14 @@ from conformance.protocols.classic.codec import payload_class
 from conformance.protocols.consumer.codec import TopicMap, decode_heartbeat, encode_heartbeat
 from conformance.protocols.consumer.oracle import compare, complete_assignment, legal_assignment
 from model.consumer.assignors import AssignmentMember
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 
 

@@ -25,13 +25,14 @@ from typing import Any
 from conformance.protocols.consumer.codec import API_CONSUMER_GROUP_HEARTBEAT
 from conformance.protocols.consumer.oracle import ConsumerOraclePort, ConsumerTiming, revealed_assignment
 from model.consumer.assignors import AssignmentMember, GroupAssignment
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicPartition,
 )
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.errors import ErrorCode
 
 CONFIG = ConsumerCoordinatorConfig(session_timeout_ms=2000, heartbeat_interval_ms=500)
@@ -218,7 +219,7 @@ def test_a_static_replacement_reveals_the_departed_members_target_and_it_is_adop
     """Regression of `faults/apache-kafka.consumer.all-seed1-static-rejoin-assignment.ndjson` (Kafka
     4.4.0, `--protocol all --profile faults --seed 1`): static c3 holds everything, c2 joins (its
     answer reveals nothing), c3 leaves with -2 and rejoins under a new member id; the replacement
-    copies the departed member's target (reference §B.7), so its answer is the first sight of the
+    copies the departed member's target (docs/protocol-reference.md#b7), so its answer is the first sight of the
     target's choice, made for the old member id. The oracle adopted only for the member id of the
     request and reported a protocol finding."""
     port = ScriptedPort(KeepsLastTarget(dataclasses.replace(CONFIG, initial_group_epoch=1)), {})

@@ -1,4 +1,4 @@
-"""The mixed-group oracle's pieces that need no broker (issue 4; reference B.13)."""
+"""The mixed-group oracle's pieces that need no broker (docs/protocol-reference.md#b13)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def test_migration_policy_is_a_hypothesis_unless_the_launcher_states_it() -> Non
     policy is a hypothesis the answers select, unless the target's launcher states the setting."""
     from conformance.protocols.mixed.oracle import ORIGINS, POLICIES, MixedOraclePort
     from model.choice import SeededChooser
-    from model.mixed.coordinator import MixedConfig, MixedCoordinator
+    from model.mixed.consumer_group import MixedConfig
+    from model.mixed.coordinator import MixedCoordinator
     from model.mixed.state import MigrationPolicy
 
     session = SimpleNamespace(adapter=None, next_group=lambda: "gc-test-g1")

@@ -30,11 +30,13 @@ from model.choice import SeededChooser
 from model.classic.messages import HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, SyncGroupRequest
 from model.classic.state import ClassicConfig
 from model.consumer.assignors import ASSIGNORS, AssignmentMember
-from model.consumer.coordinator import ConsumerCoordinatorConfig
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, to_topic_partitions
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.embedded import Subscription, encode_subscription
 from model.errors import ErrorCode as E
-from model.mixed.coordinator import MixedConfig, MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.classic_requests import MixedConsumerCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 
 TRACE = (

@@ -13,7 +13,7 @@ from conformance.smt import claims as CL
 from conformance.smt import classic as C
 from conformance.smt.claims_check import cooperative_subscriptions, run_assignor
 from conformance.smt.classic_replay import Action, new_driver
-from conformance.smt.kip848 import bits_of, value_of
+from conformance.smt.kip848_state import bits_of, value_of
 from conformance.smt.prove import run_prove
 from conformance.smt.solver import Limits, Verdict
 from conformance.trace.replay import replay

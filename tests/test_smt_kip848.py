@@ -9,6 +9,8 @@ import pytest
 import z3
 
 from conformance.smt import kip848 as K
+from conformance.smt import kip848_claims as KC
+from conformance.smt import kip848_state as KS
 from conformance.smt.kip848_check import bmc, confirm, inductive_step
 from conformance.smt.kip848_replay import (
     GROUP,
@@ -26,7 +28,7 @@ from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, Consum
 from model.errors import ErrorCode
 
 LIMITS = Limits(seed=0, timeout_s=60, rlimit=100_000_000)
-KIP848 = sorted(K.ENCODERS)
+KIP848 = sorted(KC.ENCODERS)
 
 
 def test_all_kip848_invariants_confirmed_at_a_small_bound() -> None:
@@ -40,19 +42,19 @@ def test_all_kip848_invariants_confirmed_at_a_small_bound() -> None:
 
 def test_lemmas_are_needed() -> None:
     """Without its lemmas single_partition_holder is not inductive under reconciliation."""
-    o = inductive_step("consumer.single_partition_holder", "reconcile", (), 2, 2, K.Variant(), LIMITS)
+    o = inductive_step("consumer.single_partition_holder", "reconcile", (), 2, 2, KS.Variant(), LIMITS)
     assert o.verdict == Verdict.UNKNOWN and "consumer.single_partition_holder" in o.failed
 
 
 @pytest.mark.parametrize("slot", [0, 1])
 def test_slots_are_symmetric(slot: int) -> None:
     """The prover checks per-member rules for slot 0; slot 1 gives the same verdict."""
-    lemmas = ("consumer.valid_partition_epoch", "consumer.epoch_order", *K.LEMMAS)
-    pre = K.fresh_group("pre", 2, 2)
-    step = K.TRANSITIONS["reconcile"](pre, slot, "in", K.Variant())
+    lemmas = ("consumer.valid_partition_epoch", "consumer.epoch_order", *KC.LEMMAS)
+    pre = KS.fresh_group("pre", 2, 2)
+    step = K.TRANSITIONS["reconcile"](pre, slot, "in", KS.Variant())
     s = z3.Solver()
-    formulas = [K.single_partition_holder] + [
-        K.ENCODERS[x].state if x in K.ENCODERS else K.LEMMAS[x]  # type: ignore[list-item]
+    formulas = [KC.single_partition_holder] + [
+        KC.ENCODERS[x].state if x in KC.ENCODERS else KC.LEMMAS[x]  # type: ignore[list-item]
         for x in lemmas
     ]
     s.add(*[f(pre) for f in formulas], step.guard, z3.Not(z3.And([f(step.post) for f in formulas])))
@@ -83,24 +85,24 @@ def test_broken_variant_refuted_and_replayable(variant: dict[str, str], invarian
         )
         for s in row.counterexample["steps"]
     ]
-    v = K.Variant(
+    v = KS.Variant(
         reconcile_pending=variant.get("reconcile_pending", "respect"),
         leave_bump=variant.get("leave_bump", "true") == "true",
         epoch_check=variant.get("epoch_check", "true") == "true",
     )
     assert replay(steps, invariant, v, 2, 2).violations
     # ... and the same inputs on the correct model do not violate it
-    assert not replay(steps, invariant, K.Variant(), 2, 2).violations
+    assert not replay(steps, invariant, KS.Variant(), 2, 2).violations
 
 
 def test_correct_rules_have_no_short_counterexample() -> None:
-    assert bmc("consumer.single_partition_holder", 2, 2, K.Variant(), LIMITS, 4).verdict == Verdict.CONFIRMED
+    assert bmc("consumer.single_partition_holder", 2, 2, KS.Variant(), LIMITS, 4).verdict == Verdict.CONFIRMED
 
 
 def test_unconfirmed_counterexample_is_an_encoding_bug() -> None:
     """A 'counterexample' the model does not confirm must fail the run, not be reported REFUTED."""
     steps = [HeartbeatStep("heartbeat", 0, 0, frozenset(), (frozenset({0, 1}), frozenset()))]
-    o = confirm("consumer.single_partition_holder", steps, [], K.Variant(), 2, 2, 0.0)
+    o = confirm("consumer.single_partition_holder", steps, [], KS.Variant(), 2, 2, 0.0)
     assert o.encoding_bug and o.verdict == Verdict.UNKNOWN
 
 
@@ -109,7 +111,7 @@ def test_unconfirmed_counterexample_is_an_encoding_bug() -> None:
 M, P = 3, 3
 
 
-def _random_group(rng: random.Random) -> tuple[ConsumerCoordinatorState, K.ConcreteGroup]:
+def _random_group(rng: random.Random) -> tuple[ConsumerCoordinatorState, KS.ConcreteGroup]:
     """An arbitrary (not necessarily reachable) group: the encoding must agree with the model's rules
     on every state, since the inductive step quantifies over all of them."""
     members: dict[str, ConsumerMember] = {}
@@ -120,12 +122,12 @@ def _random_group(rng: random.Random) -> tuple[ConsumerCoordinatorState, K.Concr
     empty: frozenset[int] = frozenset()
     for i in range(M):
         if rng.random() < 0.25:
-            slots.append(K.ConcreteMember(False, K.STABLE, -1, -1, empty, empty, empty))
+            slots.append(KS.ConcreteMember(False, KS.STABLE, -1, -1, empty, empty, empty))
             continue
         assigned = frozenset(p for p in range(P) if rng.random() < 0.4)
         pending = frozenset(p for p in range(P) if rng.random() < 0.25 and p not in assigned)
         target = frozenset(p for p in range(P) if rng.random() < 0.4)
-        state = rng.choice(K.MEMBER_STATES)
+        state = rng.choice(KS.MEMBER_STATES)
         epoch = rng.choice([-2, 0, 1, 2, 3, 4, 5, ae, ae])
         prev = rng.choice([-1, 0, 1, 2, 3, epoch - 1])
         mid = f"m{i}"
@@ -140,7 +142,7 @@ def _random_group(rng: random.Random) -> tuple[ConsumerCoordinatorState, K.Concr
             pending_revocation=frozenset((TOPIC, p) for p in pending),
         )
         targets[mid] = frozenset((TOPIC, p) for p in target)
-        slots.append(K.ConcreteMember(True, state, epoch, prev, assigned, pending, target))
+        slots.append(KS.ConcreteMember(True, state, epoch, prev, assigned, pending, target))
     pe = tuple(rng.choice([-1, -1, -2, 0, 1, 2, 3]) for _ in range(P))
     group = ConsumerGroup(
         GROUP,
@@ -154,19 +156,19 @@ def _random_group(rng: random.Random) -> tuple[ConsumerCoordinatorState, K.Concr
     )
     group.state = group.derived_state()
     state = ConsumerCoordinatorState(groups={GROUP: group}, topics={TOPIC: P})
-    return state, K.ConcreteGroup(tuple(slots), ge, ae, pe)
+    return state, KS.ConcreteGroup(tuple(slots), ge, ae, pe)
 
 
-def _solve_step(pre: K.ConcreteGroup, make_step, fixed) -> tuple[K.ConcreteGroup, z3.ModelRef, K.Step]:  # type: ignore[no-untyped-def]
-    g = K.fresh_group("pre", M, P)
+def _solve_step(pre: KS.ConcreteGroup, make_step, fixed) -> tuple[KS.ConcreteGroup, z3.ModelRef, K.Step]:  # type: ignore[no-untyped-def]
+    g = KS.fresh_group("pre", M, P)
     step = make_step(g)
-    post = K.fresh_group("post", M, P)
+    post = KS.fresh_group("post", M, P)
     s = z3.Solver()
-    s.add(K.equals_concrete(g, pre), step.guard, K.group_eq(post, step.post))
+    s.add(KS.equals_concrete(g, pre), step.guard, KS.group_eq(post, step.post))
     s.add(fixed(step))
     assert s.check() == z3.sat
     model = s.model()
-    return K.evaluate(model, post), model, step
+    return KS.evaluate(model, post), model, step
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -186,10 +188,10 @@ def test_heartbeat_encoding_agrees_with_the_model(seed: int) -> None:
         target = tuple(frozenset(p for p in range(P) if owners[p] == j) for j in range(M))
         variant = rng.choice(
             [
-                K.Variant(),
-                K.Variant(reconcile_pending="ignore"),
-                K.Variant(epoch_check=False),
-                K.Variant(own_pending_free=False, epoch_zero_rejoin=False),  # Kafka 4.0's rules
+                KS.Variant(),
+                KS.Variant(reconcile_pending="ignore"),
+                KS.Variant(epoch_check=False),
+                KS.Variant(own_pending_free=False, epoch_zero_rejoin=False),  # Kafka 4.0's rules
             ]
         )
 
@@ -213,8 +215,8 @@ def test_heartbeat_encoding_agrees_with_the_model(seed: int) -> None:
 
         def fixed(step: K.Step, owned=owned, epoch=epoch, target=target) -> z3.BoolRef:  # type: ignore[no-untyped-def]
             eqs = [step.inputs["epoch"] == epoch, step.inputs["owned_null"] == (owned is None)]
-            eqs.append(step.inputs["owned"] == K.value_of(owned or frozenset()))
-            eqs += [step.inputs[f"target{j}"] == K.value_of(target[j]) for j in range(M)]
+            eqs.append(step.inputs["owned"] == KS.value_of(owned or frozenset()))
+            eqs += [step.inputs[f"target{j}"] == KS.value_of(target[j]) for j in range(M)]
             return z3.And(eqs)
 
         solved, model, step = _solve_step(
@@ -236,10 +238,10 @@ def test_leave_encodings_agree_with_the_model(seed: int) -> None:
             continue
         checked += 1
         static = rng.random() < 0.5
-        variant = rng.choice([K.Variant(), K.Variant(leave_bump=False)])
+        variant = rng.choice([KS.Variant(), KS.Variant(leave_bump=False)])
         mid = f"m{i}"
         group = state.groups[GROUP]
-        if static:  # epoch -2 needs an instance id (B.7)
+        if static:  # epoch -2 needs an instance id (docs/protocol-reference.md#b7)
             group.members[mid] = ConsumerMember(**{**group.members[mid].__dict__, "instance_id": f"i{i}"})
             group.static_members[f"i{i}"] = mid
             request = ConsumerGroupHeartbeatRequest(GROUP, mid, -2, instance_id=f"i{i}")

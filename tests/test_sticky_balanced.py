@@ -1,4 +1,4 @@
-"""client.sticky_balanced (bug catalogue row 4, KAFKA-15106): the reference sticky assignors keep it
+"""client.sticky_balanced (docs/bug-catalogue.md#row-4, KAFKA-15106): the reference sticky assignors keep it
 on random groups; the kafka-15106 mutant's wrong balance predicate breaks it and the suite catches
 the mutant from scratch."""
 
@@ -37,7 +37,7 @@ def test_an_unbalanced_sticky_assignment_fails_and_a_balanced_one_passes() -> No
 
 
 def test_the_kafka_15106_assignor_leaves_a_spread_of_two() -> None:
-    from conformance.mutants.classic import _LooseSticky
+    from conformance.mutants.classic_clients import _LooseSticky
 
     loose = _LooseSticky(1)
     subs = {"a": loose.subscription(["t"], [("t", 0), ("t", 1)], 3), "b": loose.subscription(["t"], [], -1)}

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from conformance.targets import TARGETS, Target, TargetCrashed, TargetError, create_topic, get_target
-from conformance.targets.base import Deadline, Proc, group_members, pid_alive, wait_for_topic
+from conformance.targets.admin import wait_for_topic
+from conformance.targets.process import Deadline, Proc, group_members, pid_alive
 from conformance.wire import requests as _wire
 
 pytestmark = pytest.mark.target
@@ -202,7 +203,7 @@ class FakeTarget(Target):
     def _launch(
         self, run_dir: Path, log_path: Path, deadline: Deadline
     ) -> tuple[list[Proc], str, dict[str, Any]]:
-        from conformance.targets.base import free_port
+        from conformance.targets.process import free_port
 
         port = self.port or free_port()
         argv = [a.replace("{port}", str(port)) for a in self.argv]
@@ -270,7 +271,7 @@ def test_missing_binary_is_a_target_error(tmp_path: Path) -> None:
 def test_provisioning_failure_is_a_target_error(tmp_path: Path) -> None:
     class Broken(FakeTarget):
         def _provision(self, deadline: Deadline, log_path: Path) -> dict[str, Any]:
-            from conformance.targets.base import run_tool
+            from conformance.targets.process import run_tool
 
             run_tool(_python("import sys; print('ERROR: artifact not found'); sys.exit(1)"),
                      deadline=deadline, log_path=log_path, what="fetch")  # fmt: skip
@@ -287,7 +288,7 @@ def test_provisioning_failure_is_a_target_error(tmp_path: Path) -> None:
 def test_provisioning_deadline(tmp_path: Path) -> None:
     class Slow(FakeTarget):
         def _provision(self, deadline: Deadline, log_path: Path) -> dict[str, Any]:
-            from conformance.targets.base import run_tool
+            from conformance.targets.process import run_tool
 
             run_tool(
                 _python("import time; time.sleep(60)"), deadline=deadline, log_path=log_path, what="fetch"

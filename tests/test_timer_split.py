@@ -1,4 +1,4 @@
-"""Timers the consumer oracle fires just before a request are an observation of their own (issue 4,
+"""Timers the consumer oracle fires just before a request are an observation of their own (docs/oracle.md#observation-split,
 `conformance/engine/oracle/timer_split.py`), without a real target: the "target" here is a scripted
 port whose answers come from a second model coordinator that acts on a session expiry before an
 OffsetCommit (as Apache Kafka did at `check --protocol consumer --profile ci --seed 1`)."""
@@ -18,12 +18,14 @@ from conformance.protocols.consumer.realtime import RealTimeConsumerSim
 from conformance.protocols.mixed.oracle import MixedOraclePort
 from conformance.protocols.mixed.realtime import real_mixed_run
 from model.choice import SeededChooser
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 from model.consumer.state import ConsumerCoordinatorState
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.consumer.world import AdvanceEvent, HeartbeatEvent, OffsetCommitEvent
 from model.errors import ErrorCode
-from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 
 SESSION_MS = 2000

@@ -1,4 +1,4 @@
-"""`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (issue 4).
+"""`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (docs/real-targets.md).
 
 Opens the target (`open_target`), runs each protocol's stateful suite through the port its kit
 sets up (`ProtocolKit.real_setup`: the oracle on a real clock), and reports both verdict levels: `protocol` (invariants and protocol-level

@@ -1,5 +1,5 @@
 """pytest plugin (entry point `pytest11`): `--groupcheck-*` options, a `coordinator` fixture and the
-`groupcheck_requires(capability)` marker (design §9)."""
+`groupcheck_requires(capability)` marker (docs/cli.md#pytest-plugin)."""
 
 from __future__ import annotations
 

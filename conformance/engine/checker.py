@@ -1,4 +1,4 @@
-"""Runs the registry's predicates over observations (design §3: one definition, reused everywhere)."""
+"""Runs the registry's predicates over observations (one definition, reused everywhere: docs/invariants.md)."""
 
 from __future__ import annotations
 

@@ -111,6 +111,8 @@ def resolve(protocol: str | ProtocolKit) -> ProtocolKit:
     kit = _INSTALLED.get(protocol)
     if kit is None:
         if not _INSTALLED:
-            raise UsageError(f"protocol {protocol!r}: no protocol kits installed (import conformance.protocols)")
+            raise UsageError(
+                f"protocol {protocol!r}: no protocol kits installed (import conformance.protocols)"
+            )
         raise UsageError(f"unknown protocol {protocol!r} (known: {', '.join(_INSTALLED)})")
     return kit

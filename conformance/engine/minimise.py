@@ -24,7 +24,7 @@ def with_steps(trace: Trace, steps: list[Step]) -> Trace:
 
 def fails(trace: Trace, steps: list[Step], invariant: str) -> bool:
     """Replaying ``steps`` under ``trace``'s header on the model still violates ``invariant``."""
-    # not exact: dropping an op changes the events after it (issue 8: with the exact replay only
+    # not exact: dropping an op changes the events after it (with the exact replay only
     # drops that changed nothing later were ever accepted)
     result = replay(with_steps(trace, steps), exact=False)
     return result.error is None and any(v.invariant == invariant for v in result.violations)

@@ -1,4 +1,4 @@
-"""Replay a trace's ops and judge the target again (design §5): the protocol-neutral part.
+"""Replay a trace's ops and judge the target again (docs/traces.md): the protocol-neutral part.
 
 Verdicts: FAILED (an invariant is violated again; exit 1), FIXED (the recorded violation no longer
 happens; exit 0), PASSED (a passing trace still passes; exit 0), ERROR (the trace cannot be

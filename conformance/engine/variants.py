@@ -1,4 +1,4 @@
-"""`--variant KEY=VALUE`: protocol variants as configuration of the model, not copies (design §2)."""
+"""`--variant KEY=VALUE`: protocol variants as configuration of the model, not copies (docs/cli.md#variants)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class VariantKey:
 MUTANT = VariantKey(
     "mutant",
     tuple(sorted(MUTANTS)),
-    "run against a mutant (conformance/mutants/, issue 8) instead of the reference model",
+    "run against a mutant (conformance/mutants/, docs/mutants.md) instead of the reference model",
 )
 
 

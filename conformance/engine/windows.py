@@ -1,4 +1,4 @@
-"""The lake's window checks in plain Python, over rows of one or many traces (issue 7).
+"""The lake's window checks in plain Python, over rows of one or many traces (docs/pipeline.md).
 
 The checks and their ids are described with their SQL in `conformance.pipeline.windows`; this is
 the same definition without Spark, which `groupcheck replay` runs again over a replayed pipeline

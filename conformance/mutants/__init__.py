@@ -1,8 +1,8 @@
-"""Mutants: the model with one named fault, to show the suite has teeth (issue 8).
+"""Mutants: the model with one named fault, to show the suite has teeth (docs/mutants.md).
 
 Each mutant is a small subclass of a model class overriding one rule (a coordinator, a virtual
 client, an assignor or the in-process port), or a variant flag of the model; never a copy of the
-model. Catalogue mutants reproduce a row of ``../shared/reference/bug-catalogue.md``; generic mutants
+model. Catalogue mutants reproduce a row of ``docs/bug-catalogue.md``; generic mutants
 are the classic faults of a group coordinator (skip a generation bump, accept a stale generation, ...).
 
 A mutant is a *target*: ``--variant mutant=NAME`` (recorded in the trace header, so a counterexample
@@ -56,11 +56,24 @@ MUTANTS: dict[str, Mutant] = _registry()
 UNMODELLED_ROWS: dict[int, str] = {}
 
 
+def heldout_mutants() -> dict[str, Mutant]:
+    """The mutants of the second bug catalogue (docs/bug-catalogue-heldout.md), kept out of `MUTANTS`
+    and its kill matrix; `get_mutant` finds them, so ``--target mutant:NAME`` runs them."""
+    from conformance.mutants.heldout_classic import HELDOUT_CLASSIC_MUTANTS
+    from conformance.mutants.heldout_consumer import HELDOUT_CONSUMER_MUTANTS
+    from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANT_LIST
+
+    return {
+        m.name: m for m in (*HELDOUT_CLASSIC_MUTANTS, *HELDOUT_CONSUMER_MUTANTS, *HELDOUT_MIXED_MUTANT_LIST)
+    }
+
+
 def get_mutant(name: str, protocol: str | None = None) -> Mutant:
     """The named mutant; a usage error naming the known ones, or the protocol mismatch."""
-    mutant = MUTANTS.get(name)
+    mutant = MUTANTS.get(name) or heldout_mutants().get(name)
     if mutant is None:
-        raise UsageError(f"unknown mutant {name!r} (known: {', '.join(sorted(MUTANTS))})")
+        known = sorted({*MUTANTS, *heldout_mutants()})
+        raise UsageError(f"unknown mutant {name!r} (known: {', '.join(known)})")
     if protocol is not None and mutant.protocol != protocol:
         raise UsageError(f"mutant {name} is a {mutant.protocol} mutant, not {protocol}")
     return mutant

@@ -1,9 +1,9 @@
 """Classic-protocol mutants: catalogue rows on the classic coordinator and its assignors, and the
-generic coordinator faults of issue 8.
+generic coordinator faults of docs/mutants.md.
 
 Each class overrides one rule of `model.classic.coordinator.ClassicCoordinator` (or of the
 in-process port, or of the virtual client's assignor) and says which bug it reproduces. Sources:
-``../shared/reference/bug-catalogue.md`` (rows cited per mutant), reference A.1-A.8 and E.1-E.14.
+``docs/bug-catalogue.md`` (rows cited per mutant), docs/protocol-reference.md#a1 to #a8 and #e1 to #e14.
 """
 
 from __future__ import annotations
@@ -12,12 +12,19 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.mutants import Mutant
-from model.classic.client import ClassicClient
-from model.classic.coordinator import ClassicCoordinator, Tx
+from conformance.mutants.classic_clients import (
+    LooseBalanceClient,
+    NoVoidingClient,
+    ResetWithoutRejoin,
+    SplitBrainPort,
+    SuppressedLeaveWipesId,
+)
+from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, SyncGroupResponse
+from model.classic.port import ModelPort
 from model.classic.records import MemberRemoved, MemberUpserted, PendingSync
-from model.classic.sim import ModelPort
 from model.classic.state import ClassicGroup, ClassicState, GroupState
+from model.classic.tx import Tx
 from model.errors import ErrorCode
 from model.result import Result
 
@@ -44,7 +51,7 @@ class DuplicateStaticJoin(ClassicCoordinator):
 class StaticRejoinWithoutRebalance(ClassicCoordinator):
     """KAFKA-9801 (row 12): a static member that rejoins while the group is CompletingRebalance gets
     a new member id and an answer at once, without a rebalance, so the leader's assignment (computed
-    for the old id) leaves it with nothing (PR #8405; A.3.1 says: rebalance)."""
+    for the old id) leaves it with nothing (PR #8405; docs/protocol-reference.md#a3-1 says: rebalance)."""
 
     def replace_static_member(
         self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
@@ -121,7 +128,7 @@ class RemovalSkipsJoinCheck(ClassicCoordinator):
 
 
 class SkipGenerationBump(ClassicCoordinator):
-    """Generic: a completed join phase keeps the old generation (E.2; CG L1283 initNextGeneration)."""
+    """Generic: a completed join phase keeps the old generation (docs/protocol-reference.md#e2; CG L1283 initNextGeneration)."""
 
     def complete_join(self, tx: Tx, group: ClassicGroup, now: int) -> None:
         before, was = group.generation, group.state
@@ -131,7 +138,7 @@ class SkipGenerationBump(ClassicCoordinator):
 
 
 class AcceptStaleGeneration(ClassicCoordinator):
-    """Generic: Heartbeat is not checked against the generation (E.8; GMM L6005)."""
+    """Generic: Heartbeat is not checked against the generation (docs/protocol-reference.md#e8; GMM L6005)."""
 
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
         group = state.groups.get(req.group_id)
@@ -141,16 +148,16 @@ class AcceptStaleGeneration(ClassicCoordinator):
 
 
 class StaleSyncAccepted(ClassicCoordinator):
-    """Generic (issue 6's z3 refutation, ``stale-sync``): SyncGroup is accepted whatever generation
+    """Generic (``stale-sync``, found by a z3 refutation, docs/proofs.md): SyncGroup is accepted whatever generation
     it carries, so a leader's SyncGroup from an earlier generation installs assignments computed for
-    the old membership (E.8; `validateSyncGroup` GMM L5859)."""
+    the old membership (docs/protocol-reference.md#e8; `validateSyncGroup` GMM L5859)."""
 
     def validate_sync(self, group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode:
         return super().validate_sync(group, replace(req, generation_id=group.generation))
 
 
 class MemberListToFollowers(ClassicCoordinator):
-    """Generic: every member gets the member list in its JoinGroup response (seed 000 Phase 1; CG L1302)."""
+    """Generic: every member gets the member list in its JoinGroup response ("Phase 1", docs/protocol-reference.md#client-side-assignment; CG L1302)."""
 
     def join_response(self, group: ClassicGroup, member_id: str, *, full: bool) -> Any:
         return super().join_response(group, member_id, full=True)
@@ -178,7 +185,7 @@ class AnswerTwice(ClassicCoordinator):
 
 class ForgetAssignmentOnLoad(ModelPort):
     """Generic: a coordinator that loads the group after failover forgets the persisted member
-    assignments (seed 000 'Handling Coordinator Failures'; GMM L4343 replay)."""
+    assignments ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment; GMM L4343 replay)."""
 
     def failover(self, now: int) -> list[Any]:
         deliveries = super().failover(now)
@@ -190,7 +197,7 @@ class ForgetAssignmentOnLoad(ModelPort):
 
 class SessionTimerOffByOne(ClassicCoordinator):
     """Generic: a heartbeat re-arms the member's expiry one millisecond past its session timeout
-    (E.14; GMM L5004)."""
+    (docs/protocol-reference.md#e14; GMM L5004)."""
 
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
         result = super().handle_heartbeat(state, req, ref, now + 1)
@@ -200,175 +207,13 @@ class SessionTimerOffByOne(ClassicCoordinator):
 # ---------------------------------------------------------------------------------- clients
 
 
-class NoVoidingClient(ClassicClient):
-    """KAFKA-12984 (row 2): the leader runs the cooperative-sticky assignor as it was before apache/kafka
-    PR #10985: claims carry no generation (the PR "brings the generation field back" to it) and a
-    partition several members claim as owned is not voided, so every claimant keeps it (the pre-fix
-    `allSubscriptionsEqual` added each claim to its claimant's owned list) and one partition goes to
-    two consumers in one generation (reference C.3)."""
-
-    def _assignor(self, name: str):  # type: ignore[no-untyped-def]
-        assignor = super()._assignor(name)
-        if name != "cooperative-sticky":
-            return assignor
-        return _PreFixCooperative(assignor.adjust)
-
-
-class ResetWithoutRejoin(ClassicClient):
-    """KAFKA-8104 (row 21): the consumer loses its generation and does not rejoin. In Java the
-    heartbeat thread cleared the generation while the consumer thread completed a join, which then
-    carried on with no generation (apache/kafka PR #7460); the virtual client is single-threaded,
-    so this mutant models the race's outcome: `resetStateAndGeneration` without the rejoin request,
-    and the consumer keeps heartbeating with generation -1."""
-
-    def _reset(self, *, member_id: bool) -> None:
-        self.generation = -1
-        if member_id:
-            self.member_id = ""
-        if self.cooperative:
-            self.owned = ()
-
-
-class SuppressedLeaveWipesId(ClassicClient):
-    """KAFKA-20983 / KAFKA-20985 (row 15): a static member's unsubscribe sends no LeaveGroup
-    (KIP-345) but `resetGenerationOnLeaveGroup` still wipes the member id, as the classic consumer
-    did before apache/kafka PRs #23265 / #23266. Its rejoin is then a blind one (unknown member id,
-    same group.instance.id): the coordinator, which still holds the member, replaces it and fences
-    the consumer's own pending join or sync with FENCED_INSTANCE_ID."""
-
-    def _forget_membership(self) -> None:
-        self.member_id = ""
-
-
-def _pre_fix_cooperative() -> type:
-    from model.assignors.base import to_assignments
-    from model.assignors.cooperative_sticky import CooperativeStickyAssignor, held_back
-    from model.assignors.sticky import sticky_core
-    from model.embedded import DEFAULT_GENERATION
-
-    class PreFixCooperative(CooperativeStickyAssignor):
-        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> Any:
-            claims = {m: (sub.owned_partitions, DEFAULT_GENERATION) for m, sub in subscriptions.items()}
-            result = sticky_core(partitions_per_topic, subscriptions, claims, resolve=False)
-            if self.adjust:
-                withheld = held_back(result, subscriptions)
-                result = {m: [tp for tp in ps if tp not in withheld[m]] for m, ps in result.items()}
-            return to_assignments(result, subscriptions)
-
-    return PreFixCooperative
-
-
-_PreFixCooperative = _pre_fix_cooperative()
-
-
-class LooseBalanceClient(ClassicClient):
-    """KAFKA-15106 (row 4): the leader's sticky assignor uses a wrong balance predicate, one that
-    calls a group balanced while its loads differ by two, so a member can be left two partitions
-    short (PR #13920; reference C.3 step 3, ASA `isBalanced`)."""
-
-    def _assignor(self, name: str):  # type: ignore[no-untyped-def]
-        assignor = super()._assignor(name)
-        if name != "sticky":
-            return assignor
-        return _LooseSticky(assignor.user_data_version)
-
-
-def _loose_sticky() -> type:
-    from model.assignors.base import to_assignments
-    from model.assignors.sticky import StickyAssignor, _Core
-
-    class LooseCore(_Core):
-        def balance(self) -> None:  # stops at a spread of two: the wrong predicate
-            while max(map(self.load, self.order)) - min(map(self.load, self.order)) > 2:
-                path = self._find_path()
-                if path is None:
-                    return
-                for src, dst, tp in path:
-                    self.move(tp, src, dst)
-
-    class LooseSticky(StickyAssignor):
-        def assign(self, partitions_per_topic: Any, subscriptions: Any) -> Any:
-            if not subscriptions:
-                return {}
-            claims = {m: self.claim(sub) for m, sub in subscriptions.items()}
-            core = LooseCore(partitions_per_topic, subscriptions, claims, self.user_data_version == 1)
-            return to_assignments(core.run(), subscriptions)
-
-    return LooseSticky
-
-
-_LooseSticky = _loose_sticky()
-
-
-class SplitBrainPort(ModelPort):
-    """Row 18 (KafScale #121, redpanda #386): two brokers both act as the group's coordinator.
-    Members are routed by client name (odd-numbered to one state, even-numbered to the other), so
-    each coordinator runs its own group and hands every partition to its own members. The world the
-    suite observes is the first coordinator's; the consumers' deliveries show the double ownership."""
-
-    def __init__(self, coordinator: ClassicCoordinator | None = None) -> None:
-        super().__init__(coordinator)
-        self.other = ClassicState()
-        self.other_durable: list[Any] = []
-
-    @staticmethod
-    def _side(request: Any) -> int:
-        """0 for even-numbered clients (c2, c4; static i2, i4), 1 for the rest."""
-        if isinstance(request, JoinGroupRequest) and request.client_id:
-            who = request.client_id
-        elif getattr(request, "member_id", None):
-            who = request.member_id
-        else:  # LeaveGroup: the first leaving member
-            members = getattr(request, "members", ())
-            who = members[0].member_id if members else ""
-        name = who.split("-", 1)[0]
-        return int(name[1:]) % 2 if name[1:].isdigit() else 1
-
-    def _swap(self) -> None:
-        self.state, self.other = self.other, self.state
-        self.durable, self.other_durable = self.other_durable, self.durable
-
-    def send(self, ref: int, request: Any, now: int) -> list[Any]:
-        if self._side(request) == 1:
-            return super().send(ref, request, now)
-        self._swap()
-        kept = self._transitions  # the observed coordinator did not move
-        try:
-            deliveries = super().send(ref, request, now)
-        finally:
-            self._swap()
-            self._transitions = kept
-        return deliveries
-
-    def advance(self, now: int) -> list[Any]:
-        out = super().advance(now)
-        self._swap()
-        kept = self._transitions
-        try:
-            out += super().advance(now)
-        finally:
-            self._swap()
-            self._transitions = kept
-        return out
-
-    def create_topic(self, topic: str, partitions: int) -> None:
-        super().create_topic(topic, partitions)
-        self._swap()
-        kept = self._transitions
-        try:
-            super().create_topic(topic, partitions)
-        finally:
-            self._swap()
-            self._transitions = kept
-
-
 CLASSIC_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "kafka-7026",
         "classic",
         "catalogue",
         "the sticky leader honours a rejoining member's stale claim (user data V0, no generation)",
-        "bug catalogue row 1: KAFKA-7026 / apache/kafka PR #5291 (KIP-341)",
+        "docs/bug-catalogue.md#row-1: KAFKA-7026 / apache/kafka PR #5291 (KIP-341)",
         (
             "client.assignment_single_owner",
             "classic.single_owner_consumer",
@@ -382,7 +227,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "pre-PR-#10985 cooperative-sticky: claims carry no generation and a doubly claimed partition is not voided",
-        "bug catalogue row 2: KAFKA-12984 / apache/kafka PR #10985",
+        "docs/bug-catalogue.md#row-2: KAFKA-12984 / apache/kafka PR #10985",
         (
             "client.assignment_single_owner",
             "classic.single_owner_consumer",
@@ -397,7 +242,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "the sticky leader calls a group balanced while two members' loads differ by two",
-        "bug catalogue row 4: KAFKA-15106 / apache/kafka PR #13920",
+        "docs/bug-catalogue.md#row-4: KAFKA-15106 / apache/kafka PR #13920",
         ("client.sticky_balanced",),
         row=4,
         client=LooseBalanceClient,
@@ -408,7 +253,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "cooperative-sticky revokes and assigns a partition in one rebalance (no adjust step)",
-        "bug catalogue row 3: KAFKA-14639 / apache/kafka PR #13550 (KIP-429)",
+        "docs/bug-catalogue.md#row-3: KAFKA-14639 / apache/kafka PR #13550 (KIP-429)",
         ("client.cooperative_no_direct_transfer",),
         row=3,
         variants=(("assignor", "cooperative-sticky"), ("cooperative_adjust", "false")),
@@ -418,7 +263,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a consumer whose generation is reset does not rejoin (the heartbeat-thread race's outcome)",
-        "bug catalogue row 21: KAFKA-8104 / apache/kafka PR #7460",
+        "docs/bug-catalogue.md#row-21: KAFKA-8104 / apache/kafka PR #7460",
         ("classic.lost_generation_rejoins",),
         row=21,
         client=ResetWithoutRejoin,
@@ -428,7 +273,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "two unknown-id joins for one group.instance.id during PreparingRebalance make two members",
-        "bug catalogue row 11: KAFKA-8500 / apache/kafka PR #6899 (KIP-345)",
+        "docs/bug-catalogue.md#row-11: KAFKA-8500 / apache/kafka PR #6899 (KIP-345)",
         ("classic.static_instance_unique",),
         row=11,
         coordinator=DuplicateStaticJoin,
@@ -438,7 +283,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a static rejoin during CompletingRebalance changes the member id without a rebalance",
-        "bug catalogue row 12: KAFKA-9801 / apache/kafka PR #8405",
+        "docs/bug-catalogue.md#row-12: KAFKA-9801 / apache/kafka PR #8405",
         ("classic.leader_sync_covers_members",),
         row=12,
         coordinator=StaticRejoinWithoutRebalance,
@@ -448,7 +293,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "the new member id of a static rejoin to a Stable group is not persisted",
-        "bug catalogue row 13: KAFKA-10284 / apache/kafka PR #9270",
+        "docs/bug-catalogue.md#row-13: KAFKA-10284 / apache/kafka PR #9270",
         ("classic.stable_state_persisted",),
         row=13,
         coordinator=StaticRejoinNotPersisted,
@@ -458,7 +303,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a request naming a group.instance.id held by another member id is not fenced",
-        "bug catalogue row 14: KAFKA-8225 / apache/kafka PR #6650 (KIP-345)",
+        "docs/bug-catalogue.md#row-14: KAFKA-8225 / apache/kafka PR #6650 (KIP-345)",
         ("classic.instance_fencing",),
         row=14,
         coordinator=NoInstanceFencing,
@@ -468,7 +313,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a static member's suppressed LeaveGroup still wipes its member id, so it rejoins blind and replaces itself",
-        "bug catalogue row 15: KAFKA-20983, KAFKA-20985 / apache/kafka PRs #23265, #23266",
+        "docs/bug-catalogue.md#row-15: KAFKA-20983, KAFKA-20985 / apache/kafka PRs #23265, #23266",
         ("classic.static_rejoin_keeps_member_id",),
         row=15,
         client=SuppressedLeaveWipesId,
@@ -478,7 +323,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "KIP-394 pending member ids never expire",
-        "bug catalogue row 16: KAFKA-7824 / apache/kafka PR #6058 (KIP-394)",
+        "docs/bug-catalogue.md#row-16: KAFKA-7824 / apache/kafka PR #6058 (KIP-394)",
         ("classic.session_expiry_armed",),
         row=16,
         coordinator=PendingMemberNeverExpires,
@@ -488,7 +333,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "removing a member during PreparingRebalance does not re-check join completion",
-        "bug catalogue row 17: KAFKA-7909 / apache/kafka PR #6251; streamnative/kop PR #380",
+        "docs/bug-catalogue.md#row-17: KAFKA-7909 / apache/kafka PR #6251; streamnative/kop PR #380",
         ("classic.join_completes_when_all_joined",),
         row=17,
         coordinator=RemovalSkipsJoinCheck,
@@ -498,7 +343,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "two coordinators each run the group for half of the members",
-        "bug catalogue row 18: KafScale issue #121; redpanda issue #386",
+        "docs/bug-catalogue.md#row-18: KafScale/platform#121; redpanda-data/redpanda#386",
         ("classic.single_owner_consumer", "classic.leader_list_complete"),
         row=18,
         port=SplitBrainPort,
@@ -508,7 +353,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "a completed join phase keeps the old generation",
-        "reference E.2; ClassicGroup.java initNextGeneration",
+        "docs/protocol-reference.md#e2; ClassicGroup.java initNextGeneration",
         ("classic.generation_bump_once",),
         coordinator=SkipGenerationBump,
     ),
@@ -517,7 +362,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "Heartbeat is not checked against the generation",
-        "reference E.8; GroupMetadataManager.java L6005",
+        "docs/protocol-reference.md#e8; GroupMetadataManager.java L6005",
         ("classic.stale_generation_rejected",),
         coordinator=AcceptStaleGeneration,
     ),
@@ -526,7 +371,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "SyncGroup is not checked against the generation",
-        "reference E.8, A.4; GroupMetadataManager.java L5859 validateSyncGroup (issue 6 z3 refutation)",
+        "docs/protocol-reference.md#e8; docs/protocol-reference.md#a4; GroupMetadataManager.java L5859 validateSyncGroup (found by a z3 refutation)",
         ("classic.stale_generation_rejected",),
         coordinator=StaleSyncAccepted,
     ),
@@ -535,7 +380,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "followers receive the member list in JoinGroup",
-        "seed 000 'Phase 1'; reference A.3",
+        "Client-side Assignment Proposal, 'Phase 1' (docs/protocol-reference.md#client-side-assignment); docs/protocol-reference.md#a3",
         ("classic.followers_get_no_member_list",),
         coordinator=MemberListToFollowers,
     ),
@@ -544,7 +389,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "followers' parked SyncGroups are forgotten when the leader's assignment is installed",
-        "reference A.4; GroupMetadataManager.java L5684 propagateAssignment",
+        "docs/protocol-reference.md#a4; GroupMetadataManager.java L5684 propagateAssignment",
         ("classic.parked_requests_answered",),
         coordinator=DropParkedResponse,
     ),
@@ -562,7 +407,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "after failover the loaded group has forgotten the persisted member assignments",
-        "seed 000 'Handling Coordinator Failures'; GroupMetadataManager.java L4343",
+        "Client-side Assignment Proposal, 'Handling Coordinator Failures' (docs/protocol-reference.md#client-side-assignment); GroupMetadataManager.java L4343",
         ("classic.stable_state_persisted",),
         port=ForgetAssignmentOnLoad,
     ),
@@ -571,7 +416,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "a heartbeat re-arms the expiry timer 1 ms past the session timeout",
-        "reference E.14, A.8; GroupMetadataManager.java L5004",
+        "docs/protocol-reference.md#e14; docs/protocol-reference.md#a8; GroupMetadataManager.java L5004",
         ("classic.session_expiry_armed",),
         coordinator=SessionTimerOffByOne,
     ),

@@ -1,4 +1,4 @@
-"""Mixed-group (KIP-848 B.13) coordinator mutants: the model with one migration rule broken.
+"""Mixed-group (KIP-848, docs/protocol-reference.md#b13) coordinator mutants: the model with one migration rule broken.
 
 Each is a subclass overriding one rule of `model.mixed.coordinator`; the tests show the matching
 ``mixed.*`` invariant reports it, and ``--variant mixed_mutant=NAME`` runs a scenario against it.
@@ -6,9 +6,11 @@ Each is a subclass overriding one rule of `model.mixed.coordinator`; the tests s
 
 from __future__ import annotations
 
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import TopicPartition
 from model.consumer.state import ConsumerGroup, ConsumerMember
-from model.mixed.coordinator import MixedConsumerCoordinator, MixedCoordinator
+from model.mixed.classic_requests import MixedConsumerCoordinator
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
 from model.result import Result
 
@@ -104,7 +106,7 @@ class SyncGivesTarget(MixedCoordinator):
 
 class _ClassicRebalanceTimer(MixedConsumerCoordinator):
     def schedule_rebalance_timeout(self, txn, member, now):  # type: ignore[no-untyped-def]
-        MixedConsumerCoordinator.__bases__[0].schedule_rebalance_timeout(self, txn, member, now)
+        ConsumerCoordinator.schedule_rebalance_timeout(self, txn, member, now)
 
 
 class ClassicRebalanceTimer(MixedCoordinator):
@@ -117,7 +119,7 @@ class ClassicLoadForgetsExpiry(MixedCoordinator):
     """Loads a classic group after a failover without arming its members' heartbeat expiry (Kafka's
     ``onLoaded`` reschedules each loaded member's heartbeat, apache/kafka@1eb7644
     GroupMetadataManager.java L3828-3843): members that never come back stay for ever. Only a
-    failover while the group is classic shows it (issue 4: `conformance.protocols.mixed.failover`
+    failover while the group is classic shows it (`conformance.protocols.mixed.failover`
     loads each hypothesis' classic group through the coordinator's ``failover``)."""
 
     def failover(self, records: list[object], now: int) -> tuple[MixedState, Result]:

@@ -1,4 +1,4 @@
-"""The kill matrix: the stateful suite, from scratch, against every mutant (issue 8).
+"""The kill matrix: the stateful suite, from scratch, against every mutant (docs/mutants.md#kill-matrix).
 
 For each mutant, `run_mutant` runs exactly what ``groupcheck check --protocol P --variant
 mutant=NAME --seed S --max-examples N`` runs (random exploration, not the mutant's named scenario),
@@ -46,7 +46,9 @@ class KillRow:
     examples: int | None = None  # examples started up to and including the first failing one
     seconds: float | None = None  # wall-clock seconds from the start of the run to the first violation
     cpu_seconds: float | None = None  # CPU seconds of this process to the first violation (load-proof)
-    shrunk_steps: int | None = None  # after Hypothesis' shrink and then ddmin (conformance/engine/minimise.py)
+    shrunk_steps: int | None = (
+        None  # after Hypothesis' shrink and then ddmin (conformance/engine/minimise.py)
+    )
     hypothesis_steps: int | None = None  # after Hypothesis' shrink alone
     bfs_minimal: int | None = None
     bfs_note: str = ""  # why there is no BFS-minimal length, or the bound it was found in
@@ -64,7 +66,7 @@ class KillRow:
 
     @property
     def ratio(self) -> float | None:
-        """Shrunk length over the BFS-minimal length (issue 8 goal: <= 1.25)."""
+        """Shrunk length over the BFS-minimal length (goal: <= 1.25, docs/mutants.md#shrinking)."""
         if self.shrunk_steps is None or not self.bfs_minimal:
             return None
         return self.shrunk_steps / self.bfs_minimal

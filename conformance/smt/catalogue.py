@@ -1,4 +1,4 @@
-"""The catalogue's z3 side: strengthening lemmas and which invariants carry ``z3`` (design §3, issue 6).
+"""The catalogue's z3 side: strengthening lemmas and which invariants carry ``z3`` (docs/proofs.md).
 
 `specs/invariants.yaml` has a top-level ``lemmas`` list (id, statement, source) and, per invariant, an
 optional ``lemmas`` field naming the lemmas and other invariants its inductive proof assumes. This
@@ -34,9 +34,9 @@ def load_lemmas(path: Path | None = None) -> dict[str, Lemma]:
 
 
 def coded_lemmas() -> set[str]:
-    from conformance.smt import classic, kip848
+    from conformance.smt import classic, kip848_claims
 
-    return set(kip848.LEMMAS) | set(classic.LEMMAS)
+    return set(kip848_claims.LEMMAS) | set(classic.LEMMAS)
 
 
 def validate(path: Path | None = None) -> None:

@@ -16,7 +16,7 @@ import z3
 
 from conformance.smt import claims as C
 from conformance.smt.claims_trace import trace_of
-from conformance.smt.kip848 import bits_of
+from conformance.smt.kip848_state import bits_of
 from conformance.smt.outcome import Outcome
 from conformance.smt.solver import Limits, Verdict, check, make_solver
 from model.assignors.base import COOPERATIVE, EAGER, get_assignor

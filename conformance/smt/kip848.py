@@ -3,7 +3,7 @@
 Partition sets are bit-vectors of width P (bit p = partition p of topic ``t``); epochs are integers.
 A slot holds one member or nothing (``present``). The encoding follows the model one rule at a time:
 
-* ``reconcile``: `model.consumer.reconcile.reconcile` / ``next_assignment`` (reference B.5, CAB
+* ``reconcile``: `model.consumer.reconcile.reconcile` / ``next_assignment`` (docs/protocol-reference.md#b5, CAB
   `build` L131, `computeNextAssignment` L227), applied as the coordinator applies its record
   (`model.consumer.records._update_member`: partition epochs of the old holding are removed where
   they still carry the old member epoch, then the new holding is stamped with the new epoch, CoG
@@ -12,13 +12,13 @@ A slot holds one member or nothing (``present``). The encoding follows the model
   (GMM L1769, TAB L434-509) by *any* legal assignor: disjoint targets, none for absent slots, every
   partition assigned while some member exists (Kafka accepts custom server assignors through
   ``group.consumer.assignors``);
-* ``join``: a new member with epoch 0 and nothing held; its subscription bumps the group epoch (B.4);
-* ``bump``: a subscription or metadata change bumps the group epoch (B.4);
+* ``join``: a new member with epoch 0 and nothing held; its subscription bumps the group epoch (docs/protocol-reference.md#b4);
+* ``bump``: a subscription or metadata change bumps the group epoch (docs/protocol-reference.md#b4);
 * ``fence``: a leave with epoch -1, a session timeout or a rebalance timeout, which all reach
   `ConsumerCoordinator.fence_member` (GMM `consumerGroupFenceMember` L3087): tombstones and +1;
-* ``static_leave``: epoch -2 (B.7, GMM L3018): epoch -2, pending revocations dropped, no bump;
-* ``heartbeat``: the coordinator's pipeline for one ConsumerGroupHeartbeat (B.2): epoch validation
-  (B.6 row 12, GMM L1362), join, target when due, reconciliation; a rejected request changes nothing.
+* ``static_leave``: epoch -2 (docs/protocol-reference.md#b7, GMM L3018): epoch -2, pending revocations dropped, no bump;
+* ``heartbeat``: the coordinator's pipeline for one ConsumerGroupHeartbeat (docs/protocol-reference.md#b2): epoch validation
+  (docs/protocol-reference.md#b6 row 12, GMM L1362), join, target when due, reconciliation; a rejected request changes nothing.
   The macro step of bounded model checking; every counterexample is replayed on the model with it.
 
 The rules are the model's defaults, Apache Kafka 4.4.0's: an epoch-0 heartbeat of a known member
@@ -39,185 +39,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Any
 
 import z3
 
-STABLE, UNREVOKED, UNRELEASED, UNKNOWN = 0, 1, 2, 127
-MEMBER_STATES = (STABLE, UNREVOKED, UNRELEASED, UNKNOWN)
-NO_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
-
-
-@dataclass(frozen=True)
-class Variant:
-    reconcile_pending: str = "respect"  # "ignore": pending revocations do not block assignment
-    leave_bump: bool = True
-    epoch_check: bool = True
-    own_pending_free: bool = True  # False: Kafka 4.0 before KAFKA-19449
-    epoch_zero_rejoin: bool = True  # False: Kafka 4.0 before KAFKA-19233
-    bump_after_revocation: bool = False  # True: Kafka 4.0/4.1 before KAFKA-19974 (epoch + 1)
-
-
-@dataclass(frozen=True)
-class Member:
-    present: Any
-    state: Any
-    epoch: Any
-    prev: Any
-    assigned: Any
-    pending: Any
-    target: Any
-
-    @property
-    def held(self) -> Any:
-        return self.assigned | self.pending
-
-
-@dataclass(frozen=True)
-class Group:
-    members: tuple[Member, ...]
-    group_epoch: Any
-    assignment_epoch: Any
-    pe: tuple[Any, ...]  # partition epoch per partition, -1 = free
-
-    @property
-    def width(self) -> int:
-        return len(self.pe)
-
-    def replace_member(self, i: int, m: Member) -> Group:
-        ms = list(self.members)
-        ms[i] = m
-        return Group(tuple(ms), self.group_epoch, self.assignment_epoch, self.pe)
-
-
-def fresh_group(tag: str, members: int, partitions: int) -> Group:
-    def member(i: int) -> Member:
-        p = f"{tag}_m{i}_"
-        return Member(
-            z3.Bool(p + "present"),
-            z3.Int(p + "state"),
-            z3.Int(p + "epoch"),
-            z3.Int(p + "prev"),
-            z3.BitVec(p + "assigned", partitions),
-            z3.BitVec(p + "pending", partitions),
-            z3.BitVec(p + "target", partitions),
-        )
-
-    return Group(
-        tuple(member(i) for i in range(members)),
-        z3.Int(f"{tag}_group_epoch"),
-        z3.Int(f"{tag}_assignment_epoch"),
-        tuple(z3.Int(f"{tag}_pe{p}") for p in range(partitions)),
-    )
-
+from conformance.smt.kip848_state import (
+    NO_EPOCH,
+    STABLE,
+    STATIC_LEAVE_EPOCH,
+    UNKNOWN,
+    UNRELEASED,
+    UNREVOKED,
+    Group,
+    Member,
+    Variant,
+    _fields,
+    absent_member,
+    bv,
+    from_bits,
+    full,
+    ite_group,
+    ite_member,
+    nonempty,
+    restamp,
+    subset,
+    union,
+    zero,
+)
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def bv(value: int, width: int) -> Any:
-    return z3.BitVecVal(value, width)
-
-
-def zero(width: int) -> Any:
-    return z3.BitVecVal(0, width)
-
-
-def full(width: int) -> Any:
-    return z3.BitVecVal((1 << width) - 1, width)
-
-
-def bit(s: Any, p: int) -> Any:
-    return z3.Extract(p, p, s) == 1
-
-
-def from_bits(bools: Sequence[Any]) -> Any:
-    """Bit-vector whose bit p is ``bools[p]``."""
-    width = len(bools)
-    return reduce(
-        lambda acc, pb: acc | z3.If(pb[1], bv(1 << pb[0], width), zero(width)),
-        enumerate(bools),
-        zero(width),
-    )
-
-
-def subset(a: Any, b: Any) -> Any:
-    return a & ~b == 0
-
-
-def nonempty(a: Any) -> Any:
-    return a != 0
-
-
-def union(sets: Sequence[Any], width: int) -> Any:
-    return reduce(lambda x, y: x | y, sets, zero(width))
-
-
-def ite_member(c: Any, a: Member, b: Member) -> Member:
-    return Member(*(z3.If(c, x, y) for x, y in zip(_fields(a), _fields(b), strict=True)))
-
-
-def ite_group(c: Any, a: Group, b: Group) -> Group:
-    return Group(
-        tuple(ite_member(c, x, y) for x, y in zip(a.members, b.members, strict=True)),
-        z3.If(c, a.group_epoch, b.group_epoch),
-        z3.If(c, a.assignment_epoch, b.assignment_epoch),
-        tuple(z3.If(c, x, y) for x, y in zip(a.pe, b.pe, strict=True)),
-    )
-
-
-def _fields(m: Member) -> tuple[Any, ...]:
-    return (m.present, m.state, m.epoch, m.prev, m.assigned, m.pending, m.target)
-
-
-def group_eq(a: Group, b: Group) -> Any:
-    eqs = [a.group_epoch == b.group_epoch, a.assignment_epoch == b.assignment_epoch]
-    eqs += [x == y for x, y in zip(a.pe, b.pe, strict=True)]
-    for x, y in zip(a.members, b.members, strict=True):
-        eqs += [u == v for u, v in zip(_fields(x), _fields(y), strict=True)]
-    return z3.And(eqs)
-
-
-def restamp(g: Group, old: Member, new: Member) -> tuple[Any, ...]:
-    """Partition epochs after one member's current-assignment record (records `_update_member`)."""
-    out = []
-    for p, pe in enumerate(g.pe):
-        removed = z3.If(z3.And(bit(old.held, p), pe == old.epoch), z3.IntVal(NO_EPOCH), pe)
-        out.append(z3.If(bit(new.held, p), new.epoch, removed))
-    return tuple(out)
-
-
-def absent_member(width: int, target: Any | None = None) -> Member:
-    return Member(
-        z3.BoolVal(False),
-        z3.IntVal(STABLE),
-        z3.IntVal(NO_EPOCH),
-        z3.IntVal(NO_EPOCH),
-        zero(width),
-        zero(width),
-        zero(width) if target is None else target,
-    )
 
 
 # ----------------------------------------------------------------------------- well-formedness
 
 
-def wellformed(g: Group) -> Any:
-    """The domain: member states of B.3, present members at epoch >= -2 other than -1, absent slots
-    empty. Checked inductive together with every invariant (it is one of the lemmas)."""
-    w = g.width
-    out = []
-    for m in g.members:
-        out.append(z3.Or([m.state == s for s in MEMBER_STATES]))
-        out.append(z3.Implies(m.present, z3.And(m.epoch >= STATIC_LEAVE_EPOCH, m.epoch != NO_EPOCH)))
-        out.append(
-            z3.Implies(z3.Not(m.present), z3.And(m.assigned == 0, m.pending == 0, m.target == zero(w)))
-        )
-    return z3.And(out)
-
-
-# ----------------------------------------------------------------------------- reconciliation (B.5)
+# ----------------------------------------------------------------------------- reconciliation (docs/protocol-reference.md#b5)
 
 
 @dataclass(frozen=True)
@@ -247,7 +103,7 @@ def free_for(g: Group, m: Member, variant: Variant) -> Any:
 def next_assignment(
     m: Member, e: Any, target_epoch: Any, target: Any, free: Any, owned: Any, owned_null: Any
 ) -> Member:
-    """``next_assignment`` of `model.consumer.reconcile`, cases 1-4 of reference B.5."""
+    """``next_assignment`` of `model.consumer.reconcile`, cases 1-4 of docs/protocol-reference.md#b5."""
     keep = m.assigned & target
     revoke = m.assigned & ~keep
     wanted = target & ~keep
@@ -400,7 +256,7 @@ def step_join(g: Group, i: int, tag: str) -> Step:
 
 def step_bump(g: Group, tag: str) -> Step:
     """A group-epoch bump without a membership change: a subscription change or new subscription
-    metadata (B.4; GMM L2294, L4161)."""
+    metadata (docs/protocol-reference.md#b4; GMM L2294, L4161)."""
     return Step(z3.BoolVal(True), Group(g.members, g.group_epoch + 1, g.assignment_epoch, g.pe))
 
 
@@ -432,7 +288,7 @@ def step_static_leave(g: Group, i: int, tag: str) -> Step:
 
 
 def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any, rejoin: bool = False) -> Any:
-    """B.6 row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned; with
+    """docs/protocol-reference.md#b6 row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned; with
     ``rejoin``, epoch 0 too (KAFKA-19233)."""
     return z3.Or(
         z3.And(e == 0, z3.BoolVal(rejoin)),
@@ -442,8 +298,8 @@ def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any, rejoin: bool = F
 
 
 def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str = "any") -> Step:
-    """One ConsumerGroupHeartbeat of slot i with epoch ``e`` >= 0 (B.2). A join (epoch 0 of an absent
-    slot) reports an empty owned set (B.6 row 6). Output ``accepted``: the response has no error."""
+    """One ConsumerGroupHeartbeat of slot i with epoch ``e`` >= 0 (docs/protocol-reference.md#b2). A join (epoch 0 of an absent
+    slot) reports an empty owned set (docs/protocol-reference.md#b6 row 6). Output ``accepted``: the response has no error."""
     w = g.width
     e = z3.Int(f"{tag}_epoch")
     owned, owned_null = _owned_inputs(tag, w)
@@ -481,7 +337,7 @@ def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str =
 
 
 def step_leave(g: Group, i: int, tag: str, variant: Variant) -> Step:
-    """A dynamic member's leave heartbeat (epoch -1): no epoch check, fenced (B.7)."""
+    """A dynamic member's leave heartbeat (epoch -1): no epoch check, fenced (docs/protocol-reference.md#b7)."""
     return step_fence(g, i, tag, variant)
 
 
@@ -505,229 +361,10 @@ PER_MEMBER = {"join", "reconcile", "fence", "static_leave", "heartbeat"}
 # ----------------------------------------------------------------------------- invariants (one encoder per id)
 
 
-def single_partition_holder(g: Group) -> Any:
-    """consumer.single_partition_holder: held sets of members are disjoint; nothing both assigned and pending."""
-    out = []
-    ms = g.members
-    for i, m in enumerate(ms):
-        out.append(z3.Implies(m.present, m.assigned & m.pending == 0))
-        for n in ms[i + 1 :]:
-            out.append(z3.Implies(z3.And(m.present, n.present), m.held & n.held == 0))
-    return z3.And(out)
-
-
-def valid_partition_epoch(g: Group) -> Any:
-    """consumer.valid_partition_epoch: a held partition carries its holder's epoch; a free one none."""
-    out = []
-    for p, pe in enumerate(g.pe):
-        holders = [z3.And(m.present, bit(m.held, p)) for m in g.members]
-        for m, h in zip(g.members, holders, strict=True):
-            out.append(z3.Implies(h, pe == m.epoch))
-        out.append(z3.Implies(z3.Not(z3.Or(holders)), pe == NO_EPOCH))
-    return z3.And(out)
-
-
-def epoch_order(g: Group) -> Any:
-    """consumer.epoch_order (state part): member epoch <= assignment epoch <= group epoch."""
-    out = [g.assignment_epoch <= g.group_epoch]
-    out += [z3.Implies(m.present, m.epoch <= g.assignment_epoch) for m in g.members]
-    return z3.And(out)
-
-
-def epoch_order_step(pre: Group, i: int, step: Step) -> Any:
-    """consumer.epoch_order (transition part): neither epoch decreases."""
-    post = step.post
-    return z3.And(post.group_epoch >= pre.group_epoch, post.assignment_epoch >= pre.assignment_epoch)
-
-
-def valid_member_epoch(g: Group) -> Any:
-    """consumer.valid_member_epoch (coordinator view): a member at the assignment epoch holds nothing
-    that is in another member's target."""
-    out = []
-    for i, m in enumerate(g.members):
-        others = union([n.target for j, n in enumerate(g.members) if j != i], g.width)
-        out.append(z3.Implies(z3.And(m.present, m.epoch == g.assignment_epoch), m.held & others == 0))
-    return z3.And(out)
-
-
-def legal_target_assignment(g: Group) -> Any:
-    """consumer.legal_target_assignment: targets disjoint, only for members, and covering every
-    partition of the subscribed topic once computed for the current group epoch."""
-    w = g.width
-    ms = g.members
-    out = []
-    for i, m in enumerate(ms):
-        out.append(z3.Implies(z3.Not(m.present), m.target == zero(w)))
-        for n in ms[i + 1 :]:
-            out.append(m.target & n.target == 0)
-    some = z3.Or([m.present for m in ms])
-    out.append(
-        z3.Implies(
-            z3.And(some, g.group_epoch == g.assignment_epoch),
-            union([m.target for m in ms], w) == full(w),
-        )
-    )
-    return z3.And(out)
-
-
-def epoch_fencing_step(pre: Group, i: int, step: Step) -> Any:
-    """consumer.epoch_fencing: a heartbeat with epoch > 0 that is neither the member's epoch nor its
-    previous epoch with owned ⊆ assigned is rejected and changes nothing (B.6 row 12, GMM L1362).
-    Only heartbeats carry an epoch; for the other rules the obligation is vacuous."""
-    if "accepted" not in step.outputs:
-        return z3.BoolVal(True)
-    e = step.inputs["epoch"]
-    m = pre.members[i]
-    invalid = z3.And(
-        m.present, e > 0, z3.Not(epoch_valid(m, e, step.inputs["owned"], step.inputs["owned_null"]))
-    )
-    return z3.Implies(invalid, z3.And(z3.Not(step.outputs["accepted"]), group_eq(step.post, pre)))
-
-
 # ----------------------------------------------------------------------------- strengthening lemmas
-
-
-def lemma_unrevoked_behind(g: Group) -> Any:
-    """A member in UNREVOKED_PARTITIONS is behind the assignment epoch, and one epoch behind only
-    when its assigned set is inside its target (so acknowledging cannot revoke again at the target)."""
-    out = []
-    for m in g.members:
-        out.append(
-            z3.Implies(
-                z3.And(m.present, m.state == UNREVOKED),
-                z3.And(
-                    m.epoch < g.assignment_epoch,
-                    z3.Implies(m.epoch + 1 == g.assignment_epoch, subset(m.assigned, m.target)),
-                ),
-            )
-        )
-    return z3.And(out)
-
-
-def lemma_at_target_holds_own(g: Group) -> Any:
-    """A member at the assignment epoch holds only partitions of its own target."""
-    return z3.And(
-        [
-            z3.Implies(z3.And(m.present, m.epoch == g.assignment_epoch), subset(m.held, m.target))
-            for m in g.members
-        ]
-    )
-
-
-def lemma_epochs_nonnegative(g: Group) -> Any:
-    """Group and assignment epochs are never negative."""
-    return g.assignment_epoch >= 0
 
 
 StateFormula = Callable[[Group], Any]
 
-LEMMAS: dict[str, StateFormula] = {
-    "kip848.wellformed": wellformed,
-    "kip848.unrevoked_behind_target": lemma_unrevoked_behind,
-    "kip848.at_target_holds_own": lemma_at_target_holds_own,
-    "kip848.epochs_nonnegative": lemma_epochs_nonnegative,
-}
-
-
-@dataclass(frozen=True)
-class Encoder:
-    """The z3 form of one registry invariant: a state formula, and/or a transition obligation."""
-
-    invariant_id: str
-    state: StateFormula | None
-    step: Callable[[Group, int, Step], Any] | None = None
-
-
-ENCODERS: dict[str, Encoder] = {
-    e.invariant_id: e
-    for e in (
-        Encoder("consumer.single_partition_holder", single_partition_holder),
-        Encoder("consumer.valid_partition_epoch", valid_partition_epoch),
-        Encoder("consumer.epoch_order", epoch_order, epoch_order_step),
-        Encoder("consumer.valid_member_epoch", valid_member_epoch),
-        Encoder("consumer.legal_target_assignment", legal_target_assignment),
-        Encoder("consumer.epoch_fencing", None, epoch_fencing_step),
-    )
-}
-
-
-def initial(g: Group) -> Any:
-    """A group before its first member: epochs 0, every slot empty, every partition free."""
-    out = [g.group_epoch == 0, g.assignment_epoch == 0]
-    out += [z3.Not(m.present) for m in g.members]
-    out += [pe == NO_EPOCH for pe in g.pe]
-    out += [z3.And(m.assigned == 0, m.pending == 0, m.target == 0) for m in g.members]
-    out += [z3.And(m.state == STABLE, m.epoch == NO_EPOCH, m.prev == NO_EPOCH) for m in g.members]
-    return z3.And(out)
-
 
 # ----------------------------------------------------------------------------- concrete values
-
-
-@dataclass(frozen=True)
-class ConcreteMember:
-    present: bool
-    state: int
-    epoch: int
-    prev: int
-    assigned: frozenset[int]
-    pending: frozenset[int]
-    target: frozenset[int]
-
-
-@dataclass(frozen=True)
-class ConcreteGroup:
-    members: tuple[ConcreteMember, ...]
-    group_epoch: int
-    assignment_epoch: int
-    pe: tuple[int, ...]
-
-
-def bits_of(value: int, width: int) -> frozenset[int]:
-    return frozenset(p for p in range(width) if value >> p & 1)
-
-
-def value_of(parts: frozenset[int]) -> int:
-    return sum(1 << p for p in parts)
-
-
-def evaluate(model: z3.ModelRef, g: Group) -> ConcreteGroup:
-    w = g.width
-
-    def num(x: Any) -> int:
-        return int(model.eval(x, model_completion=True).as_long())
-
-    def member(m: Member) -> ConcreteMember:
-        return ConcreteMember(
-            z3.is_true(model.eval(m.present, model_completion=True)),
-            num(m.state),
-            num(m.epoch),
-            num(m.prev),
-            bits_of(num(m.assigned), w),
-            bits_of(num(m.pending), w),
-            bits_of(num(m.target), w),
-        )
-
-    return ConcreteGroup(
-        tuple(member(m) for m in g.members),
-        num(g.group_epoch),
-        num(g.assignment_epoch),
-        tuple(num(p) for p in g.pe),
-    )
-
-
-def equals_concrete(g: Group, c: ConcreteGroup) -> Any:
-    w = g.width
-    out = [g.group_epoch == c.group_epoch, g.assignment_epoch == c.assignment_epoch]
-    out += [x == v for x, v in zip(g.pe, c.pe, strict=True)]
-    for m, cm in zip(g.members, c.members, strict=True):
-        out += [
-            m.present == z3.BoolVal(cm.present),
-            m.state == cm.state,
-            m.epoch == cm.epoch,
-            m.prev == cm.prev,
-            m.assigned == bv(value_of(cm.assigned), w),
-            m.pending == bv(value_of(cm.pending), w),
-            m.target == bv(value_of(cm.target), w),
-        ]
-    return z3.And(out)

@@ -20,6 +20,8 @@ from typing import Any
 import z3
 
 from conformance.smt import kip848 as K
+from conformance.smt import kip848_claims as KC
+from conformance.smt import kip848_state as KS
 from conformance.smt.kip848_replay import HeartbeatStep, replay
 from conformance.smt.kip848_trace import trace_of
 from conformance.smt.outcome import Outcome
@@ -29,14 +31,14 @@ from conformance.smt.solver import Limits, Verdict, check, make_solver
 def strengthening(invariant_id: str, lemmas: tuple[str, ...]) -> list[tuple[str, K.StateFormula]]:
     """The invariant's state formula (if any) and its lemmas, by id."""
     out: list[tuple[str, K.StateFormula]] = []
-    enc = K.ENCODERS[invariant_id]
+    enc = KC.ENCODERS[invariant_id]
     if enc.state is not None:
         out.append((invariant_id, enc.state))
     for lemma in lemmas:
-        if lemma in K.LEMMAS:
-            out.append((lemma, K.LEMMAS[lemma]))
-        elif lemma in K.ENCODERS and K.ENCODERS[lemma].state is not None:
-            out.append((lemma, K.ENCODERS[lemma].state))  # type: ignore[arg-type]
+        if lemma in KC.LEMMAS:
+            out.append((lemma, KC.LEMMAS[lemma]))
+        elif lemma in KC.ENCODERS and KC.ENCODERS[lemma].state is not None:
+            out.append((lemma, KC.ENCODERS[lemma].state))  # type: ignore[arg-type]
         else:
             raise KeyError(f"unknown KIP-848 lemma {lemma!r}")
     return out
@@ -50,10 +52,10 @@ def base_case(
     invariant_id: str, lemmas: tuple[str, ...], members: int, partitions: int, limits: Limits
 ) -> Outcome:
     start = time.perf_counter()
-    g = K.fresh_group("init", members, partitions)
+    g = KS.fresh_group("init", members, partitions)
     named = [(n, f(g)) for n, f in strengthening(invariant_id, lemmas)]
     s = make_solver(limits)
-    s.add(K.initial(g))
+    s.add(KC.initial(g))
     s.add(z3.Not(z3.And([f for _, f in named])))
     result, reason = check(s)
     seconds = time.perf_counter() - start
@@ -84,14 +86,14 @@ def inductive_step(
     lemmas: tuple[str, ...],
     members: int,
     partitions: int,
-    variant: K.Variant,
+    variant: KS.Variant,
     limits: Limits,
 ) -> Outcome:
     """CONFIRMED when the rule preserves the invariant and its lemmas; UNKNOWN (with the failing
     conjuncts) when a counterexample to induction exists or the solver gave up."""
     start = time.perf_counter()
-    enc = K.ENCODERS[invariant_id]
-    pre = K.fresh_group("pre", members, partitions)
+    enc = KC.ENCODERS[invariant_id]
+    pre = KS.fresh_group("pre", members, partitions)
     step = K.TRANSITIONS[transition](pre, 0, "in", variant)
     formulas = strengthening(invariant_id, lemmas)
     s = make_solver(limits)
@@ -129,7 +131,7 @@ def inductive_step(
 # ----------------------------------------------------------------------------- bounded model checking
 
 
-def _options(g: K.Group, s: int, variant: K.Variant) -> list[tuple[str, int, K.Step]]:
+def _options(g: KS.Group, s: int, variant: KS.Variant) -> list[tuple[str, int, K.Step]]:
     out = []
     for i in range(len(g.members)):
         out.append(("heartbeat", i, K.step_heartbeat(g, i, f"s{s}_hb{i}", variant, assignor="range")))
@@ -138,33 +140,33 @@ def _options(g: K.Group, s: int, variant: K.Variant) -> list[tuple[str, int, K.S
 
 
 def _bits(model: z3.ModelRef, x: Any, width: int) -> frozenset[int]:
-    return K.bits_of(int(model.eval(x, model_completion=True).as_long()), width)
+    return KS.bits_of(int(model.eval(x, model_completion=True).as_long()), width)
 
 
 def bmc(
     invariant_id: str,
     members: int,
     partitions: int,
-    variant: K.Variant,
+    variant: KS.Variant,
     limits: Limits,
     depth: int,
 ) -> Outcome:
     """Search 1..depth heartbeat/leave steps from the empty group for a violation; replay it."""
     start = time.perf_counter()
-    enc = K.ENCODERS[invariant_id]
-    frames = [K.fresh_group("f0", members, partitions)]
+    enc = KC.ENCODERS[invariant_id]
+    frames = [KS.fresh_group("f0", members, partitions)]
     s = make_solver(limits)
-    s.add(K.initial(frames[0]))
+    s.add(KC.initial(frames[0]))
     chosen: list[list[tuple[str, int, K.Step]]] = []
     selectors = []
     for k in range(1, depth + 1):
         pre = frames[-1]
-        post = K.fresh_group(f"f{k}", members, partitions)
+        post = KS.fresh_group(f"f{k}", members, partitions)
         options = _options(pre, k, variant)
         sel = z3.Int(f"sel{k}")
         s.add(sel >= 0, sel < len(options))
         for n, (_, _, st) in enumerate(options):
-            s.add(z3.Implies(sel == n, z3.And(st.guard, K.group_eq(post, st.post))))
+            s.add(z3.Implies(sel == n, z3.And(st.guard, KS.group_eq(post, st.post))))
         frames.append(post)
         chosen.append(options)
         selectors.append(sel)
@@ -193,7 +195,7 @@ def bmc(
                         None if null else _bits(model, st.inputs["owned"], partitions),
                     )
                 )
-            states = [K.evaluate(model, f) for f in frames]
+            states = [KS.evaluate(model, f) for f in frames]
             seconds = time.perf_counter() - start
             return confirm(invariant_id, steps, states, variant, members, partitions, seconds)
         s.pop()
@@ -215,8 +217,8 @@ def bmc(
 def confirm(
     invariant_id: str,
     steps: list[HeartbeatStep],
-    states: list[K.ConcreteGroup],
-    variant: K.Variant,
+    states: list[KS.ConcreteGroup],
+    variant: KS.Variant,
     members: int,
     partitions: int,
     seconds: float,
@@ -265,15 +267,15 @@ def confirm(
 
 # ----------------------------------------------------------------------------- one invariant
 
-INVARIANTS: tuple[str, ...] = tuple(sorted(K.ENCODERS))
+INVARIANTS: tuple[str, ...] = tuple(sorted(KC.ENCODERS))
 
 STEP_TRANSITIONS: dict[str, tuple[str, ...]] = {
-    inv: ("heartbeat",) if K.ENCODERS[inv].state is None else tuple(K.TRANSITIONS) for inv in K.ENCODERS
+    inv: ("heartbeat",) if KC.ENCODERS[inv].state is None else tuple(K.TRANSITIONS) for inv in KC.ENCODERS
 }
 """Rules each invariant is checked against (a pure transition invariant only on heartbeats)."""
 
 
-def variant_dict(variant: K.Variant) -> dict[str, str]:
+def variant_dict(variant: KS.Variant) -> dict[str, str]:
     """The ``--variant`` settings of ``variant`` (the inverse of `variant_of`)."""
     return {
         "reconcile_pending": variant.reconcile_pending,
@@ -282,8 +284,8 @@ def variant_dict(variant: K.Variant) -> dict[str, str]:
     }
 
 
-def variant_of(variant: Mapping[str, str]) -> K.Variant:
-    return K.Variant(
+def variant_of(variant: Mapping[str, str]) -> KS.Variant:
+    return KS.Variant(
         reconcile_pending=variant.get("reconcile_pending", "respect"),
         leave_bump=variant.get("leave_bump", "true") == "true",
         epoch_check=variant.get("epoch_check", "true") == "true",
@@ -314,7 +316,7 @@ def search(
     rows: list[Outcome],
     members: int,
     partitions: int,
-    variant: K.Variant,
+    variant: KS.Variant,
     limits: Limits,
     depth: int,
 ) -> Outcome:

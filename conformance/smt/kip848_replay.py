@@ -1,4 +1,4 @@
-"""Re-running a KIP-848 z3 counterexample on the Python model (design §6: nothing is REFUTED that the
+"""Re-running a KIP-848 z3 counterexample on the Python model (docs/proofs.md: nothing is REFUTED that the
 model does not confirm).
 
 A counterexample is a list of heartbeats (and leaves) of members ``m0..m{M-1}`` of group ``g`` on
@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.mutants.consumer import LeaveWithoutBump, NoEpochCheck, PendingRevocationIsFree
-from conformance.smt.kip848 import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
+from conformance.smt.kip848_state import NO_EPOCH, STABLE, ConcreteGroup, ConcreteMember, Variant
 from model.consumer.assignors import AssignmentMember, GroupAssignment
-from model.consumer.coordinator import ConsumerCoordinator, ConsumerCoordinatorConfig, _Txn
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition, to_topic_partitions
 from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, ConsumerMember
+from model.consumer.txn import ConsumerCoordinatorConfig, _Txn
 from model.consumer.world import HeartbeatEvent, capture_world, observe
 from model.invariants import load_all
 from model.observation import Observation

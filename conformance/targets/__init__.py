@@ -10,16 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .base import (
-    CACHE_ENV,
-    Deadline,
-    Target,
-    TargetCrashed,
-    TargetError,
-    cache_root,
-    create_topic_wire,
-    target_for_bootstrap,
-)
+from conformance.targets.admin import create_topic_wire
+from conformance.targets.base import Target, target_for_bootstrap
+from conformance.targets.cache import CACHE_ENV, cache_root
+from conformance.targets.process import Deadline, TargetCrashed, TargetError
 
 TARGETS: list[str] = ["apache-kafka", "librdkafka-mock", "tansu", "kfake", "kafka-0.9"]
 

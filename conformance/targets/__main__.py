@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from conformance.targets.process import (
+    DEFAULT_PROVISION_TIMEOUT_S,
+    DEFAULT_START_TIMEOUT_S,
+    DEFAULT_STOP_TIMEOUT_S,
+)
+
 from . import TARGETS, TargetError, get_target
-from .base import DEFAULT_PROVISION_TIMEOUT_S, DEFAULT_START_TIMEOUT_S, DEFAULT_STOP_TIMEOUT_S
 
 
 def _topic(text: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""A mutant as a target: ``--target mutant:NAME`` (issue 8).
+"""A mutant as a target: ``--target mutant:NAME`` (docs/mutants.md#mutant-targets).
 
 `conformance.targets.open.open_target` hands ``mutant:NAME`` here. The handle is an in-process target
 like ``model``: its ``variants`` (``{"mutant": NAME}``) make the protocol's simulator builder put the
@@ -10,7 +10,7 @@ any other coordinator.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from conformance.errors import UsageError
 from conformance.mutants import get_mutant
@@ -47,14 +47,20 @@ def target_variants(handle: TargetHandle, variants: Mapping[str, str]) -> dict[s
     return out
 
 
-def check_setup(spec: str, variants: Mapping[str, str], protocol: str) -> tuple[dict[str, str], list[str]]:
+def check_setup(
+    spec: str, variants: Mapping[str, str], protocol: str, mutant_key: Callable[[str], str]
+) -> tuple[dict[str, str], list[str]]:
     """`groupcheck check --target mutant:NAME`: the variants and protocols to run (``all`` means the
-    mutant's own protocol), opened through the adapter layer like any target."""
+    mutant's own protocol), opened through the adapter layer like any target. ``mutant_key(p)`` is
+    the variant that selects a mutant of protocol ``p`` (its kit's): a machine that does not read
+    ``mutant`` gets the variants the mutant is made of (a mixed mutant's ``mixed_mutant``)."""
     from conformance.targets.open import open_target
 
     with open_target(spec) as handle:
         merged = target_variants(handle, variants)
     mutant = get_mutant(merged["mutant"])
+    if mutant_key(mutant.protocol) != "mutant":
+        merged = {**dict(mutant.variants), **merged}
     if protocol == "all":
         return merged, [mutant.protocol]
     get_mutant(mutant.name, protocol)  # a usage error when the protocols differ

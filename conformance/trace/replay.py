@@ -1,4 +1,4 @@
-"""`groupcheck replay`: re-run a trace's ops and judge the target again (design §5).
+"""`groupcheck replay`: re-run a trace's ops and judge the target again (docs/traces.md).
 
 The work is protocol-neutral (`conformance.engine.replay`: variants, comparison, verdicts) plus
 the trace's kit (`ProtocolKit.replay` on the model, ``replay_on_target`` on a real coordinator).

@@ -1,8 +1,8 @@
 """KIP-848 invariants: pure predicates over `Observation[ConsumerWorld]`, registered once.
 
-Sources: reference §E.15-28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
-TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/; bug catalogue
-"Prior art"): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
+Sources: docs/protocol-reference.md#e15 to #e28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
+TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/;
+docs/bug-catalogue.md#prior-art): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
 ValidStableGroupState, ValidPartitionEpoch, member-epoch monotonicity, EventuallyConverges.
 Each predicate returns the list of violation messages (empty = holds); ``sometimes`` entries return
 a non-empty list when the interesting thing happened. The first docstring line is the statement.
@@ -10,75 +10,32 @@ a non-empty list when the interesting thing happened. The first docstring line i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from model.consumer.client import ClientView
-from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition
+from model.consumer.messages import TopicPartition
+from model.consumer.observe import _EMPTY, Obs, _heartbeat_request, _pairs, _reported_owned
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    REBALANCE,
-    SESSION,
-    ConsumerMember,
-    GroupState,
-    MemberState,
     derive_group_state,
 )
 from model.consumer.world import (
-    AdvanceEvent,
     ConsumerWorld,
-    GroupView,
-    HeartbeatEvent,
     OffsetCommitEvent,
     heartbeat_response,
     offset_commit_response,
 )
 from model.errors import ErrorCode
 from model.invariants import invariant
-from model.observation import Observation
 
 __all__ = ["ConsumerWorld"]
 
-Obs = Observation[ConsumerWorld]
-_EMPTY: frozenset[TopicPartition] = frozenset()
 
-
-def _pairs(obs: Obs) -> Iterator[tuple[str, GroupView | None, GroupView]]:
-    """(group id, group before or None, group after) for every group after the step."""
-    for gid in sorted(obs.after.groups):
-        before = None if obs.before is None else obs.before.groups.get(gid)
-        yield gid, before, obs.after.groups[gid]
-
-
-def _heartbeat_request(obs: Obs) -> ConsumerGroupHeartbeatRequest | None:
-    return obs.event.request if isinstance(obs.event, HeartbeatEvent) else None
-
-
-def _reported_owned(
-    obs: Obs, request: ConsumerGroupHeartbeatRequest | None, group_id: str, member_id: str
-) -> frozenset[TopicPartition] | None:
-    """The owned set the step's request reported for ``member_id``: a heartbeat's TopicPartitions,
-    or what another event says (a classic JoinGroup's subscription in a mixed group, B.13)."""
-    if request is not None and request.group_id == group_id and request.member_id == member_id:
-        return request.owned()
-    reported = getattr(obs.event, "reported_owned", None)
-    if callable(reported):
-        result: frozenset[TopicPartition] | None = reported(group_id, member_id)
-        return result
-    return None
-
-
-def _active_clients(world: ConsumerWorld, group_id: str) -> list[ClientView]:
-    return [c for c in world.clients if c.group_id == group_id and c.active]
-
-
-# ------------------------------------------------------------------------- safety: KIP-848 (E.15-24)
+# ------------------------------------------------------------------------- safety: KIP-848 (docs/protocol-reference.md#e15 to #e24)
 
 
 @invariant("consumer.single_partition_holder", "safety", "consumer")
 def single_partition_holder(obs: Obs) -> list[str]:
     """A partition has at most one holder (assigned or pending revocation) in a group at every point.
 
-    Reference E.15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
+    docs/protocol-reference.md#e15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -99,7 +56,7 @@ def single_partition_holder(obs: Obs) -> list[str]:
 def assign_only_free(obs: Obs) -> list[str]:
     """A member is given a partition only when no other remaining member holds it.
 
-    Reference E.16 (CAB L256: pending assignment excludes partitions with a partition epoch).
+    docs/protocol-reference.md#e16 (CAB L256: pending assignment excludes partitions with a partition epoch).
     """
     out: list[str] = []
     if obs.before is None:
@@ -121,7 +78,7 @@ def assign_only_free(obs: Obs) -> list[str]:
 def epoch_advance_after_revocation(obs: Obs) -> list[str]:
     """A member's epoch advances past partitions it gave up only if its request reported an owned set without them.
 
-    Reference E.17 (CAB L146-164, L273): revocation is acknowledged only by a non-null TopicPartitions
+    docs/protocol-reference.md#e17 (CAB L146-164, L273): revocation is acknowledged only by a non-null TopicPartitions
     list that no longer contains the revoked partitions.
     """
     out: list[str] = []
@@ -151,7 +108,7 @@ def epoch_advance_after_revocation(obs: Obs) -> list[str]:
 def epoch_order(obs: Obs) -> list[str]:
     """Assignment epoch <= group epoch, every member epoch <= assignment epoch, and neither group epoch nor assignment epoch ever decreases.
 
-    Reference E.18 (GMM L1726-1769, L2777, L3087; TAB L508); with the monotonic checks, every change of
+    docs/protocol-reference.md#e18 (GMM L1726-1769, L2777, L3087; TAB L508); with the monotonic checks, every change of
     the group epoch (a bump) is a strict increase.
     """
     out: list[str] = []
@@ -175,7 +132,7 @@ def epoch_order(obs: Obs) -> list[str]:
 def epoch_fencing(obs: Obs) -> list[str]:
     """A heartbeat whose epoch is neither the member's epoch nor its previous epoch with owned ⊆ assigned is rejected and changes nothing.
 
-    Reference E.19 (GMM L1362, `throwIfConsumerGroupMemberEpochIsInvalid`), B.6 row 12.
+    docs/protocol-reference.md#e19 (GMM L1362, `throwIfConsumerGroupMemberEpochIsInvalid`), #b6 row 12.
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -211,7 +168,7 @@ def epoch_fencing(obs: Obs) -> list[str]:
 def static_instance_unique(obs: Obs) -> list[str]:
     """At most one member per instance id; the static map matches the members; an instance id moves to a new member only after its holder left with epoch -2.
 
-    Reference E.20 (GMM L1420, L2204; CoG `staticMembers`), B.7.
+    docs/protocol-reference.md#e20 (GMM L1420, L2204; CoG `staticMembers`), #b7.
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -241,7 +198,7 @@ def static_instance_unique(obs: Obs) -> list[str]:
                 old is not None
                 and old_id != mid
                 and old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
-                and not classic  # B.13: a classic holder or a classic joiner replaces without -2
+                and not classic  # docs/protocol-reference.md#b13: a classic holder or a classic joiner replaces without -2
             ):
                 out.append(
                     f"{gid}: instance {inst} moved {old_id}->{mid} while {old_id} had epoch {old.member_epoch}"
@@ -253,7 +210,7 @@ def static_instance_unique(obs: Obs) -> list[str]:
 def max_size(obs: Obs) -> list[str]:
     """A new member never takes a group beyond group.consumer.max.size.
 
-    Reference E.21 (GMM L1319), B.6 row 9.
+    docs/protocol-reference.md#e21 (GMM L1319), #b6 row 9.
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -275,7 +232,7 @@ def max_size(obs: Obs) -> list[str]:
 def offset_commit_exact_epoch(obs: Obs) -> list[str]:
     """A consumer-group offset commit is accepted iff it comes from a member with exactly its current epoch (or with a negative epoch to a group without members).
 
-    Reference E.22 (CoG `validateOffsetCommit` L642-674, L816), B.12; both directions: stale epochs
+    docs/protocol-reference.md#e22 (CoG `validateOffsetCommit` L642-674, L816), #b12; both directions: stale epochs
     are rejected and the exact epoch is not (KAFKA-20066: not stricter than exact).
     """
     event = obs.event
@@ -305,7 +262,7 @@ def offset_commit_exact_epoch(obs: Obs) -> list[str]:
 def group_state_derived(obs: Obs) -> list[str]:
     """The group state is the function of (members, group epoch, assignment epoch) defined by CoG L887.
 
-    Reference E.23, B.1: EMPTY iff no members; ASSIGNING iff group epoch > assignment epoch;
+    docs/protocol-reference.md#e23, #b1: EMPTY iff no members; ASSIGNING iff group epoch > assignment epoch;
     RECONCILING iff some member is not STABLE at the assignment epoch; else STABLE.
     """
     out: list[str] = []
@@ -320,7 +277,7 @@ def group_state_derived(obs: Obs) -> list[str]:
 def uniform_balanced(obs: Obs) -> list[str]:
     """With the uniform assignor and homogeneous subscriptions, a current target assigns every subscribed partition exactly once and sizes differ by at most one.
 
-    Reference E.24 (UHom L156-253), B.11. Checked when the target is current (assignment epoch =
+    docs/protocol-reference.md#e24 (UHom L156-253), #b11. Checked when the target is current (assignment epoch =
     group epoch) and was computed by ``uniform``.
     """
     out: list[str] = []
@@ -349,431 +306,15 @@ def uniform_balanced(obs: Obs) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------------- liveness: KIP-848 (E.25-28)
-
-
-@invariant("consumer.session_timeout_removes", "liveness", "consumer")
-def session_timeout_removes(obs: Obs) -> list[str]:
-    """Every member has a session timer, no member outlives its session deadline, and a member removed when time advances bumps the group epoch.
-
-    Reference E.25 (GMM L3281, L1797; B.8).
-    """
-    out: list[str] = []
-    for gid, gb, ga in _pairs(obs):
-        for mid in sorted(ga.members):
-            timer = ga.timers.get((SESSION, mid))
-            if timer is None:
-                out.append(f"{gid}: {mid} has no session timer")
-            elif timer.deadline < obs.now:
-                out.append(f"{gid}: {mid} still a member at {obs.now}, session deadline {timer.deadline}")
-        if isinstance(obs.event, AdvanceEvent) and gb is not None:
-            removed = set(gb.members) - set(ga.members)
-            if removed and ga.group_epoch <= gb.group_epoch:
-                out.append(f"{gid}: {sorted(removed)} expired without a group epoch bump")
-    return out
-
-
-@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer")
-def rebalance_timeout_fences(obs: Obs) -> list[str]:
-    """A member waiting to revoke has a rebalance timer armed with its epoch, and none stays past that deadline.
-
-    Reference E.26 (GMM L2681ff, L3429-3470; B.8).
-    """
-    out: list[str] = []
-    for gid, _, g in _pairs(obs):
-        for mid in sorted(g.members):
-            m = g.members[mid]
-            if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0 or m.classic is not None:
-                continue  # B.13: classic-protocol members have join and sync timers instead
-            timer = g.timers.get((REBALANCE, mid))
-            if timer is None or timer.epoch != m.member_epoch:
-                out.append(
-                    f"{gid}: {mid} revoking at epoch {m.member_epoch} without a rebalance timer for it"
-                )
-            elif timer.deadline < obs.now:
-                out.append(f"{gid}: {mid} still revoking at {obs.now}, rebalance deadline {timer.deadline}")
-    return out
-
-
-@invariant("consumer.static_leave_expires", "liveness", "consumer")
-def static_leave_expires(obs: Obs) -> list[str]:
-    """A static member parked with epoch -2 keeps a session timer and is gone once it expires.
-
-    Reference E.27 (GMM L3018; B.7: timers are not cancelled on a -2 leave).
-    """
-    out: list[str] = []
-    for gid, _, g in _pairs(obs):
-        for mid in sorted(g.members):
-            if g.members[mid].member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                continue
-            timer = g.timers.get((SESSION, mid))
-            if timer is None:
-                out.append(f"{gid}: parked static member {mid} has no session timer")
-            elif timer.deadline < obs.now:
-                out.append(
-                    f"{gid}: parked static member {mid} still present at {obs.now}, deadline {timer.deadline}"
-                )
-    return out
-
-
-@invariant("consumer.target_computed_on_next_heartbeat", "liveness", "consumer")
-def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
-    """After a successful heartbeat the target assignment is computed for the current group epoch.
-
-    Reference E.28 (GMM L1769; B.1: the target is recomputed lazily on the next heartbeat of any member).
-    """
-    request = _heartbeat_request(obs)
-    response = heartbeat_response(obs)
-    if (
-        request is None
-        or response is None
-        or response.error_code != ErrorCode.NONE
-        or request.member_epoch < 0
-    ):
-        return []
-    g = obs.after.groups.get(request.group_id)
-    if g is not None and g.assignment_epoch != g.group_epoch:
-        return [
-            f"{request.group_id}: heartbeat answered with assignment epoch {g.assignment_epoch} < {g.group_epoch}"
-        ]
-    return []
-
-
-@invariant("consumer.reconciliation_progress", "liveness", "consumer")
-def reconciliation_progress(obs: Obs) -> list[str]:
-    """A member's own accepted heartbeat leaves it waiting (UNRELEASED_PARTITIONS) only for a partition another member still holds.
-
-    Bounded liveness of reconciliation (bug catalogue row 6): the partitions a member waits for
-    are those of its target it lacks that another member has assigned or pending revocation
-    (CurrentAssignmentBuilder `computeNextAssignment`; Reference B.5). KAFKA-19449 (apache/kafka
-    PR #20781): Kafka 4.0/4.1 also counted the member's own pending revocations, so a member whose
-    target gave back a partition it was revoking waited one more heartbeat for itself; Kafka 4.4.0
-    does not (probed by `conformance/power/probe848.py`).
-    """
-    request = _heartbeat_request(obs)
-    response = heartbeat_response(obs)
-    if (
-        request is None
-        or response is None
-        or response.error_code != ErrorCode.NONE
-        or request.member_epoch < 0
-    ):
-        return []  # a leave (-1, -2) does not reconcile
-    g = obs.after.groups.get(request.group_id)
-    member = None if g is None else g.members.get(request.member_id)
-    if g is None or member is None or member.state != MemberState.UNRELEASED_PARTITIONS:
-        return []
-    wanted = g.target.get(member.member_id, _EMPTY) - member.assigned
-    held = {tp for o in g.members.values() if o.member_id != member.member_id for tp in o.held}
-    if wanted & held:
-        return []
-    return [
-        f"{request.group_id}: {member.member_id} left UNRELEASED_PARTITIONS although no other member holds "
-        f"any of {sorted(wanted)}"
-    ]
-
-
-@invariant("consumer.rejoin_always_possible", "liveness", "consumer")
-def rejoin_always_possible(obs: Obs) -> list[str]:
-    """A dynamic member that rejoins with epoch 0 is not fenced for its epoch: a fenced member can rejoin at once.
-
-    KIP-848: a member fenced with FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID abandons its partitions
-    and rejoins with epoch 0 (bug catalogue row 7; row 21 is the classic protocol's form). KAFKA-19233
-    (apache/kafka PR #21305): Kafka 4.0 epoch-checked that rejoin against the epoch the coordinator
-    still held, so the member was fenced again until its session expired; Kafka 4.4.0 accepts it
-    (probed by `conformance/power/probe848.py`). The bound is zero extra heartbeats. Reference B.6
-    row 12 (GMM `throwIfConsumerGroupMemberEpochIsInvalid`).
-    """
-    request = _heartbeat_request(obs)
-    response = heartbeat_response(obs)
-    if (
-        request is None
-        or response is None
-        or request.member_epoch != 0
-        or request.instance_id is not None
-        or obs.before is None
-        or response.error_code not in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID)
-    ):
-        return []
-    gb = obs.before.groups.get(request.group_id)
-    member = None if gb is None else gb.members.get(request.member_id)
-    if member is None:
-        return []
-    return [
-        f"{request.group_id}: epoch-0 rejoin of {member.member_id} answered {response.error_code.name} "
-        f"(the coordinator held it at epoch {member.member_epoch})"
-    ]
+# ------------------------------------------------------------------------- liveness: KIP-848 (docs/protocol-reference.md#e25 to #e28)
 
 
 # ------------------------------------------------------------------------- Vanlightly's TLA+ set
 
 
-@invariant("consumer.no_double_client_assignment", "safety", "consumer")
-def no_double_client_assignment(obs: Obs) -> list[str]:
-    """No partition is owned at the same time by two clients that are both current members of the group (consumer view).
-
-    Vanlightly TLA+ NoDoubleClientAssignment (kafka-tlaplus groupprotocol/). A client is current when
-    the coordinator would accept its next heartbeat: its member exists and the client's epoch is the
-    member's epoch, or the previous one while everything the client owns is still assigned to the
-    member (reference B.6 row 12; GMM `throwIfConsumerGroupMemberEpochIsInvalid`: previous epoch
-    only with owned ⊆ assigned). A zombie whose member was fenced and re-created by a duplicated
-    join is not current: its next heartbeat is fenced. Neither is a client whose revocation a
-    duplicated epoch-0 join (owned = []) acknowledged in its name: it still owns the revoked
-    partitions at the previous epoch, so its next heartbeat is fenced too (reports/pipeline, 2000-run
-    consumer swarm, session 4).
-    """
-    out: list[str] = []
-    world = obs.after
-    by_group: dict[str, list[ClientView]] = {}
-    for c in world.clients:
-        g = world.groups.get(c.group_id)
-        m = None if g is None else g.members.get(c.member_id)
-        if m is not None and (
-            c.member_epoch == m.member_epoch
-            or (c.member_epoch == m.previous_member_epoch and c.owned <= m.assigned)
-        ):
-            by_group.setdefault(c.group_id, []).append(c)
-    for gid, clients in sorted(by_group.items()):
-        seen: dict[TopicPartition, str] = {}
-        for c in sorted(clients, key=lambda c: c.name):
-            for tp in sorted(c.owned):
-                if tp in seen:
-                    out.append(f"{gid}: clients {seen[tp]} and {c.name} both own {tp}")
-                else:
-                    seen[tp] = c.name
-    return out
-
-
-@invariant("consumer.legal_target_assignment", "safety", "consumer")
-def legal_target_assignment(obs: Obs) -> list[str]:
-    """No partition is in two members' targets; once computed for the current epoch, the target covers every partition some member subscribes to and only such partitions.
-
-    Vanlightly TLA+ LegalTargetAssignment; reference B.11 (TAB), CoG subscription metadata.
-    """
-    out: list[str] = []
-    denied = obs.after.topic_describe_denied
-    for gid, _, g in _pairs(obs):
-        seen: dict[TopicPartition, str] = {}
-        for mid in sorted(g.target):
-            for tp in sorted(g.target[mid]):
-                if tp in seen:
-                    out.append(f"{gid}: {tp} in the targets of {seen[tp]} and {mid}")
-                seen[tp] = mid
-        for mid in sorted(set(g.target) - set(g.members)):
-            if g.target[mid]:
-                out.append(f"{gid}: target for {mid}, not a member")
-        if g.group_epoch != g.assignment_epoch:
-            continue
-        for mid in sorted(g.members):
-            m = g.members[mid]
-            for topic, p in sorted(g.target_of(mid)):
-                if topic not in g.subscription_metadata or p >= g.subscription_metadata[topic]:
-                    out.append(f"{gid}: target of {mid} has ({topic}, {p}) outside the subscription metadata")
-                elif not m.subscribes(topic, denied):
-                    out.append(f"{gid}: target of {mid} has ({topic}, {p}) of an unsubscribed topic")
-        for topic, count in sorted(g.subscription_metadata.items()):
-            if any(m.subscribes(topic, denied) for m in g.members.values()):
-                missing = [p for p in range(count) if (topic, p) not in seen]
-                if missing:
-                    out.append(f"{gid}: partitions {missing} of {topic} in no target")
-    return out
-
-
-@invariant("consumer.valid_member_epoch", "safety", "consumer")
-def valid_member_epoch(obs: Obs) -> list[str]:
-    """A member (server side) or client (consumer side) at the assignment epoch holds no partition that is in another member's target.
-
-    Vanlightly TLA+ ValidMemberEpoch: reaching the target epoch implies every partition moving away
-    has been given up.
-    """
-    out: list[str] = []
-    world = obs.after
-    for gid, _, g in _pairs(obs):
-        others: dict[TopicPartition, str] = {tp: mid for mid, ps in g.target.items() for tp in ps}
-        for mid in sorted(g.members):
-            m = g.members[mid]
-            if m.member_epoch != g.assignment_epoch:
-                continue
-            for tp in sorted(m.held):
-                if others.get(tp, mid) != mid:
-                    out.append(f"{gid}: {mid} at epoch {m.member_epoch} holds {tp} targeted to {others[tp]}")
-        for c in sorted(world.clients, key=lambda c: c.name):
-            if c.group_id != gid or c.member_id not in g.members or c.member_epoch != g.assignment_epoch:
-                continue
-            for tp in sorted(c.owned):
-                if others.get(tp, c.member_id) != c.member_id:
-                    out.append(
-                        f"{gid}: client {c.name} at epoch {c.member_epoch} owns {tp} targeted to {others[tp]}"
-                    )
-    return out
-
-
-@invariant("consumer.valid_stable_group_state", "safety", "consumer")
-def valid_stable_group_state(obs: Obs) -> list[str]:
-    """In a STABLE group every member is STABLE at the group epoch with nothing pending and its assigned set equal to its target.
-
-    Vanlightly TLA+ ValidStableGroupState; reference B.1, B.5.
-    """
-    out: list[str] = []
-    for gid, _, g in _pairs(obs):
-        if g.state != GroupState.STABLE:
-            continue
-        for mid in sorted(g.members):
-            m = g.members[mid]
-            if m.state != MemberState.STABLE or m.member_epoch != g.group_epoch:
-                out.append(f"{gid}: stable group but {mid} is {m.state.name} at epoch {m.member_epoch}")
-            if m.pending_revocation:
-                out.append(f"{gid}: stable group but {mid} revokes {sorted(m.pending_revocation)}")
-            if m.assigned != g.target_of(mid):
-                out.append(f"{gid}: stable group but {mid} assigned {sorted(m.assigned)} != target")
-    return out
-
-
-@invariant("consumer.valid_partition_epoch", "safety", "consumer")
-def valid_partition_epoch(obs: Obs) -> list[str]:
-    """The partition-epoch map records exactly the held partitions, each with its holder's member epoch; free partitions have none.
-
-    Vanlightly TLA+ ValidPartitionEpoch; reference B.1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
-    """
-    out: list[str] = []
-    for gid, _, g in _pairs(obs):
-        held: set[TopicPartition] = set()
-        for mid in sorted(g.members):
-            m = g.members[mid]
-            for tp in sorted(m.held):
-                held.add(tp)
-                epoch = g.partition_epochs.get(tp)
-                if epoch != m.member_epoch:
-                    out.append(
-                        f"{gid}: {tp} held by {mid} at epoch {m.member_epoch} has partition epoch {epoch}"
-                    )
-        for tp in sorted(set(g.partition_epochs) - held):
-            out.append(f"{gid}: free partition {tp} has partition epoch {g.partition_epochs[tp]}")
-    return out
-
-
-@invariant("consumer.member_epoch_monotonic", "transition", "consumer")
-def member_epoch_monotonic(obs: Obs) -> list[str]:
-    """A member's epoch never decreases, on the coordinator or on its client, except when it leaves (-1/-2) or rejoins (0).
-
-    Vanlightly TLA+ GcSideMemberEpochIsMonotonic and ClientSideMemberEpochIsMonotonic.
-    """
-    out: list[str] = []
-    if obs.before is None:
-        return out
-    for gid, gb, ga in _pairs(obs):
-        if gb is None:
-            continue
-        for mid, m in ga.members.items():
-            prev: ConsumerMember | None = gb.members.get(mid)
-            if prev is not None and m.member_epoch < prev.member_epoch and m.member_epoch > 0:
-                out.append(f"{gid}: {mid} epoch went back {prev.member_epoch}->{m.member_epoch}")
-    before_clients = {c.name: c for c in obs.before.clients}
-    for c in obs.after.clients:
-        old = before_clients.get(c.name)
-        if old is not None and old.member_id == c.member_id and 0 < c.member_epoch < old.member_epoch:
-            out.append(f"client {c.name}: epoch went back {old.member_epoch}->{c.member_epoch}")
-    return out
-
-
-@invariant("consumer.no_ghost_member", "safety", "consumer")
-def no_ghost_member(obs: Obs) -> list[str]:
-    """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
-
-    Reference B.9; KIP-1082 motivation (seed 004 lines 21-26; bug catalogue row 8, KAFKA-17116): with v0 the
-    coordinator generated the id, so a lost join response left a member (holding partitions until its
-    session timeout) that no client knew. Checked only when the world tracks the known ids.
-    """
-    known = obs.after.known_member_ids
-    if known is None:
-        return []
-    out: list[str] = []
-    for gid, _, g in _pairs(obs):
-        for mid in sorted(set(g.members) - known):
-            held = sorted(g.members[mid].assigned)
-            out.append(f"{gid}: member {mid} is known to no client" + (f" and holds {held}" if held else ""))
-    return out
-
-
-@invariant("consumer.eventual_convergence", "liveness", "consumer")
-def eventual_convergence(obs: Obs) -> list[str]:
-    """Once perturbations stop for the convergence bound, every active client is a STABLE member at the assignment epoch owning exactly its assigned partitions, and the group has no other members.
-
-    Vanlightly TLA+ EventuallyConverges, bounded on the virtual clock (the world says when the last
-    perturbation happened and what the bound is; unknown = not checked).
-    """
-    world = obs.after
-    if world.quiet_since is None or world.convergence_bound_ms is None:
-        return []
-    if obs.now - world.quiet_since < world.convergence_bound_ms:
-        return []
-    out: list[str] = []
-    group_ids = sorted(set(world.groups) | {c.group_id for c in world.clients if c.active})
-    for gid in group_ids:
-        g = world.groups.get(gid)
-        active = _active_clients(world, gid)
-        if g is None:
-            if active:
-                out.append(f"{gid}: active clients but no group")
-            continue
-        ids = {c.member_id for c in active}
-        if set(g.members) != ids:
-            out.append(f"{gid}: members {sorted(g.members)} != active clients {sorted(ids)}")
-        if g.members and g.state != GroupState.STABLE:
-            out.append(f"{gid}: not stable ({g.state.value}) after the bound")
-        for c in sorted(active, key=lambda c: c.name):
-            m = g.members.get(c.member_id)
-            if m is None:
-                continue
-            if not (c.member_epoch == m.member_epoch == g.assignment_epoch):
-                out.append(
-                    f"{gid}: client {c.name} epoch {c.member_epoch}, member {m.member_epoch}, target {g.assignment_epoch}"
-                )
-            if c.owned != m.assigned:
-                out.append(
-                    f"{gid}: client {c.name} owns {sorted(c.owned)} but is assigned {sorted(m.assigned)}"
-                )
-    return out
-
-
 # ------------------------------------------------------------------------- sometimes
 
 
-@invariant("consumer.sometimes_revocation", "sometimes", "consumer")
-def sometimes_revocation(obs: Obs) -> list[str]:
-    """A member was asked to revoke partitions (a rebalance with revocation happened).
-
-    Design §3 "sometimes" checks; reference B.5 (UNREVOKED_PARTITIONS).
-    """
-    out: list[str] = []
-    for gid, gb, ga in _pairs(obs):
-        for mid in sorted(ga.members):
-            m = ga.members[mid]
-            prev = None if gb is None else gb.members.get(mid)
-            if m.pending_revocation and (prev is None or m.pending_revocation - prev.pending_revocation):
-                out.append(f"{gid}: {mid} revokes {sorted(m.pending_revocation)}")
-    return out
-
-
-@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer")
-def sometimes_static_rejoin(obs: Obs) -> list[str]:
-    """A static member that left with epoch -2 came back under its instance id.
-
-    Design §3 "sometimes" checks; reference B.7 (static rejoin, GMM L2204-2290).
-    """
-    out: list[str] = []
-    for gid, gb, ga in _pairs(obs):
-        if gb is None:
-            continue
-        for inst, mid in sorted(ga.static_members.items()):
-            old_id = gb.static_members.get(inst)
-            old = None if old_id is None else gb.members.get(old_id)
-            new = ga.members.get(mid)
-            if old is not None and new is not None:
-                if old.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and new.member_epoch >= 0:
-                    out.append(f"{gid}: instance {inst} rejoined as {mid} (was {old_id})")
-    return out
-
-
-# Issue 8 (kill matrix): response-shape and virtual-consumer invariants register with the rest.
+# Response-shape, virtual-consumer and over-time invariants register with the rest.
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
+from model.consumer import progress_invariants as _progress_invariants  # noqa: E402, F401

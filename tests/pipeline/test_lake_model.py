@@ -298,3 +298,39 @@ def test_consumer_counterexamples_are_project_traces_that_replay(tmp_path: Path)
     assert trace.protocol == "consumer" and trace.header["variants"]["mutant"] == "kafka-16147"
     assert main(["replay", str(path)]) == 1
     assert main(["show", str(path), "--format", "mermaid"]) == 0
+
+
+HOSTILE_CELLS = [
+    # a tag that walks attributes to os.system: the registry has no such entry, nothing is called
+    ('{"@e": "model.choice:random._os.system", "v": "touch {marker}"}', "unknown type tag"),
+    ('{"@": "model.choice:random._os.system", "command": "touch {marker}"}', "unknown type tag"),
+    ('{"@": "model.classic.state:GroupState"}', "is not a dataclass"),
+    ('{"@e": "model.classic.world:ClassicWorld", "v": 1}', "is not an enum"),
+    ('{"@": ["model.classic.world", "ClassicWorld"]}', "is not a string"),
+    ("[" * 100_000 + "]" * 100_000, "not JSON"),
+    ("[" * 70 + "]" * 70, "nested deeper"),
+    ("1" * 5000, "not JSON"),
+    (str(2**70), "64-bit"),
+    ('{"@d": [1, 2]}', "pairs"),
+    ('{"@fs": [{"@d": []}]}', "unhashable"),
+    ('{"@b": 5}', "base64"),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), HOSTILE_CELLS)
+def test_the_lake_decoder_calls_nothing_outside_its_registry(tmp_path, text, reason):
+    marker = tmp_path / "ran"
+    with pytest.raises(codec.LakeFormatError, match=reason):
+        codec.loads(text.replace("{marker}", str(marker)))
+    assert not marker.exists()
+
+
+def test_a_hostile_row_is_quarantined_with_its_reason_and_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    rows = list(run_one(draw_config(2, 9)))
+    rows[6]["event"] = json.dumps({"@e": "model.choice:random._os.system", "v": f"touch {marker}"})
+    audit = audit_trace("t", rows)
+    reasons = dict(audit.quarantined)
+    assert reasons[7].startswith("malformed row: unknown type tag 'model.choice:random._os.system'")
+    assert not marker.exists()
+    assert not audit.violations

@@ -12,7 +12,8 @@ from conformance.protocols.classic.trace import TracedClassicSim
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient, ClientConfig
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.sim import ClassicPort, ClassicSim, ModelPort
+from model.classic.port import ClassicPort, ModelPort
+from model.classic.sim import ClassicSim
 from model.classic.state import ClassicConfig
 
 #: Test-friendly broker settings, as the real targets are configured (initial delay 0, low minimums).

@@ -125,7 +125,7 @@ def session(*args: Any) -> Any:
 
 
 def model_port(coordinator: Any) -> Any:
-    from model.classic.sim import ModelPort
+    from model.classic.port import ModelPort
 
     return ModelPort(coordinator)
 

@@ -1,4 +1,5 @@
-"""Whether a target runs the classic group protocol, and the set-up of a classic run on it (issue 4).
+"""Whether a target runs the classic group protocol, and the set-up of a classic run on it
+(docs/real-targets.md).
 
 `not_run_reason` says why it cannot (ApiVersions lists no JoinGroup); `classic_setup` gives the
 classic machine its port factory (the oracle port on a real target; on an in-process mutant
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.engine.profiles import Profile
-from conformance.mutants import MUTANTS
+from conformance.mutants import get_mutant
 
 
 def not_run_reason(handle: Any) -> str | None:
@@ -21,7 +22,9 @@ def not_run_reason(handle: Any) -> str | None:
     return None
 
 
-def classic_setup(handle: Any, profile: Profile) -> tuple[Callable[[Any], Any] | None, dict[str, Any], Profile]:
+def classic_setup(
+    handle: Any, profile: Profile
+) -> tuple[Callable[[Any], Any] | None, dict[str, Any], Profile]:
     """(port factory, model config, profile) for the classic machine on ``handle``; the factory
     is None for the reference model in process."""
     if handle.kind == "model":
@@ -35,7 +38,8 @@ def classic_setup(handle: Any, profile: Profile) -> tuple[Callable[[Any], Any] |
 def in_process_port_factory(handle: Any) -> Callable[[Any], Any] | None:
     """For callers that bring their own coordinator (the pytest plugin's ``coordinator``): on a
     ``mutant:NAME`` target the mutant's coordinator and port replace the reference ones."""
-    mutant = MUTANTS.get(handle.variants.get("mutant", ""))
+    name = handle.variants.get("mutant")
+    mutant = get_mutant(name) if name else None
     if mutant is None or mutant.protocol != "classic":
         return None
 

@@ -15,7 +15,7 @@ CONSUMER_TEST_CONFIG = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500
 
 
 def consumer_config(overrides: Mapping[str, Any], variants: Mapping[str, str], where: str) -> Any:
-    from model.consumer.coordinator import ConsumerCoordinatorConfig
+    from model.consumer.txn import ConsumerCoordinatorConfig
 
     names = {f.name for f in fields(ConsumerCoordinatorConfig)}
     settings: dict[str, Any] = dict(CONSUMER_TEST_CONFIG)
@@ -60,7 +60,7 @@ def make_consumer_sim(
     """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory;
     ``sim_class`` replaces the traced simulator (real-time runs against a real target)."""
     from model.consumer.coordinator import ConsumerCoordinator
-    from model.consumer.sim import ModelConsumerPort
+    from model.consumer.port import ModelConsumerPort
 
     cfg = consumer_config(config, variants, where)
     mutant = named_mutant(variants, "consumer")

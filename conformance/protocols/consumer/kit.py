@@ -102,7 +102,7 @@ def session(*args: Any) -> Any:
 
 
 def model_port(coordinator: Any) -> Any:
-    from model.consumer.sim import ModelConsumerPort
+    from model.consumer.port import ModelConsumerPort
 
     return ModelConsumerPort(coordinator)
 
@@ -128,7 +128,7 @@ KIT = ProtocolKit(
         VariantKey(
             "member_id_validation",
             ("kafka", "kip"),
-            "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (seed 004)",
+            "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (as KIP-1082 proposes)",
         ),
     ),
     oracle_rules=("ConsumerGroupHeartbeat", "OffsetCommit"),

@@ -1,4 +1,5 @@
-"""Whether a real target runs the KIP-848 consumer protocol, and the set-up of a consumer run (issue 4).
+"""Whether a real target runs the KIP-848 consumer protocol, and the set-up of a consumer run
+(docs/real-targets.md).
 
 `not_run_reason` says why it cannot run on an opened target: ApiVersions lists no
 ConsumerGroupHeartbeat v1. `--protocol all` reports such a protocol as "not offered" / "not run"

@@ -23,7 +23,7 @@ from conformance.protocols.consumer.explore import consumer_key
 from conformance.protocols.consumer.trace import state_summary
 from model.observation import Observation
 
-#: the KIP-848 server assignors (group.consumer.assignors, first = default; reference §B.11)
+#: the KIP-848 server assignors (group.consumer.assignors, first = default; docs/protocol-reference.md#b11)
 CONSUMER_ASSIGNORS = ("uniform", "range")
 #: the group id of the swarm's consumer groups (`conformance.protocols.consumer.build` default)
 GROUP_ID = "g"
@@ -60,7 +60,7 @@ def draw(rng: random.Random, pinned: dict[str, str]) -> tuple[str, dict[str, str
 def draw_late(
     rng: random.Random, pinned: dict[str, str], assignor: str, variants: dict[str, str], mix: bool
 ) -> str:
-    """The server assignor (uniform or range, reference §B.11) unless pinned; with ``mix`` also
+    """The server assignor (uniform or range, docs/protocol-reference.md#b11) unless pinned; with ``mix`` also
     the ConsumerGroupHeartbeat version (v0 or v1) unless pinned."""
     assignor = rng.choice(CONSUMER_ASSIGNORS)
     if pinned.get("assignor") in CONSUMER_ASSIGNORS:

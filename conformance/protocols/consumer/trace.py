@@ -110,7 +110,7 @@ def flatten_consumer(trace: Trace) -> Trace:
     and it is not one op of `groupcheck explore` either. Each of its heartbeats becomes
     ``reconcile`` + ``client_step`` of that client (settle completes slow callbacks first; a
     ``reconcile`` of a client with nothing to finish is a no-op), each tick an ``advance``. So every
-    op is one BFS edge (issue 8). The settle's convergence bound is not kept, so a
+    op is one BFS edge (docs/mutants.md#shrinking). The settle's convergence bound is not kept, so a
     ``consumer.eventual_convergence`` violation may not survive; `minimise` then keeps the original.
     The kit's ``minimise_view``.
     """

@@ -1,4 +1,4 @@
-"""Mixed groups (KIP-848 B.13: classic and consumer-protocol members in one group) as the engine sees them.
+"""Mixed groups (classic and KIP-848 members in one group, docs/protocol-reference.md#b13) as the engine sees them.
 
 Every capability imports its module when called, so listing the kits stays cheap.
 """
@@ -108,7 +108,8 @@ KIT = ProtocolKit(
         VariantKey(
             "migration_policy",
             ("disabled", "upgrade", "downgrade", "bidirectional"),
-            "group.consumer.migration.policy for mixed groups (KIP-848 B.13; Kafka 4.0 default bidirectional)",
+            "group.consumer.migration.policy for mixed groups (KIP-848; Kafka 4.0 default bidirectional; "
+            "docs/protocol-reference.md#b13)",
         ),
         VariantKey(
             "mixed_mutant",

@@ -1,4 +1,4 @@
-"""Replay a mixed-group trace (KIP-848 B.13): on the model, or on a real target through the oracle.
+"""Replay a mixed-group trace (docs/protocol-reference.md#b13): on the model, or on a real target through the oracle.
 
 Each recorded `MixedRun` op (members start, stop, crash, time runs) is applied again to a rebuilt
 run and its observations are compared with the recording and checked (`replay_mixed_ops`, shared

@@ -1,4 +1,4 @@
-"""Recording and replaying mixed-group runs (B.13; the mixed twin of `conformance.protocols.consumer.trace`).
+"""Recording and replaying mixed-group runs (docs/protocol-reference.md#b13; the mixed twin of `conformance.protocols.consumer.trace`).
 
 `TracedMixedRun` logs each call of `MixedRun`'s driver API as an op (``topic``, ``add_classic``,
 ``add_consumer``, ``stop``, ``crash``, ``run_for``, ``failover``; the wire faults ``lose_response``,
@@ -17,7 +17,8 @@ from typing import Any
 from conformance.errors import SpecError, UsageError
 from conformance.formats.trace_file import CheckedLog, LogEntry, Trace, trace_of_log
 from model.choice import SeededChooser
-from model.mixed.coordinator import MixedConfig, MixedCoordinator
+from model.mixed.consumer_group import MixedConfig
+from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MigrationPolicy
 from model.mixed.world import MixedRun, MixedWorld
 from model.observation import Observation
@@ -115,7 +116,10 @@ class TracedMixedRun(CheckedLog, MixedRun):
 def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) -> TracedMixedRun:
     """A run on the mixed coordinator (or ``variants['mixed_mutant']``) described by ``setup``:
     ``policy`` (group.consumer.migration.policy), ``seed`` (the coordinator's chooser), ``tick_ms``."""
-    from conformance.mutants.mixed import MIXED_MUTANTS
+    from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANTS
+    from conformance.mutants.mixed import MIXED_MUTANTS as FIRST
+
+    MIXED_MUTANTS = {**FIRST, **HELDOUT_MIXED_MUTANTS}
 
     unknown = set(setup) - {"policy", "seed", "tick_ms"}
     if unknown:

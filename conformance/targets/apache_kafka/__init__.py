@@ -18,7 +18,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import Deadline, Proc, Target, TargetError, digest, free_port, java_bin, require_tool, run_tool
+from conformance.targets.base import Target
+from conformance.targets.cache import digest
+from conformance.targets.process import (
+    Deadline,
+    Proc,
+    TargetError,
+    free_port,
+    java_bin,
+    require_tool,
+    run_tool,
+)
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"

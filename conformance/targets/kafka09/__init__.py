@@ -20,17 +20,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import (
+from conformance.targets.admin import wait_for_topic
+from conformance.targets.base import Target
+from conformance.targets.cache import digest
+from conformance.targets.process import (
     Deadline,
     Proc,
-    Target,
     TargetError,
-    digest,
     free_port,
     java_bin,
     require_tool,
     run_tool,
-    wait_for_topic,
 )
 
 HERE = Path(__file__).resolve().parent

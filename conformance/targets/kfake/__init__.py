@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import Deadline, Proc, Target, digest, free_port, read_line, require_tool, run_tool
+from conformance.targets.base import Target
+from conformance.targets.cache import digest
+from conformance.targets.process import Deadline, Proc, free_port, read_line, require_tool, run_tool
 
 SOURCE_DIR = Path(__file__).resolve().parent
 

@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..base import Deadline, Proc, Target, TargetError, digest, read_line, run_tool
+from conformance.targets.base import Target
+from conformance.targets.cache import digest
+from conformance.targets.process import Deadline, Proc, TargetError, read_line, run_tool
 
 SCRIPT = Path(__file__).resolve().parent / "mock_cluster.py"
 

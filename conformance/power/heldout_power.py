@@ -1,0 +1,110 @@
+"""Suite power on the held-out bug catalogue: run ``groupcheck check --target mutant:NAME --protocol P
+--profile ci --seed S`` for every entry of ``specs/bugs-heldout.yaml``, one after the other, each in
+its own process bounded by a wall-clock timeout, and record caught / not caught, the violated
+invariants and the time to catch (reports/suite-power.md).
+
+    python -m conformance.power.heldout_power --out reports/heldout/before.jsonl [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SPEC = Path("specs") / "bugs-heldout.yaml"
+MAX_BUGS = 200
+VERDICT = re.compile(
+    r"^(classic|consumer|mixed) on mutant:\S+: (\w+) \((\d+) examples, seed \d+, ([\d.]+) s\)"
+)
+
+
+@dataclass
+class PowerRow:
+    id: str
+    mutant: str
+    protocol: str
+    half: str
+    command: str
+    verdict: str = "ERROR"  # FAILED (caught) | PASSED | INCONCLUSIVE | TIMEOUT | ERROR
+    exit_code: int | None = None
+    invariants: list[str] = field(default_factory=list)
+    check_seconds: float | None = None  # the run's own clock (printed by groupcheck)
+    wall_seconds: float = 0.0
+
+    @property
+    def caught(self) -> bool:
+        return self.verdict == "FAILED" and self.exit_code == 1
+
+
+def load_bugs(path: Path = SPEC) -> list[dict[str, Any]]:
+    """The entries of the held-out catalogue (bounded; each must name its mutant, protocol, half)."""
+    data = yaml.safe_load(path.read_text())
+    bugs = data.get("bugs") if isinstance(data, dict) else None
+    if not isinstance(bugs, list) or not 0 < len(bugs) <= MAX_BUGS:
+        raise ValueError(f"{path}: 'bugs' must be a list of 1..{MAX_BUGS} entries")
+    for i, bug in enumerate(bugs):
+        for key in ("id", "mutant", "protocol", "half"):
+            if not isinstance(bug, dict) or not isinstance(bug.get(key), str):
+                raise ValueError(f"{path}: bugs[{i}].{key} missing or not a string")
+    return bugs
+
+
+def command(mutant: str, protocol: str, seed: int, profile: str) -> list[str]:
+    return ["groupcheck", "check", "--target", f"mutant:{mutant}", "--protocol", protocol,
+            "--profile", profile, "--seed", str(seed)]  # fmt: skip
+
+
+def run_one(bug: dict[str, Any], *, seed: int, profile: str, timeout_s: float) -> PowerRow:
+    argv = command(bug["mutant"], bug["protocol"], seed, profile)
+    row = PowerRow(bug["id"], bug["mutant"], bug["protocol"], bug["half"], " ".join(argv))
+    exe = str(Path(sys.executable).with_name("groupcheck"))
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [exe, *argv[1:]], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        row.verdict, row.wall_seconds = "TIMEOUT", time.perf_counter() - start
+        return row
+    row.wall_seconds = time.perf_counter() - start
+    row.exit_code = done.returncode
+    for line in done.stdout.splitlines():
+        m = VERDICT.match(line)
+        if m:
+            row.verdict, row.check_seconds = m.group(2), float(m.group(4))
+        elif line.startswith("violated: "):
+            row.invariants = [s.strip() for s in line[len("violated: ") :].split(",")]
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True, help="JSON lines, one row per mutant")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--profile", default="ci")
+    p.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per mutant")
+    p.add_argument("--only", action="append", default=[], help="only this mutant (repeatable)")
+    args = p.parse_args(argv)
+    bugs = [b for b in load_bugs() if not args.only or b["mutant"] in args.only]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("a") as out:
+        for bug in bugs:
+            row = run_one(bug, seed=args.seed, profile=args.profile, timeout_s=args.timeout)
+            out.write(json.dumps({**asdict(row), "caught": row.caught}, sort_keys=True) + "\n")
+            out.flush()
+            print(f"{row.id} {row.mutant:20s} {row.protocol:8s} {row.verdict:12s} "
+                  f"{','.join(row.invariants) or '-'} {row.wall_seconds:.1f} s", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Render the held-out bug catalogue (docs/bug-catalogue-heldout.md) from specs/bugs-heldout.yaml and
+the suite-power report (reports/suite-power.md) from the JSON lines of `heldout_power`.
+
+    python -m conformance.power.heldout_report --catalogue docs/bug-catalogue-heldout.md
+    python -m conformance.power.heldout_report --power reports/heldout/before.jsonl \
+        --report reports/suite-power.md --machine "<nproc, python --version, commit>"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance.power.heldout_power import SPEC, load_bugs
+
+MAX_ROWS = 1000
+
+CATALOGUE_HEAD = """# Second bug catalogue: bugs the suite was not built for
+
+Generated from `specs/bugs-heldout.yaml` by `python -m conformance.power.heldout_report
+--catalogue docs/bug-catalogue-heldout.md`; the descriptions are our own words, the sources are
+the public issues and pull requests that record each bug.
+
+The first catalogue (21 rows, 43 mutants under `conformance/mutants/`) shaped the suite's
+invariants. This one measures the suite on bugs it was *not* built for: every entry is a real bug
+of Apache Kafka's group coordinator or consumer, of a Kafka-compatible broker, or of a client
+library, absent from the first catalogue and from the first mutants. Each has a mutant of the model
+(`conformance/mutants/heldout_classic.py`, `heldout_consumer.py`, `heldout_mixed.py`) run with
+`groupcheck check --target mutant:<mutant> --protocol <protocol>`; tests/test_heldout_mutants.py
+and tests/test_heldout_mutants_848.py show each mutant changes the model's answers or records.
+
+## Split (fixed before any measurement)
+
+The ids are sorted, shuffled with `random.Random(20261126).shuffle(ids)` (Python's Mersenne
+Twister), the first `len(ids) // 2` become the **dev** half (allowed to guide new invariants) and
+the rest the **held-out** half (never looked at while writing invariants; measured only before and
+after). The YAML records the result in each entry's `half`; a test recomputes it.
+
+"""
+
+NOT_BUILT = """## Real bugs found but not built as mutants
+
+These are real and expressible against the model's requests, but the model itself has the faulty
+behaviour (it predates the fix), so a mutant would be the model unchanged:
+
+* KAFKA-20601 / apache/kafka PR #22356: a static member rejoining a full consumer group is refused
+  by the `group.consumer.max.size` check before the coordinator notices it replaces its own slot
+  (`ConsumerCoordinator.check_group_capacity` ignores the instance id).
+* KAFKA-20434 / apache/kafka PR #22036: static members rejoining with a different server assignor
+  do not bump the group epoch (`group_epoch_bump_due` looks at names and regex only).
+* KAFKA-20640 / apache/kafka PR #22457: with `group.consumer.migration.policy=disabled` a new classic
+  member is still admitted into a consumer group (`MixedConsumerCoordinator.classic_join` has no
+  policy check).
+* KAFKA-18687 / apache/kafka PR #19790: the online upgrade does not set the subscription metadata;
+  the model's conversion writes none either, but it also never refreshes it on the next heartbeat,
+  so Kafka's consequence (an extra epoch bump) does not follow.
+* KAFKA-20272 / apache/kafka PR #21662: classic members of a mixed group are told to rejoin when the
+  group epoch moves rather than when a new target exists; both rules are model variants
+  (`MixedConfig.classic_rejoin_epoch`), the default being the pre-fix one.
+"""
+
+
+def render_catalogue(bugs: list[dict[str, Any]]) -> str:
+    lines = [CATALOGUE_HEAD, "## Entries", ""]
+    lines.append("| id | half | protocol | layer | mutant | title |")
+    lines.append("|---|---|---|---|---|---|")
+    for b in bugs:
+        lines.append(
+            f"| {b['id']} | {b['half']} | {b['protocol']} | {b['layer']} | `{b['mutant']}` | {b['title']} |"
+        )
+    for b in bugs:
+        lines += ["", f"### {b['id']}: {b['title']}", ""]
+        refs = "; ".join(f"[{s['ref']}]({s['url']})" for s in b["sources"])
+        lines += [f"Sources: {refs}", ""]
+        lines += [
+            f"Protocol `{b['protocol']}`, layer {b['layer']}, mutant `{b['mutant']}`, half {b['half']}.",
+            "",
+        ]
+        lines += [f"**Faulty.** {b['faulty']}", "", f"**Fixed.** {b['fixed']}"]
+    lines += ["", NOT_BUILT]
+    return "\n".join(lines)
+
+
+def load_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """The last row of each mutant in a `heldout_power` JSON lines file (bounded)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if n > MAX_ROWS:
+            raise ValueError(f"{path}: more than {MAX_ROWS} rows")
+        if line.strip():
+            row = json.loads(line)
+            rows[row["mutant"]] = row
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+POWER_HEAD = """# Suite power on bugs it was not built for
+
+The suite's invariants were written against the first bug catalogue and its 43 mutants. This
+report measures them on a second catalogue of 24 real bugs (docs/bug-catalogue-heldout.md,
+specs/bugs-heldout.yaml), split by a fixed seed into a dev half and a held-out half before any run.
+
+For every entry, one `groupcheck check` run of the `ci` profile (150 examples of up to 40 steps)
+at seed 0 against its mutant, bounded by a 300 s wall-clock timeout, one after the other:
+
+    groupcheck check --target mutant:<mutant> --protocol <protocol> --profile ci --seed 0
+
+driven by `python -m conformance.power.heldout_power --out reports/heldout/before.jsonl`
+(rows in reports/heldout/before.jsonl) and rendered by `python -m conformance.power.heldout_report
+--power reports/heldout/before.jsonl --report reports/suite-power.md --machine ...`.
+
+*Caught* means exit code 1 with a named invariant; PASSED (exit 0) and INCONCLUSIVE (exit 3, some
+`sometimes_*` coverage goal unmet in that run) are both *not caught*. "run s" is the check's own
+clock up to its verdict (for a caught mutant: the time to catch, shrinking included); "wall s"
+includes start-up. Both are inflated by other work on the shared machine (see its load below).
+
+"""
+
+
+def render_power(
+    bugs: list[dict[str, Any]], rows: dict[str, dict[str, Any]], machine: str, title: str
+) -> str:
+    lines = [POWER_HEAD, f"## {title}", ""]
+    for half in ("heldout", "dev"):
+        chosen = [b for b in bugs if b["half"] == half]
+        done = [rows[b["mutant"]] for b in chosen if b["mutant"] in rows]
+        caught = sum(1 for r in done if r["caught"])
+        lines += [f"### {half} half: caught {caught} of {len(done)} run ({len(chosen)} entries)", ""]
+        lines.append("| id | mutant | protocol | layer | verdict | caught | invariant(s) | run s | wall s |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for b in chosen:
+            r = rows.get(b["mutant"])
+            if r is None:
+                lines.append(
+                    f"| {b['id']} | `{b['mutant']}` | {b['protocol']} | {b['layer']} | not run | - | - | - | - |"
+                )
+                continue
+            inv = ", ".join(f"`{i}`" for i in r["invariants"]) or "-"
+            lines.append(
+                f"| {b['id']} | `{b['mutant']}` | {b['protocol']} | {b['layer']} | {r['verdict']} | "
+                f"{'yes' if r['caught'] else 'no'} | {inv} | {_fmt(r['check_seconds'])} | {_fmt(r['wall_seconds'])} |"
+            )
+        lines.append("")
+    lines += [f"Machine: {machine}", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--catalogue", type=Path, help="write the catalogue document here")
+    p.add_argument("--power", type=Path, help="JSON lines written by heldout_power")
+    p.add_argument("--report", type=Path, help="print the power tables into this file's BEFORE section")
+    p.add_argument("--machine", default="")
+    p.add_argument("--title", default="Before: the suite as it was")
+    args = p.parse_args(argv)
+    bugs = load_bugs(SPEC)
+    if args.catalogue:
+        args.catalogue.parent.mkdir(parents=True, exist_ok=True)
+        args.catalogue.write_text(render_catalogue(bugs) + "\n")
+    if args.power:
+        text = render_power(bugs, load_rows(args.power), args.machine, args.title)
+        if args.report:
+            args.report.write_text(text)
+        else:
+            print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
