@@ -273,7 +273,7 @@ def metrics(
 ) -> tuple[dict[str, list[dict[str, Any]]], Any]:
     """Run every metrics query (summary tables also written as Parquet) and, when the lake has
     abstract states, the coverage queries over them; with `graph` (an explore graph, as
-    `conformance.trace.coverage.load_graph` returns) also a filled `Coverage` of it."""
+    `conformance.engine.explore.load_graph` returns) also a filled `Coverage` of it."""
     from conformance.pipeline.metrics import (
         ABSTRACT_QUERIES,
         QUERIES,
