@@ -44,7 +44,7 @@ def in_process_port_factory(handle: Any) -> Callable[[Any], Any] | None:
         return None
 
     def factory(coord: Any) -> Any:
-        from model.classic.sim import ModelPort
+        from model.classic.port import ModelPort
 
         if mutant.coordinator is not None and not isinstance(coord, mutant.coordinator):
             coord = mutant.coordinator(coord.config, coord.chooser)
