@@ -171,9 +171,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.target != "model":  # mutant:NAME: in process, its variants name the mutant
         from conformance.targets.mutant import check_setup
 
-        variants, protocols = check_setup(
-            args.target, variants, args.protocol, lambda p: get_kit(p).mutant_key
-        )
+        variants, protocols = check_setup(args.target, variants, args.protocol)
     from conformance.cli.trace_commands import _coverage
 
     coverage = _coverage(args.coverage)

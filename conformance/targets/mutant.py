@@ -10,7 +10,7 @@ any other coordinator.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from conformance.errors import UsageError
 from conformance.mutants import get_mutant
@@ -47,19 +47,17 @@ def target_variants(handle: TargetHandle, variants: Mapping[str, str]) -> dict[s
     return out
 
 
-def check_setup(
-    spec: str, variants: Mapping[str, str], protocol: str, mutant_key: Callable[[str], str]
-) -> tuple[dict[str, str], list[str]]:
+def check_setup(spec: str, variants: Mapping[str, str], protocol: str) -> tuple[dict[str, str], list[str]]:
     """`groupcheck check --target mutant:NAME`: the variants and protocols to run (``all`` means the
-    mutant's own protocol), opened through the adapter layer like any target. ``mutant_key(p)`` is
-    the variant that selects a mutant of protocol ``p`` (its kit's): a machine that does not read
-    ``mutant`` gets the variants the mutant is made of (a mixed mutant's ``mixed_mutant``)."""
+    mutant's own protocol), opened through the adapter layer like any target. A mutant that a
+    variant of its own selects (its variants name it: a mixed mutant's ``mixed_mutant``, since the
+    mixed machine does not read ``mutant``) brings its variants along."""
     from conformance.targets.open import open_target
 
     with open_target(spec) as handle:
         merged = target_variants(handle, variants)
     mutant = get_mutant(merged["mutant"])
-    if mutant_key(mutant.protocol) != "mutant":
+    if mutant.name in dict(mutant.variants).values():
         merged = {**dict(mutant.variants), **merged}
     if protocol == "all":
         return merged, [mutant.protocol]
