@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from conformance.engine.kit import ProtocolKit, resolve
 from model.invariants import Invariant, for_protocol, load_all
 from model.observation import Observation
-
-if TYPE_CHECKING:
-    from conformance.engine.kit import ProtocolKit
 
 CHECKED_KINDS = ("safety", "transition", "liveness")
 
@@ -62,8 +60,6 @@ class Checker:
     last_sometimes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        from conformance.engine.kit import resolve
-
         kit = resolve(self.protocol)
         self.protocol = kit.name
         plan = kit.checks() or CheckPlan()

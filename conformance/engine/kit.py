@@ -22,8 +22,9 @@ from conformance.errors import UsageError
 class ProtocolKit:
     """One protocol as the engine sees it.
 
-    Required: the name, the Hypothesis machine and the trace recorder. The rest are optional
-    capabilities; the engine says "not offered by this protocol" (a tool error) when one is absent.
+    Required: the name, the Hypothesis machine (with its settings and violation classes) and the
+    trace recorder. The rest are optional capabilities; the engine says "not offered by this
+    protocol" (a tool error) when one is absent.
     Each callable is imported lazily by the kit's module so that listing the kits stays cheap.
     """
 

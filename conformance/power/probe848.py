@@ -25,6 +25,7 @@ import argparse
 import sys
 from typing import Any
 
+from conformance.protocols import get_kit
 from conformance.protocols.consumer.realtime import RealTimeConsumerSim
 from model.consumer.world import HeartbeatEvent, heartbeat_response
 
@@ -76,9 +77,8 @@ def run_probe(handle: Any, name: str, config_overrides: dict[str, Any]) -> tuple
     """(the target's heartbeat answers, the oracle's findings) of one probe on an opened target."""
     from conformance.engine.profiles import get_profile
     from conformance.protocols.consumer.build import make_consumer_sim
-    from conformance.protocols.consumer.setup import consumer_setup
 
-    port_factory, config, _ = consumer_setup(handle, get_profile("ci"))
+    port_factory, config, _ = get_kit("consumer").require("real_setup")(handle, get_profile("ci"))
     config = {**config, **config_overrides}
     sim = make_consumer_sim(
         {"t": 2},
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     overrides = {} if args.rule == "fixed" else {"own_pending_is_free": False, "epoch_zero_rejoin": False}
     agreed = True
-    with open_target(args.target) as handle:
+    with open_target(args.target, session=get_kit("consumer").session) as handle:
         print(f"target {handle.name} {handle.version}; model rule {args.rule}")
         for name in args.probe or sorted(PROBES):
             answers, findings = run_probe(handle, name, overrides)

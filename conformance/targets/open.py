@@ -24,6 +24,8 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from conformance.errors import TargetError, UsageError
+from conformance.formats.trace_file import groupcheck_version
+from conformance.mutants import get_mutant
 
 ENTRY_POINT_GROUP = "groupcheck.adapters"
 HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}$")
@@ -66,6 +68,23 @@ class TargetHandle:
                 self.launcher.stop(60)
             except LauncherError as e:
                 raise TargetError(str(e)) from e
+
+
+def mutant_handle(name: str) -> TargetHandle:
+    """The target ``mutant:NAME`` (`conformance.targets.mutant`): the model with its variant
+    ``mutant=NAME``; a usage error naming the known mutants when there is none."""
+    mutant = get_mutant(name)
+    handle = TargetHandle(
+        f"{MUTANT_PREFIX}{name}",
+        f"groupcheck {groupcheck_version()} with mutant {name}",
+        "model",
+        model_config={},
+        variants={"mutant": name},
+    )
+    handle.notes.append(f"mutant {name} ({mutant.protocol}): {mutant.fault}")
+    if mutant.coordinator is None and mutant.port is None:
+        handle.notes.append(f"mutant {name} is client-side: the coordinator is the reference model")
+    return handle
 
 
 #: What the model assumes for a setting a target was not started with (its own value is unknown):
@@ -131,8 +150,6 @@ def open_target(
         yield TargetHandle("model", "reference model", "model", model_config={})
         return
     if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants)
-        from conformance.targets.mutant import mutant_handle
-
         yield mutant_handle(spec[len(MUTANT_PREFIX) :])
         return
     from conformance.targets import TARGETS

@@ -8,6 +8,8 @@ from typing import Any
 
 from conformance.errors import SpecError
 from conformance.mutants import named_mutant
+from conformance.mutants.sim import mutant_client_sim
+from conformance.protocols.consumer.trace import TracedConsumerSim
 from model.choice import SeededChooser
 
 #: Test-friendly consumer-group settings (short timeouts on the virtual clock, as on real targets).
@@ -72,11 +74,7 @@ def make_consumer_sim(
     for spec in clients:
         made = consumer_client_spec(spec, variants, where)
         specs[made.name] = made
-    from conformance.protocols.consumer.trace import TracedConsumerSim
-
     if mutant and mutant.client:
-        from conformance.mutants.sim import mutant_client_sim
-
         # recorded too: the trace layer's log on top of the mutant client's processes
         base = sim_class or TracedConsumerSim  # a real-time simulator keeps its clock
         cls = type("TracedMutantClientSim", (base, mutant_client_sim(mutant.client)), {})
