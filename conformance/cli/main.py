@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.pipeline.cli import add_parser as add_pipeline_parser
 
     add_pipeline_parser(sub)
-    from conformance.clients.assignors import add_parser as add_assignors_parser  # real clients' assignors
+    from conformance.clients.command import add_parser as add_assignors_parser  # real clients' assignors
 
     add_assignors_parser(sub)
     return p
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler["prove"] = cmd_prove
         handler |= {"target": cmd_target}
         handler["pipeline"] = cmd_pipeline
-        from conformance.clients.assignors import cmd_assignors
+        from conformance.clients.command import cmd_assignors
 
         handler["assignors"] = cmd_assignors
         return handler[args.command](args)

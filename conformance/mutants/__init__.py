@@ -13,28 +13,10 @@ scratch against every mutant and prints the kill matrix (`conformance.power.matr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
 
 from conformance.errors import UsageError
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One named fault. ``expect`` names the invariants the kill matrix expects to catch it."""
-
-    name: str
-    protocol: str  # the name of its protocol's kit (`conformance.protocols.KITS`)
-    family: str  # catalogue | generic
-    fault: str  # one sentence: what is wrong
-    source: str  # catalogue row / Kafka issue, or the reference section of the rule it breaks
-    expect: tuple[str, ...]
-    row: int | None = None  # bug-catalogue row
-    coordinator: type | None = None  # subclass of the protocol's coordinator
-    client: type | None = None  # subclass of the protocol's virtual client
-    port: Callable[[Any], Any] | None = None  # port class taking the coordinator (ModelPort subclass)
-    variants: tuple[tuple[str, str], ...] = field(default=())  # model variants the fault is made of
+from conformance.mutants.base import Mutant
 
 
 def _registry() -> dict[str, Mutant]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants import Mutant
+from conformance.mutants.base import Mutant
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.ids import new_member_id
