@@ -106,7 +106,9 @@ class Coverage:
         import matplotlib.pyplot as plt
 
         proj = self.projection()
-        order, places = self.kit.require("coverage_places")
+        if self.kit.coverage_places is None:
+            raise UsageError(f"protocol {self.protocol!r} does not offer coverage places")
+        order, places = self.kit.coverage_places
         pos = {
             n: places.get(n, (2, 2 - i))
             for i, n in enumerate(sorted(proj.nodes, key=lambda n: (n not in order, n)))

@@ -38,7 +38,7 @@ class ProtocolKit:
     to_trace: Callable[..., Any]
     #: ``machine_api() -> (settings class, violation class)``: what `make_machine` takes and what
     #: its machines raise on a violated invariant
-    machine_api: Callable[[], tuple[type, type]]
+    machine_api: Callable[[], tuple[type, type[BaseException]]]
     #: ``checks() -> CheckPlan``: what the checker runs besides this protocol's own invariants
     checks: Callable[[], Any] = field(default=lambda: None)
     #: `--variant` keys only this protocol reads (`conformance.engine.variants.VariantKey`)

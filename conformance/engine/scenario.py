@@ -40,7 +40,8 @@ class ScenarioResult:
 def run_steps(runner: Any) -> ScenarioResult:
     """Every runner's loop: each step's verb goes to ``runner.do`` with its file:line, and is logged
     with the number of observations it made (classic, consumer and mixed runners share it)."""
-    sc, result = runner.scenario, runner.result
+    sc = runner.scenario
+    result: ScenarioResult = runner.result
     for index, (step, line) in enumerate(zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)):
         verb, arg = next(iter(step.items()))
         before = len(result.observations)

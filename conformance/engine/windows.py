@@ -18,7 +18,7 @@ def python_window_checks(
 ) -> list[tuple[str, int, str, str]]:
     """The same three checks in plain Python over rows sorted by (trace_id, step)."""
     out: list[tuple[str, int, str, str]] = []
-    found: dict[str, tuple[int, str]] = {}
+    found: dict[tuple[str, str], tuple[int, str]] = {}  # (trace, check) -> (first step, message)
     trace = None
     prev_gen = prev_persisted = None
     prev_step = -1

@@ -19,7 +19,7 @@ def make_machine(settings: Any) -> type:
     return make(settings)
 
 
-def machine_api() -> tuple[type, type]:
+def machine_api() -> tuple[type, type[BaseException]]:
     from conformance.protocols.classic.machine import InvariantViolation, MachineSettings
 
     return MachineSettings, InvariantViolation

@@ -17,7 +17,7 @@ def make_machine(settings: Any) -> type:
     return make(settings)
 
 
-def machine_api() -> tuple[type, type]:
+def machine_api() -> tuple[type, type[BaseException]]:
     from conformance.protocols.consumer.machine import InvariantViolation, MachineSettings
 
     return MachineSettings, InvariantViolation
