@@ -222,8 +222,7 @@ def _mutant_trace(tmp_path: Any) -> Any:
 
 @pytest.mark.target
 def test_replay_on_apache_kafka_fixes_a_coordinator_mutant(kafka: Any, tmp_path: Any) -> None:
-    from conformance.protocols.classic.replay import replay_on_target
-    from conformance.trace.replay import replay
+    from conformance.trace.replay import replay, replay_on_target
 
     trace = _mutant_trace(tmp_path)
     assert replay(trace).verdict == "FAILED"  # on the model with the mutant: the bug is there
@@ -247,7 +246,7 @@ def test_replay_on_apache_kafka_fixes_a_coordinator_mutant(kafka: Any, tmp_path:
 
 @pytest.mark.target
 def test_replay_needing_a_restart_on_a_target_that_cannot(kafka: Any, tmp_path: Any) -> None:
-    from conformance.protocols.classic.replay import replay_on_target
+    from conformance.trace.replay import replay_on_target
 
     trace = _mutant_trace(tmp_path)
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}))
@@ -262,8 +261,8 @@ def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: An
     from conformance.cli.check import REAL_PROFILES
     from conformance.engine.run import run_check
     from conformance.formats.trace_file import read_trace
-    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
+    from conformance.trace.replay import replay_on_target
 
     mutant = {"mutant": "member-list-to-followers"}
     result = run_check(
