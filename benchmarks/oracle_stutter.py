@@ -34,7 +34,7 @@ def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
 
 def main(runs: int, longest_s: float) -> None:
     stop = threading.Event()
-    with open_target("apache-kafka", session=get_kit("classic").session) as handle:
+    with open_target("apache-kafka") as handle:
         pid = handle.launcher.pids[-1]  # the broker JVM this run started
         thread = threading.Thread(target=stutter, args=(pid, longest_s, stop), daemon=True)
         if longest_s > 0:

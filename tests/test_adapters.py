@@ -231,7 +231,7 @@ def test_target_that_never_answers_is_a_target_error_within_deadline() -> None:
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[object]:
-    with open_target("apache-kafka", session=CLASSIC.session) as handle:
+    with open_target("apache-kafka") as handle:
         yield handle
 
 

@@ -30,7 +30,7 @@ MUTANT = FAILOVER / "consumer.no_double_client_assignment_9606b073d739.ndjson"
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
-    with open_target("apache-kafka", session=CLASSIC.session) as handle:
+    with open_target("apache-kafka") as handle:
         yield handle
 
 

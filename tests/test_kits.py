@@ -5,7 +5,6 @@ a scenario by the unchanged engine and CLI."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 from conformance.cli.main import main
 from conformance.engine.checker import Checker, Violation
 from conformance.engine.kit import ProtocolKit, resolve
+from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.minimise import minimise
 from conformance.engine.profiles import get_profile
 from conformance.engine.replay import ReplayResult, replay, verdict
@@ -48,25 +48,7 @@ def test_an_unknown_protocol_is_a_usage_error_naming_the_known_ones() -> None:
 # ------------------------------------------------------------------------------ a fourth protocol
 
 
-class ToyViolation(AssertionError):
-    def __init__(self, violations: list[Violation], steps: list[str], sim: list[str]) -> None:
-        super().__init__(violations[0].message)
-        self.violations, self.steps, self.observations, self.sim = violations, steps, [], sim
-
-
-@dataclass
-class ToySettings:
-    variants: dict[str, str] = field(default_factory=dict)
-    checker: Any = None
-    port_factory: Any = None
-    config: dict[str, int] = field(default_factory=dict)
-    real_time: bool = False
-    coverage: Any = None
-    first: list[Any] = field(default_factory=list)
-    wire_faults: bool = False
-
-
-def toy_machine(settings: ToySettings) -> type:
+def toy_machine(settings: MachineSettings) -> type:
     class ToyMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
@@ -76,8 +58,8 @@ def toy_machine(settings: ToySettings) -> type:
         def inc(self) -> None:
             self.ops.append("inc")
             if self.ops.count("inc") >= BOUND:
-                raise ToyViolation([Violation("toy.bound", "the counter reached its bound", len(self.ops))],
-                                   list(self.ops), list(self.ops))  # fmt: skip
+                found = [Violation("toy.bound", "the counter reached its bound", len(self.ops))]
+                raise InvariantViolation(found, list(self.ops), [], list(self.ops))
 
         @rule()
         def noop(self) -> None:
@@ -120,7 +102,6 @@ TOY = ProtocolKit(
     summary="a counter that must stay below its bound",
     make_machine=toy_machine,
     to_trace=toy_trace,
-    machine_api=lambda: (ToySettings, ToyViolation),
     replay=toy_replay,
     run_scenario=lambda scenario, variants: run_steps(ToyScenario(scenario, variants)),
 )

@@ -79,7 +79,7 @@ def test_target_that_aborts_is_a_crash_finding_with_the_steps() -> None:
     """SIGABRT in the middle of a run (librdkafka aborts on some inputs): a finding, not a suite crash."""
     with (
         pytest.raises(TargetError, match="SIGABRT"),
-        open_target("librdkafka-mock", session=CLASSIC.session) as handle,
+        open_target("librdkafka-mock") as handle,
     ):
         sim = make_classic_sim(
             {"t": 2},

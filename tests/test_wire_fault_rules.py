@@ -164,7 +164,7 @@ def test_held_request_is_dropped_when_the_client_restarts() -> None:
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
-    with open_target("apache-kafka", session=CLASSIC.session) as handle:
+    with open_target("apache-kafka") as handle:
         yield handle
 
 

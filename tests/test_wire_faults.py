@@ -87,7 +87,7 @@ def test_transient_coordinator_errors() -> None:
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
-    with open_target("apache-kafka", session=CLASSIC.session) as handle:
+    with open_target("apache-kafka") as handle:
         yield handle
 
 

@@ -126,8 +126,7 @@ def _run_all(
 ) -> None:
     from conformance.targets.open import open_target
 
-    # one session for every protocol's runs (restarts and fault counts are per target)
-    with open_target(spec, session=get_kit(protocols[0]).session) as handle:
+    with open_target(spec) as handle:
         if handle.session is not None:  # coordinator restarts (conformance/protocols/classic/faults.py)
             handle.session.max_restarts = restarts
             handle.session.restart_signal = restart_signal

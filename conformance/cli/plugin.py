@@ -26,12 +26,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def groupcheck_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The target handle (conformance.targets.open.TargetHandle), started once per session."""
     from conformance.errors import ToolError
-    from conformance.protocols import get_kit
     from conformance.targets.open import open_target
 
     spec = request.config.getoption("--groupcheck-target")
     try:
-        with open_target(spec, session=get_kit(PROTOCOL).session) as handle:
+        with open_target(spec) as handle:
             yield handle
     except ToolError as e:
         pytest.fail(f"--groupcheck-target {spec}: {e}")

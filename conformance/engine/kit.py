@@ -22,8 +22,7 @@ from conformance.errors import UsageError
 class ProtocolKit:
     """One protocol as the engine sees it.
 
-    Required: the name, the Hypothesis machine (with its settings and violation classes) and the
-    trace recorder. The rest are optional capabilities; the engine says "not offered by this
+    Required: the name, the Hypothesis machine and the trace recorder. The rest are optional capabilities; the engine says "not offered by this
     protocol" (a tool error) when one is absent.
     Each callable is imported lazily by the kit's module so that listing the kits stays cheap.
     """
@@ -32,13 +31,11 @@ class ProtocolKit:
     name: str
     #: one line for ``--help`` and reports
     summary: str
-    #: ``make_machine(settings) -> type[RuleBasedStateMachine]``
+    #: ``make_machine(settings) -> type[RuleBasedStateMachine]`` for `conformance.engine.machine`'s
+    #: ``MachineSettings``; its machines raise that module's ``InvariantViolation``
     make_machine: Callable[[Any], type]
     #: ``to_trace(sim, *, target, target_version, origin, violations) -> Trace``
     to_trace: Callable[..., Any]
-    #: ``machine_api() -> (settings class, violation class)``: what `make_machine` takes and what
-    #: its machines raise on a violated invariant
-    machine_api: Callable[[], tuple[type, type[BaseException]]]
     #: ``checks() -> CheckPlan``: what the checker runs besides this protocol's own invariants
     checks: Callable[[], Any] = field(default=lambda: None)
     #: `--variant` keys only this protocol reads (`conformance.engine.variants.VariantKey`)
@@ -77,8 +74,6 @@ class ProtocolKit:
     real_setup: Callable[..., Any] | None = None
     #: ``not_run_reason(handle) -> str | None``: why a real target cannot run this protocol
     not_run_reason: Callable[..., Any] | None = None
-    #: ``session(adapter, run_id, ensure_topic, launcher)``: the oracle's session on a real target
-    session: Callable[..., Any] | None = None
     #: ``model_port(coordinator)``: the in-process port around a model coordinator
     model_port: Callable[[Any], Any] | None = None
     #: ``mutants() -> {name: mutant}``: the model mutants of this protocol

@@ -25,21 +25,21 @@ PROFILES = {
 }
 
 
-def get_profile(name: str) -> Profile:
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise UsageError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None
-
-
 #: Profiles against a real coordinator (examples x steps); the names match the model's profiles.
-#: A kit's ``real_setup`` may replace them with its own (consumer and mixed runs take longer).
+#: Smaller than the model's: every step takes real milliseconds.
 REAL_PROFILES = {
     "dev": Profile("dev", 4, 20),
     "ci": Profile("ci", 12, 25),
     "thorough": Profile("thorough", 120, 40),
     "faults": Profile("faults", 6, 25, wire_faults=True),
 }
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UsageError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None
 
 
 def real_profile(name: str) -> Profile:

@@ -15,6 +15,7 @@ from hypothesis.stateful import get_state_machine_test
 
 from conformance.engine.checker import Checker, Violation
 from conformance.engine.kit import ProtocolKit, resolve
+from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
 from conformance.formats.trace_file import groupcheck_version
 
@@ -67,7 +68,6 @@ def run_check(
     shrink: bool = True,
 ) -> CheckResult:
     kit = resolve(protocol)
-    MachineSettings, InvariantViolation = kit.machine_api()  # noqa: N806 - the kit's classes
     variants = dict(variants or {})
     checker = Checker(kit)
     n = max_examples if max_examples is not None else profile.max_examples

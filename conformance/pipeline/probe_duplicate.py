@@ -55,7 +55,7 @@ def probe(target: str) -> dict[str, Any]:
 
     kit = get_kit("consumer")
     steps: list[dict[str, Any]] = []
-    with open_target(target, session=kit.session) as handle:
+    with open_target(target) as handle:
         port_factory, config, _profile = kit.require("real_setup")(handle, PROFILES["ci"])
         clients = [{"name": "c1", "topics": ["t"]}, {"name": "c2", "topics": ["t"]}]
         sim = make_consumer_sim(

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     overrides = {} if args.rule == "fixed" else {"own_pending_is_free": False, "epoch_zero_rejoin": False}
     agreed = True
-    with open_target(args.target, session=get_kit("consumer").session) as handle:
+    with open_target(args.target) as handle:
         print(f"target {handle.name} {handle.version}; model rule {args.rule}")
         for name in args.probe or sorted(PROBES):
             answers, findings = run_probe(handle, name, overrides)

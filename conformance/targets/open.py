@@ -6,9 +6,9 @@ handle carries the ``mutant`` variant), a launcher name from `conformance.target
 stopped around the run), ``host:port`` (a coordinator someone else runs), or the name of a
 third-party adapter registered under the entry-point group ``groupcheck.adapters`` (its object is
 called with the spec and returns a `TargetHandle`). Nothing outside this package knows about a
-particular target, and nothing here knows a protocol: a handle carries the connection and the
-session the caller's ``session`` factory made of it (a protocol kit's ``session``); the kits build
-their ports on it (`ProtocolKit.real_setup`).
+particular target, and nothing here knows a protocol: a handle carries the connection and its
+session (`conformance.wire.session.TargetSession`); the kits build their ports on it
+(`ProtocolKit.real_setup`).
 """
 
 from __future__ import annotations
@@ -122,30 +122,11 @@ def _seed_topics(run_id: str) -> dict[str, int]:
     return {f"gc-{run_id}-{n}-{p}": p for n in TOPIC_NAMES for p in range(1, MAX_PARTITIONS + 1)}
 
 
-@dataclass
-class Connection:
-    """What a session is made of when the caller gave no ``session`` factory: the adapter, the
-    run's id (topic and group names), topic creation and the launcher."""
-
-    adapter: Any
-    run_id: str
-    ensure_topic: Callable[[str], None]
-    launcher: Any = None
-
-
 @contextlib.contextmanager
 def open_target(
-    spec: str,
-    *,
-    session: Callable[..., Any] | None = None,
-    start_timeout_s: float = 120.0,
-    provision_timeout_s: float = 900.0,
+    spec: str, *, start_timeout_s: float = 120.0, provision_timeout_s: float = 900.0
 ) -> Iterator[TargetHandle]:
-    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it.
-
-    ``session(adapter, run_id, ensure_topic, launcher)`` makes the handle's session on a real
-    target (a protocol kit's ``session``: the oracle's state shared by every port of the run);
-    without it the session is the bare `Connection`."""
+    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it."""
     if spec == "model":
         yield TargetHandle("model", "reference model", "model", model_config={})
         return
@@ -174,7 +155,7 @@ def open_target(
         handle = plugin(spec)
     try:
         if handle.kind == "kafka":
-            _connect(handle, session or Connection)
+            _connect(handle)
         yield handle
     finally:
         handle.close()
@@ -222,9 +203,10 @@ def _start_launcher(name: str, start_timeout_s: float, provision_timeout_s: floa
     return handle
 
 
-def _connect(handle: TargetHandle, session: Callable[..., Any]) -> None:
+def _connect(handle: TargetHandle) -> None:
     """ApiVersions, FindCoordinator (waiting for the offsets topic), and the run's shared session."""
     from conformance.wire.connection import KafkaAdapter
+    from conformance.wire.session import TargetSession
 
     assert handle.bootstrap is not None
     # a fresh suffix: two sessions on one coordinator within a second must not share group names
@@ -264,4 +246,4 @@ def _connect(handle: TargetHandle, session: Callable[..., Any]) -> None:
             raise TargetError(f"{handle.name}: cannot create topic {real}: {e}") from e
         created.add(real)
 
-    handle.session = session(adapter, run_id, ensure_topic, launcher)
+    handle.session = TargetSession(adapter, run_id, ensure_topic, launcher)

@@ -19,12 +19,6 @@ def make_machine(settings: Any) -> type:
     return make(settings)
 
 
-def machine_api() -> tuple[type, type[BaseException]]:
-    from conformance.protocols.classic.machine import InvariantViolation, MachineSettings
-
-    return MachineSettings, InvariantViolation
-
-
 def to_trace(sim: Any, **kw: Any) -> Any:
     from conformance.protocols.classic.trace import to_trace as record
 
@@ -118,12 +112,6 @@ def not_run_reason(handle: Any) -> str | None:
     return why(handle)
 
 
-def session(*args: Any) -> Any:
-    from conformance.protocols.classic.oracle import TargetSession
-
-    return TargetSession(*args)
-
-
 def model_port(coordinator: Any) -> Any:
     from model.classic.port import ModelPort
 
@@ -141,7 +129,6 @@ KIT = ProtocolKit(
     summary="the classic group protocol: JoinGroup, SyncGroup, Heartbeat, client-side assignors",
     make_machine=make_machine,
     to_trace=to_trace,
-    machine_api=machine_api,
     checks=checks,
     variants=(
         VariantKey("sticky", ("v0", "v1"), "sticky assignor user data: v0 = pre-KIP-341, v1 = KIP-341"),
@@ -180,7 +167,6 @@ KIT = ProtocolKit(
     swarm=swarm,
     real_setup=real_setup,
     not_run_reason=not_run_reason,
-    session=session,
     model_port=model_port,
     mutants=mutants,
 )

@@ -43,7 +43,6 @@ COORDINATOR_VARIANTS = ("mutant",)
 def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -> tuple[ReplayResult, Any]:
     """Replay ``trace`` on the real target ``spec``; (result, notes about the target)."""
     from conformance.engine.profiles import real_profile
-    from conformance.protocols.classic.oracle import TargetSession
     from conformance.protocols.classic.realtime import MODEL_TIMING, REAL_TIMING, RealTimeSim
     from conformance.protocols.classic.setup import classic_setup
     from conformance.targets.open import open_target
@@ -60,7 +59,7 @@ def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -
                 f"{trace.path}:{step.line}: a metadata append failure cannot be injected into a real target"
             )
             return result, []
-    with open_target(spec, session=TargetSession) as handle:
+    with open_target(spec) as handle:
         notes = [f"{handle.name} {handle.version}"] + [
             f"coordinator variant {k}={trace.header['variants'][k]} dropped: the target is the coordinator"
             for k in dropped

@@ -17,12 +17,6 @@ def make_machine(settings: Any) -> type:
     return make(settings)
 
 
-def machine_api() -> tuple[type, type[BaseException]]:
-    from conformance.protocols.consumer.machine import InvariantViolation, MachineSettings
-
-    return MachineSettings, InvariantViolation
-
-
 def to_trace(sim: Any, **kw: Any) -> Any:
     from conformance.protocols.consumer.trace import to_trace as record
 
@@ -95,12 +89,6 @@ def not_run_reason(handle: Any) -> str | None:
     return why(handle)
 
 
-def session(*args: Any) -> Any:
-    from conformance.protocols.consumer.oracle import TargetSession
-
-    return TargetSession(*args)
-
-
 def model_port(coordinator: Any) -> Any:
     from model.consumer.port import ModelConsumerPort
 
@@ -118,7 +106,6 @@ KIT = ProtocolKit(
     summary="the KIP-848 consumer group protocol: ConsumerGroupHeartbeat, server-side assignors",
     make_machine=make_machine,
     to_trace=to_trace,
-    machine_api=machine_api,
     variants=(
         VariantKey(
             "heartbeat_version",
@@ -147,7 +134,6 @@ KIT = ProtocolKit(
     swarm=swarm,
     real_setup=real_setup,
     not_run_reason=not_run_reason,
-    session=session,
     model_port=model_port,
     mutants=mutants,
 )

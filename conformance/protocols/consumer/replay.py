@@ -134,13 +134,12 @@ def replay_consumer_on_target(
     """Replay the consumer ``trace`` on the real target ``spec``; (result, notes about the target).
     ``restart_signal``: how a failover op stops the target (kill: a crash, the default; term)."""
     from conformance.engine.profiles import real_profile
-    from conformance.protocols.consumer.oracle import TargetSession
     from conformance.protocols.consumer.realtime import RealTimeConsumerSim
     from conformance.protocols.consumer.setup import consumer_setup, not_run_reason
     from conformance.targets.open import open_target
 
     merged, dropped = kept_variants(trace, variants, "consumer")
-    with open_target(spec, session=TargetSession) as handle:
+    with open_target(spec) as handle:
         handle = local_launcher(handle)
         notes = [f"{handle.name} {handle.version}"] + dropped
         offered = not_run_reason(handle)

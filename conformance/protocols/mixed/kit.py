@@ -18,12 +18,6 @@ def make_machine(settings: Any) -> type:
     return make(settings)
 
 
-def machine_api() -> tuple[type, type[BaseException]]:
-    from conformance.protocols.mixed.machine import InvariantViolation, MachineSettings
-
-    return MachineSettings, InvariantViolation
-
-
 def to_trace(sim: Any, **kw: Any) -> Any:
     from conformance.protocols.mixed.trace import to_trace as record
 
@@ -85,12 +79,6 @@ def not_run_reason(handle: Any) -> str | None:
     return why(handle)
 
 
-def session(*args: Any) -> Any:
-    from conformance.protocols.mixed.oracle import TargetSession
-
-    return TargetSession(*args)
-
-
 def mutants() -> dict[str, Any]:
     from conformance.mutants.mixed import MIXED_MUTANTS
 
@@ -102,7 +90,6 @@ KIT = ProtocolKit(
     summary="mixed groups: classic and KIP-848 members in one group, online upgrade and downgrade",
     make_machine=make_machine,
     to_trace=to_trace,
-    machine_api=machine_api,
     checks=checks,
     variants=(
         VariantKey(
@@ -135,7 +122,6 @@ KIT = ProtocolKit(
     run_scenario=run_scenario,
     real_setup=real_setup,
     not_run_reason=not_run_reason,
-    session=session,
     mutants=mutants,
     mutant_key="mixed_mutant",
 )

@@ -85,7 +85,6 @@ def replay_mixed_on_target(
     long in real ticks of the trace's ``tick_ms``. The recorded ``mixed_mutant`` (a coordinator
     variant) is dropped; the target's migration policy replaces the recorded one."""
     from conformance.engine.profiles import real_profile
-    from conformance.protocols.mixed.oracle import TargetSession
     from conformance.protocols.mixed.realtime import WIRE_FAULT_OPS, real_mixed_run
     from conformance.protocols.mixed.setup import mixed_setup, not_run_reason
     from conformance.targets.open import open_target
@@ -97,7 +96,7 @@ def replay_mixed_on_target(
         merged["mixed_mutant"] = None
         notes.append(f"coordinator variant mixed_mutant={recorded} dropped: the target is the coordinator")
     kept = {k: v for k, v in {**trace.header["variants"], **merged}.items() if v is not None}
-    with open_target(spec, session=TargetSession) as handle:
+    with open_target(spec) as handle:
         handle = local_launcher(handle)
         notes.insert(0, f"{handle.name} {handle.version}")
         result = ReplayResult(trace, handle.name, kept)
