@@ -33,7 +33,9 @@ class Cluster:
     topics: dict[str, int]  # name -> partitions
 
     def api_versions(self, served: bool) -> dict[str, Any]:
-        keys = [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(SERVED.items())]
+        keys = [
+            {"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(SERVED.items())
+        ]
         return {"error_code": 0 if served else UNSUPPORTED_VERSION, "api_keys": keys, "throttle_time": 0}
 
     def _topic(self, name: str | None, tid: uuid.UUID | None) -> dict[str, Any]:
@@ -164,7 +166,11 @@ def offset_fetch(port: MixedModelPort, body: Any, version: int) -> dict[str, Any
             "error_code": 0,
         }
     groups = [
-        {"group_id": str(g.group_id), "topics": _fetched_topics(port, str(g.group_id), g.topics), "error_code": 0}
+        {
+            "group_id": str(g.group_id),
+            "topics": _fetched_topics(port, str(g.group_id), g.topics),
+            "error_code": 0,
+        }
         for g in body.groups[:100]
     ]
     return {"throttle_time": 0, "groups": groups}

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from model.choice import SeededChooser
 from model.classic.state import ClassicConfig
+from model.consumer.txn import ConsumerCoordinatorConfig
 from model.mixed.consumer_group import MixedConfig
 from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
@@ -25,9 +26,13 @@ MAX_RECORDS = 200_000
 class MixedModelPort:
     """Requests in, deliveries out; the clock is the caller's (milliseconds)."""
 
-    def __init__(self, seed: int = 0, initial_rebalance_delay_ms: int = 3_000) -> None:
+    def __init__(
+        self, seed: int = 0, initial_rebalance_delay_ms: int = 3_000, heartbeat_interval_ms: int = 5_000
+    ) -> None:
         classic = replace(ClassicConfig(), initial_rebalance_delay_ms=initial_rebalance_delay_ms)
-        self.coordinator = MixedCoordinator(MixedConfig(classic=classic), SeededChooser(seed))
+        consumer = replace(ConsumerCoordinatorConfig(), heartbeat_interval_ms=heartbeat_interval_ms)
+        config = MixedConfig(classic=classic, consumer=consumer)
+        self.coordinator = MixedCoordinator(config, SeededChooser(seed))
         self.state = MixedState()
         self.records: list[object] = []
 

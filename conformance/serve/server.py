@@ -45,8 +45,6 @@ from conformance.serve.trace import Trace
 
 #: how long a fetch of an empty log is held (Kafka holds it up to the request's max wait)
 FETCH_HOLD_CAP_MS = 500
-#: a server-made member of a forced KIP-848 rebalance leaves after this long
-PHANTOM_STAY_MS = 3_000
 MAX_CONNECTIONS = 256
 
 
@@ -78,7 +76,9 @@ class ServeConfig:
     seed: int = 0
     adversary: tuple[str, ...] = ()
     every: tuple[int, int] = (8, 20)
-    initial_rebalance_delay_ms: int = 3_000
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms (Kafka default)
+    heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms (Kafka default)
+    phantom_stay_ms: int = 12_000  # how long the member of a forced KIP-848 rebalance stays
     frame_deadline_s: float = 10.0
     write_deadline_s: float = 10.0
     idle_s: float = 600.0
@@ -90,7 +90,9 @@ class Server:
     def __init__(self, config: ServeConfig, trace: Trace | None = None) -> None:
         self.config = config
         self.trace = trace or Trace(None)
-        self.port_model = MixedModelPort(config.seed, config.initial_rebalance_delay_ms)
+        self.port_model = MixedModelPort(
+            config.seed, config.initial_rebalance_delay_ms, config.heartbeat_interval_ms
+        )
         self.adversary = Adversary(config.seed, config.adversary, *config.every)
         self.topics = TopicMap()
         for name in sorted(config.topics):
@@ -347,7 +349,12 @@ class Server:
             summary = translate.summary(d.response)
             action = None if fault is None or fault.kind not in ("lose", "delay") else fault
             self.trace.response(
-                conn.ident, conn.client_id, NAMES[req.api_key], d.ref, summary, None if action is None else action.kind
+                conn.ident,
+                conn.client_id,
+                NAMES[req.api_key],
+                d.ref,
+                summary,
+                None if action is None else action.kind,
             )
             values = translate.to_wire(d.response, req.version, self.topics)
             frame = encode_response(req.api_key, req.version, req.correlation_id, values)
@@ -402,7 +409,7 @@ class Server:
             for request in requests:
                 self._deliver(self.port_model.send(request, self._ref(), now).deliveries)
                 if isinstance(request, translate.ConsumerGroupHeartbeatRequest):
-                    self.phantoms.append((now + PHANTOM_STAY_MS, group_id, request.member_id))
+                    self.phantoms.append((now + self.config.phantom_stay_ms, group_id, request.member_id))
         else:
             raise ValueError(f"unknown action {kind!r}")
         self.events.append({"kind": kind, "group": group_id, "detail": what, "source": source})
@@ -412,7 +419,9 @@ class Server:
 
 def _offsets_summary(values: dict[str, Any], version: int) -> list[str]:
     topics = values["topics"] if version < 8 else [t for g in values["groups"] for t in g["topics"]]
-    return sorted(f"{t['name']}:{p['partition_index']}={p['committed_offset']}" for t in topics for p in t["partitions"])
+    return sorted(
+        f"{t['name']}:{p['partition_index']}={p['committed_offset']}" for t in topics for p in t["partitions"]
+    )
 
 
 __all__ = ["API_CONSUMER_GROUP_HEARTBEAT", "ServeConfig", "Server"]

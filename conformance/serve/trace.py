@@ -52,7 +52,16 @@ class Trace:
             self.out.flush()
 
     def exchange(self, conn: int, client: str, api: str, version: int, answer: dict[str, Any]) -> None:
-        self._write({"kind": "exchange", "conn": conn, "client": client, "api": api, "version": version, "answer": answer})
+        self._write(
+            {
+                "kind": "exchange",
+                "conn": conn,
+                "client": client,
+                "api": api,
+                "version": version,
+                "answer": answer,
+            }
+        )
 
     def request(self, conn: int, client: str, api: str, version: int, ref: int, request: Any) -> None:
         self._write(
@@ -67,7 +76,9 @@ class Trace:
             }
         )
 
-    def response(self, conn: int, client: str, api: str, ref: int, answer: dict[str, Any], fault: str | None) -> None:
+    def response(
+        self, conn: int, client: str, api: str, ref: int, answer: dict[str, Any], fault: str | None
+    ) -> None:
         line = {"kind": "response", "conn": conn, "client": client, "api": api, "ref": ref, "answer": answer}
         if fault is not None:
             line["fault"] = fault

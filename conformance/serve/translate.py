@@ -122,7 +122,9 @@ def to_model(api_key: int, version: int, body: Any, client_id: str, topics: Topi
                 )
         return OffsetCommitRequest(
             group_id=str(body.group_id),
-            generation_id=int(getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))),
+            generation_id=int(
+                getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1))
+            ),
             member_id=str(getattr(body, "member_id", "")),
             partitions=tuple(parts),
             group_instance_id=_opt(getattr(body, "group_instance_id", None)),
