@@ -4,7 +4,7 @@ The client half lives in `conformance.wire.framing`; this is its mirror for a se
 A request frame is a 4-byte big-endian size, then the request header (api key int16, api version
 int16, correlation id int32, client id; tagged fields when flexible) and the body; a response is
 the size, the correlation id (plus tagged fields for flexible versions, except ApiVersions, whose
-response header stays v0: KIP-511) and the body (Kafka protocol guide, "Common Request and Response
+response header stays v0: ``ApiVersionsResponse.json``, tagged fields in the body only) and the body (Kafka protocol guide, "Common Request and Response
 Structure"). Bytes are read and written by ``kio`` only; `build_deep` turns plain nested values
 into ``kio`` entities by following each field's declared type.
 """
@@ -96,7 +96,8 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
 
 def decode_request(frame: bytes) -> Incoming:
     """Decode one request frame (without its size prefix). An ApiVersions request of an unserved
-    version is returned with ``body=None`` (it is answered with UNSUPPORTED_VERSION, KIP-511)."""
+    version is returned with ``body=None`` (answered with UNSUPPORTED_VERSION and the
+    served ranges: KAFKA-3652, KIP-511)."""
     key, version, corr = peek_header(frame)
     lo_hi = SERVED.get(key)
     if lo_hi is None:

@@ -5,7 +5,7 @@ their answers go to nobody. Sources of the rules they rely on: a classic leader'
 Stable group starts a rebalance (Kafka ``GroupMetadataManager.classicGroupJoinExistingMember``;
 model/classic/coordinator.py); a LeaveGroup removes a classic member (KIP-345 batch form, v3+);
 a ConsumerGroupHeartbeat with member epoch -1 is a KIP-848 member's leave, and a new member's join
-bumps the group epoch (KIP-848, "Member Epoch" and "Group Epoch").
+bumps the group epoch (KIP-848).
 """
 
 from __future__ import annotations

@@ -299,7 +299,7 @@ class Server:
     def _dispatch(self, conn: Conn, req: Incoming) -> None:
         key, body, v = req.api_key, req.body, req.version
         if key == API_API_VERSIONS:
-            if body is None:  # KIP-511: answer an unknown version with v0 and UNSUPPORTED_VERSION
+            if body is None:  # KAFKA-3652, KIP-511: a v0 answer, UNSUPPORTED_VERSION
                 self._answer(conn, req, self.cluster.api_versions(False), {"error": 35}, version=0)
             else:
                 self._answer(conn, req, self.cluster.api_versions(True), {"error": 0})

@@ -166,8 +166,10 @@ def to_wire(response: Any, version: int, topics: TopicMap) -> dict[str, Any]:
             "error_code": int(response.error),
             "generation_id": response.generation_id,
             "protocol_type": response.protocol_type,
-            # null only from v7; earlier versions carry "" (Kafka ``JoinGroupResponse`` constructor)
-            "protocol_name": response.protocol_name if version >= 7 or response.protocol_name else "",
+            # "" before v7, null for "" from v7 (Kafka ``JoinGroupResponse`` constructor)
+            "protocol_name": (response.protocol_name or "")
+            if version < 7
+            else (response.protocol_name or None),
             "leader": response.leader,
             "skip_assignment": response.skip_assignment,
             "member_id": response.member_id,
