@@ -365,3 +365,23 @@ def test_franz_go_member_joins_commits_survives_rebalance_and_leaves(go_consumer
             proc.wait(timeout=5)
         time.sleep(0.3)
         assert not server.port_model.state.classic.groups["g"].members
+
+
+def test_classic_member_joins_a_consumer_group_and_they_share_the_partitions() -> None:
+    """KIP-848 mixed groups: a classic member in a consumer group (model/mixed/coordinator.py)."""
+    with served() as server:
+        first = Member(server, "consumer", "c848")
+        assert first.poll_until(lambda: first.assigned() == {0, 1, 2}, 30), first.events
+        second = Member(server, "classic", "cclassic")
+        both = (first, second)
+
+        def shared() -> bool:
+            for m in both:
+                m.consumer.poll(0.05)
+            a, b = first.assigned(), second.assigned()
+            return bool(a) and bool(b) and not a & b and a | b == {0, 1, 2}
+
+        assert first.poll_until(shared, 40), (first.events, second.events)
+        assert server.group_type("g") == "consumer"
+        second.consumer.close()
+        first.consumer.close()

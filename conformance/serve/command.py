@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.errors import EXIT_OK, UsageError
+from conformance.errors import EXIT_OK, ToolError, UsageError
 
 #: bounds on the configuration (hostile input)
 MAX_TOPICS = 1000
@@ -67,6 +67,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.serve_for(args.duration)
     except KeyboardInterrupt:
         pass
+    except Exception as e:  # an unexpected error is a tool error (exit 2), never a traceback
+        raise ToolError(f"serve: unexpected {type(e).__name__}: {e}") from e
     finally:
         server.stop()
     print(

@@ -163,7 +163,8 @@ class Server:
         with self._lock:
             return self._inject(kind, group_id, "control")
 
-    def group_state(self, group_id: str) -> str | None:
+    def group_type(self, group_id: str) -> str | None:
+        """classic, consumer or None (no such group)."""
         with self._lock:
             return self.port_model.state.group_type(group_id)
 
