@@ -174,16 +174,20 @@ class Server:
         wait = timeout_s
         if self.held:
             wait = max(0.0, min(wait, min(h[0] for h in self.held) - now))
-        for key, mask in self.sel.select(timeout=wait):
-            if key.data is None:
-                self._accept()
-                continue
-            conn: Conn = key.data
-            if mask & selectors.EVENT_READ:
-                self._read(conn)
-            if mask & selectors.EVENT_WRITE and not conn.closed:
-                self._write(conn)
+        try:
+            ready = self.sel.select(timeout=wait)
+        except (OSError, ValueError):  # a socket closed by `force` from another thread meanwhile
+            ready = []
         with self._lock:
+            for key, mask in ready:
+                if key.data is None:
+                    self._accept()
+                    continue
+                conn: Conn = key.data
+                if mask & selectors.EVENT_READ and not conn.closed:
+                    self._read(conn)
+                if mask & selectors.EVENT_WRITE and not conn.closed:
+                    self._write(conn)
             self._timers()
             self._release_held()
             for conn in list(self.conns.values()):
@@ -206,8 +210,9 @@ class Server:
         self.sel.register(sock, selectors.EVENT_READ, conn)
 
     def _read(self, conn: Conn) -> None:
-        if len(conn.inbuf) > MAX_REQUEST_FRAME + 4:
-            return  # muted: a whole frame is waiting for the request in hand
+        if len(conn.inbuf) > MAX_REQUEST_FRAME + 4:  # far more than a pipelined request or two
+            self._close(conn, "too much sent while a request was in hand")
+            return
         try:
             chunk = conn.sock.recv(1 << 16)
         except (BlockingIOError, InterruptedError):
@@ -264,7 +269,11 @@ class Server:
         now = time.monotonic()
         cfg = self.config
         for conn in list(self.conns.values()):
-            if conn.frame_started is not None and now - conn.frame_started > cfg.frame_deadline_s:
+            if (
+                _partial(conn)
+                and conn.frame_started is not None
+                and now - conn.frame_started > cfg.frame_deadline_s
+            ):
                 self._close(conn, "frame not complete within its deadline")
             elif conn.write_started is not None and now - conn.write_started > cfg.write_deadline_s:
                 self._close(conn, "answer not read within its deadline")
@@ -416,6 +425,16 @@ class Server:
         self.events.append({"kind": kind, "group": group_id, "detail": what, "source": source})
         self.trace.adversary(kind, group_id, what)
         return what
+
+
+def _partial(conn: Conn) -> bool:
+    """The connection holds the start of a frame, not yet whole (a whole one waits its turn)."""
+    if not conn.inbuf:
+        return False
+    if len(conn.inbuf) < 4:
+        return True
+    (size,) = struct.unpack_from(">i", conn.inbuf, 0)
+    return len(conn.inbuf) < 4 + size
 
 
 def _offsets_summary(values: dict[str, Any], version: int) -> list[str]:
