@@ -385,3 +385,21 @@ def test_classic_member_joins_a_consumer_group_and_they_share_the_partitions() -
         assert server.group_type("g") == "consumer"
         second.consumer.close()
         first.consumer.close()
+
+
+def test_bumped_epochs_keep_the_consumer_protocol_member_s_partitions() -> None:
+    with served() as server:
+        m = Member(server, "consumer")
+        assert m.poll_until(lambda: m.assigned() == {0, 1, 2}, 30), m.events
+
+        def epochs() -> list[int]:
+            beats = _trace(server, "response", "ConsumerGroupHeartbeat")
+            return [x["answer"]["epoch"] for x in beats if x["answer"]["error"] == 0]
+
+        before = max(epochs())
+        events = len(m.events)
+        server.force("bump", "g")
+        assert m.poll_until(lambda: max(epochs()) >= before + 2, 15), epochs()
+        assert m.assigned() == {0, 1, 2}
+        assert not [e for e in m.events[events:] if e[0] == "revoke"], m.events
+        m.consumer.close()

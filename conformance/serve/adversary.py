@@ -12,6 +12,9 @@ same client behaviour meets the same faults. After every ``gap`` group requests 
   heartbeat, epoch -1, for a KIP-848 member) and must rejoin;
 * ``rebalance``: a rebalance is forced (the classic leader's rejoin, which rebalances a Stable group;
   for a KIP-848 group a server-made member joins, which bumps the group epoch, and leaves later);
+* ``bump``: epochs move on with no change of assignment: a KIP-848 group's server-made member joins
+  and leaves at once (two group-epoch bumps, members move to the new epoch keeping their
+  partitions); a classic group gets a ``rebalance`` (a new generation);
 * ``failover``: the coordinator reloads from its durable records and every connection is closed.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-KINDS = ("lose", "delay", "fence", "rebalance", "failover")
+KINDS = ("lose", "delay", "fence", "rebalance", "bump", "failover")
 
 
 def parse_kinds(value: str) -> tuple[str, ...]:

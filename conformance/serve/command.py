@@ -20,7 +20,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--port", type=int, default=0, help="listen port (default: one the system picks)")
     s.add_argument("--topics", default="t:3", help="served topics as name:partitions,... (default t:3)")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--adversary", default="none", help="none | all | lose,delay,fence,rebalance,failover")
+    s.add_argument(
+        "--adversary", default="none", help="none | all | lose,delay,fence,rebalance,bump,failover"
+    )
     s.add_argument("--trace", type=Path, help="write the NDJSON trace of every request and answer here")
     s.add_argument("--duration", type=float, default=3600.0, help="seconds to serve (default 3600)")
 

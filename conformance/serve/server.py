@@ -159,7 +159,7 @@ class Server:
 
     # ------------------------------------------------------------------ control (any thread)
     def force(self, kind: str, group_id: str) -> str:
-        """Apply one adversary action now (``fence`` / ``rebalance`` / ``failover``) to a group."""
+        """Apply one adversary action now (``fence`` / ``rebalance`` / ``bump`` / ``failover``) to a group."""
         with self._lock:
             return self._inject(kind, group_id, "control")
 
@@ -347,7 +347,7 @@ class Server:
         self.parked[ref] = Parked(conn, req, fault)
         self.trace.request(conn.ident, conn.client_id, NAMES[req.api_key], req.version, ref, model_req)
         self._deliver(self.port_model.send(model_req, ref, self.now_ms()).deliveries)
-        if fault is not None and fault.kind in ("fence", "rebalance", "failover"):
+        if fault is not None and fault.kind in ("fence", "rebalance", "bump", "failover"):
             self._inject(fault.kind, getattr(model_req, "group_id", ""), "adversary")
 
     def _deliver(self, deliveries: list[Any]) -> None:
@@ -414,12 +414,16 @@ class Server:
             request, what = fence_request(self.port_model, group_id)
             if request is not None:
                 self._deliver(self.port_model.send(request, self._ref(), now).deliveries)
-        elif kind == "rebalance":
+        elif kind in ("rebalance", "bump"):
             requests, what = rebalance_requests(self.port_model, group_id, self.next_ref)
             for request in requests:
                 self._deliver(self.port_model.send(request, self._ref(), now).deliveries)
                 if isinstance(request, translate.ConsumerGroupHeartbeatRequest):
-                    self.phantoms.append((now + self.config.phantom_stay_ms, group_id, request.member_id))
+                    if kind == "bump":  # leaves at once: no member hears of the join in between
+                        leave = phantom_leave(group_id, request.member_id)
+                        self._deliver(self.port_model.send(leave, self._ref(), now).deliveries)
+                    else:
+                        self.phantoms.append((now + self.config.phantom_stay_ms, group_id, request.member_id))
         else:
             raise ValueError(f"unknown action {kind!r}")
         self.events.append({"kind": kind, "group": group_id, "detail": what, "source": source})
