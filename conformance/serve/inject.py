@@ -60,7 +60,7 @@ def rebalance_requests(port: object, group_id: str, serial: int) -> tuple[list[o
     if classic is None or classic.state != GroupState.STABLE or classic.leader is None:
         return [], "classic group not stable"
     leader = classic.members[classic.leader]
-    join = JoinGroupRequest(
+    rejoin = JoinGroupRequest(
         group_id=group_id,
         member_id=leader.member_id,
         protocol_type=classic.protocol_type or "consumer",
@@ -70,7 +70,7 @@ def rebalance_requests(port: object, group_id: str, serial: int) -> tuple[list[o
         group_instance_id=leader.instance_id,
         client_id=leader.client_id,
     )
-    return [join], leader.member_id
+    return [rejoin], leader.member_id
 
 
 def phantom_leave(group_id: str, member_id: str) -> ConsumerGroupHeartbeatRequest:

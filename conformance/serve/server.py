@@ -42,6 +42,7 @@ from conformance.serve.codec import (
 from conformance.serve.inject import fence_request, phantom_leave, rebalance_requests
 from conformance.serve.port import MixedModelPort
 from conformance.serve.trace import Trace
+from model.consumer.messages import ConsumerGroupHeartbeatRequest
 
 #: how long a fetch of an empty log is held (Kafka holds it up to the request's max wait)
 FETCH_HOLD_CAP_MS = 500
@@ -418,7 +419,7 @@ class Server:
             requests, what = rebalance_requests(self.port_model, group_id, self.next_ref)
             for request in requests:
                 self._deliver(self.port_model.send(request, self._ref(), now).deliveries)
-                if isinstance(request, translate.ConsumerGroupHeartbeatRequest):
+                if isinstance(request, ConsumerGroupHeartbeatRequest):
                     if kind == "bump":  # leaves at once: no member hears of the join in between
                         leave = phantom_leave(group_id, request.member_id)
                         self._deliver(self.port_model.send(leave, self._ref(), now).deliveries)
@@ -437,7 +438,7 @@ def _partial(conn: Conn) -> bool:
         return False
     if len(conn.inbuf) < 4:
         return True
-    (size,) = struct.unpack_from(">i", conn.inbuf, 0)
+    size = int(struct.unpack_from(">i", conn.inbuf, 0)[0])
     return len(conn.inbuf) < 4 + size
 
 

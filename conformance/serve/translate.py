@@ -48,7 +48,7 @@ MAX_ITEMS = 10_000
 def ms(value: Any) -> int:
     """A kio duration (timedelta) or plain int as milliseconds."""
     if hasattr(value, "total_seconds"):
-        return round(value.total_seconds() * 1000)
+        return int(round(value.total_seconds() * 1000))
     return int(value)
 
 
@@ -185,11 +185,11 @@ def to_wire(response: Any, version: int, topics: TopicMap) -> dict[str, Any]:
     if isinstance(response, HeartbeatResponse):
         return out | {"error_code": int(response.error)}
     if isinstance(response, LeaveGroupResponse):
-        members = [
+        left: list[dict[str, Any]] = [
             {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": int(m.error)}
             for m in response.members
         ]
-        return out | {"error_code": int(response.error), "members": members}
+        return out | {"error_code": int(response.error), "members": left}
     if isinstance(response, OffsetCommitResponse):
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for topic, partition, error in response.partitions:
