@@ -150,9 +150,10 @@ def test_failover_keeps_commits_and_the_member_rejoins() -> None:
         m.consumer.close()
 
 
-def test_seeded_lose_and_delay_faults_are_traced_and_survived() -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_seeded_lose_and_delay_faults_are_traced_and_survived(protocol: str) -> None:
     with served(adversary=("lose", "delay"), every=(2, 3), seed=7) as server:
-        m = Member(server, "classic")
+        m = Member(server, protocol)
         faults = lambda: [x for x in _trace(server, "response") if "fault" in x]  # noqa: E731
         assert m.poll_until(lambda: {x["fault"] for x in faults()} == {"lose", "delay"}, 45), faults()
         assert any(x["why"] == "adversary: response lost" for x in _trace(server, "closed"))
