@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.designs.command import add_parsers as add_design_parsers  # the design review
 
     add_design_parsers(sub)
+    from conformance.serve.command import add_parser as add_serve_parser  # the model served on loopback
+
+    add_serve_parser(sub)
     return p
 
 
@@ -150,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.designs.command import HANDLERS as design_handlers
 
         handler |= design_handlers
+        from conformance.serve.command import cmd_serve
+
+        handler["serve"] = cmd_serve
         return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
