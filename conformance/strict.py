@@ -10,8 +10,10 @@ message starts with ``file:line`` and names the field, so the CLI exits 2 with o
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +263,57 @@ def field_path(path: Any) -> str:
     for key in path:
         out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
     return out
+
+
+# ---------------------------------------------------------------------------------- command line
+#: option -> (lowest, highest); the parsers name their options' ranges from here
+RANGES: dict[str, tuple[float, float]] = {
+    "max_examples": (1, 1_000_000),
+    "restarts": (0, 1000),
+    "depth": (0, 1000),
+    "members": (1, 64),
+    "partitions": (1, 1024),
+    "budget": (0.001, 7 * 24 * 3600.0),
+    "seed": (-(2**63), 2**63 - 1),
+    "runs": (1, 10_000_000),
+    "steps": (1, 100_000),
+    "pace": (0.0, 3600.0),
+    "max_counterexamples": (0, 100_000),
+    "ownerless_bound_ms": (0, 3_600_000),
+}
+
+
+def integer(name: str) -> Callable[[str], int]:
+    """An argparse type: an integer within ``RANGES[name]``."""
+    lo, hi = RANGES[name]
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text) if len(text) <= 24 else None
+        except ValueError:
+            value = None
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text[:30]!r} is not an integer")
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is out of range ({int(lo)}..{int(hi)})")
+        return value
+
+    return parse
+
+
+def number(name: str) -> Callable[[str], float]:
+    """An argparse type: a finite number within ``RANGES[name]`` (no nan, no inf)."""
+    lo, hi = RANGES[name]
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 32 else math.nan
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:30]!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text[:30]!r} is not a finite number")
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range ({lo:g}..{hi:g})")
+        return value
+
+    return parse
