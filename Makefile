@@ -22,7 +22,8 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check model conformance tests benchmarks
 	$(BIN)/ruff format --check model conformance tests benchmarks
-	$(BIN)/mypy model
+	$(BIN)/mypy model conformance/engine conformance/wire
+	$(BIN)/lint-imports
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest

@@ -49,10 +49,11 @@ OPTIONAL_TEXT = {"type": ["string", "null"], "maxLength": 256}
 # ---------------------------------------------------------------------------------- shared parts
 def variants() -> dict[str, Any]:
     """Variant keys and values of `--variant` (mutant names are checked when the mutant is looked up)."""
-    from conformance.engine.variants import VARIANTS
+    from conformance.engine.variants import variant_keys
+    from conformance.protocols import KITS
 
     props: dict[str, Any] = {}
-    for key, spec in sorted(VARIANTS.items()):
+    for key, spec in sorted(variant_keys(KITS.values()).items()):
         if key in ("mutant", "mixed_mutant"):
             props[key] = {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,79}$"}
         else:

@@ -8,8 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.engine.variants import parse_variants
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
+from conformance.protocols import KITS, get_kit, parse_variants
+
+#: the protocol a command runs when ``--protocol`` is not given
+DEFAULT_PROTOCOL = "classic"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="run the stateful suite against a target")
     c.add_argument("--target", default="model")
-    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "mixed", "all"])
+    c.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=[*KITS, "all"])
     c.add_argument("--max-examples", type=integer("max_examples"))
     c.add_argument("--seed", type=integer("seed"), default=0)
     c.add_argument("--profile", default="ci")
@@ -90,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", type=Path)
     sh.add_argument("--steps", help="only steps FROM:TO")
     ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
-    ex.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    ex.add_argument(
+        "--protocol", default=DEFAULT_PROTOCOL, choices=[k.name for k in KITS.values() if k.explore]
+    )
     ex.add_argument("--members", type=integer("members"), default=2)
     ex.add_argument("--partitions", type=integer("partitions"), default=2)
     ex.add_argument("--depth", type=integer("depth"), default=12)
@@ -185,7 +190,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return cmd_check_target(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
-    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    protocols = list(KITS) if args.protocol == "all" else [args.protocol]
     if args.target != "model":  # mutant:NAME: in process, its variants name the mutant
         from conformance.targets.mutant import check_setup
 
@@ -198,7 +203,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
-            protocol,
+            get_kit(protocol),
             target=args.target,
             profile=profile,
             max_examples=args.max_examples,
@@ -249,7 +254,7 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     from conformance.reporting.target_report import write_target_report
 
     variants = parse_variants(args.variant)
-    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    protocols = list(KITS) if args.protocol == "all" else [args.protocol]
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
         variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
@@ -281,8 +286,8 @@ def cmd_check_target(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from conformance.protocols.classic.scenarios import run_scenario
     from conformance.specs import load_scenarios
+    from conformance.trace.scenario import run_scenario
 
     scenarios = load_scenarios()
     if args.scenario_command == "list":
@@ -358,6 +363,13 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
+    if args.pipeline_command == "replay":  # pipeline counterexamples are project traces
+        from conformance.cli.trace_commands import cmd_replay
+
+        ns = argparse.Namespace(
+            file=str(args.file), target="model", variant=[], coverage=None, coverage_picture=None, output=None
+        )
+        return cmd_replay(ns)
     from conformance.pipeline.cli import run
 
     return run(args)

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+#: the protocol of the ``coordinator`` fixture's port (a classic coordinator)
+PROTOCOL = "classic"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("groupcheck")
@@ -40,20 +43,22 @@ def coordinator(groupcheck_target: Any, request: pytest.FixtureRequest) -> Any:
     A test marked ``groupcheck_requires("static_members")`` is skipped when the target's capabilities
     (from ApiVersions) lack it.
     """
-    from conformance.protocols.build import classic_config
+    from conformance.engine.profiles import get_profile
+    from conformance.protocols import get_kit
+    from conformance.protocols.classic.build import classic_config
     from model.choice import SeededChooser
     from model.classic.coordinator import ClassicCoordinator
-    from model.classic.port import ModelPort
 
     for mark in request.node.iter_markers("groupcheck_requires"):
         caps = groupcheck_target.capabilities
-        features = caps.features if caps is not None else frozenset({"classic", "static_members"})
+        features = caps.features if caps is not None else frozenset({PROTOCOL, "static_members"})
         for needed in mark.args:
             if needed not in features:
                 pytest.skip(f"{groupcheck_target.name} lacks {needed}")
     coord = ClassicCoordinator(classic_config(groupcheck_target.model_config, "target"), SeededChooser(0))
-    factory = groupcheck_target.port_factory()
-    port = ModelPort(coord) if factory is None else factory(coord)
+    kit = get_kit(PROTOCOL)
+    factory, _config, _profile = kit.require("real_setup")(groupcheck_target, get_profile("dev"))
+    port = kit.require("model_port")(coord) if factory is None else factory(coord)
     yield port
     close = getattr(port, "close", None)
     if close is not None:

@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
+from conformance.protocols import get_kit
 from conformance.specs import load_invariants
+
+
+def reported_families(protocol: str) -> tuple[str, ...]:
+    """The invariant families a report of a ``protocol`` run lists: its own and its kit's extra ones."""
+    return (protocol, *get_kit(protocol).report_families)
 
 
 def write_check_report(result: Any, directory: Path) -> Path:
@@ -16,7 +22,7 @@ def write_check_report(result: Any, directory: Path) -> Path:
     failed = {v.invariant for v in result.violations}
     rows = []
     for inv_id, spec in sorted(specs.items()):
-        if spec.protocol not in (result.protocol, "client" if result.protocol == "classic" else ""):
+        if spec.protocol not in reported_families(result.protocol):
             continue
         if spec.kind == "sometimes":
             hits = result.sometimes.get(inv_id, 0)

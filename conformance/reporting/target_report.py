@@ -12,11 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.reporting.run_report import write_check_report
+from conformance.protocols import get_kit
+from conformance.reporting.run_report import reported_families, write_check_report
 from conformance.specs import load_invariants
-
-RULES = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
-CONSUMER_RULES = ("ConsumerGroupHeartbeat", "OffsetCommit")
 
 
 def levels(result: Any) -> dict[str, str]:
@@ -29,7 +27,7 @@ def rule_rows(result: Any) -> list[dict[str, str]]:
     failed = {v.invariant for v in result.violations}
     compat = {f.rule for f in result.compat}
     rows = []
-    for api in CONSUMER_RULES if result.protocol == "consumer" else RULES:
+    for api in get_kit(result.protocol).oracle_rules:
         proto = "FAILED" if f"oracle.{api}" in failed else "PASSED"
         rows.append(
             {
@@ -146,7 +144,7 @@ def write_published(
         ]
         failed = {v.invariant for v in r.violations}
         for inv_id, spec in sorted(specs.items()):
-            if spec.protocol not in (r.protocol, "client" if r.protocol == "classic" else ""):
+            if spec.protocol not in reported_families(r.protocol):
                 continue
             if spec.kind == "sometimes":
                 v = "SEEN" if r.sometimes.get(inv_id) else "NEVER SEEN"
