@@ -148,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {inv}: {n} trace(s)")
     for reason, n in sorted(summary.quarantine_reasons.items()):
         print(f"  quarantined ({reason}): {n} row(s)")
+    if summary.gaps:
+        print(
+            f"  truncated traces: {summary.gaps} gap(s) in step numbers (windows of those traces not judged)"
+        )
+    for note in summary.unreadable:
+        print(f"  left out (not read): {note}")
     if summary.vacuous:
         print(f"  never exercised: {', '.join(summary.vacuous)}")
     if summary.counterexamples:
@@ -171,6 +177,8 @@ def write_audit_report(summary: Any, out: Path) -> None:
         "steps": summary.steps,
         "quarantined": summary.quarantined,
         "quarantine_reasons": summary.quarantine_reasons,
+        "gaps": summary.gaps,
+        "unreadable": summary.unreadable,
         "violating_traces": summary.violating_traces,
         "sometimes": summary.sometimes,
         "ownerless_bound_ms": summary.bound_ms,
@@ -190,6 +198,13 @@ def write_audit_report(summary: Any, out: Path) -> None:
     if summary.quarantine_reasons:
         lines += ["", "| quarantine reason | rows |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in sorted(summary.quarantine_reasons.items())]
+    if summary.gaps:
+        lines += [
+            "",
+            f"{summary.gaps} gap(s) in step numbers (truncated traces; their windows are not judged).",
+        ]
+    if summary.unreadable:
+        lines += ["", "Files left out (not Parquet):", ""] + [f"- `{note}`" for note in summary.unreadable]
     lines += ["", "| sometimes | steps where it happened |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in summary.sometimes.items()]
     if summary.counterexamples:
