@@ -31,7 +31,8 @@ MAX_YAML_NODES = 100_000
 MAX_VIRTUAL_MS = 3_600_000  # virtual time one step or op may cover (an hour)
 MIN_EVERY_MS = 10  # the shortest tick of a `run_for` loop or of a mixed run (`tick_ms`)
 MAX_TICK_MS = 60_000
-MAX_TICKS = 200_000  # loop iterations (ticks) a whole scenario or replayed trace may ask for
+MAX_TICKS = 5_000  # loop iterations (ticks) a whole scenario or replayed trace may ask for (a mixed
+# replay tick costs about 3 ms: 5,000 ticks is ~15 s; recorded traces and scenarios use under 100)
 MAX_PARTITIONS = 1024  # per topic
 MAX_TOPICS = 64
 MAX_CLIENTS = 64
