@@ -21,14 +21,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from conformance.cli.arguments import integer, number
+
     p = _Parser(prog="groupcheck", description="Kafka consumer-group conformance suite")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("check", help="run the stateful suite against a target")
     c.add_argument("--target", default="model")
     c.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=[*KITS, "all"])
-    c.add_argument("--max-examples", type=int)
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--max-examples", type=integer("max_examples"))
+    c.add_argument("--seed", type=integer("seed"), default=0)
     c.add_argument("--profile", default="ci")
     c.add_argument("--variant", action="append", default=[])
     c.add_argument("--report-dir", type=Path)
@@ -39,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
         "--restarts",
-        type=int,
+        type=integer("restarts"),
         help="real targets that can restart: coordinator restarts per run (default: by profile)",
     )
     c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
@@ -94,10 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument(
         "--protocol", default=DEFAULT_PROTOCOL, choices=[k.name for k in KITS.values() if k.explore]
     )
-    ex.add_argument("--members", type=int, default=2)
-    ex.add_argument("--partitions", type=int, default=2)
-    ex.add_argument("--depth", type=int, default=12)
-    ex.add_argument("--budget", type=float, default=600.0, help="seconds")
+    ex.add_argument("--members", type=integer("members"), default=2)
+    ex.add_argument("--partitions", type=integer("partitions"), default=2)
+    ex.add_argument("--depth", type=integer("depth"), default=12)
+    ex.add_argument("--budget", type=number("budget"), default=600.0, help="seconds")
     ex.add_argument("--ops", help="comma-separated op alphabet (default step,advance,stall,resume)")
     ex.add_argument("--variant", action="append", default=[])
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
@@ -134,8 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(argv)
+        from conformance.cli.arguments import preflight
+
+        preflight(args)
         from conformance.cli import trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
@@ -163,6 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `groupcheck ... | head`: the reader left before the verdict was written
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_TOOL
+    except Exception as exc:  # a bug or an unforeseen input: one line and a log, never a traceback
+        from conformance.cli.arguments import unexpected
+
+        print(f"groupcheck: error: {unexpected(exc, argv, args)}", file=sys.stderr)
         return EXIT_TOOL
 
 
