@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.reporting.run_report import write_check_report
-from conformance.specs import load_invariants
+from conformance.specs import SPECS_DIR, load_invariants
 
 RULES = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
 CONSUMER_RULES = ("ConsumerGroupHeartbeat", "OffsetCommit")
@@ -177,7 +177,7 @@ def write_published(
 def _expected() -> dict[str, Any]:
     import yaml
 
-    path = Path(__file__).resolve().parent.parent.parent / "specs" / "targets.yaml"
+    path = SPECS_DIR / "targets.yaml"
     try:
         data = yaml.safe_load(path.read_text())
     except OSError:
