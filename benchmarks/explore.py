@@ -1,5 +1,5 @@
 """Explore throughput and the largest bound finished in a 10-minute budget, per protocol, and
-BFS-minimal versus Hypothesis-shrunk counterexample lengths for KAFKA-7026 (issue 5, "Done when").
+BFS-minimal versus Hypothesis-shrunk counterexample lengths for KAFKA-7026 (docs/traces.md#explore-and-coverage).
 
     .venv/bin/python benchmarks/explore.py [--budget 600] [--protocol classic|consumer|all]
                                            [--hypothesis-seeds 0,1,3] [--wall]

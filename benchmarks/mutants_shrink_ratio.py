@@ -1,4 +1,4 @@
-"""Shrunk length against BFS-minimal length for the kill matrix's counterexamples, over seeds (issue 8).
+"""Shrunk length against BFS-minimal length for the kill matrix's counterexamples, over seeds (docs/mutants.md#shrinking).
 
     .venv/bin/python benchmarks/mutants_shrink_ratio.py [--seeds 0 1 2] [--report reports/mutants.md] \
         [--budget 60] [--polish-budget 5] [--mutant NAME ...]

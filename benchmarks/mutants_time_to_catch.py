@@ -1,4 +1,4 @@
-"""Time-to-catch: how fast the suite, from scratch, finds each mutant (issue 8).
+"""Time-to-catch: how fast the suite, from scratch, finds each mutant (docs/mutants.md#kill-matrix).
 
 For every mutant (`conformance/mutants/`) and several seeds, run the kill matrix's `run_mutant`
 (exactly ``groupcheck check --variant mutant=NAME --seed S``, then S+1, ... within the budget) and
@@ -6,7 +6,7 @@ record the examples, wall-clock seconds and CPU seconds to the first violated in
 shrinking). With ``--shrink`` the first seed also shrinks (Hypothesis, then ddmin over the recorded
 ops), giving the shrunk counterexample length, and ``--bfs-budget`` adds the BFS-minimal length from
 `groupcheck explore` against the mutant (`conformance/power/bfs.py`) and the ratio shrunk /
-BFS-minimal. Goals (issue 8): median <= 5 s, max <= 60 s over mutants, ratio <= 1.25. Run:
+BFS-minimal. Goals: median <= 5 s, max <= 60 s over mutants, ratio <= 1.25. Run:
     .venv/bin/python benchmarks/mutants_time_to_catch.py [--seeds 0 1 2] [--budget 30] [--protocol all] \
         [--shrink] [--bfs-budget 30]
 Prints Markdown; results are recorded in benchmarks/results/mutants_time_to_catch.md.

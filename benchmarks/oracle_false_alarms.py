@@ -9,16 +9,17 @@ seeded), then runs the classic oracle (``--mode agree``: the body of
 ``--mode ci``: the ci profile, 12 examples, seeds 0, 1, ...) and/or the consumer oracle
 (``--protocol consumer``: ci profile, 6 examples) RUNS times per variant, alternating the variants
 run by run on the same broker. ``before`` restores the oracle and the model as they were before
-the false-alarm fixes (session 5, issue 4; see `legacy`), ``after`` is the current code, and
-``nosplit`` is the current code with only the consumer and mixed oracles' observation split turned
-off (`timer_split.SplitPort.split_timers`: timers fired before a request folded into its
-observation, as before session 6), ``s6`` the current code without session 7's fixes (`session6`).
+the timing fixes (causes 1-5 of `benchmarks/results/oracle_false_alarms.md`; see `legacy`),
+``after`` is the current code, ``nosplit`` the current code with only the consumer and mixed
+oracles' observation split turned off (`timer_split.SplitPort.split_timers`: timers fired before a
+request folded into its observation; docs/oracle.md#observation-split), and ``noswitch`` the
+current code without the classic oracle's lineage switch (`no_switch`, docs/oracle.md#lineage-switch).
 ``--protocol mixed`` runs the mixed machine (ci profile, 3 examples x 8 steps), ``all`` the three
 protocols in turn.
 Prints one line per run and a table; ``--keep DIR`` writes each failure's trace there.
 
 Usage: python benchmarks/oracle_false_alarms.py RUNS [--mode agree|ci]
-       [--protocol classic|consumer|mixed|all] [--variants before,nosplit,s6,after] [--burn N] [--stall S] [--keep DIR]
+       [--protocol classic|consumer|mixed|all] [--variants before,nosplit,noswitch,after] [--burn N] [--stall S] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def legacy() -> Iterator[None]:
 
 @contextlib.contextmanager
 def no_split() -> Iterator[None]:
-    """The consumer and mixed oracles as before session 6: the timers a hypothesis fired before a
+    """The consumer and mixed oracles without the observation split: the timers a hypothesis fired before a
     request are part of the request's observation (the seed 1 `consumer.offset_commit_exact_epoch`
     false alarm); everything else as now."""
     base = consumer_oracle.HypothesisFindings
@@ -140,13 +141,13 @@ def stutter(pid: int, longest_s: float, stop: threading.Event) -> None:
 
 
 #: the oracle variants a run may alternate (module docstring)
-VARIANTS = ("before", "nosplit", "s6", "after")
+VARIANTS = ("before", "nosplit", "noswitch", "after")
 
 
 @contextlib.contextmanager
-def session6() -> Iterator[None]:
-    """The oracles as at the end of session 6: the current code without session 7's false-alarm
-    fixes (the classic oracle's lineage switch, `OraclePort._operate` / `RealTimeSim._switched`)."""
+def no_switch() -> Iterator[None]:
+    """The oracles without the classic oracle's lineage switch (docs/oracle.md#lineage-switch;
+    `OraclePort._operate` / `RealTimeSim._switched`)."""
     port = oracle_mod.OraclePort
     port.take_switched = lambda self: None  # type: ignore[method-assign]
     try:
@@ -160,8 +161,8 @@ def variant_context(variant: str) -> contextlib.AbstractContextManager[None]:
         return legacy()
     if variant == "nosplit":
         return no_split()
-    if variant == "s6":
-        return session6()
+    if variant == "noswitch":
+        return no_switch()
     return contextlib.nullcontext()
 
 

@@ -131,7 +131,7 @@ def make_big(work: Path, lake: Path, rows: int) -> Path:
 
     Each copy rewrites only `trace_id` (suffix `@k`) one row group at a time, so memory stays at one
     row group and the other columns are re-encoded unchanged; copy k of the 10M-row lake holds
-    exactly that lake's violations under new ids. (Session 3's `make_scaled` per 160,000-row slice
+    exactly that lake's violations under new ids. (The earlier `make_scaled` per 160,000-row slice
     took over 27 minutes for 75M rows under load; this wrote 100M rows in 618 s at load 5-18.)"""
     import pyarrow as pa
     import pyarrow.compute as pc

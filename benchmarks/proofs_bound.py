@@ -1,4 +1,4 @@
-"""Benchmark: z3 proof time versus bound (members x partitions), per invariant (issue 6).
+"""Benchmark: z3 proof time versus bound (members x partitions), per invariant (docs/proofs.md).
 
 For every z3-encoded invariant and every bound of the sweep, runs the whole proof (base case and
 the inductive step of every rule, correct rules) and records the verdict and the wall time. An

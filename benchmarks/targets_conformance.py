@@ -25,7 +25,7 @@ import time
 from conformance.cli.check import run_protocols_on_target
 from conformance.engine.profiles import get_profile
 from conformance.engine.run import run_check
-from model.classic.sim import ModelPort
+from model.classic.port import ModelPort
 
 DEFAULT = ["model", "apache-kafka", "kfake", "librdkafka-mock", "tansu", "kafka-0.9"]
 HEADER = (

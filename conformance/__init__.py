@@ -1,3 +1,3 @@
-"""groupcheck conformance engine: everything that uses the model (design §1, §4)."""
+"""groupcheck conformance engine: everything that uses the model (README.md#layout)."""
 
 __version__ = "0.1.0"

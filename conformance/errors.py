@@ -1,4 +1,4 @@
-"""The two error families (design §9): tool errors (exit 2) versus conformance failures (exit 1)."""
+"""The two error families (docs/cli.md#exit-codes): tool errors (exit 2) versus conformance failures (exit 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loading `specs/`: the invariant catalogue and named scenarios (design §3; issue: specs validate).
+"""Loading `specs/`: the invariant catalogue and named scenarios (docs/invariants.md, docs/scenarios.md).
 
 Data is read with `yaml.safe_load`; positions come from composing the same text with the safe
 loader, so every error names file:line. The catalogue must match the model's registry exactly.

@@ -1,4 +1,4 @@
-"""groupcheck reference model: pure, deterministic, no I/O (design §2).
+"""groupcheck reference model: pure, deterministic, no I/O (docs/model.md).
 
 `model.classic` is the two-phase JoinGroup/SyncGroup protocol, `model.consumer` the KIP-848
 ConsumerGroupHeartbeat protocol, `model.assignors` the client-side assignors and

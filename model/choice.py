@@ -1,4 +1,4 @@
-"""Explicit nondeterminism (design §2): where Kafka's choice is arbitrary, handlers ask a Chooser.
+"""Explicit nondeterminism (docs/model.md): where Kafka's choice is arbitrary, handlers ask a Chooser.
 
 Kafka picks generated member ids (`clientId + "-" + UUID`, CG L774; `Uuid.randomUuid()` for KIP-848
 v0, GMM L1683), a new leader from hash-map order (CG L470, L502), protocol-vote ties and

@@ -1,4 +1,4 @@
-"""The consumer embedded protocol as bytes (reference C.1, C.2), byte-compatible with Apache Kafka.
+"""The consumer embedded protocol as bytes (docs/protocol-reference.md#c1, #c2), byte-compatible with Apache Kafka.
 
 JoinGroup `Protocols[].Metadata` carries a ConsumerProtocolSubscription and SyncGroup `Assignment`
 a ConsumerProtocolAssignment (MSG `ConsumerProtocolSubscription.json` / `ConsumerProtocolAssignment.json`,
@@ -173,7 +173,7 @@ def encode_subscription(sub: Subscription, version: int = HIGHEST_VERSION) -> by
     """ConsumerProtocolSubscription bytes (int16 version header, then the fields of that version).
 
     Fields the version lacks are left out silently: every field added after v0 is `ignorable` in the
-    schema. The Java consumer always sends version 3 (reference C.1; CC `metadata()`).
+    schema. The Java consumer always sends version 3 (docs/protocol-reference.md#c1; CC `metadata()`).
     """
     w = _Writer("subscription")
     version = _write_version(w, version)
@@ -302,7 +302,7 @@ def decode_assignment(data: bytes) -> Assignment:
     return Assignment(partitions, user_data)
 
 
-# ------------------------------------------------------------------- assignor user data (C.2)
+# ------------------------------------------------------------------- assignor user data (docs/protocol-reference.md#c2)
 
 
 def encode_sticky_user_data(partitions: Sequence[TopicPartition], generation: int | None) -> bytes:
@@ -331,7 +331,7 @@ def decode_sticky_user_data(data: bytes | None) -> tuple[tuple[TopicPartition, .
     """(claimed partitions, generation) as the Java StickyAssignor leader reads them (SA L230-272).
 
     Null or empty user data: nothing claimed, no generation. Otherwise the V1 layout is tried, then
-    V0 (generation None); bytes that fit neither mean nothing claimed at generation -1 (C.2).
+    V0 (generation None); bytes that fit neither mean nothing claimed at generation -1 (docs/protocol-reference.md#c2).
     """
     if not data:
         return (), None

@@ -1,6 +1,6 @@
 """Kafka error codes by name and number (clients/.../common/protocol/Errors.java).
 
-Protocol errors are data in responses, never Python exceptions (design §2).
+Protocol errors are data in responses, never Python exceptions (docs/model.md).
 """
 
 from __future__ import annotations

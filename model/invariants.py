@@ -1,4 +1,4 @@
-"""The invariant registry: every invariant is one pure predicate, registered once (design §3).
+"""The invariant registry: every invariant is one pure predicate, registered once (docs/invariants.md).
 
 A predicate takes an *observation* of one step (what the protocol package defines: the world before,
 the event, the deliveries, the world after) and returns the list of violation messages (empty =
@@ -75,8 +75,8 @@ def load_all() -> dict[str, Invariant]:
         "model.consumer.progress_invariants",
         "model.assignors.invariants",
         "model.mixed.invariants",
-        "model.classic.response_invariants",  # issue 8: added by the kill matrix
-        "model.consumer.client_invariants",  # issue 8
+        "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)
+        "model.consumer.client_invariants",  # added by the kill matrix
     ):
         try:
             importlib.import_module(name)

@@ -1,4 +1,4 @@
-"""What an invariant sees: one step of a run (design §3).
+"""What an invariant sees: one step of a run (docs/invariants.md).
 
 `before` is None for the first step. `world` types are defined per protocol package; they hold both
 the coordinator view (the model's state, or the oracle's copy that adopted a real target's choices)

@@ -1,11 +1,11 @@
-"""The handler contract shared by every protocol (design §2, as Kafka's coordinator runtime does).
+"""The handler contract shared by every protocol (docs/model.md; as Kafka's coordinator runtime does).
 
 A handler returns a `Result`: the responses to deliver (to the request that asked, or to parked
 requests it completes) and the records it appended. It applies each record to the state as it
 emits it (callers must not apply `records` again: they are for the log, replay and failover). The
 state changes only by applying records; replaying a run's records onto the initial state rebuilds the same state. A
 record marked `durable` is what a coordinator persists in `__consumer_offsets`; failover replays
-only those (seed 000 "Handling Coordinator Failures").
+only those ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment).
 """
 
 from __future__ import annotations

@@ -298,7 +298,7 @@ def test_consumer_oracle_catches_a_model_that_differs_from_kafka(kafka: object) 
 
     run = _run_one(
         kafka, "consumer", real_profile("ci"), 2, 0, {"mutant": "kafka-17116"}, "protocol", time.monotonic()
-    )  # two examples: with the failover and topic rules on (issue 4) seed 0's first draw sends nothing
+    )  # two examples: with the failover and topic rules on, seed 0's first draw sends nothing
     found = {v.invariant for v in run.result.violations}
     assert "oracle.ConsumerGroupHeartbeat" in found, (found, run.result.steps)
     assert any("member id" in v.message for v in run.result.violations)

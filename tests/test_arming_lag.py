@@ -1,11 +1,11 @@
 """A timer the target armed late (a stalled heartbeat) is not certainly due when the model's copy is
-(issue 4, session 8; `HypothesisFindings._certain_cutoff`). No broker: the target is the scripted
+(`HypothesisFindings._certain_cutoff`). No broker: the target is the scripted
 port of `test_timer_split`, here with stalls. Kafka arms a session timeout when it handles the
 heartbeat (GroupMetadataManager ``scheduleConsumerGroupSessionTimeout``, a relative delay), the model
 when the heartbeat was sent; under `benchmarks/oracle_false_alarms.py --stall 0.8` the difference
 was 787 ms, and the oracle declared the model's deadline certainly passed because Kafka had answered
 a request sent after it, refuting the only hypothesis that explained Kafka's next answer (consumer ci
-seed 2, `benchmarks/results/oracle_false_alarms.md`, session 8)."""
+seed 2, `benchmarks/results/oracle_false_alarms.md`, "Consumer ci seed 2 under load")."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ ARM_LAG = 785  # c1's last heartbeat: handled (and its session armed) this long 
 
 
 def _pre_fix_cutoff(self: Any, t: int) -> int:
-    """The rule before session 8: seen running at a send after the model's deadline was enough."""
+    """The rule before the fix: seen running at a send after the model's deadline was enough."""
     answered = self.__dict__.get("answered", [])
     lag = max((a - s for s, a in answered[-32:]), default=0)
     cutoff = t - max(self.timing.late_ms, lag + self.seen_margin_ms)

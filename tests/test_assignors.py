@@ -290,7 +290,7 @@ def test_invariants_registered() -> None:
         AssignmentObservation({}, {}, {}, "cooperative-sticky")
 
 
-# ------------------------------------------------------------------------------- claim resolution (C.3)
+# ------------------------------------------------------------------------------- claim resolution (docs/protocol-reference.md#c3)
 
 
 def test_resolve_claims() -> None:
@@ -322,7 +322,7 @@ def test_sticky_v1_higher_generation_claim_stays_put() -> None:
     assert parts(result["other"]) | parts(result["stale"]) == {("t", 1), ("t", 2)}
 
 
-# ------------------------------------------------------------------------------- KAFKA-7026 (C.4)
+# ------------------------------------------------------------------------------- KAFKA-7026 (docs/protocol-reference.md#c4)
 
 G = 5
 C4_COUNTS = {"t": 2}

@@ -188,7 +188,7 @@ def test_every_classic_invariant_has_a_failing_case_here() -> None:
             assert f"inv.{i.predicate.__name__}" in source, f"{i.id} has no failing case"
 
 
-# ---------------------------------------------------------------------- issue 8: added by the kill matrix
+# ---------------------------------------------------------------------- added by the kill matrix
 from model.classic import response_invariants as rinv  # noqa: E402
 from model.classic.messages import SyncGroupRequest  # noqa: E402
 
@@ -242,7 +242,7 @@ def test_leader_sync_covers_members(stable) -> None:  # type: ignore[no-untyped-
     assert not fails(rinv.leader_sync_covers_members, replace(short, event=Send("c1", 4, full)))
 
 
-# ---------------------------------------------------------------------- issue 8, session 4: row 21
+# ---------------------------------------------------------------------- docs/bug-catalogue.md#row-21
 def test_lost_generation_rejoins(stable) -> None:  # type: ignore[no-untyped-def]
     """KAFKA-8104: a client with generation -1 may only (re)join or leave."""
     from model.classic.messages import HeartbeatRequest, JoinGroupRequest
@@ -257,7 +257,7 @@ def test_lost_generation_rejoins(stable) -> None:  # type: ignore[no-untyped-def
     assert not fails(inv.lost_generation_rejoins, Observation(lost, replace(beat, how="raw"), (), lost, 0))
 
 
-# ---------------------------------------------------------------------- issue 8, session 5: row 15
+# ---------------------------------------------------------------------- docs/bug-catalogue.md#row-15
 def test_static_rejoin_keeps_member_id(stable) -> None:  # type: ignore[no-untyped-def]
     """KAFKA-20983: a static member's unsubscribe (LeaveGroup suppressed) keeps its member id."""
     from model.classic.sim import Unsubscribe

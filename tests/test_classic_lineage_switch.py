@@ -1,10 +1,10 @@
-"""A refuted reported hypothesis in the classic oracle (issue 4, `timer_split.switched_from`), without
+"""A refuted reported hypothesis in the classic oracle (`timer_split.switched_from`), without
 a real target: the "target" is a scripted port whose answers come from a second model coordinator.
 
 The oracle keeps both outcomes of an uncertain timer as hypotheses and shows the simulator one of
 them. When a later answer refutes the one shown, the next observation must start from the state
 the surviving hypothesis had before the operation, not from the refuted one (which never happened
-in the target). The consumer and mixed oracles had this (session 6); this is the classic oracle's.
+in the target). The consumer and mixed oracles had this first; this is the classic oracle's.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def _expire_all(coordinator: ClassicCoordinator, state: ClassicState) -> list[tu
 
 
 def test_a_switch_skips_the_survivors_unshown_transitions() -> None:
-    """Session 9, `classic.generation_bump_once` "generation 4 -> 4 with 1 completed join phase(s)"
+    """Run 4 of `benchmarks/results/oracle_false_alarms.md`, `classic.generation_bump_once` "generation 4 -> 4 with 1 completed join phase(s)"
     at ci seed 6 on Apache Kafka 4.4.0, no load: the surviving lineage had expired both members in
     an earlier operation (the group went PreparingRebalance -> Empty, generation + 1) while the
     simulator was shown the other one. The switch starts the next observation from the survivor's

@@ -18,8 +18,8 @@ from model.classic.messages import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
+from model.classic.port import ModelPort
 from model.classic.records import apply, load
-from model.classic.sim import ModelPort
 from model.classic.state import ClassicConfig, ClassicState, GroupState
 from model.errors import ErrorCode
 
@@ -78,7 +78,7 @@ def test_sync_validation_order() -> None:
 def test_heartbeat_rows() -> None:
     c, st, mid = formed_group()
     hb = c.handle(st, HeartbeatRequest("g", 1, mid), 3, 0).deliveries[0].response
-    assert hb.error == E.NONE  # CompletingRebalance answers NONE (reference A.5)
+    assert hb.error == E.NONE  # CompletingRebalance answers NONE (docs/protocol-reference.md#a5)
     assert (
         c.handle(st, HeartbeatRequest("g", 0, mid), 4, 0).deliveries[0].response.error == E.ILLEGAL_GENERATION
     )
@@ -199,7 +199,7 @@ def test_stateful_suite_catches_a_mutant() -> None:
 
 
 def _two_member_group() -> tuple[ClassicCoordinator, ClassicState, str, str]:
-    """Two members joined at t=0 (session 6000): CompletingRebalance, (leader, follower)."""
+    """Two members joined at t=0 (session timeout 6000 ms): CompletingRebalance, (leader, follower)."""
     c = ClassicCoordinator(CFG, SeededChooser(1))
     st = ClassicState()
     a = join(c, st, 1).deliveries[0].response.member_id

@@ -49,7 +49,7 @@ def franz() -> Iterator[Harness]:
 
 
 def kafka_7026_request(request_id: int) -> dict[str, object]:
-    """Reference C.4: C1 owned t-0 in generation 5, was removed, C2 took t-0 and t-1 in generation 6,
+    """docs/protocol-reference.md#c4: C1 owned t-0 in generation 5, was removed, C2 took t-0 and t-1 in generation 6,
     and C1 rejoins with its old claim; each member's own assignor writes its user data."""
     return {
         "id": request_id,

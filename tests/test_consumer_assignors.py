@@ -1,5 +1,5 @@
 """Server-side KIP-848 assignors (model/consumer/assignors.py) against independent straightforward
-implementations of Apache Kafka's algorithm descriptions (reference §B.11), on randomized
+implementations of Apache Kafka's algorithm descriptions (docs/protocol-reference.md#b11), on randomized
 subscriptions (hypothesis)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Coordinator failover and topic changes for KIP-848 groups, the model side (issue 4).
+"""Coordinator failover and topic changes for KIP-848 groups, the model side (docs/faults.md#consumer-failover).
 
 The oracle beside a real coordinator keeps states, not record logs, so what a new coordinator loads
 is read off a state (`durable_view`); it must equal the model's own failover (`rebuild` of the

@@ -1,4 +1,4 @@
-"""Tests of the KIP-848 consumer-protocol model (model/consumer): B.6 error rows, reconciliation,
+"""Tests of the KIP-848 consumer-protocol model (model/consumer): docs/protocol-reference.md#b6 error rows, reconciliation,
 leave/static membership, timers, replay and failover, KIP-1082 ghosts, mutants and a random walk
 that checks every invariant after every step."""
 
@@ -205,7 +205,7 @@ def ok(response: ConsumerGroupHeartbeatResponse) -> ConsumerGroupHeartbeatRespon
     return response
 
 
-# ============================================================================ B.6 error rows
+# ============================================================================ error rows (docs/protocol-reference.md#b6)
 
 
 def cfg(**kw: object) -> ConsumerCoordinator:
@@ -299,7 +299,7 @@ def test_b6_row_6_accepts_v0_empty_id_join_and_empty_subscriptions() -> None:
 
 
 def test_kip1082_member_id_validation_variant() -> None:
-    """Seed 004 proposes a server-side UUID check; Kafka 4.0 uses any non-blank id verbatim (B.9)."""
+    """KIP-1082 proposes a server-side UUID check; Kafka 4.0 uses any non-blank id verbatim (docs/protocol-reference.md#b9)."""
     assert ok(Harness().hb(join("not-a-uuid"))).member_id == "not-a-uuid"
     assert_rejected(Harness(cfg(member_id_validation="kip")), join("not-a-uuid"), E.INVALID_REQUEST)
     good = new_member_id(SeededChooser(5))
@@ -378,7 +378,7 @@ def _fenced_member_rejoins(epoch_zero_rejoin: bool) -> tuple[Harness, ConsumerGr
 def test_b6_row_12_epoch_zero_rejoin_of_a_known_member_kafka_19233() -> None:
     """KAFKA-19233 (apache/kafka PR #21305): since the fix (Kafka 4.4.0, our target) an epoch-0
     heartbeat of a member the coordinator still holds at a higher epoch is a rejoin; Kafka 4.0
-    answered FENCED_MEMBER_EPOCH until the session expired (reference B.6 row 12 note)."""
+    answered FENCED_MEMBER_EPOCH until the session expired (docs/protocol-reference.md#b6 row 12 note)."""
     h, rejoin = _fenced_member_rejoins(True)
     r = ok(h.hb(rejoin))
     assert r.member_epoch == 2 and r.assigned() == h.member("m1").assigned  # full assignment again
@@ -415,7 +415,7 @@ def test_b6_row_14_assignor_failure_rolls_back() -> None:
     assert "g" not in h.state.groups
 
 
-# ============================================================================ B.5 reconciliation
+# ============================================================================ reconciliation (docs/protocol-reference.md#b5)
 
 
 def ca(
@@ -517,7 +517,7 @@ def test_partition_moves_only_after_acknowledged_revocation() -> None:
     assert r2.assigned() == h.group.target["m2"] and h.group.state == GroupState.STABLE
 
 
-# ============================================================================ B.4 bumps, B.10 responses
+# ============================================================================ epoch bumps and responses (docs/protocol-reference.md#b4, #b10)
 
 
 def test_b4_bump_triggers() -> None:
@@ -577,7 +577,7 @@ def test_target_is_computed_lazily_and_only_changed_members_written() -> None:
     assert not any(isinstance(r, GroupEpochRecord) for r in h.records)
 
 
-# ============================================================================ B.7 leave / static
+# ============================================================================ leave / static (docs/protocol-reference.md#b7)
 
 
 def test_dynamic_leave_removes_member_and_bumps() -> None:
@@ -628,7 +628,7 @@ def test_static_leave_with_minus_one_removes() -> None:
     assert not h.group.members and not h.group.static_members
 
 
-# ============================================================================ B.8 timers
+# ============================================================================ timers (docs/protocol-reference.md#b8)
 
 
 def test_session_timeout_removes_silent_member_and_failed_heartbeats_do_not_rearm() -> None:
@@ -676,7 +676,7 @@ def test_timers_fire_in_deadline_order_with_deterministic_ties() -> None:
     assert epochs == sorted(epochs) and len(epochs) == 3
 
 
-# ============================================================================ B.12 offsets
+# ============================================================================ offsets (docs/protocol-reference.md#b12)
 
 
 def commit_req(member: str, epoch: int, version: int = 9, **kw: object) -> OffsetCommitRequest:
@@ -1100,7 +1100,7 @@ def test_every_invariant_can_fail() -> None:
     assert not violations("consumer.no_ghost_member", obs_of(clean_world))
     assert not violations("consumer.no_ghost_member", obs_of(ghosts.world()))  # untracked: not checked
 
-    # issue 8 (kill matrix): response shape and the virtual consumers (model/consumer/client_invariants.py)
+    # added by the kill matrix: response shape and the virtual consumers (model/consumer/client_invariants.py)
     bad = ConsumerGroupHeartbeatResponse(
         member_id="m1", member_epoch=1, assignment=(TopicPartitions("t", (0, 0)),)
     )
@@ -1154,7 +1154,7 @@ def test_invariant_registry_entries() -> None:
         "consumer.no_ghost_member",
         "consumer.sometimes_revocation",
         "consumer.sometimes_static_rejoin",
-        # issue 8 (kill matrix): model/consumer/client_invariants.py
+        # added by the kill matrix: model/consumer/client_invariants.py
         "consumer.responses_well_formed",
         "consumer.fenced_member_releases_first",
         "consumer.static_close_is_temporary",
@@ -1164,7 +1164,9 @@ def test_invariant_registry_entries() -> None:
         inv = REGISTRY[inv_id]
         assert inv.protocol == "consumer" and inv.summary and inv.summary.endswith(".")
         doc = inv.predicate.__doc__ or ""
-        assert any(s in doc for s in ("Reference", "Vanlightly", "Design")), inv_id
+        assert any(s in doc for s in ("docs/protocol-reference.md", "Vanlightly", "docs/invariants.md")), (
+            inv_id
+        )
 
 
 # ============================================================================ client

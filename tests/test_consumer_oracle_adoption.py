@@ -219,7 +219,7 @@ def test_a_static_replacement_reveals_the_departed_members_target_and_it_is_adop
     """Regression of `faults/apache-kafka.consumer.all-seed1-static-rejoin-assignment.ndjson` (Kafka
     4.4.0, `--protocol all --profile faults --seed 1`): static c3 holds everything, c2 joins (its
     answer reveals nothing), c3 leaves with -2 and rejoins under a new member id; the replacement
-    copies the departed member's target (reference §B.7), so its answer is the first sight of the
+    copies the departed member's target (docs/protocol-reference.md#b7), so its answer is the first sight of the
     target's choice, made for the old member id. The oracle adopted only for the member id of the
     request and reported a protocol finding."""
     port = ScriptedPort(KeepsLastTarget(dataclasses.replace(CONFIG, initial_group_epoch=1)), {})

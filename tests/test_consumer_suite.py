@@ -1,5 +1,5 @@
 """The KIP-848 stateful suite: the machine passes on the model, finds the catalogue mutants from
-scratch, replays exactly, and the CLI runs it (issue 3, "Done when")."""
+scratch, replays exactly, and the CLI runs it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Consumer and mixed-group traces replayed on Apache Kafka (issue 5 on real targets; issue 4).
+"""Consumer and mixed-group traces replayed on Apache Kafka (docs/faults.md#replay-on-real-targets).
 
 One broker for the module (a few seconds to start); each replay is a handful of requests.
 """
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.target
 REGRESSIONS = Path(__file__).parent / "regressions"
 GHOST = REGRESSIONS / "consumer.no_ghost_member_2ff8b30cc9b1.ndjson"  # KAFKA-17116, a coordinator mutant
 STATIC_CLOSE = REGRESSIONS / "consumer.static_close_is_temporary_3ba76cbb626d.ndjson"  # a client mutant
-FAILOVER = Path(__file__).parent / "failover"  # issue 4: consumer traces with failover and topic changes
+FAILOVER = Path(__file__).parent / "failover"  # consumer traces with failover and topic changes
 PASSED = FAILOVER / "passed_3064c235d840.ndjson"
 MUTANT = FAILOVER / "consumer.no_double_client_assignment_9606b073d739.ndjson"
 
@@ -131,9 +131,9 @@ def test_a_model_mixed_counterexample_is_fixed_on_kafka(kafka: Any, tmp_path: Pa
     assert any("dropped" in n for n in notes) and result.observations
 
 
-# ---------------------------------------------------------------- issue 4: failover and topic changes
+# ---------------------------------------------------------------- failover and topic changes
 def test_topic_changes_agree_with_the_model(kafka: Any) -> None:
-    """Issue 4: a topic grows, a topic is deleted and created again under the same name (members
+    """A topic grows, a topic is deleted and created again under the same name (members
     subscribe by name; Kafka gives it a new id); Kafka and the model agree on every answer, the epoch
     is bumped at the first heartbeat after each change, the deleted topic leaves the assignments."""
     from conformance.cli.check import real_profile
@@ -177,7 +177,7 @@ def test_topic_changes_agree_with_the_model(kafka: Any) -> None:
 
 
 def test_failover_traces_replay_on_kafka(kafka: Any) -> None:
-    """Issue 4: the committed traces of tests/failover/: a model recording with a failover (a crash
+    """The committed traces of tests/failover/: a model recording with a failover (a crash
     here) and topic growth and deletion PASSES on Kafka; the failover-only mutant's counterexample is
     FIXED there, and that mutant kept beside Kafka is caught (clean restarts, SIGTERM: the members
     survive, so the forgotten pending revocation matters)."""
@@ -200,9 +200,9 @@ def test_failover_traces_replay_on_kafka(kafka: Any) -> None:
     assert any(v.invariant.startswith("oracle.") for v in kept.violations), kept.violations
 
 
-# ---------------------------------------------------------------- issue 4: wire faults inside a mixed group
+# ---------------------------------------------------------------- wire faults inside a mixed group
 def test_mixed_wire_faults_and_a_restart_while_classic_agree_with_kafka(kafka: Any) -> None:
-    """Issue 4: in one real mixed group, a classic and a consumer-protocol member lose an answer, have
+    """In one real mixed group, a classic and a consumer-protocol member lose an answer, have
     a request duplicated and a connection cut, a classic heartbeat is held past its session (Kafka
     expires the member meanwhile, as the model); then the group is downgraded and Kafka restarts
     while it is classic: the recovered group is the one the hypotheses load from their durable

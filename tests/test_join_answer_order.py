@@ -2,8 +2,8 @@
 answer (the member list) may reach the oracle before the followers' (their own member ids). With
 JoinGroup v3 (no KIP-394 round trip) new members have provisional ids in the model, and members
 with the same metadata and no instance id can be told apart only by their own answers: the
-comparison of the leader's list must wait for them (session 9: classic ci seed 5 on Apache Kafka
-4.4.0 diverged this way on a quiet machine only). No broker: a scripted target (a second model
+comparison of the leader's list must wait for them (classic ci seed 5 on Apache Kafka 4.4.0
+diverged this way on a quiet machine only; `benchmarks/results/oracle_false_alarms.md`). No broker: a scripted target (a second model
 coordinator) that hands the followers' answers over one collect later than the leader's."""
 
 from __future__ import annotations

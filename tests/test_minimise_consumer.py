@@ -1,4 +1,4 @@
-"""Consumer counterexamples shrink in explore's units (issue 8): `flatten_consumer` rewrites a settle
+"""Consumer counterexamples shrink in explore's units (docs/mutants.md#shrinking): `flatten_consumer` rewrites a settle
 into primitive ops, so ddmin can cut inside it and every op left is one BFS edge."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Mixed-group failover in the oracle, the model side (issue 4): what a restarted coordinator loads
+"""Mixed-group failover in the oracle, the model side (docs/faults.md#consumer-failover): what a restarted coordinator loads
 for a mixed group of either type (a classic group from its last GroupMetadata record), and the
 orders of equal session deadlines that decide a downgrade."""
 
@@ -29,7 +29,7 @@ class _Topics:
 
 
 def _upgraded(coord: MixedCoordinator | None = None) -> tuple[MixedCoordinator, MixedRun]:
-    """A classic member forms the group, a consumer-protocol member upgrades it (B.13)."""
+    """A classic member forms the group, a consumer-protocol member upgrades it (docs/protocol-reference.md#b13)."""
     coord = coord or MixedCoordinator()
     run = MixedRun(coord, ())
     run.topic("t", 2)
@@ -101,7 +101,7 @@ def test_a_classic_group_after_the_downgrade_fails_over_from_its_last_group_meta
     (late,) = loaded_all(port, h0, run.now, t_load)[:1]
     assert late.state.classic.groups["g"].state.value == "Empty"
     assert matches(port, late, MixedRecovered(0, classic=Recovered(0, "Empty", {}))) is None
-    # without its durable GroupMetadata (the oracle before issue 4) the hypothesis loads no group
+    # without its durable GroupMetadata (as the oracle once had it) the hypothesis loads no group
     # and cannot explain the target's recovered classic group
     blind = MHypo(run.state.copy(), 0, run.now)
     (lost,) = loaded_all(port, blind, run.now + 10, run.now + 10)

@@ -1,4 +1,4 @@
-"""Tests of KIP-848 mixed groups (reference B.13; model/mixed/coordinator.py): classic JoinGroup /
+"""Tests of KIP-848 mixed groups (docs/protocol-reference.md#b13; model/mixed/coordinator.py): classic JoinGroup /
 SyncGroup / Heartbeat / LeaveGroup served by the consumer-group engine, online upgrade and downgrade
 under each migration policy, replay and failover, a rolling upgrade and a rolling downgrade with
 every consumer and mixed invariant checked after every step, and a mutant per mixed rule."""
@@ -213,7 +213,7 @@ def consumer_group_with_classic(h: Harness) -> str:
 
 
 def test_join_v4_dynamic_gets_member_id_required_and_nothing_is_stored() -> None:
-    """B.13: JoinGroup v4+ dynamic gets MEMBER_ID_REQUIRED (GMM classicGroupJoinToConsumerGroup,
+    """docs/protocol-reference.md#b13: JoinGroup v4+ dynamic gets MEMBER_ID_REQUIRED (GMM classicGroupJoinToConsumerGroup,
     ``requiresKnownMemberId``); the consumer engine keeps no pending set, so no record is written."""
     h = Harness()
     ok(h.send(join("A")))
@@ -225,7 +225,7 @@ def test_join_v4_dynamic_gets_member_id_required_and_nothing_is_stored() -> None
 
 
 def test_join_generation_is_member_epoch_and_timers_follow_the_classic_rules() -> None:
-    """B.13: generation = member epoch, protocol type consumer, protocol name = the member's first
+    """docs/protocol-reference.md#b13: generation = member epoch, protocol type consumer, protocol name = the member's first
     protocol, no leader, no member list; join timer cancelled, session timer = the JoinGroup session
     timeout, sync timer = its rebalance timeout; no rebalance timer (GMM maybeReconcile)."""
     h = Harness()
@@ -270,7 +270,7 @@ def test_join_v3_dynamic_member_is_added_at_once() -> None:
     ],
 )
 def test_join_errors(request_: JoinGroupRequest, code: ErrorCode) -> None:
-    """B.13 / A.3: protocol type must be ``consumer`` (CoG supportsClassicProtocols), the session
+    """docs/protocol-reference.md#b13 / #a3: protocol type must be ``consumer`` (CoG supportsClassicProtocols), the session
     timeout range is checked first (GCS), a known member id with an unknown instance is unknown."""
     h = Harness()
     ok(h.send(join("A")))
@@ -384,7 +384,7 @@ def classic_holds_everything(h: Harness) -> str:
 
 def test_heartbeat_rule_unrevoked_member() -> None:
     """A classic member that rejoins still owning partitions it must give up stays UNREVOKED at its
-    old epoch (CAB, B.5, with the JoinGroup's owned partitions); its heartbeat says REBALANCE_IN_PROGRESS,
+    old epoch (CAB, docs/protocol-reference.md#b5, with the JoinGroup's owned partitions); its heartbeat says REBALANCE_IN_PROGRESS,
     its SyncGroup still succeeds with the kept partitions; a rejoin without the revoked ones advances it."""
     h = Harness()
     b = classic_holds_everything(h)
@@ -464,7 +464,7 @@ def test_leave_group_batch_in_a_consumer_group() -> None:
 
 
 def test_offset_commit_of_a_classic_member_in_a_consumer_group() -> None:
-    """B.12 / CoG validateOffsetCommit L816: a classic member commits with any version and a wrong
+    """docs/protocol-reference.md#b12 / CoG validateOffsetCommit L816: a classic member commits with any version and a wrong
     generation is ILLEGAL_GENERATION; a consumer-protocol member needs v9 and gets STALE_MEMBER_EPOCH."""
     h = Harness()
     b = consumer_group_with_classic(h)
@@ -560,7 +560,7 @@ def test_upgrade_answers_parked_joins_rebalance_in_progress() -> None:
 def test_upgrade_refused_with_group_id_not_found(
     policy: MigrationPolicy, protocol_type: str, consumer_max: int, why: str
 ) -> None:
-    """B.6 row 8 / B.13: no upgrade → GROUP_ID_NOT_FOUND, the classic group stays as it was."""
+    """docs/protocol-reference.md#b6 row 8 / #b13: no upgrade → GROUP_ID_NOT_FOUND, the classic group stays as it was."""
     config = MixedConfig(policy=policy, consumer=ConsumerCoordinatorConfig(max_size=consumer_max))
     h = Harness(MixedCoordinator(config))
     if protocol_type == "consumer":
@@ -775,7 +775,7 @@ def test_downgrade_after_two_consumer_members_expire_in_one_advance() -> None:
 
 
 def test_replay_rebuilds_the_same_state_and_failover_loads_both_group_types() -> None:
-    """Design §2: state changes only by records; a new coordinator loads the durable ones."""
+    """State changes only by records (docs/model.md); a new coordinator loads the durable ones."""
     h = Harness()
     classic_group(h)
     h.send(join("K"))
@@ -783,7 +783,7 @@ def test_replay_rebuilds_the_same_state_and_failover_loads_both_group_types() ->
     h.send(other)
     assert replay(h.records) == h.state
     loaded = rebuild(h.records, h.now)
-    # "h" is in its first rebalance, never persisted: a new coordinator does not know it (A.8)
+    # "h" is in its first rebalance, never persisted: a new coordinator does not know it (docs/protocol-reference.md#a8)
     assert loaded.group_type("g") == "consumer" and h.state.group_type("h") == "classic"
     assert loaded.group_type("h") is None
     assert loaded.consumer.groups["g"].members.keys() == h.group.members.keys()
@@ -840,7 +840,7 @@ def assert_converged(run: MixedRun, names: list[str], partitions: int) -> None:
 
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
 def test_rolling_upgrade_then_rolling_downgrade(assignor: str) -> None:
-    """Seed 000 'Rolling Upgrades' for KIP-848: classic members replaced one by one by
+    """'Rolling Upgrades' (docs/protocol-reference.md#client-side-assignment) for KIP-848: classic members replaced one by one by
     consumer-protocol members (first join upgrades the group), then back (the last consumer member's
     leave downgrades it); every consumer and mixed invariant holds after every step."""
     run = MixedRun(MixedCoordinator(), INVARIANTS)
@@ -1162,7 +1162,7 @@ def test_check_protocol_mixed_finds_mutants_from_scratch(
     assert invariant in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- classic_rejoin_epoch (Kafka 4.4.0, issue 4)
+# ---------------------------------------------------------------- classic_rejoin_epoch (Kafka 4.4.0)
 def _two_classic_members(h: Harness) -> tuple[str, str]:
     ok(h.send(join("A")))
     ids = []

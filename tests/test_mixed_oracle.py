@@ -1,4 +1,4 @@
-"""The mixed-group oracle's pieces that need no broker (issue 4; reference B.13)."""
+"""The mixed-group oracle's pieces that need no broker (docs/protocol-reference.md#b13)."""
 
 from __future__ import annotations
 

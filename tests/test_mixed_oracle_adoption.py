@@ -1,11 +1,11 @@
-"""The mixed oracle adopts Kafka's assignor choices as the consumer oracle does (issue 4, seed-1 faults).
+"""The mixed oracle adopts Kafka's assignor choices as the consumer oracle does (seed-1 faults).
 
 Regressions of the two `--protocol all --profile faults --seed 1` traces on Apache Kafka 4.4.0
-(session 6, `reports/conformance/faults/apache-kafka.mixed.all-seed1-*.ndjson`; compact copies in
+(`reports/conformance/faults/apache-kafka.mixed.all-seed1-*.ndjson`; compact copies in
 `tests/recorded/`, the recorded requests and answers unchanged). Both runs: classic c1 and consumer
 k2 share the group, classic c3 joins, c1's next request is held on the wire so its session expires,
 static classic member c4 joins and rejoins at epoch 5. The new target (4 partitions, 3 members) is
-the uniform assignor's free choice (reference §F):
+the uniform assignor's free choice (docs/protocol-reference.md#f):
 
 * `k2-assignment`: Kafka gave k2 {t-0, t-2}, c4 {t-1}. The model's target gave c4 {t-0, t-1} and its
   JoinGroup reconciled c4 to both at once; a JoinGroup answer shows only the generation (GMM

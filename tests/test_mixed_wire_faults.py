@@ -1,4 +1,4 @@
-"""Wire faults inside mixed groups on the model (issue 4): what the coordinator applies and what the
+"""Wire faults inside mixed groups on the model (docs/faults.md): what the coordinator applies and what the
 members hear when an answer is lost, a connection cut, a request duplicated or held
 (`model.mixed.world.MixedRun`); every consumer and mixed invariant holds throughout, and
 the fault ops replay from a trace (`conformance.protocols.mixed.trace`)."""
@@ -34,7 +34,7 @@ def _classic(run: MixedRun, name: str) -> None:
 
 
 def _mixed(run: MixedRun) -> MixedRun:
-    """c1 forms a classic group, k2 upgrades it, c3 joins the consumer group (B.13)."""
+    """c1 forms a classic group, k2 upgrades it, c3 joins the consumer group (docs/protocol-reference.md#b13)."""
     run.topic("t", 4)
     _classic(run, "c1")
     run.run_for(20_000)

@@ -1,4 +1,4 @@
-"""Mutants (issue 8): the registry, the mutant as a target, and a representative subset of the kill
+"""Mutants (docs/mutants.md): the registry, the mutant as a target, and a representative subset of the kill
 matrix caught from scratch with a fixed seed (the full matrix is `groupcheck mutants`, recorded in
 reports/mutants.md and benchmarks/results/mutants_time_to_catch.md)."""
 
@@ -18,7 +18,7 @@ from conformance.protocols.build import make_classic_sim, make_consumer_sim
 from conformance.specs import load_invariants
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.sim import ModelPort
+from model.classic.port import ModelPort
 from model.consumer.client import VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
 
@@ -39,7 +39,7 @@ def test_every_mutant_is_one_small_override_of_the_model() -> None:
         assert (m.family == "catalogue") == (m.row is not None), m.name
 
 
-def test_the_generic_family_of_the_issue_is_there() -> None:
+def test_the_generic_mutant_family_is_there() -> None:
     generic = {m.name for m in MUTANTS.values() if m.family == "generic"}
     assert {
         "skip-generation-bump",
@@ -100,7 +100,7 @@ def test_representative_mutants_are_caught_from_scratch(name: str, tmp_path: Pat
     )
     assert row.caught, name
     assert row.expected_hit, (name, row.invariants)
-    # at most two 10-example runs (seeds 0, 1): the classic rule set grew in session 5 (unsubscribe)
+    # at most two 10-example runs (seeds 0, 1): the classic rule set grew (unsubscribe)
     # and forget-persisted-field's first catch moved to example 13
     assert row.examples is not None and row.examples <= 20
     if MUTANTS[name].protocol == "classic":
@@ -154,7 +154,7 @@ def test_cli_mutants(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_catalogue_rows_have_a_mutant_or_a_stated_reason() -> None:
-    """Rows 1-21 of ../shared/reference/bug-catalogue.md: a mutant, or a reason it is not one (yet)."""
+    """Rows 1-21 of docs/bug-catalogue.md: a mutant, or a reason it is not one (yet)."""
     from conformance.mutants import UNMODELLED_ROWS
 
     rows = {m.row for m in MUTANTS.values() if m.row is not None}

@@ -1,4 +1,4 @@
-"""`--target mutant:NAME` (issue 8): a mutant reached through the adapter layer like any coordinator,
+"""`--target mutant:NAME` (docs/mutants.md#mutant-targets): a mutant reached through the adapter layer like any coordinator,
 from `groupcheck check`, `groupcheck replay` and the pytest plugin."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from model.classic.messages import JoinGroupRequest, JoinGroupResponse
-from model.classic.sim import ModelPort
+from model.classic.port import ModelPort
 from model.errors import ErrorCode
 
 USER_TEST = """

@@ -1,4 +1,4 @@
-"""The BFS polish of minimised traces (conformance/trace/polish.py, issue 8): it finds a shorter tail
+"""The BFS polish of minimised traces (conformance/trace/polish.py): it finds a shorter tail
 that ddmin, which only drops ops, cannot; every result still fails on replay; a trace that is
 already shortest is returned as it is."""
 

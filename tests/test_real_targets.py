@@ -50,7 +50,7 @@ def test_ci_profile_finds_what_is_published(name: str) -> None:
     assert result.vacuous == [] or verdict == "FAILED"
     if consumer:
         check_consumer(runs[1], consumer)
-    if mixed:  # every `mixed:` entry, on the same target start (issue 4)
+    if mixed:  # every `mixed:` entry, on the same target start
         check_consumer(runs[-1], mixed)
 
 

@@ -56,7 +56,7 @@ def test_false_alarms_of_the_invariants_stay_fixed(path: Path) -> None:
     member expired during PreparingRebalance while a KIP-394 pending member kept the join timer
     armed, and the bound was recomputed over no members (check --seed 12, 300 examples); and the
     same within one Advance that armed the timer when the leader expired and then expired the two
-    members parked in sync it had just answered (check --seed 1, session 4).
+    members parked in sync it had just answered (check --seed 1).
     consumer.no_double_client_assignment: a duplicated join re-created an expired member while its
     zombie client still held epoch 1 (check --protocol consumer --seed 1, 100 examples).
     classic.leader_list_complete and classic.assignment_visible_after_persist: a client that resumed

@@ -51,7 +51,7 @@ def test_a_prompt_answer_keeps_the_quiet_period() -> None:
 
 def test_the_quiet_period_starts_at_the_port_clock() -> None:
     """Time spent without an exchange before the settle (a topic change waiting for Metadata under
-    broker stalls took 4.5 s, benchmarks/results/oracle_false_alarms.md session 7) is not quiet
+    broker stalls took 4.5 s, seen by benchmarks/oracle_false_alarms.py) is not quiet
     time: the bound counts from the settle's start on the port clock."""
     sim, port = scripted_sim(("c1", "c2"), partitions=2)
     for name in ("c1", "c2"):

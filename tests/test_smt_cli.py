@@ -100,7 +100,7 @@ def test_catalogue_rejects_z3_without_encoder(tmp_path) -> None:  # type: ignore
 def test_written_counterexample_is_a_trace_that_replays(
     invariant: str, variant: str, mutant: str, tmp_path, capsys
 ) -> None:  # type: ignore[no-untyped-def]
-    """Issue 6: every REFUTED result is a trace; `groupcheck replay` reproduces it (exit 1) on the
+    """Every REFUTED result is a trace (docs/proofs.md); `groupcheck replay` reproduces it (exit 1) on the
     registered mutant, and the same steps on the correct model do not violate the invariant."""
     argv = ["prove", "--invariant", invariant, "--variant", variant, "--members", "3", "--partitions", "4"]
     assert main([*argv, "--counterexamples", str(tmp_path)]) == 1

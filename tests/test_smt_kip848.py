@@ -241,7 +241,7 @@ def test_leave_encodings_agree_with_the_model(seed: int) -> None:
         variant = rng.choice([KS.Variant(), KS.Variant(leave_bump=False)])
         mid = f"m{i}"
         group = state.groups[GROUP]
-        if static:  # epoch -2 needs an instance id (B.7)
+        if static:  # epoch -2 needs an instance id (docs/protocol-reference.md#b7)
             group.members[mid] = ConsumerMember(**{**group.members[mid].__dict__, "instance_id": f"i{i}"})
             group.static_members[f"i{i}"] = mid
             request = ConsumerGroupHeartbeatRequest(GROUP, mid, -2, instance_id=f"i{i}")

@@ -1,4 +1,4 @@
-"""client.sticky_balanced (bug catalogue row 4, KAFKA-15106): the reference sticky assignors keep it
+"""client.sticky_balanced (docs/bug-catalogue.md#row-4, KAFKA-15106): the reference sticky assignors keep it
 on random groups; the kafka-15106 mutant's wrong balance predicate breaks it and the suite catches
 the mutant from scratch."""
 

@@ -1,4 +1,4 @@
-"""Timers the consumer oracle fires just before a request are an observation of their own (issue 4,
+"""Timers the consumer oracle fires just before a request are an observation of their own (docs/oracle.md#observation-split,
 `conformance/engine/oracle/timer_split.py`), without a real target: the "target" here is a scripted
 port whose answers come from a second model coordinator that acts on a session expiry before an
 OffsetCommit (as Apache Kafka did at `check --protocol consumer --profile ci --seed 1`)."""

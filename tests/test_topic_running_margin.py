@@ -1,8 +1,8 @@
-"""The wait after a topic change counts the coordinator's margin only while the target runs (issue 4,
-`topic_ops.seen_running_for`), without a real target: a scripted Metadata that a paused broker
+"""The wait after a topic change counts the coordinator's margin only while the target runs
+(`topic_ops.seen_running_for`), without a real target: a scripted Metadata that a paused broker
 answers only when it runs again.
 
-Seen under `benchmarks/oracle_false_alarms.py` (session 7, consumer ci seed 4): Apache Kafka answered
+Seen under `benchmarks/oracle_false_alarms.py` (consumer ci seed 4): Apache Kafka answered
 the first heartbeat of a new group with an empty assignment because its group coordinator had not
 yet seen the topic that Metadata already listed; the broker was paused during the fixed 300 ms
 margin, so the oracle (whose model knew the topic) reported a divergence that depended on load.

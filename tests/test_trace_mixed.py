@@ -1,4 +1,4 @@
-"""Mixed-group traces (B.13): a failing check or scenario writes one, replay reproduces it exactly,
+"""Mixed-group traces (docs/protocol-reference.md#b13): a failing check or scenario writes one, replay reproduces it exactly,
 the fixed coordinator does not, and the same seed gives the same bytes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (issue 4).
+"""`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (docs/real-targets.md).
 
 Opens the target (`open_target`), runs the classic stateful suite through the oracle port on a
 real clock, and reports both verdict levels: `protocol` (invariants and protocol-level

@@ -1,4 +1,4 @@
-"""The `groupcheck` command line (design §9). Exit codes: 0 pass, 1 violation, 2 tool error, 3 inconclusive."""
+"""The `groupcheck` command line (docs/cli.md). Exit codes: 0 pass, 1 violation, 2 tool error, 3 inconclusive."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="how a restart stops the target: kill (SIGKILL, a crash; default) or term (clean shutdown)",
     )
 
-    # real targets (issue 4: conformance/cli/check.py)
+    # real targets (conformance/cli/check.py)
     tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
     tgsub = tg.add_subparsers(dest="target_command", required=True, parser_class=_Parser)
     for verb in ("start", "stop", "status"):
@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
     ex.add_argument("--report-dir", type=Path)
 
-    # -- suite power (conformance/mutants, issue 8)
+    # -- suite power (conformance/mutants)
     from conformance.power.command import add_parser as add_mutants_parser
 
     add_mutants_parser(sub)
@@ -106,15 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     spsub = sp.add_subparsers(dest="specs_command", required=True, parser_class=_Parser)
     spsub.add_parser("validate")
 
-    from conformance.smt.cli import add_prove_parser  # issue 6: z3 proofs
+    from conformance.smt.cli import add_prove_parser  # z3 proofs
 
     add_prove_parser(sub)
 
-    # -- pipeline (issue 7): parser and logic in conformance/pipeline/cli.py
+    # -- pipeline: parser and logic in conformance/pipeline/cli.py
     from conformance.pipeline.cli import add_parser as add_pipeline_parser
 
     add_pipeline_parser(sub)
-    from conformance.clients.assignors import add_parser as add_assignors_parser  # real clients' assignors
+    from conformance.clients.command import add_parser as add_assignors_parser  # real clients' assignors
 
     add_assignors_parser(sub)
     return p
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler["prove"] = cmd_prove
         handler |= {"target": cmd_target}
         handler["pipeline"] = cmd_pipeline
-        from conformance.clients.assignors import cmd_assignors
+        from conformance.clients.command import cmd_assignors
 
         handler["assignors"] = cmd_assignors
         return handler[args.command](args)
@@ -163,7 +163,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
-    if args.target != "model":  # mutant:NAME (issue 8): in process, its variants name the mutant
+    if args.target != "model":  # mutant:NAME: in process, its variants name the mutant
         from conformance.targets.mutant import check_setup
 
         variants, protocols = check_setup(args.target, variants, args.protocol)

@@ -1,5 +1,5 @@
 """pytest plugin (entry point `pytest11`): `--groupcheck-*` options, a `coordinator` fixture and the
-`groupcheck_requires(capability)` marker (design §9)."""
+`groupcheck_requires(capability)` marker (docs/cli.md#pytest-plugin)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def coordinator(groupcheck_target: Any, request: pytest.FixtureRequest) -> Any:
     from conformance.protocols.build import classic_config
     from model.choice import SeededChooser
     from model.classic.coordinator import ClassicCoordinator
-    from model.classic.sim import ModelPort
+    from model.classic.port import ModelPort
 
     for mark in request.node.iter_markers("groupcheck_requires"):
         caps = groupcheck_target.capabilities

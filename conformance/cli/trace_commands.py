@@ -39,12 +39,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     trace = read_trace(Path(args.file))
     target, variants = args.target, parse_variants(args.variant)
-    if target.startswith("mutant:"):  # issue 8: a mutant target is the model with its mutant variant
+    if target.startswith("mutant:"):  # a mutant target is the model with its mutant variant
         from conformance.targets.mutant import replay_setup
 
         target, variants = replay_setup(target, variants)
     coverage = _coverage(args.coverage)
-    if target == "recording":  # issue 4: a mixed trace against its own recorded answers, no target
+    if target == "recording":  # a mixed trace against its own recorded answers, no target
         from conformance.protocols.mixed.recorded import replay_recorded
 
         result = replay_recorded(trace)

@@ -3,7 +3,7 @@
 A group is drawn around a current generation G. Partitions have at most one current owner (a member
 whose prior assignment came in G); other members are new (no prior assignment), stale (their claim
 is from an older generation and may name partitions a current member now owns: the KAFKA-7026
-rejoin, reference C.4) or twins (a second claim in G on a partition a current member also claims:
+rejoin, docs/protocol-reference.md#c4) or twins (a second claim in G on a partition a current member also claims:
 KAFKA-12984 / apache/kafka PR #10985). A member's user data is made by its own assignor (`own`) or
 written with the model's encoders as a member of another version would send it: sticky V1 (KIP-341,
 with the subscription's GenerationId set, or absent as from a Kafka 2.3 client whose subscription is

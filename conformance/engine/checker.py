@@ -1,4 +1,4 @@
-"""Runs the registry's predicates over observations (design §3: one definition, reused everywhere)."""
+"""Runs the registry's predicates over observations (one definition, reused everywhere: docs/invariants.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Checker:
     invariants: list[Invariant] = field(default_factory=list)
     sometimes: list[Invariant] = field(default_factory=list)
     client_invariants: list[Invariant] = field(default_factory=list)
-    #: mixed groups (B.13): classic invariants that read only the group, run on each classic group's view
+    #: mixed groups (docs/protocol-reference.md#b13): classic invariants that read only the group, run on each classic group's view
     classic_views: list[Invariant] = field(default_factory=list)
     hits: dict[str, int] = field(default_factory=dict)
     #: what the last `check` ran and which `sometimes` entries it saw (for trace step lines)

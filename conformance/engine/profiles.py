@@ -1,4 +1,4 @@
-"""Hypothesis profiles for the stateful suite: dev, ci, thorough (design §9)."""
+"""Hypothesis profiles for the stateful suite: dev, ci, thorough (docs/cli.md#profiles)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`--variant KEY=VALUE`: protocol variants as configuration of the model, not copies (design §2)."""
+"""`--variant KEY=VALUE`: protocol variants as configuration of the model, not copies (docs/cli.md#variants)."""
 
 from __future__ import annotations
 
@@ -50,13 +50,13 @@ VARIANTS: dict[str, VariantKey] = {
         VariantKey(
             "member_id_validation",
             ("kafka", "kip"),
-            "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (seed 004)",
+            "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (as KIP-1082 proposes)",
             ("consumer",),
         ),
         VariantKey(
             "migration_policy",
             ("disabled", "upgrade", "downgrade", "bidirectional"),
-            "group.consumer.migration.policy for mixed groups (KIP-848 B.13; Kafka 4.0 default bidirectional)",
+            "group.consumer.migration.policy for mixed groups (KIP-848; Kafka 4.0 default bidirectional; docs/protocol-reference.md#b13)",
             ("mixed",),
         ),
         VariantKey(
@@ -79,7 +79,7 @@ VARIANTS: dict[str, VariantKey] = {
         VariantKey(
             "mutant",
             tuple(sorted(MUTANTS)),
-            "run against a mutant (conformance/mutants/, issue 8) instead of the reference model",
+            "run against a mutant (conformance/mutants/, docs/mutants.md) instead of the reference model",
             ("classic", "consumer"),
         ),
     )

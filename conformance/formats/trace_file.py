@@ -1,4 +1,4 @@
-"""The groupcheck trace file: versioned NDJSON, one JSON object per line (design §5).
+"""The groupcheck trace file: versioned NDJSON, one JSON object per line (docs/traces.md#format).
 
 Line 1 is the header (format name and version, groupcheck version, target and its version,
 protocol, variants, seed, where the run came from, and the set-up a replay rebuilds). Then one

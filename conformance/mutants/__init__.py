@@ -1,8 +1,8 @@
-"""Mutants: the model with one named fault, to show the suite has teeth (issue 8).
+"""Mutants: the model with one named fault, to show the suite has teeth (docs/mutants.md).
 
 Each mutant is a small subclass of a model class overriding one rule (a coordinator, a virtual
 client, an assignor or the in-process port), or a variant flag of the model; never a copy of the
-model. Catalogue mutants reproduce a row of ``../shared/reference/bug-catalogue.md``; generic mutants
+model. Catalogue mutants reproduce a row of ``docs/bug-catalogue.md``; generic mutants
 are the classic faults of a group coordinator (skip a generation bump, accept a stale generation, ...).
 
 A mutant is a *target*: ``--variant mutant=NAME`` (recorded in the trace header, so a counterexample
@@ -13,28 +13,11 @@ scratch against every mutant and prints the kill matrix (`conformance.power.matr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from conformance.errors import UsageError
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One named fault. ``expect`` names the invariants the kill matrix expects to catch it."""
-
-    name: str
-    protocol: str  # classic | consumer
-    family: str  # catalogue | generic
-    fault: str  # one sentence: what is wrong
-    source: str  # catalogue row / Kafka issue, or the reference section of the rule it breaks
-    expect: tuple[str, ...]
-    row: int | None = None  # bug-catalogue row
-    coordinator: type | None = None  # subclass of the protocol's coordinator
-    client: type | None = None  # subclass of the protocol's virtual client
-    port: Callable[[Any], Any] | None = None  # port class taking the coordinator (ModelPort subclass)
-    variants: tuple[tuple[str, str], ...] = field(default=())  # model variants the fault is made of
+from conformance.mutants.base import Mutant
 
 
 def _registry() -> dict[str, Mutant]:

@@ -1,9 +1,9 @@
 """Classic-protocol mutants: catalogue rows on the classic coordinator and its assignors, and the
-generic coordinator faults of issue 8.
+generic coordinator faults of docs/mutants.md.
 
 Each class overrides one rule of `model.classic.coordinator.ClassicCoordinator` (or of the
 in-process port, or of the virtual client's assignor) and says which bug it reproduces. Sources:
-``../shared/reference/bug-catalogue.md`` (rows cited per mutant), reference A.1-A.8 and E.1-E.14.
+``docs/bug-catalogue.md`` (rows cited per mutant), docs/protocol-reference.md#a1 to #a8 and #e1 to #e14.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants import Mutant
+from conformance.mutants.base import Mutant
 from conformance.mutants.classic_clients import (
     LooseBalanceClient,
     NoVoidingClient,
@@ -21,8 +21,8 @@ from conformance.mutants.classic_clients import (
 )
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, SyncGroupResponse
+from model.classic.port import ModelPort
 from model.classic.records import MemberRemoved, MemberUpserted, PendingSync
-from model.classic.sim import ModelPort
 from model.classic.state import ClassicGroup, ClassicState, GroupState
 from model.classic.tx import Tx
 from model.errors import ErrorCode
@@ -51,7 +51,7 @@ class DuplicateStaticJoin(ClassicCoordinator):
 class StaticRejoinWithoutRebalance(ClassicCoordinator):
     """KAFKA-9801 (row 12): a static member that rejoins while the group is CompletingRebalance gets
     a new member id and an answer at once, without a rebalance, so the leader's assignment (computed
-    for the old id) leaves it with nothing (PR #8405; A.3.1 says: rebalance)."""
+    for the old id) leaves it with nothing (PR #8405; docs/protocol-reference.md#a3-1 says: rebalance)."""
 
     def replace_static_member(
         self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
@@ -128,7 +128,7 @@ class RemovalSkipsJoinCheck(ClassicCoordinator):
 
 
 class SkipGenerationBump(ClassicCoordinator):
-    """Generic: a completed join phase keeps the old generation (E.2; CG L1283 initNextGeneration)."""
+    """Generic: a completed join phase keeps the old generation (docs/protocol-reference.md#e2; CG L1283 initNextGeneration)."""
 
     def complete_join(self, tx: Tx, group: ClassicGroup, now: int) -> None:
         before, was = group.generation, group.state
@@ -138,7 +138,7 @@ class SkipGenerationBump(ClassicCoordinator):
 
 
 class AcceptStaleGeneration(ClassicCoordinator):
-    """Generic: Heartbeat is not checked against the generation (E.8; GMM L6005)."""
+    """Generic: Heartbeat is not checked against the generation (docs/protocol-reference.md#e8; GMM L6005)."""
 
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
         group = state.groups.get(req.group_id)
@@ -148,16 +148,16 @@ class AcceptStaleGeneration(ClassicCoordinator):
 
 
 class StaleSyncAccepted(ClassicCoordinator):
-    """Generic (issue 6's z3 refutation, ``stale-sync``): SyncGroup is accepted whatever generation
+    """Generic (``stale-sync``, found by a z3 refutation, docs/proofs.md): SyncGroup is accepted whatever generation
     it carries, so a leader's SyncGroup from an earlier generation installs assignments computed for
-    the old membership (E.8; `validateSyncGroup` GMM L5859)."""
+    the old membership (docs/protocol-reference.md#e8; `validateSyncGroup` GMM L5859)."""
 
     def validate_sync(self, group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode:
         return super().validate_sync(group, replace(req, generation_id=group.generation))
 
 
 class MemberListToFollowers(ClassicCoordinator):
-    """Generic: every member gets the member list in its JoinGroup response (seed 000 Phase 1; CG L1302)."""
+    """Generic: every member gets the member list in its JoinGroup response ("Phase 1", docs/protocol-reference.md#client-side-assignment; CG L1302)."""
 
     def join_response(self, group: ClassicGroup, member_id: str, *, full: bool) -> Any:
         return super().join_response(group, member_id, full=True)
@@ -185,7 +185,7 @@ class AnswerTwice(ClassicCoordinator):
 
 class ForgetAssignmentOnLoad(ModelPort):
     """Generic: a coordinator that loads the group after failover forgets the persisted member
-    assignments (seed 000 'Handling Coordinator Failures'; GMM L4343 replay)."""
+    assignments ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment; GMM L4343 replay)."""
 
     def failover(self, now: int) -> list[Any]:
         deliveries = super().failover(now)
@@ -197,7 +197,7 @@ class ForgetAssignmentOnLoad(ModelPort):
 
 class SessionTimerOffByOne(ClassicCoordinator):
     """Generic: a heartbeat re-arms the member's expiry one millisecond past its session timeout
-    (E.14; GMM L5004)."""
+    (docs/protocol-reference.md#e14; GMM L5004)."""
 
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
         result = super().handle_heartbeat(state, req, ref, now + 1)
@@ -213,7 +213,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "the sticky leader honours a rejoining member's stale claim (user data V0, no generation)",
-        "bug catalogue row 1: KAFKA-7026 / apache/kafka PR #5291 (KIP-341)",
+        "docs/bug-catalogue.md#row-1: KAFKA-7026 / apache/kafka PR #5291 (KIP-341)",
         (
             "client.assignment_single_owner",
             "classic.single_owner_consumer",
@@ -227,7 +227,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "pre-PR-#10985 cooperative-sticky: claims carry no generation and a doubly claimed partition is not voided",
-        "bug catalogue row 2: KAFKA-12984 / apache/kafka PR #10985",
+        "docs/bug-catalogue.md#row-2: KAFKA-12984 / apache/kafka PR #10985",
         (
             "client.assignment_single_owner",
             "classic.single_owner_consumer",
@@ -242,7 +242,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "the sticky leader calls a group balanced while two members' loads differ by two",
-        "bug catalogue row 4: KAFKA-15106 / apache/kafka PR #13920",
+        "docs/bug-catalogue.md#row-4: KAFKA-15106 / apache/kafka PR #13920",
         ("client.sticky_balanced",),
         row=4,
         client=LooseBalanceClient,
@@ -253,7 +253,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "cooperative-sticky revokes and assigns a partition in one rebalance (no adjust step)",
-        "bug catalogue row 3: KAFKA-14639 / apache/kafka PR #13550 (KIP-429)",
+        "docs/bug-catalogue.md#row-3: KAFKA-14639 / apache/kafka PR #13550 (KIP-429)",
         ("client.cooperative_no_direct_transfer",),
         row=3,
         variants=(("assignor", "cooperative-sticky"), ("cooperative_adjust", "false")),
@@ -263,7 +263,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a consumer whose generation is reset does not rejoin (the heartbeat-thread race's outcome)",
-        "bug catalogue row 21: KAFKA-8104 / apache/kafka PR #7460",
+        "docs/bug-catalogue.md#row-21: KAFKA-8104 / apache/kafka PR #7460",
         ("classic.lost_generation_rejoins",),
         row=21,
         client=ResetWithoutRejoin,
@@ -273,7 +273,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "two unknown-id joins for one group.instance.id during PreparingRebalance make two members",
-        "bug catalogue row 11: KAFKA-8500 / apache/kafka PR #6899 (KIP-345)",
+        "docs/bug-catalogue.md#row-11: KAFKA-8500 / apache/kafka PR #6899 (KIP-345)",
         ("classic.static_instance_unique",),
         row=11,
         coordinator=DuplicateStaticJoin,
@@ -283,7 +283,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a static rejoin during CompletingRebalance changes the member id without a rebalance",
-        "bug catalogue row 12: KAFKA-9801 / apache/kafka PR #8405",
+        "docs/bug-catalogue.md#row-12: KAFKA-9801 / apache/kafka PR #8405",
         ("classic.leader_sync_covers_members",),
         row=12,
         coordinator=StaticRejoinWithoutRebalance,
@@ -293,7 +293,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "the new member id of a static rejoin to a Stable group is not persisted",
-        "bug catalogue row 13: KAFKA-10284 / apache/kafka PR #9270",
+        "docs/bug-catalogue.md#row-13: KAFKA-10284 / apache/kafka PR #9270",
         ("classic.stable_state_persisted",),
         row=13,
         coordinator=StaticRejoinNotPersisted,
@@ -303,7 +303,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a request naming a group.instance.id held by another member id is not fenced",
-        "bug catalogue row 14: KAFKA-8225 / apache/kafka PR #6650 (KIP-345)",
+        "docs/bug-catalogue.md#row-14: KAFKA-8225 / apache/kafka PR #6650 (KIP-345)",
         ("classic.instance_fencing",),
         row=14,
         coordinator=NoInstanceFencing,
@@ -313,7 +313,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "a static member's suppressed LeaveGroup still wipes its member id, so it rejoins blind and replaces itself",
-        "bug catalogue row 15: KAFKA-20983, KAFKA-20985 / apache/kafka PRs #23265, #23266",
+        "docs/bug-catalogue.md#row-15: KAFKA-20983, KAFKA-20985 / apache/kafka PRs #23265, #23266",
         ("classic.static_rejoin_keeps_member_id",),
         row=15,
         client=SuppressedLeaveWipesId,
@@ -323,7 +323,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "KIP-394 pending member ids never expire",
-        "bug catalogue row 16: KAFKA-7824 / apache/kafka PR #6058 (KIP-394)",
+        "docs/bug-catalogue.md#row-16: KAFKA-7824 / apache/kafka PR #6058 (KIP-394)",
         ("classic.session_expiry_armed",),
         row=16,
         coordinator=PendingMemberNeverExpires,
@@ -333,7 +333,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "removing a member during PreparingRebalance does not re-check join completion",
-        "bug catalogue row 17: KAFKA-7909 / apache/kafka PR #6251; streamnative/kop PR #380",
+        "docs/bug-catalogue.md#row-17: KAFKA-7909 / apache/kafka PR #6251; streamnative/kop PR #380",
         ("classic.join_completes_when_all_joined",),
         row=17,
         coordinator=RemovalSkipsJoinCheck,
@@ -343,7 +343,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "catalogue",
         "two coordinators each run the group for half of the members",
-        "bug catalogue row 18: KafScale issue #121; redpanda issue #386",
+        "docs/bug-catalogue.md#row-18: KafScale/platform#121; redpanda-data/redpanda#386",
         ("classic.single_owner_consumer", "classic.leader_list_complete"),
         row=18,
         port=SplitBrainPort,
@@ -353,7 +353,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "a completed join phase keeps the old generation",
-        "reference E.2; ClassicGroup.java initNextGeneration",
+        "docs/protocol-reference.md#e2; ClassicGroup.java initNextGeneration",
         ("classic.generation_bump_once",),
         coordinator=SkipGenerationBump,
     ),
@@ -362,7 +362,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "Heartbeat is not checked against the generation",
-        "reference E.8; GroupMetadataManager.java L6005",
+        "docs/protocol-reference.md#e8; GroupMetadataManager.java L6005",
         ("classic.stale_generation_rejected",),
         coordinator=AcceptStaleGeneration,
     ),
@@ -371,7 +371,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "SyncGroup is not checked against the generation",
-        "reference E.8, A.4; GroupMetadataManager.java L5859 validateSyncGroup (issue 6 z3 refutation)",
+        "docs/protocol-reference.md#e8; docs/protocol-reference.md#a4; GroupMetadataManager.java L5859 validateSyncGroup (found by a z3 refutation)",
         ("classic.stale_generation_rejected",),
         coordinator=StaleSyncAccepted,
     ),
@@ -380,7 +380,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "followers receive the member list in JoinGroup",
-        "seed 000 'Phase 1'; reference A.3",
+        "Client-side Assignment Proposal, 'Phase 1' (docs/protocol-reference.md#client-side-assignment); docs/protocol-reference.md#a3",
         ("classic.followers_get_no_member_list",),
         coordinator=MemberListToFollowers,
     ),
@@ -389,7 +389,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "followers' parked SyncGroups are forgotten when the leader's assignment is installed",
-        "reference A.4; GroupMetadataManager.java L5684 propagateAssignment",
+        "docs/protocol-reference.md#a4; GroupMetadataManager.java L5684 propagateAssignment",
         ("classic.parked_requests_answered",),
         coordinator=DropParkedResponse,
     ),
@@ -407,7 +407,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "after failover the loaded group has forgotten the persisted member assignments",
-        "seed 000 'Handling Coordinator Failures'; GroupMetadataManager.java L4343",
+        "Client-side Assignment Proposal, 'Handling Coordinator Failures' (docs/protocol-reference.md#client-side-assignment); GroupMetadataManager.java L4343",
         ("classic.stable_state_persisted",),
         port=ForgetAssignmentOnLoad,
     ),
@@ -416,7 +416,7 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "classic",
         "generic",
         "a heartbeat re-arms the expiry timer 1 ms past the session timeout",
-        "reference E.14, A.8; GroupMetadataManager.java L5004",
+        "docs/protocol-reference.md#e14; docs/protocol-reference.md#a8; GroupMetadataManager.java L5004",
         ("classic.session_expiry_armed",),
         coordinator=SessionTimerOffByOne,
     ),

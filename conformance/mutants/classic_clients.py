@@ -11,7 +11,7 @@ from typing import Any
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import JoinGroupRequest
-from model.classic.sim import ModelPort
+from model.classic.port import ModelPort
 from model.classic.state import ClassicState
 
 
@@ -20,7 +20,7 @@ class NoVoidingClient(ClassicClient):
     PR #10985: claims carry no generation (the PR "brings the generation field back" to it) and a
     partition several members claim as owned is not voided, so every claimant keeps it (the pre-fix
     `allSubscriptionsEqual` added each claim to its claimant's owned list) and one partition goes to
-    two consumers in one generation (reference C.3)."""
+    two consumers in one generation (docs/protocol-reference.md#c3)."""
 
     def _assignor(self, name: str):  # type: ignore[no-untyped-def]
         assignor = super()._assignor(name)
@@ -79,7 +79,7 @@ _PreFixCooperative = _pre_fix_cooperative()
 class LooseBalanceClient(ClassicClient):
     """KAFKA-15106 (row 4): the leader's sticky assignor uses a wrong balance predicate, one that
     calls a group balanced while its loads differ by two, so a member can be left two partitions
-    short (PR #13920; reference C.3 step 3, ASA `isBalanced`)."""
+    short (PR #13920; docs/protocol-reference.md#c3 step 3, ASA `isBalanced`)."""
 
     def _assignor(self, name: str):  # type: ignore[no-untyped-def]
         assignor = super()._assignor(name)

@@ -2,8 +2,8 @@
 generic fencing fault.
 
 Each class overrides one rule of `model.consumer.coordinator.ConsumerCoordinator` or of
-`model.consumer.client.VirtualConsumer`. Sources: ``../shared/reference/bug-catalogue.md`` (rows
-cited per mutant), reference B.2-B.12, E.15-E.28.
+`model.consumer.client.VirtualConsumer`. Sources: ``docs/bug-catalogue.md`` (rows
+cited per mutant), docs/protocol-reference.md#b2 to #b12, #e15 to #e28.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants import Mutant
+from conformance.mutants.base import Mutant
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.ids import new_member_id
@@ -29,7 +29,7 @@ from model.result import Result
 
 class PendingRevocationIsFree(ConsumerCoordinator):
     """KAFKA-16147 (row 5): a partition pending revocation loses its partition epoch, so the coordinator
-    hands it to its new owner while the old one still holds it (reference B.5; PR #15212)."""
+    hands it to its new owner while the old one still holds it (docs/protocol-reference.md#b5; PR #15212)."""
 
     def current_partition_epoch(self, group: ConsumerGroup, tp: TopicPartition) -> int:
         if any(tp in m.assigned for m in group.members.values()):
@@ -68,7 +68,7 @@ class EpochZeroRejoinFenced(ConsumerCoordinator):
 
 class JoinAlwaysNewId(ConsumerCoordinator):
     """KAFKA-17116 (row 8): every epoch-0 join gets a coordinator-generated member id, as v0 did, so
-    a join whose response is lost leaves a ghost member and each retry adds one (KIP-1082, B.9)."""
+    a join whose response is lost leaves a ghost member and each retry adds one (KIP-1082, docs/protocol-reference.md#b9)."""
 
     def assign_member_id(self, request: ConsumerGroupHeartbeatRequest) -> str:
         if request.member_epoch == 0:
@@ -78,7 +78,7 @@ class JoinAlwaysNewId(ConsumerCoordinator):
 
 class CommitOnlyWhenReconciled(ConsumerCoordinator):
     """KAFKA-20066 (row 10): commit validation stricter than the exact epoch: a member still
-    reconciling (its epoch is current but its assignment is not) is fenced (KIP-1251; B.12)."""
+    reconciling (its epoch is current but its assignment is not) is fenced (KIP-1251; docs/protocol-reference.md#b12)."""
 
     def offset_commit_group_error(self, state: Any, request: Any) -> Any:
         error = super().offset_commit_group_error(state, request)
@@ -93,7 +93,7 @@ class CommitOnlyWhenReconciled(ConsumerCoordinator):
 
 class DuplicatedPartitionInResponse(ConsumerCoordinator):
     """Row 19 (franz-go kfake group848 D2): the assignment in a heartbeat response lists one partition
-    twice (reference D: TopicPartitions is a set of partitions per topic)."""
+    twice (docs/protocol-reference.md#d: TopicPartitions is a set of partitions per topic)."""
 
     def handle_consumer_group_heartbeat(
         self, state: Any, request: ConsumerGroupHeartbeatRequest, ref: int, now: int
@@ -112,7 +112,7 @@ class DuplicatedPartitionInResponse(ConsumerCoordinator):
 
 
 class NoEpochCheck(ConsumerCoordinator):
-    """Generic (skip a fencing check): heartbeats are not validated against the member epoch (B.6 row
+    """Generic (skip a fencing check): heartbeats are not validated against the member epoch (docs/protocol-reference.md#b6 row
     12; GMM L1362)."""
 
     def validate_member_epoch(self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest) -> None:
@@ -121,7 +121,7 @@ class NoEpochCheck(ConsumerCoordinator):
 
 class LeaveWithoutBump(ConsumerCoordinator):
     """Generic (skip a generation bump): a fence (leave -1, session or rebalance timeout) does not bump
-    the group epoch, so the departed member's partitions stay outside every target (B.4; GMM
+    the group epoch, so the departed member's partitions stay outside every target (docs/protocol-reference.md#b4; GMM
     `consumerGroupFenceMember` L3087). Also the z3 broken variant ``leave_bump=false``."""
 
     def bump_after_fence(self, txn: Any, group: ConsumerGroup) -> None:
@@ -149,8 +149,9 @@ class RejoinsBeforeReleasing(VirtualConsumer):
 
 
 class StaticLeavesWithMinusOne(VirtualConsumer):
-    """Dekaf issue #1348 (row 20): a static member closes with epoch -1 (a permanent leave) instead
-    of -2, so every restart rebalances (KIP-848 B.7; Kafka ConsumerMembershipManager leaveGroupEpoch)."""
+    """thomhurst/Dekaf#1348 (docs/bug-catalogue.md#row-20): a static member closes with epoch -1 (a
+    permanent leave) instead of -2, so every restart rebalances (KIP-848, docs/protocol-reference.md#b7;
+    Kafka ConsumerMembershipManager leaveGroupEpoch)."""
 
     def _leave_request(self) -> ConsumerGroupHeartbeatRequest | None:
         request = super()._leave_request()
@@ -165,7 +166,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "a partition pending revocation is re-assigned before the revocation completes",
-        "bug catalogue row 5: KAFKA-16147 / apache/kafka PR #15212",
+        "docs/bug-catalogue.md#row-5: KAFKA-16147 / apache/kafka PR #15212",
         ("consumer.single_partition_holder", "consumer.assign_only_free", "consumer.valid_partition_epoch"),
         row=5,
         coordinator=PendingRevocationIsFree,
@@ -175,7 +176,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "every epoch-0 join gets a new coordinator-generated member id (ghosts on lost responses)",
-        "bug catalogue row 8: KAFKA-17116 / apache/kafka PR #17549 (KIP-1082)",
+        "docs/bug-catalogue.md#row-8: KAFKA-17116 / apache/kafka PR #17549 (KIP-1082)",
         ("consumer.no_ghost_member",),
         row=8,
         coordinator=JoinAlwaysNewId,
@@ -185,7 +186,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "a fenced consumer rejoins before it has released its partitions",
-        "bug catalogue row 9: KAFKA-16251 / apache/kafka PR #15392",
+        "docs/bug-catalogue.md#row-9: KAFKA-16251 / apache/kafka PR #15392",
         ("consumer.fenced_member_releases_first", "consumer.no_double_client_assignment"),
         row=9,
         client=RejoinsBeforeReleasing,
@@ -195,7 +196,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "a commit with the member's exact epoch is rejected while the member is reconciling",
-        "bug catalogue row 10: KAFKA-20066 / apache/kafka PRs #21508, #21692 (KIP-1251)",
+        "docs/bug-catalogue.md#row-10: KAFKA-20066 / apache/kafka PRs #21508, #21692 (KIP-1251)",
         ("consumer.offset_commit_exact_epoch",),
         row=10,
         coordinator=CommitOnlyWhenReconciled,
@@ -205,7 +206,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "a heartbeat response lists one assigned partition twice",
-        "bug catalogue row 19: franz-go kfake group848 sweep test D2",
+        "docs/bug-catalogue.md#row-19: franz-go kfake group848 sweep test D2",
         ("consumer.responses_well_formed",),
         row=19,
         coordinator=DuplicatedPartitionInResponse,
@@ -215,7 +216,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "a member's own pending revocation holds back that partition's re-assignment to it",
-        "bug catalogue row 6: KAFKA-19449 / apache/kafka PR #20781",
+        "docs/bug-catalogue.md#row-6: KAFKA-19449 / apache/kafka PR #20781",
         ("consumer.reconciliation_progress",),
         row=6,
         coordinator=OwnPendingCountsAsHeld,
@@ -225,7 +226,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "an epoch-0 rejoin of a member still held at a higher epoch is fenced",
-        "bug catalogue row 7: KAFKA-19233 / apache/kafka PR #21305",
+        "docs/bug-catalogue.md#row-7: KAFKA-19233 / apache/kafka PR #21305",
         ("consumer.rejoin_always_possible",),
         row=7,
         coordinator=EpochZeroRejoinFenced,
@@ -235,7 +236,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "catalogue",
         "a static member closes with epoch -1 instead of -2",
-        "bug catalogue row 20: Dekaf issue #1348",
+        "docs/bug-catalogue.md#row-20: thomhurst/Dekaf#1348",
         ("consumer.static_close_is_temporary",),
         row=20,
         client=StaticLeavesWithMinusOne,
@@ -245,7 +246,7 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "generic",
         "heartbeats are not validated against the member epoch",
-        "reference B.6 row 12, E.18; GroupMetadataManager.java L1362",
+        "docs/protocol-reference.md#b6 row 12; docs/protocol-reference.md#e18; GroupMetadataManager.java L1362",
         ("consumer.epoch_fencing",),
         coordinator=NoEpochCheck,
     ),
@@ -254,14 +255,14 @@ CONSUMER_MUTANT_LIST: tuple[Mutant, ...] = (
         "consumer",
         "generic",
         "a fenced or departed member does not bump the group epoch",
-        "reference B.4; GroupMetadataManager.java consumerGroupFenceMember L3087",
+        "docs/protocol-reference.md#b4; GroupMetadataManager.java consumerGroupFenceMember L3087",
         ("consumer.legal_target_assignment",),
         coordinator=LeaveWithoutBump,
     ),
 )
 
 
-# -- issue 4 (failover on real targets): a fault that only shows after a coordinator failover ------
+# -- a fault that only shows after a coordinator failover (docs/faults.md#consumer-failover) ------
 
 
 class ForgetsPendingRevocationOnLoad(ConsumerCoordinator):

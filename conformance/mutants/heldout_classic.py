@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants import Mutant
+from conformance.mutants.base import Mutant
 from model.classic.client import ClassicClient, Phase
 from model.classic.coordinator import ClassicCoordinator, Tx
 from model.classic.messages import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants import Mutant
+from conformance.mutants.base import Mutant
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator, _Txn
 from model.consumer.messages import ConsumerGroupHeartbeatResponse

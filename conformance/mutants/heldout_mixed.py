@@ -8,7 +8,7 @@ carry that variant, so ``--target mutant:NAME --protocol mixed`` selects them to
 
 from __future__ import annotations
 
-from conformance.mutants import Mutant
+from conformance.mutants.base import Mutant
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.records import TimerScheduled
 from model.consumer.state import SESSION, ConsumerGroup, ConsumerMember

@@ -1,4 +1,4 @@
-"""Mixed-group (KIP-848 B.13) coordinator mutants: the model with one migration rule broken.
+"""Mixed-group (KIP-848, docs/protocol-reference.md#b13) coordinator mutants: the model with one migration rule broken.
 
 Each is a subclass overriding one rule of `model.mixed.coordinator`; the tests show the matching
 ``mixed.*`` invariant reports it, and ``--variant mixed_mutant=NAME`` runs a scenario against it.
@@ -119,7 +119,7 @@ class ClassicLoadForgetsExpiry(MixedCoordinator):
     """Loads a classic group after a failover without arming its members' heartbeat expiry (Kafka's
     ``onLoaded`` reschedules each loaded member's heartbeat, apache/kafka@1eb7644
     GroupMetadataManager.java L3828-3843): members that never come back stay for ever. Only a
-    failover while the group is classic shows it (issue 4: `conformance.protocols.mixed.failover`
+    failover while the group is classic shows it (`conformance.protocols.mixed.failover`
     loads each hypothesis' classic group through the coordinator's ``failover``)."""
 
     def failover(self, records: list[object], now: int) -> tuple[MixedState, Result]:

@@ -1,4 +1,4 @@
-"""Run a mutant virtual consumer inside the unchanged KIP-848 simulator (issue 8)."""
+"""Run a mutant virtual consumer inside the unchanged KIP-848 simulator (docs/mutants.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Used as it is by the Spark grouped-map UDF (`conformance.pipeline.jobs`), by the plain-Python
 audit and by the tests, so the Spark audit and the Hypothesis suite share one definition of every
-invariant (design §3): the predicates come from `model.invariants.REGISTRY` through
+invariant (docs/invariants.md): the predicates come from `model.invariants.REGISTRY` through
 `conformance.engine.checker.Checker`. Bad rows are quarantined with a reason, never dropped silently:
 a row that does not decode, a protocol without a registry, and gaps in a trace's steps (a
 truncated trace: transition checks across a gap would be meaningless, so checking restarts after it).

@@ -1,4 +1,4 @@
-"""`groupcheck pipeline swarm|audit|replay`: the CLI of the Spark pipeline (issue 7).
+"""`groupcheck pipeline swarm|audit|replay`: the CLI of the Spark pipeline (docs/pipeline.md).
 
 pyspark is imported only when a Spark command runs, so `groupcheck` works without the `spark`
 extra; without it a Spark command is a tool error saying how to install it.

@@ -1,7 +1,7 @@
 """Audit a coordinator's history (decoded `__consumer_offsets` records) with the registry's predicates.
 
 The records are folded in log order into the model's own snapshot types, and the same predicates
-the Hypothesis suite uses are evaluated on each state the log reaches (design §3: one definition):
+the Hypothesis suite uses are evaluated on each state the log reaches (one definition, docs/invariants.md):
 
 * classic groups: every GroupMetadata value becomes a `ClassicWorld` whose group is the stored
   generation (Stable with its members' stored assignments; Empty without members) and whose

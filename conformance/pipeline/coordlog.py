@@ -1,4 +1,4 @@
-"""Decode the group coordinator's own records from `__consumer_offsets` (issue 7, coordinator-log audit).
+"""Decode the group coordinator's own records from `__consumer_offsets` (docs/pipeline.md#coordinator-log).
 
 Our own reader of Kafka's record layouts, written from the message schemas in apache/kafka
 `group-coordinator/src/main/resources/common/message/` (GroupMetadataKey/Value, OffsetCommitKey/Value,

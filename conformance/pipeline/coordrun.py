@@ -1,4 +1,4 @@
-"""Run real groups on a broker, export `__consumer_offsets`, decode it and audit it (issue 7).
+"""Run real groups on a broker, export `__consumer_offsets`, decode it and audit it (docs/pipeline.md#coordinator-log).
 
 `run_workload` drives confluent-kafka consumers (librdkafka) in three groups on one topic: a
 classic group with the range assignor, a classic group with cooperative-sticky (KIP-429), and a

@@ -1,4 +1,4 @@
-"""Violations found in a trace lake written as project traces (NDJSON v1, design §5), so that
+"""Violations found in a trace lake written as project traces (NDJSON v1, docs/traces.md#format), so that
 `groupcheck replay` and `groupcheck show` work on them like on any `check` counterexample.
 
 A lake row keeps what the trace needs: the run's configuration (`config`: seed, index, clients,

@@ -1,6 +1,6 @@
 """Probe: what a coordinator does with a late duplicate of an epoch-0 ConsumerGroupHeartbeat.
 
-The consumer swarm (issue 7, session 3) found `consumer.no_double_client_assignment` after the
+The consumer swarm (docs/pipeline.md) found `consumer.no_double_client_assignment` after the
 fault injector re-delivered a client's epoch-0 join (owned partitions: none) while that member
 already held partitions. This probe replays the two shapes of that situation against a real
 coordinator through the consumer oracle (`conformance.protocols.consumer.oracle`: every request goes
@@ -9,8 +9,8 @@ to the target and to the model, divergences are findings):
 1. *previous epoch 0*: c1 joins (epoch 0 -> E, previous epoch 0), stalls; c2 joins (group epoch
    bumps, c1 must give up a partition); c1's join arrives again. GMM
    `throwIfConsumerGroupMemberEpochIsInvalid` accepts it as the previous epoch with owned ⊆
-   assigned (reference §B.6 row 12), and CurrentAssignmentBuilder skips the revocation because
-   the request owns nothing (§B.5 next(e, A) step 1), so the partition is freed for c2 while the
+   assigned (docs/protocol-reference.md#b6 row 12), and CurrentAssignmentBuilder skips the revocation because
+   the request owns nothing (docs/protocol-reference.md#b5 next(e, A) step 1), so the partition is freed for c2 while the
    real c1 still holds it. c1's next real heartbeat (previous epoch, owning the freed partition)
    is fenced.
 2. *later epoch*: c1 has moved on (previous epoch > 0) and an epoch-0 join for its member id

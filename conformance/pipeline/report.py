@@ -1,5 +1,5 @@
-"""The metrics report of a trace lake: tables, plots and coverage (issue 7 "Metrics and coverage";
-issue 5 "every run (check, replay, swarm) reports which abstract states and transitions it reached").
+"""The metrics report of a trace lake: tables, plots and coverage (which abstract states
+and transitions the runs reached; docs/pipeline.md, docs/traces.md#explore-and-coverage).
 
 `write_metrics_report` turns the rows of `jobs.metrics` into `summary.md` (tables, embedded PNGs),
 `results.json` and the PNGs of `plots`. Coverage is reported twice: over the lake's coarse states

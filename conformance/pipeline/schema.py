@@ -1,4 +1,4 @@
-"""The trace lake's schema: one Parquet row per step of a run (documented in README "Trace lake").
+"""The trace lake's schema: one Parquet row per step of a run (documented in docs/pipeline.md#lake-schema).
 
 Columns `event`, `deliveries`, `world` (and `before` on a trace's first row) are type-tagged JSON
 (`conformance.formats.lake`) from which the auditor rebuilds each `Observation` and runs the

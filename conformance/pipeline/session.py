@@ -1,4 +1,4 @@
-"""One quiet, offline SparkSession (issue 7 engineering requirements).
+"""One quiet, offline SparkSession (docs/pipeline.md).
 
 Loopback only (driver host and bind address 127.0.0.1, SPARK_LOCAL_IP), no UI, our own Log4j 2
 configuration (`log4j2.properties` beside this file), the driver's Python for the workers, Arrow

@@ -1,13 +1,13 @@
 """Cross-step and cross-trace checks over the lake's flat columns, as SQL (Spark SQL and DuckDB).
 
 These are the time-window properties a single observation cannot see, checked as relational jobs
-over every trace at once (issue 7). Each has an id in the `window.` namespace:
+over every trace at once (docs/pipeline.md). Each has an id in the `window.` namespace:
 
 * `window.single_holder`: at no step do two clients that are Stable in the group's current
-  generation both own one partition (the consumer-view form of KAFKA-7026; reference C.4).
+  generation both own one partition (the consumer-view form of KAFKA-7026; docs/protocol-reference.md#c4).
 * `window.generation_monotonic`: per trace the group generation never decreases, except that a
   coordinator failover may fall back to (not below) the last persisted generation
-  (seed 000 "Handling Coordinator Failures"; same rule as `classic.generation_monotonic`).
+  ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment; same rule as `classic.generation_monotonic`).
 * `window.ownerless_bound`: while the group stays Stable, a partition of a subscribed topic is
   without a Stable current-generation owner for at most `bound_ms` of virtual time. A span is a run
   of consecutive steps at which the partition is ownerless; a step that is not Stable, where the

@@ -1,4 +1,4 @@
-"""The BFS-minimal length of a mutant's counterexample: `groupcheck explore` against the mutant (issue 8).
+"""The BFS-minimal length of a mutant's counterexample: `groupcheck explore` against the mutant (docs/mutants.md#shrinking).
 
 Breadth-first exploration (`conformance.protocols.classic.explore`, `conformance.protocols.consumer.explore`) finds,
 within its bound and op alphabet, a shortest op sequence violating each invariant. For the kill
@@ -39,7 +39,7 @@ BOUNDS: dict[str, Bound | str] = {
     "kafka-10284": f"{OUTSIDE}: static members and coordinator failover",
     "kafka-8225": f"{OUTSIDE}: static members and requests from a replaced process",
     "forget-persisted-field": f"{OUTSIDE}: coordinator failover",
-    "forget-pending-revocation": f"{OUTSIDE}: coordinator failover",  # issue 4 (consumer)
+    "forget-pending-revocation": f"{OUTSIDE}: coordinator failover",  # the consumer failover fault
     "kafka-20983": f"{OUTSIDE}: static members (group.instance.id) and an unsubscribe",
 }
 DEFAULT_BOUND = Bound()

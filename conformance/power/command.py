@@ -1,4 +1,4 @@
-"""`groupcheck mutants`: print the kill matrix and write it to reports/mutants.md (issue 8)."""
+"""`groupcheck mutants`: print the kill matrix and write it to reports/mutants.md (docs/mutants.md#kill-matrix)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The kill matrix: the stateful suite, from scratch, against every mutant (issue 8).
+"""The kill matrix: the stateful suite, from scratch, against every mutant (docs/mutants.md#kill-matrix).
 
 For each mutant, `run_mutant` runs exactly what ``groupcheck check --protocol P --variant
 mutant=NAME --seed S --max-examples N`` runs (random exploration, not the mutant's named scenario),
@@ -60,7 +60,7 @@ class KillRow:
 
     @property
     def ratio(self) -> float | None:
-        """Shrunk length over the BFS-minimal length (issue 8 goal: <= 1.25)."""
+        """Shrunk length over the BFS-minimal length (goal: <= 1.25, docs/mutants.md#shrinking)."""
         if self.shrunk_steps is None or not self.bfs_minimal:
             return None
         return self.shrunk_steps / self.bfs_minimal
@@ -104,10 +104,10 @@ def _port_factory(mutant: Mutant, clock: _Clock) -> Any:
         if mutant.port is not None:
             return mutant.port(coord)
         if mutant.protocol == "classic":
-            from model.classic.sim import ModelPort
+            from model.classic.port import ModelPort
 
             return ModelPort(coord)
-        from model.consumer.sim import ModelConsumerPort
+        from model.consumer.port import ModelConsumerPort
 
         return ModelConsumerPort(coord)
 

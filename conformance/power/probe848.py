@@ -1,4 +1,4 @@
-"""Probe a real KIP-848 coordinator for the fixes of bug catalogue rows 6 and 7 (issue 8).
+"""Probe a real KIP-848 coordinator for the fixes of docs/bug-catalogue.md#row-6 and #row-7.
 
     python -m conformance.power.probe848 [--target apache-kafka] [--rule 4.0]
 

@@ -1,4 +1,4 @@
-"""Regenerate the committed counterexample of a catalogue mutant (tests/regressions/, issue 8).
+"""Regenerate the committed counterexample of a catalogue mutant (tests/regressions/).
 
     python -m conformance.power.regressions NAME [NAME ...] [--seed S] [--out tests/regressions]
     python -m conformance.power.regressions NAME ... --from-run reports/runs/mutants-seed0

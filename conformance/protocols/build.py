@@ -11,7 +11,8 @@ from conformance.protocols.classic.trace import TracedClassicSim
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient, ClientConfig
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.sim import ClassicPort, ClassicSim, ModelPort
+from model.classic.port import ClassicPort, ModelPort
+from model.classic.sim import ClassicSim
 from model.classic.state import ClassicConfig
 
 #: Test-friendly broker settings, as the real targets are configured (initial delay 0, low minimums).
@@ -100,7 +101,7 @@ def make_classic_sim(
 
 
 def _mutant(variants: Mapping[str, str], protocol: str) -> Any:
-    """The mutant named by ``variants['mutant']`` (conformance/mutants, issue 8), or None."""
+    """The mutant named by ``variants['mutant']`` (conformance/mutants), or None."""
     if not variants.get("mutant"):
         return None
     from conformance.mutants import get_mutant
@@ -192,7 +193,7 @@ def make_consumer_sim(
     """A `ConsumerSim` against the model (or a mutant, ``variants['mutant']``) or a port factory;
     ``sim_class`` replaces the traced simulator (real-time runs against a real target)."""
     from model.consumer.coordinator import ConsumerCoordinator
-    from model.consumer.sim import ModelConsumerPort
+    from model.consumer.port import ModelConsumerPort
 
     cfg = consumer_config(config, variants, where)
     mutant = _mutant(variants, "consumer")

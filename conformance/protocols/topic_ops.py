@@ -1,4 +1,4 @@
-"""Topic changes on a real target: the model's TopicEvent on the wire (issue 4).
+"""Topic changes on a real target: the model's TopicEvent on the wire (docs/faults.md#consumer-failover).
 
 The consumer machine's topic rule (`model.consumer.world.TopicEvent`: create, add partitions,
 delete) becomes CreateTopics / CreatePartitions (api key 37) / DeleteTopics (api key 20) sent to the
@@ -126,7 +126,7 @@ def seen_running_for(adapter: Any, name: str, margin_s: float, poll_s: float = 0
     sleep is not that time when the broker is paused during it (a stall of the JVM stops the
     coordinator's thread too): a heartbeat sent after the sleep may then meet a coordinator that has
     not seen the topic and gets an empty assignment (seen under `benchmarks/oracle_false_alarms.py`'s
-    broker stalls: `oracle.ConsumerGroupHeartbeat` "no legal uniform assignment", session 7). So the
+    broker stalls: `oracle.ConsumerGroupHeartbeat` "no legal uniform assignment"). So the
     margin is counted on evidence: Metadata answers ``poll_s`` apart, a silence longer than
     ``poll_s + RUNNING_GAP_S`` between two answers restarts it; at most `RUNNING_CAP_S`."""
     t0 = time.monotonic()

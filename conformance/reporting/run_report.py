@@ -1,4 +1,4 @@
-"""Per-run reports: summary.md, results.json, junit.xml, counterexamples/ (design §9)."""
+"""Per-run reports: summary.md, results.json, junit.xml, counterexamples/ (docs/cli.md)."""
 
 from __future__ import annotations
 

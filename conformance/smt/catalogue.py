@@ -1,4 +1,4 @@
-"""The catalogue's z3 side: strengthening lemmas and which invariants carry ``z3`` (design §3, issue 6).
+"""The catalogue's z3 side: strengthening lemmas and which invariants carry ``z3`` (docs/proofs.md).
 
 `specs/invariants.yaml` has a top-level ``lemmas`` list (id, statement, source) and, per invariant, an
 optional ``lemmas`` field naming the lemmas and other invariants its inductive proof assumes. This

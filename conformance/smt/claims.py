@@ -2,11 +2,11 @@
 
 M members subscribe to one topic with P partitions; partition sets are bit-vectors of width P.
 
-* Claim resolution (reference C.3; ASA `allSubscriptionsEqual` L132-215; model
+* Claim resolution (docs/protocol-reference.md#c3; ASA `allSubscriptionsEqual` L132-215; model
   `model.assignors.sticky.resolve_claims`): a claimed partition is owned by its unique claimant of the
   highest generation; a tie at the top voids it (PR #10985). Variant ``sticky=v0`` is the
   pre-KIP-341 leader, which takes every claim as current ownership (`sticky_core(resolve=False)`).
-* Adjustment (reference C.5; CSA `adjustAssignment` L123, `computePartitionsTransferringOwnership`
+* Adjustment (docs/protocol-reference.md#c5; CSA `adjustAssignment` L123, `computePartitionsTransferringOwnership`
   L130; model `model.assignors.cooperative_sticky.held_back`): from each member's new assignment the
   leader removes every partition it did not own that another member still reports as owned. The
   sticky core before it is abstracted as *any* assignment that gives every partition to exactly one
@@ -73,7 +73,7 @@ def resolved_owners(c: Claims, sticky: str) -> tuple[Any, ...]:
 
 def sticky_stale_claim_loses(c: Claims, owners: Sequence[Any]) -> Any:
     """client.sticky_stale_claim_loses, at claim resolution: a claim on a partition that another
-    member claims with a strictly higher generation never becomes ownership (C.3, E.30)."""
+    member claims with a strictly higher generation never becomes ownership (docs/protocol-reference.md#c3, #e30)."""
     out = []
     for j, o in enumerate(owners):
         for i in range(len(owners)):

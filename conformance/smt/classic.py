@@ -1,17 +1,17 @@
 """Classic-protocol group rules as z3 formulas: generations, join completion, sync and failover.
 
 An abstraction of `model.classic.coordinator.ClassicCoordinator` for one group of M dynamic member
-slots (JoinGroup v3, so no KIP-394 round trip): group state (A.1), generation, leader, which members
+slots (JoinGroup v3, so no KIP-394 round trip): group state (docs/protocol-reference.md#a1), generation, leader, which members
 are parked in JoinGroup, the initial-rebalance flags, and the last persisted GroupMetadata
 (generation, members, leader). Assignment contents are not tracked; a sync says whether it
 *installed* assignments. Each rule below is one request or event of the model:
 
-* ``join``: JoinGroup, new member (empty member id) or rejoin (A.3; GMM L4410-4528, L5138, L5208);
+* ``join``: JoinGroup, new member (empty member id) or rejoin (docs/protocol-reference.md#a3; GMM L4410-4528, L5138, L5208);
 * ``timer``: the join-phase timer fires, initial delay (GMM L5277) or rebalance timeout (L5250);
   join completion (L4887, CG `initNextGeneration` L1283) removes members that did not rejoin;
-* ``sync``: SyncGroup with any generation (A.4; L5684, `validateSyncGroup` L5859): only the
+* ``sync``: SyncGroup with any generation (docs/protocol-reference.md#a4; L5684, `validateSyncGroup` L5859): only the
   leader's, for the current generation, in CompletingRebalance installs (and persists);
-* ``leave``: LeaveGroup (A.6; L6200), then rebalance or join completion;
+* ``leave``: LeaveGroup (docs/protocol-reference.md#a6; L6200), then rebalance or join completion;
 * ``failover``: a new coordinator loads the last persisted GroupMetadata (GMM L4343 replay): the
   persisted generation, members and leader, Stable (or Empty).
 
@@ -301,7 +301,7 @@ PER_MEMBER = {"join", "sync", "leave"}
 
 
 def wellformed(g: Group) -> Any:
-    """Group states of A.1; a member-less group is Empty or Preparing; the leader is a member of a
+    """Group states of docs/protocol-reference.md#a1; a member-less group is Empty or Preparing; the leader is a member of a
     non-empty group and absent from an empty one; joined members are members; the persisted leader
     is a persisted member."""
     n = g.size

@@ -1,4 +1,4 @@
-"""Running classic abstract steps on the model, recorded as a replayable trace (design §5, §6).
+"""Running classic abstract steps on the model, recorded as a replayable trace (docs/traces.md, docs/proofs.md).
 
 Members are slots ``c0..c{M-1}`` of a `TracedClassicSim` that never act on their own: every step is
 a raw request on a slot's behalf (JoinGroup v3, SyncGroup, LeaveGroup), time advanced exactly to

@@ -1,4 +1,4 @@
-"""Writing a REFUTED counterexample to disk (design §5 naming: ``<invariant-id>_<fingerprint>``).
+"""Writing a REFUTED counterexample to disk (named ``<invariant-id>_<fingerprint>``, docs/traces.md).
 
 Every REFUTED outcome carries a trace (`conformance.trace`) made by running the solver's steps on the
 model (classic: `classic_replay`; KIP-848: `kip848_trace`; client assignors: `claims_trace`), so

@@ -3,7 +3,7 @@
 Partition sets are bit-vectors of width P (bit p = partition p of topic ``t``); epochs are integers.
 A slot holds one member or nothing (``present``). The encoding follows the model one rule at a time:
 
-* ``reconcile``: `model.consumer.reconcile.reconcile` / ``next_assignment`` (reference B.5, CAB
+* ``reconcile``: `model.consumer.reconcile.reconcile` / ``next_assignment`` (docs/protocol-reference.md#b5, CAB
   `build` L131, `computeNextAssignment` L227), applied as the coordinator applies its record
   (`model.consumer.records._update_member`: partition epochs of the old holding are removed where
   they still carry the old member epoch, then the new holding is stamped with the new epoch, CoG
@@ -12,13 +12,13 @@ A slot holds one member or nothing (``present``). The encoding follows the model
   (GMM L1769, TAB L434-509) by *any* legal assignor: disjoint targets, none for absent slots, every
   partition assigned while some member exists (Kafka accepts custom server assignors through
   ``group.consumer.assignors``);
-* ``join``: a new member with epoch 0 and nothing held; its subscription bumps the group epoch (B.4);
-* ``bump``: a subscription or metadata change bumps the group epoch (B.4);
+* ``join``: a new member with epoch 0 and nothing held; its subscription bumps the group epoch (docs/protocol-reference.md#b4);
+* ``bump``: a subscription or metadata change bumps the group epoch (docs/protocol-reference.md#b4);
 * ``fence``: a leave with epoch -1, a session timeout or a rebalance timeout, which all reach
   `ConsumerCoordinator.fence_member` (GMM `consumerGroupFenceMember` L3087): tombstones and +1;
-* ``static_leave``: epoch -2 (B.7, GMM L3018): epoch -2, pending revocations dropped, no bump;
-* ``heartbeat``: the coordinator's pipeline for one ConsumerGroupHeartbeat (B.2): epoch validation
-  (B.6 row 12, GMM L1362), join, target when due, reconciliation; a rejected request changes nothing.
+* ``static_leave``: epoch -2 (docs/protocol-reference.md#b7, GMM L3018): epoch -2, pending revocations dropped, no bump;
+* ``heartbeat``: the coordinator's pipeline for one ConsumerGroupHeartbeat (docs/protocol-reference.md#b2): epoch validation
+  (docs/protocol-reference.md#b6 row 12, GMM L1362), join, target when due, reconciliation; a rejected request changes nothing.
   The macro step of bounded model checking; every counterexample is replayed on the model with it.
 
 The rules are the model's defaults, Apache Kafka 4.4.0's: an epoch-0 heartbeat of a known member
@@ -73,7 +73,7 @@ from conformance.smt.kip848_state import (
 # ----------------------------------------------------------------------------- well-formedness
 
 
-# ----------------------------------------------------------------------------- reconciliation (B.5)
+# ----------------------------------------------------------------------------- reconciliation (docs/protocol-reference.md#b5)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def free_for(g: Group, m: Member, variant: Variant) -> Any:
 def next_assignment(
     m: Member, e: Any, target_epoch: Any, target: Any, free: Any, owned: Any, owned_null: Any
 ) -> Member:
-    """``next_assignment`` of `model.consumer.reconcile`, cases 1-4 of reference B.5."""
+    """``next_assignment`` of `model.consumer.reconcile`, cases 1-4 of docs/protocol-reference.md#b5."""
     keep = m.assigned & target
     revoke = m.assigned & ~keep
     wanted = target & ~keep
@@ -256,7 +256,7 @@ def step_join(g: Group, i: int, tag: str) -> Step:
 
 def step_bump(g: Group, tag: str) -> Step:
     """A group-epoch bump without a membership change: a subscription change or new subscription
-    metadata (B.4; GMM L2294, L4161)."""
+    metadata (docs/protocol-reference.md#b4; GMM L2294, L4161)."""
     return Step(z3.BoolVal(True), Group(g.members, g.group_epoch + 1, g.assignment_epoch, g.pe))
 
 
@@ -288,7 +288,7 @@ def step_static_leave(g: Group, i: int, tag: str) -> Step:
 
 
 def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any, rejoin: bool = False) -> Any:
-    """B.6 row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned; with
+    """docs/protocol-reference.md#b6 row 12 (GMM L1362): the member's epoch, or its previous epoch with owned ⊆ assigned; with
     ``rejoin``, epoch 0 too (KAFKA-19233)."""
     return z3.Or(
         z3.And(e == 0, z3.BoolVal(rejoin)),
@@ -298,8 +298,8 @@ def epoch_valid(m: Member, e: Any, owned: Any, owned_null: Any, rejoin: bool = F
 
 
 def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str = "any") -> Step:
-    """One ConsumerGroupHeartbeat of slot i with epoch ``e`` >= 0 (B.2). A join (epoch 0 of an absent
-    slot) reports an empty owned set (B.6 row 6). Output ``accepted``: the response has no error."""
+    """One ConsumerGroupHeartbeat of slot i with epoch ``e`` >= 0 (docs/protocol-reference.md#b2). A join (epoch 0 of an absent
+    slot) reports an empty owned set (docs/protocol-reference.md#b6 row 6). Output ``accepted``: the response has no error."""
     w = g.width
     e = z3.Int(f"{tag}_epoch")
     owned, owned_null = _owned_inputs(tag, w)
@@ -337,7 +337,7 @@ def step_heartbeat(g: Group, i: int, tag: str, variant: Variant, assignor: str =
 
 
 def step_leave(g: Group, i: int, tag: str, variant: Variant) -> Step:
-    """A dynamic member's leave heartbeat (epoch -1): no epoch check, fenced (B.7)."""
+    """A dynamic member's leave heartbeat (epoch -1): no epoch check, fenced (docs/protocol-reference.md#b7)."""
     return step_fence(g, i, tag, variant)
 
 

@@ -91,7 +91,7 @@ def legal_target_assignment(g: Group) -> Any:
 
 def epoch_fencing_step(pre: Group, i: int, step: Step) -> Any:
     """consumer.epoch_fencing: a heartbeat with epoch > 0 that is neither the member's epoch nor its
-    previous epoch with owned ⊆ assigned is rejected and changes nothing (B.6 row 12, GMM L1362).
+    previous epoch with owned ⊆ assigned is rejected and changes nothing (docs/protocol-reference.md#b6 row 12, GMM L1362).
     Only heartbeats carry an epoch; for the other rules the obligation is vacuous."""
     if "accepted" not in step.outputs:
         return z3.BoolVal(True)

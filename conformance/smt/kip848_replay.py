@@ -1,4 +1,4 @@
-"""Re-running a KIP-848 z3 counterexample on the Python model (design §6: nothing is REFUTED that the
+"""Re-running a KIP-848 z3 counterexample on the Python model (docs/proofs.md: nothing is REFUTED that the
 model does not confirm).
 
 A counterexample is a list of heartbeats (and leaves) of members ``m0..m{M-1}`` of group ``g`` on

@@ -173,7 +173,7 @@ def absent_member(width: int, target: Any | None = None) -> Member:
 
 
 def wellformed(g: Group) -> Any:
-    """The domain: member states of B.3, present members at epoch >= -2 other than -1, absent slots
+    """The domain: member states of docs/protocol-reference.md#b3, present members at epoch >= -2 other than -1, absent slots
     empty. Checked inductive together with every invariant (it is one of the lemmas)."""
     w = g.width
     out = []

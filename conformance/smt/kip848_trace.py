@@ -1,4 +1,4 @@
-"""A KIP-848 z3 counterexample as a replayable trace (issue 6: every REFUTED result is a trace).
+"""A KIP-848 z3 counterexample as a replayable trace (every REFUTED result is a trace, docs/proofs.md).
 
 The solver's steps are heartbeats and leaves of members ``m0..`` that no virtual consumer sends:
 each becomes a `ConsumerSim.heartbeat_as` action on a simulator built like any other (`make_consumer_sim`)

@@ -23,7 +23,7 @@ class Outcome:
     failed: tuple[str, ...] = ()
     """For a step that is not inductive: the conjuncts (invariant, lemmas) the rule can break."""
     encoding_bug: bool = False
-    """A z3 counterexample the model did not confirm: the run fails (design §6)."""
+    """A z3 counterexample the model did not confirm: the run fails (docs/proofs.md)."""
 
     @property
     def bound(self) -> str:

@@ -49,7 +49,7 @@ PROVE_VARIANTS: dict[str, ProveVariant] = {
             ("true", "false"),
             "true",
             "false",
-            "KIP-848: false = heartbeat member epochs are not validated (B.6 row 12)",
+            "KIP-848: false = heartbeat member epochs are not validated (docs/protocol-reference.md#b6 row 12)",
         ),
         ProveVariant(
             "sync_generation_check",

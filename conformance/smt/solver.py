@@ -1,4 +1,4 @@
-"""Verdicts and solver construction shared by every encoding (design §6).
+"""Verdicts and solver construction shared by every encoding (docs/proofs.md).
 
 A solver is seeded (``random_seed``, ``smt.random_seed``) and bounded twice: by a wall-clock
 ``timeout`` and by z3's deterministic resource counter ``rlimit``. Running out of either is UNKNOWN,

@@ -1,4 +1,4 @@
-"""A mutant as a target: ``--target mutant:NAME`` (issue 8).
+"""A mutant as a target: ``--target mutant:NAME`` (docs/mutants.md#mutant-targets).
 
 `conformance.targets.open.open_target` hands ``mutant:NAME`` here. The handle is an in-process target
 like ``model``: its ``variants`` (``{"mutant": NAME}``) make `conformance.protocols.build` put the mutant's
@@ -26,7 +26,7 @@ class MutantHandle(TargetHandle):
             return None
 
         def factory(coord: Any) -> Any:
-            from model.classic.sim import ModelPort
+            from model.classic.port import ModelPort
 
             if mutant.coordinator is not None and not isinstance(coord, mutant.coordinator):
                 coord = mutant.coordinator(coord.config, coord.chooser)

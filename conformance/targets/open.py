@@ -1,4 +1,4 @@
-"""Adapters: how the suite reaches a coordinator (design §4).
+"""Adapters: how the suite reaches a coordinator (docs/real-targets.md#adapter).
 
 ``open_target(spec)`` turns a ``--target`` value into a `TargetHandle`: ``model`` (the reference model
 in process, always available), ``mutant:NAME`` (the model with one named fault, in process; its
@@ -28,7 +28,7 @@ HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}$")
 #: Partition counts a run may use (machine topics grow up to this); seeded at start where needed.
 MAX_PARTITIONS = 8
 TOPIC_NAMES = ("t", "u")
-#: ``mutant:NAME``: the reference model with one named fault, in process (issue 8)
+#: ``mutant:NAME``: the reference model with one named fault, in process (docs/mutants.md)
 MUTANT_PREFIX = "mutant:"
 
 
@@ -51,7 +51,7 @@ class TargetHandle:
     notes: list[str] = field(default_factory=list)
     capabilities: Any = None
     startup_s: float = 0.0
-    #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME}; issue 8)
+    #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME})
     variants: dict[str, str] = field(default_factory=dict)
 
     def port_factory(self) -> Callable[[Any], Any] | None:
@@ -120,7 +120,7 @@ def open_target(
         yield TargetHandle("model", "reference model", "model", model_config={})
         _ = ClassicConfig
         return
-    if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants, issue 8)
+    if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants)
         from conformance.targets.mutant import mutant_handle
 
         yield mutant_handle(spec[len(MUTANT_PREFIX) :])

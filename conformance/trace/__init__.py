@@ -1,1 +1,1 @@
-"""Counterexample traces: the NDJSON format, its codec, recording, replay and rendering (design §5)."""
+"""Counterexample traces: the NDJSON format, its codec, recording, replay and rendering (docs/traces.md)."""

@@ -1,4 +1,4 @@
-"""Writing a failing run's counterexample and telling the user how to reproduce it (design §5)."""
+"""Writing a failing run's counterexample and telling the user how to reproduce it (docs/traces.md)."""
 
 from __future__ import annotations
 

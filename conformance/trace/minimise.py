@@ -26,7 +26,7 @@ def _with_steps(trace: Trace, steps: list[Step]) -> Trace:
 
 
 def _fails(trace: Trace, steps: list[Step], invariant: str) -> bool:
-    # not exact: dropping an op changes the events after it (issue 8: with the exact replay only
+    # not exact: dropping an op changes the events after it (with the exact replay only
     # drops that changed nothing later were ever accepted)
     result = replay(_with_steps(trace, steps), exact=False)
     return result.error is None and any(v.invariant == invariant for v in result.violations)
@@ -39,7 +39,7 @@ def flatten_consumer(trace: Trace) -> Trace:
     and it is not one op of `groupcheck explore` either. Each of its heartbeats becomes
     ``reconcile`` + ``client_step`` of that client (settle completes slow callbacks first; a
     ``reconcile`` of a client with nothing to finish is a no-op), each tick an ``advance``. So every
-    op is one BFS edge (issue 8). The settle's convergence bound is not kept, so a
+    op is one BFS edge (docs/mutants.md#shrinking). The settle's convergence bound is not kept, so a
     ``consumer.eventual_convergence`` violation may not survive; `minimise` then keeps the original.
     """
     from model.consumer.world import AdvanceEvent, HeartbeatEvent
@@ -96,7 +96,7 @@ def minimise(trace: Trace, invariant: str | None = None) -> Trace:
     cut = min(v.step for v in final.violations if v.invariant == target)
     kept = steps[:cut]  # steps are renumbered on replay: stop at the violating one
     final = replay(_with_steps(trace, kept), exact=False)
-    if trace.protocol == "consumer":  # issue 8: the kill matrix minimises consumer counterexamples too
+    if trace.protocol == "consumer":  # the kill matrix minimises consumer counterexamples too
         from conformance.protocols.consumer.trace import to_trace as consumer_to_trace
 
         return consumer_to_trace(

@@ -12,7 +12,7 @@ the same invariant in fewer ops than the tail it replaces. States are deduplicat
 abstractions without symmetry (the trace's own ops name clients). Every candidate is checked by
 replaying it (`minimise._fails`), so the pass can only shorten a trace that still fails.
 
-Issue 8: the kill matrix's shrunk / BFS-minimal ratio (goal <= 1.25) was 1.40 where ddmin kept a
+Why (docs/mutants.md#shrinking): the kill matrix's shrunk / BFS-minimal ratio (goal <= 1.25) was 1.40 where ddmin kept a
 7-op path that BFS does in 5.
 """
 

@@ -1,4 +1,4 @@
-"""`groupcheck replay`: re-run a trace's ops and judge the target again (design §5).
+"""`groupcheck replay`: re-run a trace's ops and judge the target again (docs/traces.md).
 
 Verdicts: FAILED (an invariant is violated again; exit 1), FIXED (the recorded violation no longer
 happens; exit 0), PASSED (a passing trace still passes; exit 0), ERROR (the trace cannot be
@@ -311,7 +311,7 @@ def _verdict(result: ReplayResult, strict: bool) -> ReplayResult:
 
 
 def _replay_mixed(trace: Trace, result: ReplayResult, port_factory: Any, strict: bool) -> ReplayResult:
-    """Mixed-group traces (B.13): each recorded `MixedRun` op again on a rebuilt coordinator."""
+    """Mixed-group traces (docs/protocol-reference.md#b13): each recorded `MixedRun` op again on a rebuilt coordinator."""
     from conformance.protocols.mixed.trace import make_mixed_run
 
     if port_factory is not None:

@@ -1,4 +1,4 @@
-"""The `kafka` adapter: any coordinator at ``host:port`` over the Kafka wire protocol (design §4).
+"""The `kafka` adapter: any coordinator at ``host:port`` over the Kafka wire protocol (docs/real-targets.md#adapter).
 
 Start-up: ApiVersions (v3, falling back to v0 on UNSUPPORTED_VERSION; a broker that closes the
 connection instead, as 0.9 does, has no ApiVersions and gets the v0 APIs), then FindCoordinator
@@ -6,7 +6,7 @@ for each group before its first request, following NOT_COORDINATOR by finding it
 virtual member gets its own connection; a member whose connection carries a request the target
 has not answered (a parked JoinGroup blocks its connection, as Kafka mutes a channel until it
 answers) gets another one. Requests are written without waiting; `poll` hands back answers as
-they arrive. Capabilities come from ApiVersions (reference D) plus what the launcher knows.
+they arrive. Capabilities come from ApiVersions (docs/protocol-reference.md#d) plus what the launcher knows.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ RETRY_COORDINATOR = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NO
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a coordinator offers: API version ranges and protocol features (design §4)."""
+    """What a coordinator offers: API version ranges and protocol features (docs/real-targets.md#adapter)."""
 
     api_versions: dict[int, tuple[int, int]]
     has_api_versions: bool

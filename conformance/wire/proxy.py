@@ -1,4 +1,4 @@
-"""A loopback fault proxy between the adapter and a real coordinator (design §4 "faults").
+"""A loopback fault proxy between the adapter and a real coordinator (docs/faults.md).
 
 The proxy listens on 127.0.0.1 (one listener per upstream address), opens one upstream connection
 for every client connection it accepts, and forwards whole Kafka frames (4-byte big-endian size,

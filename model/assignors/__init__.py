@@ -1,4 +1,4 @@
-"""Client-side assignors run by the classic-protocol leader (reference C.3-C.5, design §2).
+"""Client-side assignors run by the classic-protocol leader (docs/protocol-reference.md#c3 to #c5, docs/model.md).
 
 `range`, `roundrobin`, `sticky` (KIP-341 user data V1, or the pre-KIP-341 V0 variant) and
 `cooperative-sticky` (KIP-429), looked up by name with `get_assignor`. Kafka:

@@ -1,4 +1,4 @@
-"""What a client-side assignor is to the model, plus the name registry (reference C.3-C.5).
+"""What a client-side assignor is to the model, plus the name registry (docs/protocol-reference.md#c3 to #c5).
 
 Mirrors Kafka's `ConsumerPartitionAssignor` (`clients/.../consumer/ConsumerPartitionAssignor.java`):
 each member sends, per configured assignor, a Subscription built by `subscription`; the leader

@@ -1,4 +1,4 @@
-"""CooperativeStickyAssignor, KIP-429 (reference C.5; Kafka `clients/.../consumer/CooperativeStickyAssignor.java`, CSA).
+"""CooperativeStickyAssignor, KIP-429 (docs/protocol-reference.md#c5; Kafka `clients/.../consumer/CooperativeStickyAssignor.java`, CSA).
 
 The sticky core of `model.assignors.sticky` with KIP-341-style claim resolution, where a member's
 claim is its subscription's OwnedPartitions and its generation the GenerationId field (v2+), else

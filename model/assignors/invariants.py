@@ -1,4 +1,4 @@
-"""Client-side assignment invariants (reference E.29, E.30 and the assignment legality family).
+"""Client-side assignment invariants (docs/protocol-reference.md#e29, #e30 and the assignment legality family).
 
 Each predicate reads one `AssignmentObservation`: what the leader saw (partition counts, every
 member's Subscription) and what it handed out (one Assignment per member), with the rebalance
@@ -56,7 +56,7 @@ def _fmt(tp: TopicPartition) -> str:
 def assignment_single_owner(obs: AssignmentObservation) -> Iterator[str]:
     """No partition appears more than once across the members' assignments.
 
-    The consumer-group guarantee KIP-341 restores (reference C.4 step 4, KAFKA-7026); a partition
+    The consumer-group guarantee KIP-341 restores (docs/protocol-reference.md#c4 step 4, KAFKA-7026); a partition
     listed twice for one member is reported too.
     """
     holders: dict[TopicPartition, list[str]] = {}
@@ -94,8 +94,8 @@ def assignment_complete(obs: AssignmentObservation) -> Iterator[str]:
     """Every existing partition of a subscribed topic is assigned, save under COOPERATIVE one its reporting owner must first revoke.
 
     Kafka's assignors cover every partition of the subscribed topics (AbstractPartitionAssignor;
-    reference E.24 for the broker-side analogue); KIP-429 holds back a partition that another member
-    still reports as owned until the next rebalance (CSA `adjustAssignment` L123, reference C.5).
+    docs/protocol-reference.md#e24 for the broker-side analogue); KIP-429 holds back a partition that another member
+    still reports as owned until the next rebalance (CSA `adjustAssignment` L123, docs/protocol-reference.md#c5).
     """
     assigned = {tp for a in obs.assignments.values() for tp in a.partitions}
     reported = {
@@ -121,7 +121,7 @@ def assignment_complete(obs: AssignmentObservation) -> Iterator[str]:
 def cooperative_no_direct_transfer(obs: AssignmentObservation) -> Iterator[str]:
     """Under COOPERATIVE no partition is added to one member while another member that still owns it loses it.
 
-    Reference E.29 and C.5 (KIP-429): revoke in one rebalance, assign in the next; the Java leader
+    docs/protocol-reference.md#e29 and #c5 (KIP-429): revoke in one rebalance, assign in the next; the Java leader
     checks exactly this (CC `validateCooperativeAssignment` L683-708: added ∩ revoked = ∅, with
     "owned" the OwnedPartitions each member reported). Vacuous under EAGER.
     """
@@ -157,7 +157,7 @@ def _claims(obs: AssignmentObservation) -> dict[str, Claim]:
 def sticky_stale_claim_loses(obs: AssignmentObservation) -> Iterator[str]:
     """A stale claim never beats a current one: a lower-generation claimant gets a partition only if the unique top-generation claimant neither keeps it nor takes instead an unclaimed partition the other could have had.
 
-    Reference E.30 and C.3/C.4 (KIP-341; ASA `allSubscriptionsEqual` L132-215). Precisely, for the
+    docs/protocol-reference.md#e30 and #c3, #c4 (KIP-341; ASA `allSubscriptionsEqual` L132-215). Precisely, for the
     sticky assignors ("sticky", "cooperative-sticky"; vacuous for others): take the claims each member
     makes on existing partitions of topics it subscribes to, read as that assignor's leader reads
     them, with their generations. If partition p has exactly one claimant W of the highest
@@ -208,7 +208,7 @@ def sticky_stale_claim_loses(obs: AssignmentObservation) -> Iterator[str]:
 def sticky_balanced(obs: AssignmentObservation) -> Iterator[str]:
     """A sticky assignor's output is balanced: no member holds two or more partitions more than a member that could take one of them.
 
-    Reference C.3 step 3 and C.5; Kafka ASA `isBalanced` (the one-move form of the balance the
+    docs/protocol-reference.md#c3 step 3 and #c5; Kafka ASA `isBalanced` (the one-move form of the balance the
     sticky assignors promise); KAFKA-15106 / PR #13920 (a wrong balance predicate left groups
     unbalanced). For "sticky" and "cooperative-sticky" (vacuous for others): for members S and D,
     if S holds a partition of a topic D subscribes to and D does not hold it, then

@@ -1,4 +1,4 @@
-"""RangeAssignor: contiguous ranges per topic (reference C; Kafka `clients/.../consumer/RangeAssignor.java`).
+"""RangeAssignor: contiguous ranges per topic (docs/protocol-reference.md#c; Kafka `clients/.../consumer/RangeAssignor.java`).
 
 For each topic, the subscribed members sorted by member id split the partitions in order; with P
 partitions and n members each gets P div n and the first P mod n get one more. Rack-aware

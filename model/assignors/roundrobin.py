@@ -1,4 +1,4 @@
-"""RoundRobinAssignor (Kafka `clients/.../consumer/RoundRobinAssignor.java`; reference C).
+"""RoundRobinAssignor (Kafka `clients/.../consumer/RoundRobinAssignor.java`; docs/protocol-reference.md#c).
 
 All subscribed, existing topic-partitions in (topic, partition) order are dealt to the members
 sorted by member id, cycling; a member not subscribed to the partition's topic is skipped (the

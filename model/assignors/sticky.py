@@ -1,4 +1,4 @@
-"""StickyAssignor with KIP-341 user data V1, and the pre-KIP-341 V0 variant (reference C.2-C.4, seed 002).
+"""StickyAssignor with KIP-341 user data V1, and the pre-KIP-341 V0 variant (docs/protocol-reference.md#c2 to #c4, #kip-341).
 
 Kafka: `clients/.../consumer/StickyAssignor.java` (SA) over `consumer/internals/AbstractStickyAssignor.java`
 (ASA). Each member's user data claims its last assignment; V1 adds the generation it was received
@@ -65,7 +65,7 @@ def sticky_claim_v0(sub: Subscription) -> Claim:
 
 
 def resolve_claims(claims: Mapping[str, Claim]) -> dict[TopicPartition, str]:
-    """Owner of each claimed partition: the unique claimant of the highest generation (C.3).
+    """Owner of each claimed partition: the unique claimant of the highest generation (docs/protocol-reference.md#c3).
 
     Partitions whose highest generation is claimed by two or more members are left out (voided).
     `claims` must already be restricted to valid (subscribed, existing) partitions.
@@ -246,15 +246,15 @@ def sticky_core(
     1. Ownership. `resolve=True` applies `resolve_claims` (ASA `allSubscriptionsEqual` L132-215):
        the unique highest-generation claimant owns a partition; a tie at the top voids it (PR #10985).
        Java compares the newcomer's member-data generation with the earlier claimant's subscription
-       GenerationId (C.3 quirk) and, with three or more claimants, can void a partition whose unique
+       GenerationId (docs/protocol-reference.md#c3 quirk) and, with three or more claimants, can void a partition whose unique
        top claimant came last; the model's rule is order-independent. `resolve=False` keeps every
-       claim, duplicates included (pre-KIP-341: a partition can stay on two members, C.4).
+       claim, duplicates included (pre-KIP-341: a partition can stay on two members, docs/protocol-reference.md#c4).
     2. Completeness: each unowned partition goes to the least-loaded eligible member.
     3. Balance: while a chain of single-partition moves between eligible members leads from a member
        with n partitions to one with n-2 or fewer, apply it (ASA `isBalanced` is the one-move form).
     4. Stickiness: a partition on a non-owner goes back to its owner when that keeps the loads, and
        an owner that gave up a partition takes no unowned partition the receiver could have taken
-       instead (a swap), so a stale claimant never gets a current owner's partition for nothing (E.30).
+       instead (a swap), so a stale claimant never gets a current owner's partition for nothing (docs/protocol-reference.md#e30).
     """
     if not subscriptions:
         return {}

@@ -1,4 +1,4 @@
-"""A virtual classic consumer that behaves like the Java consumer (reference C.1, C.5; CC, AbstractCoordinator).
+"""A virtual classic consumer that behaves like the Java consumer (docs/protocol-reference.md#c1, #c5; CC, AbstractCoordinator).
 
 Pure state machine: `next_request` says what it would send now, `on_response` takes the answer.
 It joins (KIP-394 round trip on v4+), the leader runs the client-side assignor on the member list,

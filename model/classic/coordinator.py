@@ -1,4 +1,4 @@
-"""Classic group coordinator handlers (reference A.2-A.8; Kafka 4.0 GMM `classicGroup*`).
+"""Classic group coordinator handlers (docs/protocol-reference.md#a2 to #a8; Kafka 4.0 GMM `classicGroup*`).
 
 Each public handler is ``handle_<api>(state, request, ref, now) -> Result``: ``ref`` names the
 request so a parked JoinGroup/SyncGroup can be answered later by another handler or a timer. Every
@@ -192,7 +192,7 @@ class ClassicCoordinator(RebalanceRules):
     def replace_static_member(
         self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
     ) -> None:
-        """KIP-345 replacement of a known instance by an unknown member id (A.3.1; GMM L5519, CG L542)."""
+        """KIP-345 replacement of a known instance by an unknown member id (docs/protocol-reference.md#a3-1; GMM L5519, CG L542)."""
         assert req.group_instance_id is not None
         old_id = group.static_members[req.group_instance_id]
         old = group.members[old_id]
@@ -277,10 +277,10 @@ class ClassicCoordinator(RebalanceRules):
 
     # ------------------------------------------------------------------ SyncGroup
     def handle_sync_group(self, state: ClassicState, req: SyncGroupRequest, ref: int, now: int) -> Result:
-        """Validation order of seed 003 `doSyncGroup` and reference A.4.
+        """Validation order of the Scala `doSyncGroup` (docs/protocol-reference.md#do-sync-group) and #a4.
 
         SyncGroup v5+ must carry ProtocolType and ProtocolName: KafkaApis answers
-        INCONSISTENT_GROUP_PROTOCOL before anything else when either is null (reference A.2 item 1;
+        INCONSISTENT_GROUP_PROTOCOL before anything else when either is null (docs/protocol-reference.md#a2 item 1;
         KafkaApis.scala L1328, SyncGroupRequest.java L83 `areMandatoryProtocolTypeAndNamePresent`).
         """
         tx = Tx(state)
@@ -354,7 +354,7 @@ class ClassicCoordinator(RebalanceRules):
 
     # ------------------------------------------------------------------ Heartbeat
     def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
-        """Reference A.5 (GMM L5955, L6005)."""
+        """docs/protocol-reference.md#a5 (GMM L5955, L6005)."""
         tx = Tx(state)
         group = state.groups.get(req.group_id)
         if not req.group_id:
@@ -380,7 +380,7 @@ class ClassicCoordinator(RebalanceRules):
 
     # ------------------------------------------------------------------ LeaveGroup
     def handle_leave_group(self, state: ClassicState, req: LeaveGroupRequest, ref: int, now: int) -> Result:
-        """Reference A.6 (GMM L6109, L6200). No generation check."""
+        """docs/protocol-reference.md#a6 (GMM L6109, L6200). No generation check."""
         tx = Tx(state)
         group = state.groups.get(req.group_id)
         if group is None or group.state == S.DEAD:
@@ -437,7 +437,7 @@ class ClassicCoordinator(RebalanceRules):
     def handle_offset_commit(
         self, state: ClassicState, req: OffsetCommitRequest, ref: int, now: int
     ) -> Result:
-        """Reference A.7 (OMM L295, L443; CG L822)."""
+        """docs/protocol-reference.md#a7 (OMM L295, L443; CG L822)."""
         tx = Tx(state)
         group = state.groups.get(req.group_id)
         error = E.NONE

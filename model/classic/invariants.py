@@ -1,4 +1,4 @@
-"""Classic-protocol invariants (reference E 1-14 and the single-owner family), one predicate each.
+"""Classic-protocol invariants (docs/protocol-reference.md#e 1-14 and the single-owner family), one predicate each.
 
 Every predicate reads an `Observation[ClassicWorld]` and yields violation messages. Liveness items
 are bounded on the virtual clock: the timer that must end a phase is armed no later than its
@@ -47,7 +47,7 @@ def _partitions(data: bytes) -> frozenset[TopicPartition] | None:
 
 @invariant("classic.state_transitions_legal", "transition", "classic")
 def state_transitions_legal(obs: Obs) -> Iterator[str]:
-    """The group state changes only along the edges of Kafka's state machine (E.1; CGS L112-116, CG L1457)."""
+    """The group state changes only along the edges of Kafka's state machine (docs/protocol-reference.md#e1; CGS L112-116, CG L1457)."""
     for prev, nxt in obs.after.transitions:
         if prev not in VALID_PREVIOUS[nxt]:
             yield f"illegal transition {prev.value} -> {nxt.value}"
@@ -55,7 +55,7 @@ def state_transitions_legal(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.generation_bump_once", "transition", "classic")
 def generation_bump_once(obs: Obs) -> Iterator[str]:
-    """The generation rises by exactly 1 per completed join phase and never otherwise (E.2; CG L1283)."""
+    """The generation rises by exactly 1 per completed join phase and never otherwise (docs/protocol-reference.md#e2; CG L1283)."""
     b, a = obs.before, obs.after
     if b is None or b.group is None or a.group is None or a.failover:
         return
@@ -69,7 +69,7 @@ def generation_bump_once(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.generation_monotonic", "transition", "classic")
 def generation_monotonic(obs: Obs) -> Iterator[str]:
-    """Generations never go back; a failover may only fall back to the persisted generation (seed 000 failover)."""
+    """Generations never go back; a failover may only fall back to the persisted generation ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment)."""
     b, a = obs.before, obs.after
     if b is None or b.group is None or a.group is None:
         return
@@ -85,7 +85,7 @@ def generation_monotonic(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.leader_is_member", "safety", "classic")
 def leader_is_member(obs: Obs) -> Iterator[str]:
-    """A non-empty group's leader is one of its members; a group without members has no leader (E.3; CG L428, L470)."""
+    """A non-empty group's leader is one of its members; a group without members has no leader (docs/protocol-reference.md#e3; CG L428, L470)."""
     g = obs.after.group
     if g is None or g.state == S.DEAD:
         return
@@ -98,7 +98,7 @@ def leader_is_member(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.protocol_supported", "safety", "classic")
 def protocol_supported(obs: Obs) -> Iterator[str]:
-    """The selected protocol is supported by every member and all members share one protocol type (E.4; CG L1053, L1103)."""
+    """The selected protocol is supported by every member and all members share one protocol type (docs/protocol-reference.md#e4; CG L1053, L1103)."""
     g = obs.after.group
     if g is None or g.state not in (S.COMPLETING_REBALANCE, S.STABLE):
         return
@@ -111,7 +111,7 @@ def protocol_supported(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.static_instance_unique", "safety", "classic")
 def static_instance_unique(obs: Obs) -> Iterator[str]:
-    """group.instance.id and member id map one-to-one: at most one live member per instance (E.5; KIP-345, CG L542)."""
+    """group.instance.id and member id map one-to-one: at most one live member per instance (docs/protocol-reference.md#e5; KIP-345, CG L542)."""
     g = obs.after.group
     if g is None:
         return
@@ -128,7 +128,7 @@ def static_instance_unique(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.max_size", "safety", "classic")
 def max_size(obs: Obs) -> Iterator[str]:
-    """A group never grows beyond group.max.size through JoinGroup (E.6; GMM L5480)."""
+    """A group never grows beyond group.max.size through JoinGroup (docs/protocol-reference.md#e6; GMM L5480)."""
     g = obs.after.group
     b = obs.before
     if g is None or not isinstance(obs.event, Send) or not isinstance(obs.event.request, JoinGroupRequest):
@@ -140,12 +140,12 @@ def max_size(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.leader_sync_installs", "transition", "classic")
 def leader_sync_installs(obs: Obs) -> Iterator[str]:
-    """Only the current leader's SyncGroup for the current generation in CompletingRebalance installs assignments (E.7; GMM L5684)."""
+    """Only the current leader's SyncGroup for the current generation in CompletingRebalance installs assignments (docs/protocol-reference.md#e7; GMM L5684)."""
     b, a = obs.before, obs.after
     if b is None or b.group is None or a.group is None or a.failover:
         return
     old = {m.member_id: m.assignment for m in b.group.members}
-    # a static replacement carries its predecessor's assignment over to the new member id (A.3.1)
+    # a static replacement carries its predecessor's assignment over to the new member id (docs/protocol-reference.md#a3-1)
     inherited = {m.instance_id: m.assignment for m in b.group.members if m.instance_id is not None}
     changed = [
         m.member_id
@@ -174,7 +174,7 @@ def leader_sync_installs(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.assignment_visible_after_persist", "transition", "classic")
 def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
-    """A member receives an assignment only after the group metadata holding it was persisted (E.7; GMM L5684)."""
+    """A member receives an assignment only after the group metadata holding it was persisted (docs/protocol-reference.md#e7; GMM L5684)."""
     a = obs.after
     for d in produced(obs):
         r = d.response
@@ -186,7 +186,7 @@ def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.stale_generation_rejected", "transition", "classic")
 def stale_generation_rejected(obs: Obs) -> Iterator[str]:
-    """Heartbeat, SyncGroup and OffsetCommit with another generation than the group's never succeed (E.8; GMM L6005, L5859; CG L822)."""
+    """Heartbeat, SyncGroup and OffsetCommit with another generation than the group's never succeed (docs/protocol-reference.md#e8; GMM L6005, L5859; CG L822)."""
     ev, b = obs.event, obs.before
     if not isinstance(ev, Send) or b is None or b.group is None:
         return
@@ -219,7 +219,7 @@ def stale_generation_rejected(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.no_commit_while_completing", "transition", "classic")
 def no_commit_while_completing(obs: Obs) -> Iterator[str]:
-    """No offset commit from a group member is accepted while the group is CompletingRebalance (E.9; CG L822)."""
+    """No offset commit from a group member is accepted while the group is CompletingRebalance (docs/protocol-reference.md#e9; CG L822)."""
     ev, b = obs.event, obs.before
     if (
         not isinstance(ev, Send)
@@ -237,7 +237,7 @@ def no_commit_while_completing(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.replaced_static_fenced", "transition", "classic")
 def replaced_static_fenced(obs: Obs) -> Iterator[str]:
-    """A replaced static member's parked JoinGroup and SyncGroup are answered FENCED_INSTANCE_ID (E.10; CG L542)."""
+    """A replaced static member's parked JoinGroup and SyncGroup are answered FENCED_INSTANCE_ID (docs/protocol-reference.md#e10; CG L542)."""
     b, a = obs.before, obs.after
     if b is None or b.group is None or a.group is None or a.failover:
         return
@@ -258,7 +258,7 @@ def replaced_static_fenced(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.join_completes_when_all_joined", "safety", "classic")
 def join_completes_when_all_joined(obs: Obs) -> Iterator[str]:
-    """Outside the initial rebalance, the join phase completes as soon as every member has rejoined (E.11; GMM L4528; KAFKA-7909).
+    """Outside the initial rebalance, the join phase completes as soon as every member has rejoined (docs/protocol-reference.md#e11; GMM L4528; KAFKA-7909).
 
     Vacuously so when the last member left: `hasAllMembersJoined` holds for no members and no pending
     ones, so Kafka completes the phase and the group becomes Empty (GMM removeMemberAndUpdateClassicGroup)."""
@@ -271,7 +271,7 @@ def join_completes_when_all_joined(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.join_phase_bounded", "liveness", "classic")
 def join_phase_bounded(obs: Obs) -> Iterator[str]:
-    """A rebalance in PreparingRebalance has its completion timer armed within the group rebalance timeout (E.11; GMM L5250)."""
+    """A rebalance in PreparingRebalance has its completion timer armed within the group rebalance timeout (docs/protocol-reference.md#e11; GMM L5250)."""
     g = obs.after.group
     if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state == S.EMPTY:
         return
@@ -291,7 +291,7 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.initial_rebalance_bounded", "liveness", "classic")
 def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
-    """An initial rebalance ends within max(initial delay, rebalance timeout) (E.12; GMM L5208, L5277)."""
+    """An initial rebalance ends within max(initial delay, rebalance timeout) (docs/protocol-reference.md#e12; GMM L5208, L5277)."""
     g = obs.after.group
     if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state != S.EMPTY:
         return
@@ -305,7 +305,7 @@ def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.unsynced_members_removed", "liveness", "classic")
 def unsynced_members_removed(obs: Obs) -> Iterator[str]:
-    """Members that joined but never sync are removed one rebalance timeout after join completion (E.13; GMM L5435)."""
+    """Members that joined but never sync are removed one rebalance timeout after join completion (docs/protocol-reference.md#e13; GMM L5435)."""
     g = obs.after.group
     if g is None or g.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not g.pending_sync:
         return
@@ -318,14 +318,14 @@ def unsynced_members_removed(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.session_expiry_armed", "liveness", "classic")
 def session_expiry_armed(obs: Obs) -> Iterator[str]:
-    """Every member not parked in Join/Sync has an expiry timer within its session timeout (300 s while new); pending ids expire too (E.14; GMM L5004)."""
+    """Every member not parked in Join/Sync has an expiry timer within its session timeout (300 s while new); pending ids expire too (docs/protocol-reference.md#e14; GMM L5004)."""
     g = obs.after.group
     if g is None or g.state == S.DEAD:
         return
     for m in g.members:
         deadline = g.timer(f"expire:{m.member_id}")
         parked = m.awaiting_join is not None or m.awaiting_sync is not None
-        # while PreparingRebalance the join timer removes dynamic members that do not rejoin (A.8)
+        # while PreparingRebalance the join timer removes dynamic members that do not rejoin (docs/protocol-reference.md#a8)
         covered = g.state == S.PREPARING_REBALANCE and (g.timer("join") or g.timer("initial")) is not None
         if deadline is None:
             if (not parked and not covered) or m.is_new:
@@ -394,12 +394,12 @@ def leader_list_complete(obs: Obs) -> Iterator[str]:
 def lost_generation_rejoins(obs: Obs) -> Iterator[str]:
     """A consumer that has lost its generation sends only JoinGroup (or LeaveGroup) until it has a new one: it can always rejoin.
 
-    Bug catalogue row 21, KAFKA-8104 (apache/kafka PR #7460): the heartbeat thread cleared the
+    docs/bug-catalogue.md#row-21, KAFKA-8104 (apache/kafka PR #7460): the heartbeat thread cleared the
     generation while the consumer thread completed a join, which then went on with no generation
     and never rejoined; the fix (AbstractCoordinator `joinGroupIfNeeded`: "Generation data was
     cleared by heartbeat thread. Initiating rejoin.") rejoins instead. The virtual client is
     single-threaded, so the bound is the race's observable outcome: the first request a client
-    sends with generation -1 (after `resetStateAndGeneration`, reference C.1) is a JoinGroup.
+    sends with generation -1 (after `resetStateAndGeneration`, docs/protocol-reference.md#c1) is a JoinGroup.
     """
     event = obs.event
     if not isinstance(event, Send) or event.how != "client" or obs.before is None:
@@ -415,7 +415,7 @@ def lost_generation_rejoins(obs: Obs) -> Iterator[str]:
 def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
     """A static member that unsubscribes with its LeaveGroup suppressed keeps its member id, so its rejoin is the same member's.
 
-    Bug catalogue row 15, KAFKA-20983 / KAFKA-20985 (apache/kafka PRs #23265, #23266): the classic
+    docs/bug-catalogue.md#row-15, KAFKA-20983 / KAFKA-20985 (apache/kafka PRs #23265, #23266): the classic
     consumer skipped the LeaveGroup of a static member (KIP-345) but `resetGenerationOnLeaveGroup`
     still wiped the member id, so the rejoin was a blind one (unknown member id, same
     group.instance.id) that the coordinator, still holding the member, must treat as a new process
@@ -439,7 +439,7 @@ def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.followers_get_no_member_list", "transition", "classic")
 def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
-    """Only the leader receives the member list in JoinGroup (seed 000 phase 1; CG L1302)."""
+    """Only the leader receives the member list in JoinGroup ("Phase 1", docs/protocol-reference.md#client-side-assignment; CG L1302)."""
     for d in produced(obs):
         r = d.response
         if isinstance(r, JoinGroupResponse) and r.error == E.NONE and r.members and r.leader != r.member_id:
@@ -481,5 +481,5 @@ def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
             yield "member id required"
 
 
-# Issue 8 (kill matrix): response and durability invariants register with the rest.
+# The kill matrix's response and durability invariants (docs/mutants.md#added-invariants) register too.
 from model.classic import response_invariants as _response_invariants  # noqa: E402, F401

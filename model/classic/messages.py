@@ -1,4 +1,4 @@
-"""Classic-protocol requests and responses as plain data (reference D; MSG *.json).
+"""Classic-protocol requests and responses as plain data (docs/protocol-reference.md#d; MSG *.json).
 
 Field names follow Kafka's message schemas in snake_case. `version` is the request version the
 client would send; the model uses it where behaviour depends on it (KIP-394 v4+, KIP-814 v9,

@@ -226,7 +226,7 @@ class RebalanceRules:
         return best
 
     def advance(self, state: ClassicState, to: int) -> Result:
-        """Fire every timer with deadline <= ``to`` in deadline order (design §2: virtual time)."""
+        """Fire every timer with deadline <= ``to`` in deadline order (virtual time, docs/model.md)."""
         out = Result()
         while True:
             nxt = self.next_deadline(state)

@@ -1,8 +1,8 @@
-"""Classic coordinator records and `apply`, the only writer of `ClassicState` (design §2).
+"""Classic coordinator records and `apply`, the only writer of `ClassicState` (docs/model.md).
 
 Durable records are the ones Kafka persists in `__consumer_offsets` (GroupMetadataValue with member
 assignments, OffsetCommitValue; GMM L4343 replays them on load). Everything else is in-memory
-coordinator state that a failover loses (seed 000 "Handling Coordinator Failures"; reference A.8
+coordinator state that a failover loses ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment; #a8
 "an in-flight rebalance is not persisted").
 """
 

@@ -1,4 +1,4 @@
-"""Classic invariants on responses and durability, added by the kill matrix (issue 8).
+"""Classic invariants on responses and durability, added by the kill matrix (docs/mutants.md#added-invariants).
 
 Each one closes a gap a mutant survived through: a parked request dropped without an answer, a
 request answered twice, a Stable group whose in-memory membership differs from what a failover would
@@ -31,7 +31,7 @@ E = ErrorCode
 
 @invariant("classic.parked_requests_answered", "transition", "classic")
 def parked_requests_answered(obs: Obs) -> Iterator[str]:
-    """A parked JoinGroup or SyncGroup is answered in the step that un-parks it (A.3, A.4; GMM L4887, L5684)."""
+    """A parked JoinGroup or SyncGroup is answered in the step that un-parks it (docs/protocol-reference.md#a3, #a4; GMM L4887, L5684)."""
     b, a = obs.before, obs.after
     if b is None or b.group is None:
         return
@@ -64,7 +64,7 @@ def one_response_per_request(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.stable_state_persisted", "safety", "classic")
 def stable_state_persisted(obs: Obs) -> Iterator[str]:
-    """A Stable group's generation, member ids and assignments are those of its last persisted GroupMetadata (seed 000 failover; KAFKA-10284)."""
+    """A Stable group's generation, member ids and assignments are those of its last persisted GroupMetadata ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment; KAFKA-10284)."""
     g, p = obs.after.group, obs.after.persisted
     if g is None or g.state != S.STABLE:
         return

@@ -1,4 +1,4 @@
-"""Classic group state (reference A.1, A.8; CG / CGM / CGS in Kafka 4.0).
+"""Classic group state (docs/protocol-reference.md#a1, #a8; CG / CGM / CGS in Kafka 4.0).
 
 Mutable containers, but only `model.classic.records.apply` writes to them.
 """
@@ -30,7 +30,7 @@ VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
 
 @dataclass(frozen=True)
 class ClassicConfig:
-    """Broker settings (reference top section, GCC L136-201) and model variants.
+    """Broker settings (docs/protocol-reference.md#defaults, GCC L136-201) and model variants.
 
     `max_size` is `group.max.size`; `new_member_join_timeout_ms` is the fixed 300 s of GCC.
     """

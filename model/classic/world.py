@@ -1,4 +1,4 @@
-"""Frozen snapshots of a classic run that invariants read (design §3).
+"""Frozen snapshots of a classic run that invariants read (docs/invariants.md).
 
 `GroupSnap` is the coordinator view (the model's state, or the oracle's copy of a real target's),
 `ClientSnap` the consumer view (what each virtual member was told). `delivered` keeps, per recent

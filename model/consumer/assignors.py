@@ -1,10 +1,10 @@
-"""Server-side assignors of the KIP-848 coordinator: ``uniform`` and ``range`` (reference §B.11).
+"""Server-side assignors of the KIP-848 coordinator: ``uniform`` and ``range`` (docs/protocol-reference.md#b11).
 
 * uniform, homogeneous subscriptions (UA L71, UHom L156-253): quota ⌊P/N⌋, P mod N members get one
   more; each member keeps its current target partitions up to its quota (sticky), the rest and the
   never-assigned partitions go to members below quota. Every partition is assigned exactly once and
   sizes differ by at most one. Which members get the extra partition and which partitions an
-  over-quota member keeps follow Kafka's hash-map iteration order, i.e. are arbitrary (§F); the model
+  over-quota member keeps follow Kafka's hash-map iteration order, i.e. are arbitrary (docs/protocol-reference.md#f); the model
   fixes them: members with the most retained partitions get the extra slots first (ties by member
   id), kept partitions are the lowest ones, unassigned partitions are handed out topic by topic in
   name order, revoked ones after them.
@@ -12,13 +12,13 @@
   topic; current targets are kept where still valid; free partitions go to the least-loaded eligible
   member; then single-partition moves are made while some eligible member has at least two fewer
   partitions than the owner. This is *not* Kafka's exact UHet algorithm (whose results are listed as
-  a variance point in §F); it satisfies the same contract (valid, sticky, best-effort balance) and
+  a variance point in docs/protocol-reference.md#f); it satisfies the same contract (valid, sticky, best-effort balance) and
   reaches a state where no single move improves balance.
 * range (RA L243, L272): members ordered static first by instance id, then dynamic by member id;
   per topic the subscribers in that order get contiguous ranges, the first P mod n one extra. Not
   sticky.
 
-No rack awareness (none in Kafka 4.0). An assignor signals failure (B.6 row 14) by raising
+No rack awareness (none in Kafka 4.0). An assignor signals failure (docs/protocol-reference.md#b6 row 14) by raising
 `AssignorError`; the coordinator turns it into UNKNOWN_SERVER_ERROR.
 """
 

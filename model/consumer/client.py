@@ -4,9 +4,9 @@ Behaves like Apache Kafka's Java consumer (AsyncKafkaConsumer; `clients/.../cons
 `ConsumerMembershipManager`, `AbstractMembershipManager` L86, `ConsumerHeartbeatRequestManager`):
 
 * joins with epoch 0 and a full request; v1 uses a client-generated member id drawn once from the
-  Chooser and kept across rejoins (B.9, seed 004); v0 joins with "" and adopts the coordinator's id;
+  Chooser and kept across rejoins (docs/protocol-reference.md#b9, KIP-1082); v0 joins with "" and adopts the coordinator's id;
 * later heartbeats are incremental: a field is sent only when it differs from what was last sent
-  (B.10); after an error or a lost response everything is sent again (the "sent fields" reset);
+  (docs/protocol-reference.md#b10); after an error or a lost response everything is sent again (the "sent fields" reset);
 * on an assignment it reconciles: revoked partitions are dropped and added ones taken, then the new
   owned set is acknowledged at once in the next heartbeat; with ``auto_reconcile=False`` the
   reconciliation waits for `complete_reconciliation` (slow revocation callbacks);
@@ -324,7 +324,7 @@ class VirtualConsumer:
     # ---------------------------------------------------------------- offsets
 
     def commit_request(self, offset: int) -> OffsetCommitRequest | None:
-        """An OffsetCommit v9 for every owned partition, carrying the member epoch (B.12)."""
+        """An OffsetCommit v9 for every owned partition, carrying the member epoch (docs/protocol-reference.md#b12)."""
         if not self.owned or self.member_epoch <= 0:
             return None
         by_topic: dict[str, list[int]] = {}

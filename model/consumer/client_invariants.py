@@ -1,4 +1,4 @@
-"""KIP-848 invariants on response shape and on the virtual consumers, added by the kill matrix (issue 8).
+"""KIP-848 invariants on response shape and on the virtual consumers, added by the kill matrix (docs/mutants.md#added-invariants).
 
 The client-side rows of the bug catalogue are bugs of consumers, not coordinators: the suite catches
 them as invariants over the consumer view (the virtual consumers must behave like the Java consumer)
@@ -23,7 +23,7 @@ Obs = Observation[ConsumerWorld]
 def responses_well_formed(obs: Obs) -> Iterator[str]:
     """A successful heartbeat response names each topic and partition once and carries a non-negative epoch unless it answers a leave.
 
-    Reference D, B.10; franz-go kfake group848 sweep tests D1/D2 (bug catalogue row 19).
+    docs/protocol-reference.md#d, #b10; franz-go kfake group848 sweep tests D1/D2 (docs/bug-catalogue.md#row-19).
     """
     ev = obs.event
     leave = isinstance(ev, HeartbeatEvent) and ev.request.member_epoch < 0
@@ -46,8 +46,8 @@ def responses_well_formed(obs: Obs) -> Iterator[str]:
 def fenced_member_releases_first(obs: Obs) -> Iterator[str]:
     """A consumer that is (re)joining owns no partitions: a fenced member releases everything before it heartbeats again.
 
-    Reference B.2 (a rejoin reports an empty owned set); KAFKA-16251 / PR #15392; Java
-    ConsumerMembershipManager transitionToJoining (bug catalogue row 9).
+    docs/protocol-reference.md#b2 (a rejoin reports an empty owned set); KAFKA-16251 / PR #15392; Java
+    ConsumerMembershipManager transitionToJoining (docs/bug-catalogue.md#row-9).
     """
     for c in obs.after.clients:
         if c.state == "JOINING" and c.owned:
@@ -58,7 +58,7 @@ def fenced_member_releases_first(obs: Obs) -> Iterator[str]:
 def static_close_is_temporary(obs: Obs) -> Iterator[str]:
     """A static consumer closes with epoch -2 (a temporary leave that keeps its assignment), never -1.
 
-    Reference B.7; Java ConsumerMembershipManager leaveGroupEpoch; Dekaf issue #1348 (row 20).
+    docs/protocol-reference.md#b7; Java ConsumerMembershipManager leaveGroupEpoch; thomhurst/Dekaf#1348 (docs/bug-catalogue.md#row-20).
     A property of the consumers: hand-written requests (no client) are not checked, since the
     coordinator must accept a static -1 as a permanent leave.
     """

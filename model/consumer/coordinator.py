@@ -1,12 +1,12 @@
 """The KIP-848 group coordinator: ConsumerGroupHeartbeat, OffsetCommit, timers, topic changes.
 
-Reference §B.2 (pipeline, GMM `consumerGroupHeartbeat` L1661-1816), §B.4 (group-epoch bumps),
-§B.5 (reconciliation, see `model.consumer.reconcile`), §B.6 (ordered validation), §B.7 (leave and
-static membership, GMM L2204-2290, L2975, L3018, L3087), §B.8 (timers, GMM L3281, L3429),
-§B.10 (full vs incremental requests), §B.11 (assignors), §B.12 (offsets, CoG L642), §B.9 / seed 004
-(KIP-1082 member ids).
+docs/protocol-reference.md#b2 (pipeline, GMM `consumerGroupHeartbeat` L1661-1816), #b4 (group-epoch bumps),
+docs/protocol-reference.md#b5 (reconciliation, see `model.consumer.reconcile`), #b6 (ordered validation), #b7 (leave and
+static membership, GMM L2204-2290, L2975, L3018, L3087), docs/protocol-reference.md#b8 (timers, GMM L3281, L3429),
+docs/protocol-reference.md#b10 (full vs incremental requests), #b11 (assignors), #b12 (offsets, CoG L642), #b9 / KIP-1082
+(member ids).
 
-Handler contract (design §2, `model.result`): a handler works on a scratch copy of the group, where
+Handler contract (docs/model.md, `model.result`): a handler works on a scratch copy of the group, where
 each record it emits is applied at once (as Kafka's runtime replays appended records into its
 in-memory state); when the handler succeeds the same records are applied to ``state`` and returned
 in the `Result`. A rejected request (a protocol error) emits no record and leaves ``state`` as it was,
@@ -25,8 +25,8 @@ Divergences from Apache Kafka 4.0, all deliberate:
 * A commit with a negative epoch to a missing group stores offsets without creating Kafka's "simple"
   classic group (OMM L295-320).
 * Subscription metadata is refreshed only when topics change or after a load, never periodically.
-* ``member_id_validation="kip"`` checks the UUID format of client-provided ids as seed 004 (KIP-1082)
-  proposes; Apache Kafka 4.0 (``"kafka"``, the default) uses the id verbatim (B.9).
+* ``member_id_validation="kip"`` checks the UUID format of client-provided ids as KIP-1082
+  proposes; Apache Kafka 4.0 (``"kafka"``, the default) uses the id verbatim (docs/protocol-reference.md#b9).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class ConsumerCoordinator(OffsetsAndTopics):
     def handle_consumer_group_heartbeat(
         self, state: ConsumerCoordinatorState, request: ConsumerGroupHeartbeatRequest, ref: int, now: int
     ) -> Result:
-        """B.2: validate, then leave (B.7) or join/heartbeat; exactly one delivery, to ``ref``."""
+        """docs/protocol-reference.md#b2: validate, then leave (#b7) or join/heartbeat; exactly one delivery, to ``ref``."""
         result = Result()
         txn = _Txn(state, request.group_id)
         try:
@@ -101,7 +101,7 @@ class ConsumerCoordinator(OffsetsAndTopics):
     def consumer_group_heartbeat(
         self, txn: _Txn, request: ConsumerGroupHeartbeatRequest, now: int
     ) -> ConsumerGroupHeartbeatResponse:
-        """B.6 rows 1-6 in order (rows 5 and 6 swapped in the 4.1 variant), then dispatch."""
+        """docs/protocol-reference.md#b6 rows 1-6 in order (rows 5 and 6 swapped in the 4.1 variant), then dispatch."""
         self.check_api_enabled(request)
         self.check_group_authorized(request.group_id)
         self.check_topics_authorized(request)
@@ -116,7 +116,7 @@ class ConsumerCoordinator(OffsetsAndTopics):
             return self.leave_group(txn, request, now)
         return self.join_or_heartbeat(txn, request, now)
 
-    # -- B.6 rows 1-5: environment
+    # -- environment (docs/protocol-reference.md#b6 rows 1-5)
 
     def check_api_enabled(self, request: ConsumerGroupHeartbeatRequest) -> None:
         """Row 1 (KA L2535-2541): API off, or a version the coordinator does not serve."""
@@ -151,7 +151,7 @@ class ConsumerCoordinator(OffsetsAndTopics):
         if self.config.availability == "loading":
             raise _Rejected(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "coordinator is loading")
 
-    # -- B.6 row 6: request validation (GMM L1218-1257)
+    # -- request validation (GMM L1218-1257; docs/protocol-reference.md#b6 row 6)
 
     def validate_request(self, request: ConsumerGroupHeartbeatRequest) -> None:
         epoch = request.member_epoch
@@ -187,18 +187,18 @@ class ConsumerCoordinator(OffsetsAndTopics):
             )
 
     def validate_member_id_format(self, request: ConsumerGroupHeartbeatRequest) -> None:
-        """Seed 004 (KIP-1082 as proposed): the server validates that a v1 member id is a UUID.
-        Apache Kafka 4.0 does not (B.9); that is the default ``member_id_validation="kafka"``."""
+        """KIP-1082 as proposed: the server validates that a v1 member id is a UUID.
+        Apache Kafka 4.0 does not (docs/protocol-reference.md#b9); that is the default ``member_id_validation="kafka"``."""
         if self.config.member_id_validation == "kip" and request.version >= 1:
             if not is_valid_member_uuid(request.member_id):
                 raise _Rejected(ErrorCode.INVALID_REQUEST, "member id is not a valid UUID")
 
-    # -- B.7 leave
+    # -- leave (docs/protocol-reference.md#b7)
 
     def leave_group(
         self, txn: _Txn, request: ConsumerGroupHeartbeatRequest, now: int
     ) -> ConsumerGroupHeartbeatResponse:
-        """Row 7 and B.7: -1 removes the member (fence); -2 parks a static member."""
+        """Row 7 and docs/protocol-reference.md#b7: -1 removes the member (fence); -2 parks a static member."""
         group = txn.group
         if group is None:
             raise _Rejected(ErrorCode.GROUP_ID_NOT_FOUND, "group not found")
@@ -227,11 +227,11 @@ class ConsumerCoordinator(OffsetsAndTopics):
         return member
 
     def static_temporary_leave(self, txn: _Txn, member: ConsumerMember) -> None:
-        """B.7 (GMM L3018): epoch -2, assignment kept, pending revocations dropped, no bump, timers kept."""
+        """docs/protocol-reference.md#b7 (GMM L3018): epoch -2, assignment kept, pending revocations dropped, no bump, timers kept."""
         parked = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation=frozenset())
         txn.emit(current_assignment_record(txn.group_id, parked))
 
-    # -- B.2 join / heartbeat
+    # -- join / heartbeat (docs/protocol-reference.md#b2)
 
     def join_or_heartbeat(
         self, txn: _Txn, request: ConsumerGroupHeartbeatRequest, now: int
@@ -284,7 +284,7 @@ class ConsumerCoordinator(OffsetsAndTopics):
             raise _Rejected(ErrorCode.GROUP_MAX_SIZE_REACHED, "group is full")
 
     def assign_member_id(self, request: ConsumerGroupHeartbeatRequest) -> str:
-        """B.2 step 3 (GMM L1683): a v0 join with an empty id gets a coordinator-generated id."""
+        """docs/protocol-reference.md#b2 step 3 (GMM L1683): a v0 join with an empty id gets a coordinator-generated id."""
         if request.member_epoch == 0 and request.member_id == "" and request.version == 0:
             return new_member_id(self.chooser)
         return request.member_id
@@ -364,15 +364,15 @@ class ConsumerCoordinator(OffsetsAndTopics):
                     ErrorCode.INVALID_REGULAR_EXPRESSION, f"invalid regular expression: {exc}"
                 ) from None
 
-    # -- B.4 group epoch
+    # -- group epoch (docs/protocol-reference.md#b4)
 
-    # -- B.2 step 7 target assignment
+    # -- target assignment (docs/protocol-reference.md#b2 step 7)
 
-    # -- B.2 step 8 reconciliation
+    # -- reconciliation (docs/protocol-reference.md#b2 step 8)
 
-    # -- B.10 response
+    # -- response (docs/protocol-reference.md#b10)
 
-    # -- B.8 timers
+    # -- timers (docs/protocol-reference.md#b8)
 
     def advance(self, state: ConsumerCoordinatorState, now: int) -> Result:
         """Fire every timer with deadline <= ``now`` in deadline order; ties by (group id, kind,
@@ -415,9 +415,9 @@ class ConsumerCoordinator(OffsetsAndTopics):
         if member is not None and member.member_epoch == timer.epoch:
             self.fence_member(txn, member)
 
-    # ------------------------------------------------------------------ OffsetCommit (B.12)
+    # ------------------------------------------------------------------ OffsetCommit (docs/protocol-reference.md#b12)
 
-    # ------------------------------------------------------------------ metadata image (B.4)
+    # ------------------------------------------------------------------ metadata image (docs/protocol-reference.md#b4)
 
     # ------------------------------------------------------------------ failover
 
@@ -437,6 +437,6 @@ class ConsumerCoordinator(OffsetsAndTopics):
         return result
 
     def failover(self, records: list[object], now: int) -> tuple[ConsumerCoordinatorState, Result]:
-        """A new coordinator loads the durable records and re-arms timers (B.8 "also at load")."""
+        """A new coordinator loads the durable records and re-arms timers (docs/protocol-reference.md#b8 "also at load")."""
         state = rebuild(records)
         return state, self.on_loaded(state, now)

@@ -79,13 +79,13 @@ class GroupRules:
             self.cancel_timer(txn, kind, member.member_id)
 
     def bump_after_fence(self, txn: _Txn, group: ConsumerGroup) -> None:
-        """The group epoch +1 that makes the next target exclude the fenced member (B.4)."""
+        """The group epoch +1 that makes the next target exclude the fenced member (docs/protocol-reference.md#b4)."""
         txn.emit(GroupEpochRecord(txn.group_id, group.group_epoch + 1))
 
     def updated_member(
         self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest
     ) -> ConsumerMember:
-        """B.2 step 5: provided fields replace stored ones; null / -1 mean unchanged."""
+        """docs/protocol-reference.md#b2 step 5: provided fields replace stored ones; null / -1 mean unchanged."""
         return replace(
             member,
             instance_id=member.instance_id if request.instance_id is None else request.instance_id,
@@ -113,7 +113,7 @@ class GroupRules:
     def group_epoch_bump_due(
         self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember
     ) -> bool:
-        """B.4: a new group (epoch 0), or the member's subscribed names or regex changed."""
+        """docs/protocol-reference.md#b4: a new group (epoch 0), or the member's subscribed names or regex changed."""
         return group.group_epoch == 0 or self.subscription_changed(member, updated)
 
     def subscription_changed(self, member: ConsumerMember, updated: ConsumerMember) -> bool:
@@ -123,7 +123,7 @@ class GroupRules:
         ) != _effective_regex(updated)
 
     def maybe_update_subscription_metadata(self, txn: _Txn, bump: bool) -> None:
-        """B.2 step 6: on a bump or a due refresh, recompute the subscription metadata; a change also
+        """docs/protocol-reference.md#b2 step 6: on a bump or a due refresh, recompute the subscription metadata; a change also
         bumps. The epoch record follows the metadata record (GMM `updateSubscriptionMetadata`)."""
         group = txn.require_group()
         refresh_due = group.metadata_refresh_due
@@ -162,7 +162,7 @@ class GroupRules:
         return group.group_epoch > group.assignment_epoch
 
     def select_assignor(self, group: ConsumerGroup) -> str:
-        """B.11 selection (CoG L597), ties through the Chooser."""
+        """docs/protocol-reference.md#b11 selection (CoG L597), ties through the Chooser."""
         return preferred_assignor(
             (m.server_assignor for m in sorted(group.members.values(), key=lambda m: m.member_id)),
             self.config.assignors,
@@ -217,8 +217,8 @@ class GroupRules:
     def reconcile_member(
         self, txn: _Txn, member: ConsumerMember, owned: frozenset[TopicPartition] | None, now: int
     ) -> ConsumerMember:
-        """GMM `maybeReconcile` L2681 around the pure `reconcile` (B.5); arms or cancels the
-        rebalance timer when the member changed (B.8)."""
+        """GMM `maybeReconcile` L2681 around the pure `reconcile` (docs/protocol-reference.md#b5); arms or cancels the
+        rebalance timer when the member changed (docs/protocol-reference.md#b8)."""
         group = txn.require_group()
         if member.is_reconciled_to(group.assignment_epoch):
             return member
@@ -259,7 +259,7 @@ class GroupRules:
         return updated
 
     def is_full_request(self, request: ConsumerGroupHeartbeatRequest) -> bool:
-        """B.10: rebalance timeout, names or regex, and owned partitions all present."""
+        """docs/protocol-reference.md#b10: rebalance timeout, names or regex, and owned partitions all present."""
         return (
             request.rebalance_timeout_ms != -1
             and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
@@ -269,7 +269,7 @@ class GroupRules:
     def assignment_in_response(
         self, request: ConsumerGroupHeartbeatRequest, before: ConsumerMember, after: ConsumerMember
     ) -> bool:
-        """B.10 (GMM L1811-1813): join, full request, or the assigned set changed."""
+        """docs/protocol-reference.md#b10 (GMM L1811-1813): join, full request, or the assigned set changed."""
         return request.member_epoch == 0 or self.is_full_request(request) or before.assigned != after.assigned
 
     def session_timeout_ms(self, group_id: str) -> int:

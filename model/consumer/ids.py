@@ -1,4 +1,4 @@
-"""Member ids of the KIP-848 protocol (reference §B.9, seed 004 KIP-1082).
+"""Member ids of the KIP-848 protocol (docs/protocol-reference.md#b9, KIP-1082).
 
 Kafka renders a `Uuid` as 22 characters of URL-safe base64 without padding and never hands out
 an id starting with '-' (`clients/.../common/Uuid.java`; `AbstractMembershipManager.java` L86 for
@@ -32,7 +32,7 @@ def new_member_id(chooser: Chooser) -> str:
 
 
 def is_valid_member_uuid(member_id: str) -> bool:
-    """Seed 004's server-side check ("the server will validate that a valid UUID is provided").
+    """KIP-1082's proposed server-side check ("the server will validate that a valid UUID is provided").
 
     The KIP does not fix the string form; the model accepts Kafka's base64 form (22 URL-safe
     characters decoding to 16 bytes) and the canonical hyphenated form, rejecting the reserved

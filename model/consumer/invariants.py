@@ -1,8 +1,8 @@
 """KIP-848 invariants: pure predicates over `Observation[ConsumerWorld]`, registered once.
 
-Sources: reference §E.15-28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
-TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/; bug catalogue
-"Prior art"): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
+Sources: docs/protocol-reference.md#e15 to #e28 (Apache Kafka 4.0 code paths cited per predicate) and Jack Vanlightly's
+TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus, groupprotocol/;
+docs/bug-catalogue.md#prior-art): NoDoubleClientAssignment, LegalTargetAssignment, ValidMemberEpoch,
 ValidStableGroupState, ValidPartitionEpoch, member-epoch monotonicity, EventuallyConverges.
 Each predicate returns the list of violation messages (empty = holds); ``sometimes`` entries return
 a non-empty list when the interesting thing happened. The first docstring line is the statement.
@@ -28,14 +28,14 @@ from model.invariants import invariant
 __all__ = ["ConsumerWorld"]
 
 
-# ------------------------------------------------------------------------- safety: KIP-848 (E.15-24)
+# ------------------------------------------------------------------------- safety: KIP-848 (docs/protocol-reference.md#e15 to #e24)
 
 
 @invariant("consumer.single_partition_holder", "safety", "consumer")
 def single_partition_holder(obs: Obs) -> list[str]:
     """A partition has at most one holder (assigned or pending revocation) in a group at every point.
 
-    Reference E.15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
+    docs/protocol-reference.md#e15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -56,7 +56,7 @@ def single_partition_holder(obs: Obs) -> list[str]:
 def assign_only_free(obs: Obs) -> list[str]:
     """A member is given a partition only when no other remaining member holds it.
 
-    Reference E.16 (CAB L256: pending assignment excludes partitions with a partition epoch).
+    docs/protocol-reference.md#e16 (CAB L256: pending assignment excludes partitions with a partition epoch).
     """
     out: list[str] = []
     if obs.before is None:
@@ -78,7 +78,7 @@ def assign_only_free(obs: Obs) -> list[str]:
 def epoch_advance_after_revocation(obs: Obs) -> list[str]:
     """A member's epoch advances past partitions it gave up only if its request reported an owned set without them.
 
-    Reference E.17 (CAB L146-164, L273): revocation is acknowledged only by a non-null TopicPartitions
+    docs/protocol-reference.md#e17 (CAB L146-164, L273): revocation is acknowledged only by a non-null TopicPartitions
     list that no longer contains the revoked partitions.
     """
     out: list[str] = []
@@ -108,7 +108,7 @@ def epoch_advance_after_revocation(obs: Obs) -> list[str]:
 def epoch_order(obs: Obs) -> list[str]:
     """Assignment epoch <= group epoch, every member epoch <= assignment epoch, and neither group epoch nor assignment epoch ever decreases.
 
-    Reference E.18 (GMM L1726-1769, L2777, L3087; TAB L508); with the monotonic checks, every change of
+    docs/protocol-reference.md#e18 (GMM L1726-1769, L2777, L3087; TAB L508); with the monotonic checks, every change of
     the group epoch (a bump) is a strict increase.
     """
     out: list[str] = []
@@ -132,7 +132,7 @@ def epoch_order(obs: Obs) -> list[str]:
 def epoch_fencing(obs: Obs) -> list[str]:
     """A heartbeat whose epoch is neither the member's epoch nor its previous epoch with owned ⊆ assigned is rejected and changes nothing.
 
-    Reference E.19 (GMM L1362, `throwIfConsumerGroupMemberEpochIsInvalid`), B.6 row 12.
+    docs/protocol-reference.md#e19 (GMM L1362, `throwIfConsumerGroupMemberEpochIsInvalid`), #b6 row 12.
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -168,7 +168,7 @@ def epoch_fencing(obs: Obs) -> list[str]:
 def static_instance_unique(obs: Obs) -> list[str]:
     """At most one member per instance id; the static map matches the members; an instance id moves to a new member only after its holder left with epoch -2.
 
-    Reference E.20 (GMM L1420, L2204; CoG `staticMembers`), B.7.
+    docs/protocol-reference.md#e20 (GMM L1420, L2204; CoG `staticMembers`), #b7.
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -198,7 +198,7 @@ def static_instance_unique(obs: Obs) -> list[str]:
                 old is not None
                 and old_id != mid
                 and old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
-                and not classic  # B.13: a classic holder or a classic joiner replaces without -2
+                and not classic  # docs/protocol-reference.md#b13: a classic holder or a classic joiner replaces without -2
             ):
                 out.append(
                     f"{gid}: instance {inst} moved {old_id}->{mid} while {old_id} had epoch {old.member_epoch}"
@@ -210,7 +210,7 @@ def static_instance_unique(obs: Obs) -> list[str]:
 def max_size(obs: Obs) -> list[str]:
     """A new member never takes a group beyond group.consumer.max.size.
 
-    Reference E.21 (GMM L1319), B.6 row 9.
+    docs/protocol-reference.md#e21 (GMM L1319), #b6 row 9.
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -232,7 +232,7 @@ def max_size(obs: Obs) -> list[str]:
 def offset_commit_exact_epoch(obs: Obs) -> list[str]:
     """A consumer-group offset commit is accepted iff it comes from a member with exactly its current epoch (or with a negative epoch to a group without members).
 
-    Reference E.22 (CoG `validateOffsetCommit` L642-674, L816), B.12; both directions: stale epochs
+    docs/protocol-reference.md#e22 (CoG `validateOffsetCommit` L642-674, L816), #b12; both directions: stale epochs
     are rejected and the exact epoch is not (KAFKA-20066: not stricter than exact).
     """
     event = obs.event
@@ -262,7 +262,7 @@ def offset_commit_exact_epoch(obs: Obs) -> list[str]:
 def group_state_derived(obs: Obs) -> list[str]:
     """The group state is the function of (members, group epoch, assignment epoch) defined by CoG L887.
 
-    Reference E.23, B.1: EMPTY iff no members; ASSIGNING iff group epoch > assignment epoch;
+    docs/protocol-reference.md#e23, #b1: EMPTY iff no members; ASSIGNING iff group epoch > assignment epoch;
     RECONCILING iff some member is not STABLE at the assignment epoch; else STABLE.
     """
     out: list[str] = []
@@ -277,7 +277,7 @@ def group_state_derived(obs: Obs) -> list[str]:
 def uniform_balanced(obs: Obs) -> list[str]:
     """With the uniform assignor and homogeneous subscriptions, a current target assigns every subscribed partition exactly once and sizes differ by at most one.
 
-    Reference E.24 (UHom L156-253), B.11. Checked when the target is current (assignment epoch =
+    docs/protocol-reference.md#e24 (UHom L156-253), #b11. Checked when the target is current (assignment epoch =
     group epoch) and was computed by ``uniform``.
     """
     out: list[str] = []
@@ -306,7 +306,7 @@ def uniform_balanced(obs: Obs) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------------- liveness: KIP-848 (E.25-28)
+# ------------------------------------------------------------------------- liveness: KIP-848 (docs/protocol-reference.md#e25 to #e28)
 
 
 # ------------------------------------------------------------------------- Vanlightly's TLA+ set

@@ -1,12 +1,12 @@
 """KIP-848 wire messages as plain frozen data: ConsumerGroupHeartbeat (key 68) and OffsetCommit (key 8).
 
 Field names are Kafka's (MSG `ConsumerGroupHeartbeatRequest.json`, `ConsumerGroupHeartbeatResponse.json`,
-`OffsetCommitRequest.json`, `OffsetCommitResponse.json`) in snake_case; reference §D, §B.10, §B.12.
+`OffsetCommitRequest.json`, `OffsetCommitResponse.json`) in snake_case; docs/protocol-reference.md#d, #b10, #b12.
 
 Model simplification: on the wire a topic is named by its topic id (uuid) in ConsumerGroupHeartbeat
 (and in OffsetCommit v10+); inside the model topics are named by their *name*. Adapters translate
 names to ids and back. Every message carries the API ``version`` it was (or would be) sent with,
-since rules differ by version (KIP-1082: ConsumerGroupHeartbeat v1; B.12: OffsetCommit v9).
+since rules differ by version (KIP-1082: ConsumerGroupHeartbeat v1; docs/protocol-reference.md#b12: OffsetCommit v9).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def from_topic_partitions(entries: Iterable[TopicPartitions]) -> frozenset[Topic
 
 @dataclass(frozen=True)
 class ConsumerGroupHeartbeatRequest:
-    """ConsumerGroupHeartbeat request, versions 0-1 (§D; §B.10 for which fields a join must carry).
+    """ConsumerGroupHeartbeat request, versions 0-1 (docs/protocol-reference.md#d; #b10 for which fields a join must carry).
 
     ``None`` / ``-1`` mean "unchanged" on heartbeats after the join. ``subscribed_topic_regex`` exists
     only in v1. ``topic_partitions`` is the member's owned set (wire: topic ids).
@@ -68,9 +68,9 @@ class ConsumerGroupHeartbeatRequest:
 
 @dataclass(frozen=True)
 class ConsumerGroupHeartbeatResponse:
-    """ConsumerGroupHeartbeat response (§D). ``assignment`` is the wire ``Assignment.TopicPartitions``.
+    """ConsumerGroupHeartbeat response (docs/protocol-reference.md#d). ``assignment`` is the wire ``Assignment.TopicPartitions``.
 
-    ``assignment`` is None when the response carries no assignment (B.10); when present it is the
+    ``assignment`` is None when the response carries no assignment (docs/protocol-reference.md#b10); when present it is the
     member's complete assigned set, never a delta. Error responses carry only the error code and
     message (member id null, epoch 0, interval 0), as Kafka's coordinator builds them.
     """
@@ -103,8 +103,8 @@ class OffsetCommitRequestTopic:
 
 @dataclass(frozen=True)
 class OffsetCommitRequest:
-    """OffsetCommit request (§D). KIP-848 members put their member epoch in
-    ``generation_id_or_member_epoch`` and must use v9+ (§B.12)."""
+    """OffsetCommit request (docs/protocol-reference.md#d). KIP-848 members put their member epoch in
+    ``generation_id_or_member_epoch`` and must use v9+ (docs/protocol-reference.md#b12)."""
 
     group_id: str
     topics: tuple[OffsetCommitRequestTopic, ...]

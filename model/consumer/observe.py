@@ -37,7 +37,7 @@ def _reported_owned(
     obs: Obs, request: ConsumerGroupHeartbeatRequest | None, group_id: str, member_id: str
 ) -> frozenset[TopicPartition] | None:
     """The owned set the step's request reported for ``member_id``: a heartbeat's TopicPartitions,
-    or what another event says (a classic JoinGroup's subscription in a mixed group, B.13)."""
+    or what another event says (a classic JoinGroup's subscription in a mixed group, docs/protocol-reference.md#b13)."""
     if request is not None and request.group_id == group_id and request.member_id == member_id:
         return request.owned()
     reported = getattr(obs.event, "reported_owned", None)

@@ -34,7 +34,7 @@ class OffsetsAndTopics(GroupRules):
     def handle_offset_commit(
         self, state: ConsumerCoordinatorState, request: OffsetCommitRequest, ref: int, now: int
     ) -> Result:
-        """A.7 pre-checks per partition, then the group-level check (B.12) for every partition that
+        """docs/protocol-reference.md#a7 pre-checks per partition, then the group-level check (#b12) for every partition that
         passed them, then per-partition metadata size."""
         result = Result()
         txn = _Txn(state, request.group_id)
@@ -84,7 +84,7 @@ class OffsetsAndTopics(GroupRules):
     def offset_commit_group_error(
         self, state: ConsumerCoordinatorState, request: OffsetCommitRequest
     ) -> ErrorCode | None:
-        """GCS L943-960 availability, then A.7 missing-group rows and B.12 (CoG L642-674, L816)."""
+        """GCS L943-960 availability, then docs/protocol-reference.md#a7 missing-group rows and #b12 (CoG L642-674, L816)."""
         if self.config.availability == "inactive":
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if self.config.availability == "not_coordinator":

@@ -29,7 +29,7 @@ from model.invariants import invariant
 def session_timeout_removes(obs: Obs) -> list[str]:
     """Every member has a session timer, no member outlives its session deadline, and a member removed when time advances bumps the group epoch.
 
-    Reference E.25 (GMM L3281, L1797; B.8).
+    docs/protocol-reference.md#e25 (GMM L3281, L1797; #b8).
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -50,14 +50,14 @@ def session_timeout_removes(obs: Obs) -> list[str]:
 def rebalance_timeout_fences(obs: Obs) -> list[str]:
     """A member waiting to revoke has a rebalance timer armed with its epoch, and none stays past that deadline.
 
-    Reference E.26 (GMM L2681ff, L3429-3470; B.8).
+    docs/protocol-reference.md#e26 (GMM L2681ff, L3429-3470; #b8).
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
         for mid in sorted(g.members):
             m = g.members[mid]
             if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0 or m.classic is not None:
-                continue  # B.13: classic-protocol members have join and sync timers instead
+                continue  # docs/protocol-reference.md#b13: classic-protocol members have join and sync timers instead
             timer = g.timers.get((REBALANCE, mid))
             if timer is None or timer.epoch != m.member_epoch:
                 out.append(
@@ -72,7 +72,7 @@ def rebalance_timeout_fences(obs: Obs) -> list[str]:
 def static_leave_expires(obs: Obs) -> list[str]:
     """A static member parked with epoch -2 keeps a session timer and is gone once it expires.
 
-    Reference E.27 (GMM L3018; B.7: timers are not cancelled on a -2 leave).
+    docs/protocol-reference.md#e27 (GMM L3018; #b7: timers are not cancelled on a -2 leave).
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -93,7 +93,7 @@ def static_leave_expires(obs: Obs) -> list[str]:
 def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     """After a successful heartbeat the target assignment is computed for the current group epoch.
 
-    Reference E.28 (GMM L1769; B.1: the target is recomputed lazily on the next heartbeat of any member).
+    docs/protocol-reference.md#e28 (GMM L1769; #b1: the target is recomputed lazily on the next heartbeat of any member).
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -116,9 +116,9 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
 def reconciliation_progress(obs: Obs) -> list[str]:
     """A member's own accepted heartbeat leaves it waiting (UNRELEASED_PARTITIONS) only for a partition another member still holds.
 
-    Bounded liveness of reconciliation (bug catalogue row 6): the partitions a member waits for
+    Bounded liveness of reconciliation (docs/bug-catalogue.md#row-6): the partitions a member waits for
     are those of its target it lacks that another member has assigned or pending revocation
-    (CurrentAssignmentBuilder `computeNextAssignment`; Reference B.5). KAFKA-19449 (apache/kafka
+    (CurrentAssignmentBuilder `computeNextAssignment`; docs/protocol-reference.md#b5). KAFKA-19449 (apache/kafka
     PR #20781): Kafka 4.0/4.1 also counted the member's own pending revocations, so a member whose
     target gave back a partition it was revoking waited one more heartbeat for itself; Kafka 4.4.0
     does not (probed by `conformance/power/probe848.py`).
@@ -151,10 +151,10 @@ def rejoin_always_possible(obs: Obs) -> list[str]:
     """A dynamic member that rejoins with epoch 0 is not fenced for its epoch: a fenced member can rejoin at once.
 
     KIP-848: a member fenced with FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID abandons its partitions
-    and rejoins with epoch 0 (bug catalogue row 7; row 21 is the classic protocol's form). KAFKA-19233
+    and rejoins with epoch 0 (docs/bug-catalogue.md#row-7; row 21 is the classic protocol's form). KAFKA-19233
     (apache/kafka PR #21305): Kafka 4.0 epoch-checked that rejoin against the epoch the coordinator
     still held, so the member was fenced again until its session expired; Kafka 4.4.0 accepts it
-    (probed by `conformance/power/probe848.py`). The bound is zero extra heartbeats. Reference B.6
+    (probed by `conformance/power/probe848.py`). The bound is zero extra heartbeats. docs/protocol-reference.md#b6
     row 12 (GMM `throwIfConsumerGroupMemberEpochIsInvalid`).
     """
     request = _heartbeat_request(obs)
@@ -185,12 +185,12 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
     Vanlightly TLA+ NoDoubleClientAssignment (kafka-tlaplus groupprotocol/). A client is current when
     the coordinator would accept its next heartbeat: its member exists and the client's epoch is the
     member's epoch, or the previous one while everything the client owns is still assigned to the
-    member (reference B.6 row 12; GMM `throwIfConsumerGroupMemberEpochIsInvalid`: previous epoch
+    member (docs/protocol-reference.md#b6 row 12; GMM `throwIfConsumerGroupMemberEpochIsInvalid`: previous epoch
     only with owned ⊆ assigned). A zombie whose member was fenced and re-created by a duplicated
     join is not current: its next heartbeat is fenced. Neither is a client whose revocation a
     duplicated epoch-0 join (owned = []) acknowledged in its name: it still owns the revoked
     partitions at the previous epoch, so its next heartbeat is fenced too (reports/pipeline, 2000-run
-    consumer swarm, session 4).
+    consumer swarm).
     """
     out: list[str] = []
     world = obs.after
@@ -218,7 +218,7 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
 def legal_target_assignment(obs: Obs) -> list[str]:
     """No partition is in two members' targets; once computed for the current epoch, the target covers every partition some member subscribes to and only such partitions.
 
-    Vanlightly TLA+ LegalTargetAssignment; reference B.11 (TAB), CoG subscription metadata.
+    Vanlightly TLA+ LegalTargetAssignment; docs/protocol-reference.md#b11 (TAB), CoG subscription metadata.
     """
     out: list[str] = []
     denied = obs.after.topic_describe_denied
@@ -282,7 +282,7 @@ def valid_member_epoch(obs: Obs) -> list[str]:
 def valid_stable_group_state(obs: Obs) -> list[str]:
     """In a STABLE group every member is STABLE at the group epoch with nothing pending and its assigned set equal to its target.
 
-    Vanlightly TLA+ ValidStableGroupState; reference B.1, B.5.
+    Vanlightly TLA+ ValidStableGroupState; docs/protocol-reference.md#b1, #b5.
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -303,7 +303,7 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
 def valid_partition_epoch(obs: Obs) -> list[str]:
     """The partition-epoch map records exactly the held partitions, each with its holder's member epoch; free partitions have none.
 
-    Vanlightly TLA+ ValidPartitionEpoch; reference B.1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
+    Vanlightly TLA+ ValidPartitionEpoch; docs/protocol-reference.md#b1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
     """
     out: list[str] = []
     for gid, _, g in _pairs(obs):
@@ -350,7 +350,7 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
 def no_ghost_member(obs: Obs) -> list[str]:
     """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
 
-    Reference B.9; KIP-1082 motivation (seed 004 lines 21-26; bug catalogue row 8, KAFKA-17116): with v0 the
+    docs/protocol-reference.md#b9; KIP-1082 motivation (#kip-1082; docs/bug-catalogue.md#row-8, KAFKA-17116): with v0 the
     coordinator generated the id, so a lost join response left a member (holding partitions until its
     session timeout) that no client knew. Checked only when the world tracks the known ids.
     """
@@ -410,7 +410,7 @@ def eventual_convergence(obs: Obs) -> list[str]:
 def sometimes_revocation(obs: Obs) -> list[str]:
     """A member was asked to revoke partitions (a rebalance with revocation happened).
 
-    Design §3 "sometimes" checks; reference B.5 (UNREVOKED_PARTITIONS).
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b5 (UNREVOKED_PARTITIONS).
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):
@@ -426,7 +426,7 @@ def sometimes_revocation(obs: Obs) -> list[str]:
 def sometimes_static_rejoin(obs: Obs) -> list[str]:
     """A static member that left with epoch -2 came back under its instance id.
 
-    Design §3 "sometimes" checks; reference B.7 (static rejoin, GMM L2204-2290).
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b7 (static rejoin, GMM L2204-2290).
     """
     out: list[str] = []
     for gid, gb, ga in _pairs(obs):

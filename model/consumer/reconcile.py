@@ -1,18 +1,18 @@
 """Reconciliation of one member towards its target: CurrentAssignmentBuilder as a pure function.
 
-Reference §B.5 (CAB `build` L131, `computeNextAssignment` L227; GMM `maybeReconcile` L2681).
+docs/protocol-reference.md#b5 (CAB `build` L131, `computeNextAssignment` L227; GMM `maybeReconcile` L2681).
 Kept free of the coordinator so that it can be encoded in z3 one-to-one: inputs are the member's
 current-assignment slice, the target epoch and set, a partition-epoch lookup (-1 = free) and the
 owned set the request reported (None when the request did not carry TopicPartitions).
 
 Variant ``own_pending_is_free`` models the KAFKA-19449 fix (PR #20781, after 4.1): a partition the
 member itself still has pending revocation is not "unreleased" for that member. This function's
-default (False) is Apache Kafka 4.0 (reference B.5: "including this member's own pending
+default (False) is Apache Kafka 4.0 (docs/protocol-reference.md#b5: "including this member's own pending
 revocations"); the coordinator passes its config, whose default is the fix (Kafka 4.4.0).
 
 Variant ``bump_after_revocation`` is the rule before KAFKA-19974 (apache/kafka PR #21107, merged
 2025-12 to trunk and 4.2): a member that has acknowledged its revocations leaves
-UNREVOKED_PARTITIONS through ``computeNextAssignment(memberEpoch + 1, ...)`` (reference B.5, 4.0).
+UNREVOKED_PARTITIONS through ``computeNextAssignment(memberEpoch + 1, ...)`` (docs/protocol-reference.md#b5, 4.0).
 Since the fix the member keeps its epoch when it must revoke again, and moves to the target epoch
 otherwise (`CurrentAssignmentBuilder.build`, UNREVOKED_PARTITIONS case, group-coordinator 4.4.0).
 This function's default (True) is again Kafka 4.0; the coordinator passes its config (False).
@@ -60,7 +60,7 @@ def next_assignment(
     owned: frozenset[TopicPartition] | None,
     own_pending_is_free: bool = False,
 ) -> CurrentAssignment:
-    """CAB `computeNextAssignment(epoch, assigned)` (reference B.5 "next(e, A)")."""
+    """CAB `computeNextAssignment(epoch, assigned)` (docs/protocol-reference.md#b5 "next(e, A)")."""
     keep = assigned & target
     revoke = assigned - keep
     wanted = target - keep
@@ -111,7 +111,7 @@ def reconcile(
     if st == MemberState.UNREVOKED_PARTITIONS:
         if owned is None or owned & current.pending_revocation:
             return current
-        # Reference B.5 (4.0): memberEpoch + 1; since KAFKA-19974 (Kafka 4.2+): memberEpoch.
+        # docs/protocol-reference.md#b5 (4.0): memberEpoch + 1; since KAFKA-19974 (Kafka 4.2+): memberEpoch.
         return next_assignment(
             current,
             current.member_epoch + 1 if bump_after_revocation else current.member_epoch,

@@ -4,7 +4,7 @@ Durable group records mirror the consumer-group records Kafka writes to `__consu
 (`ConsumerGroupMetadata`, `ConsumerGroupPartitionMetadata`, `ConsumerGroupMemberMetadata`,
 `ConsumerGroupTargetAssignmentMember`, `ConsumerGroupTargetAssignmentMetadata`,
 `ConsumerGroupCurrentMemberAssignment`, their tombstones, and `OffsetCommit`); replaying them is
-Kafka's load (GMM `replay`, CoG `updateMember`/`removeMember`, reference §B.2, §B.7). Topic records
+Kafka's load (GMM `replay`, CoG `updateMember`/`removeMember`, docs/protocol-reference.md#b2, #b7). Topic records
 stand for the cluster metadata image (KRaft, not `__consumer_offsets`): they also survive failover,
 so they are durable too. Timer and refresh records are volatile: Kafka keeps timers in memory and
 re-arms them on load (`on_loaded` in the coordinator).
@@ -67,7 +67,7 @@ class MemberSubscriptionRecord:
     subscribed_topic_regex: str | None
     server_assignor: str | None
     classic_member_metadata: ClassicMemberMetadata | None = None
-    """Present iff the member uses the classic protocol (B.13)."""
+    """Present iff the member uses the classic protocol (docs/protocol-reference.md#b13)."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class CurrentAssignmentTombstone:
 @dataclass(frozen=True)
 class ConsumerGroupTombstone:
     """The group is deleted (CoG ``createGroupTombstoneRecords``): on a conversion to a classic group
-    (B.13) or when an empty consumer group is replaced by a classic one."""
+    (docs/protocol-reference.md#b13) or when an empty consumer group is replaced by a classic one."""
 
     durable: ClassVar[bool] = True
     group_id: str

@@ -1,15 +1,15 @@
 """A deterministic simulator: KIP-848 virtual consumers against a coordinator port.
 
-The consumer-protocol twin of `model.classic.sim` (design §4): the Hypothesis machine, the
+The consumer-protocol twin of `model.classic.sim`: the Hypothesis machine, the
 scenarios, explore and the Spark swarm drive it. The coordinator sits behind `ConsumerPort`;
 `ModelConsumerPort` runs the reference model in process and the adapter layer plugs a real
 coordinator (plus the oracle) into the same seam. Time is virtual (``now`` in ms). Every step
 yields an `Observation[ConsumerWorld]`; every action is appended to ``actions`` so a run can be
 written down and replayed exactly.
 
-Faults (issue 3): a response lost after the coordinator applied the request, a duplicated
+Faults: a response lost after the coordinator applied the request, a duplicated
 heartbeat, a heartbeat with a stale epoch, a member stalled past its session or rebalance timeout,
-coordinator failover, topic creation/deletion/growth. Wire faults (issue 4, profile ``faults``):
+coordinator failover, topic creation/deletion/growth. Wire faults (profile ``faults``, docs/faults.md):
 a heartbeat that reaches the coordinator twice (`duplicate_request`), a connection cut under a
 heartbeat the coordinator already took (`cut_connection`), and a heartbeat held by the network and
 delivered later, after other members' requests or time (`delay_request` / `release`).
@@ -18,19 +18,15 @@ delivered later, after other members' requests or time (`delay_request` / `relea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from model.choice import Chooser
 from model.consumer.client import ClientState, VirtualConsumer
-from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     to_topic_partitions,
 )
-from model.consumer.records import compact
-from model.consumer.state import ConsumerCoordinatorState
-from model.consumer.txn import ConsumerCoordinatorConfig
+from model.consumer.port import ConsumerPort
 from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,
@@ -49,66 +45,6 @@ Obs = Observation[ConsumerWorld]
 
 
 # ---------------------------------------------------------------------------------------- port
-
-
-class ConsumerPort(Protocol):
-    """What the simulator needs from a coordinator (the model, or a real target plus the oracle)."""
-
-    config: ConsumerCoordinatorConfig
-
-    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result: ...
-
-    def offset_commit(self, request: object, ref: int, now: int) -> Result: ...
-
-    def advance(self, now: int) -> Result: ...
-
-    def topic(self, action: str, topic: str, partitions: int) -> Result: ...
-
-    def failover(self, now: int) -> Result: ...
-
-    def coordinator_state(self) -> ConsumerCoordinatorState:
-        """The coordinator view the invariants read (the model's own, or the oracle's)."""
-        ...
-
-
-class ModelConsumerPort:
-    """The reference model in process: the `model` target (always available, must always pass)."""
-
-    def __init__(self, coordinator: ConsumerCoordinator) -> None:
-        self.coordinator = coordinator
-        self.config = coordinator.config
-        self.state = ConsumerCoordinatorState()
-        self.records: list[object] = []
-
-    def _keep(self, result: Result) -> Result:
-        self.records += result.records
-        return result
-
-    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result:
-        return self._keep(self.coordinator.handle_consumer_group_heartbeat(self.state, request, ref, now))
-
-    def offset_commit(self, request: object, ref: int, now: int) -> Result:
-        return self._keep(self.coordinator.handle_offset_commit(self.state, request, ref, now))  # type: ignore[arg-type]
-
-    def advance(self, now: int) -> Result:
-        return self._keep(self.coordinator.advance(self.state, now))
-
-    def topic(self, action: str, topic: str, partitions: int) -> Result:
-        if action == "create":
-            return self._keep(self.coordinator.create_topic(self.state, topic, partitions))
-        if action == "delete":
-            return self._keep(self.coordinator.delete_topic(self.state, topic))
-        return self._keep(self.coordinator.add_partitions(self.state, topic, partitions))
-
-    def failover(self, now: int) -> Result:
-        """A new coordinator loads the durable records (B.8): soft state and timers are rebuilt."""
-        durable = compact(self.records)
-        self.state, armed = self.coordinator.failover(durable, now)
-        self.records = durable + list(armed.records)
-        return Result(deliveries=list(armed.deliveries))
-
-    def coordinator_state(self) -> ConsumerCoordinatorState:
-        return self.state
 
 
 # ---------------------------------------------------------------------------------------- actions

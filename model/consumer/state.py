@@ -1,8 +1,8 @@
-"""State of a KIP-848 group coordinator shard: groups, members, epochs, timers (reference §B.1, §B.3).
+"""State of a KIP-848 group coordinator shard: groups, members, epochs, timers (docs/protocol-reference.md#b1, #b3).
 
 Follows CoG / CoGM (member and group), `modern/MemberState.java` (member states) and MG (metadata
 refresh). Members are immutable values; a group and the shard state are mutable containers that
-only `model.consumer.records.apply` changes (design §2).
+only `model.consumer.records.apply` changes (docs/model.md).
 
 The shard also holds the cluster metadata image (topic name -> partition count; in Kafka it comes
 from KRaft, not from the group's records) and committed offsets per group.
@@ -21,17 +21,17 @@ NO_EPOCH = -1
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 SESSION = "session"
-"""Timer kind: the member's session timeout (B.8)."""
+"""Timer kind: the member's session timeout (docs/protocol-reference.md#b8)."""
 REBALANCE = "rebalance"
-"""Timer kind: the member's rebalance (revocation) timeout (B.8)."""
+"""Timer kind: the member's rebalance (revocation) timeout (docs/protocol-reference.md#b8)."""
 JOIN = "join"
-"""Timer kind: a classic-protocol member must rejoin within its rebalance timeout (B.13; `model.mixed.coordinator`)."""
+"""Timer kind: a classic-protocol member must rejoin within its rebalance timeout (docs/protocol-reference.md#b13; `model.mixed.coordinator`)."""
 SYNC = "sync"
-"""Timer kind: a classic-protocol member must send SyncGroup within its rebalance timeout (B.13)."""
+"""Timer kind: a classic-protocol member must send SyncGroup within its rebalance timeout (docs/protocol-reference.md#b13)."""
 
 
 class MemberState(IntEnum):
-    """Server-side member state (B.3, `modern/MemberState.java`)."""
+    """Server-side member state (docs/protocol-reference.md#b3, `modern/MemberState.java`)."""
 
     STABLE = 0
     UNREVOKED_PARTITIONS = 1
@@ -63,7 +63,7 @@ def regex_matches(regex: str | None, topic: str) -> bool:
 
 @dataclass(frozen=True)
 class ClassicMemberMetadata:
-    """What a member that speaks the classic protocol in a consumer group keeps (B.13): Kafka's
+    """What a member that speaks the classic protocol in a consumer group keeps (docs/protocol-reference.md#b13): Kafka's
     ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`` (session timeout, JoinGroup protocols)
     plus the client id that a downgrade hands back to the classic group (CoGM ``clientId``)."""
 
@@ -89,7 +89,7 @@ class ConsumerMember:
     assigned: frozenset[TopicPartition] = frozenset()
     pending_revocation: frozenset[TopicPartition] = frozenset()
     classic: ClassicMemberMetadata | None = None
-    """Set iff the member uses the classic protocol (B.13, CoGM ``useClassicProtocol``)."""
+    """Set iff the member uses the classic protocol (docs/protocol-reference.md#b13, CoGM ``useClassicProtocol``)."""
 
     @property
     def held(self) -> frozenset[TopicPartition]:
@@ -103,7 +103,7 @@ class ConsumerMember:
     def subscribes(self, topic: str, denied: frozenset[str] = frozenset()) -> bool:
         """Whether the member's subscription (names, or regex resolved synchronously) covers ``topic``.
 
-        Regex-resolved topics are filtered by TOPIC DESCRIBE (B.4); ``denied`` lists topics without it.
+        Regex-resolved topics are filtered by TOPIC DESCRIBE (docs/protocol-reference.md#b4); ``denied`` lists topics without it.
         """
         if topic in self.subscribed_topic_names:
             return True
@@ -112,7 +112,7 @@ class ConsumerMember:
 
 @dataclass(frozen=True)
 class Timer:
-    """An armed coordinator timer (B.8). ``epoch`` is the member epoch a rebalance timer was armed with."""
+    """An armed coordinator timer (docs/protocol-reference.md#b8). ``epoch`` is the member epoch a rebalance timer was armed with."""
 
     kind: str  # "session" | "rebalance"
     member_id: str

@@ -23,8 +23,8 @@ from model.result import Result
 
 @dataclass(frozen=True)
 class ConsumerCoordinatorConfig:
-    """Broker and group settings, Kafka 4.0 defaults (reference top section, GCC L136-201), plus the
-    model's variants (reference §B.6 rows 1-5 environment, §F, seed 004)."""
+    """Broker and group settings, Kafka 4.0 defaults (docs/protocol-reference.md#defaults, GCC L136-201), plus the
+    model's variants (docs/protocol-reference.md#b6 rows 1-5 environment, #f, KIP-1082)."""
 
     session_timeout_ms: int = 45_000
     """group.consumer.session.timeout.ms"""
@@ -39,32 +39,32 @@ class ConsumerCoordinatorConfig:
     heartbeat_version: Literal[0, 1] = 1
     """Highest ConsumerGroupHeartbeat version served: 0 = Kafka 3.x, 1 = Kafka 4.0 (KIP-1082)."""
     member_id_validation: Literal["kafka", "kip"] = "kafka"
-    """"kafka": a v1 member id is used verbatim (4.0); "kip": seed 004's UUID-format check."""
+    """"kafka": a v1 member id is used verbatim (4.0); "kip": the UUID-format check KIP-1082 proposes."""
     consumer_protocol_enabled: bool = True
-    """False: the API is off (B.6 row 1, UNSUPPORTED_VERSION)."""
+    """False: the API is off (docs/protocol-reference.md#b6 row 1, UNSUPPORTED_VERSION)."""
     availability: Literal["active", "inactive", "not_coordinator", "loading"] = "active"
-    """B.6 rows 4-5: service inactive / shard not hosted / shard loading."""
+    """docs/protocol-reference.md#b6 rows 4-5: service inactive / shard not hosted / shard loading."""
     validate_before_runtime: bool = False
     """Kafka 4.1 order: request validation (row 6) before the hosted/loading check (row 5)."""
     group_read_denied: frozenset[str] = frozenset()
-    """Groups the principal may not READ (B.6 row 2)."""
+    """Groups the principal may not READ (docs/protocol-reference.md#b6 row 2)."""
     topic_describe_denied: frozenset[str] = frozenset()
-    """Topics the principal may not DESCRIBE/READ (B.6 row 3; regex results are filtered by it)."""
+    """Topics the principal may not DESCRIBE/READ (docs/protocol-reference.md#b6 row 3; regex results are filtered by it)."""
     own_pending_is_free: bool = True
     """KAFKA-19449 fix (apache/kafka PR #20781, merged 2025-10, after 4.1; observed on 4.4.0 by
     `conformance/power/probe848.py`): a partition the member itself has pending revocation does not
-    hold back its re-assignment to that member. False: Kafka 4.0/4.1 (reference B.5), the
+    hold back its re-assignment to that member. False: Kafka 4.0/4.1 (docs/protocol-reference.md#b5), the
     ``kafka-19449`` mutant."""
     epoch_zero_rejoin: bool = True
     """KAFKA-19233 fix (apache/kafka PR #21305, merged 2026-01; observed on 4.4.0 by
     `conformance/power/probe848.py`): an epoch-0 heartbeat of a known member skips the epoch check,
-    so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (reference B.6 row
+    so a fenced member can rejoin at once, as KIP-848 specifies. False: Kafka 4.0 (docs/protocol-reference.md#b6 row
     12 note: FENCED_MEMBER_EPOCH until the session expires), the ``kafka-19233`` mutant."""
     bump_after_revocation: bool = False
     """False: KAFKA-19974 fix (apache/kafka PR #21107, merged 2025-12, Kafka 4.2+; observed on 4.4.0,
     `groupcheck check --target apache-kafka --protocol consumer --profile ci --seed 1`): a member
     leaving UNREVOKED_PARTITIONS keeps its member epoch while it must revoke again, instead of
-    taking member epoch + 1. True: Kafka 4.0/4.1 (reference B.5)."""
+    taking member epoch + 1. True: Kafka 4.0/4.1 (docs/protocol-reference.md#b5)."""
     initial_group_epoch: Literal[0, 1] = 0
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,

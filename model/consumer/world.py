@@ -2,7 +2,7 @@
 
 The world holds the coordinator view (each group: epochs, derived state, members, targets,
 partition epochs, subscription metadata, static map, timers) and the consumer view (each virtual
-client: member id, epoch, owned partitions), design §3 / `model.observation`. Members, sets and
+client: member id, epoch, owned partitions), docs/invariants.md / `model.observation`. Members, sets and
 timers are immutable values, so a snapshot copies only the maps that hold them.
 
 Events name what happened in a step so that transition invariants can read the request and find

@@ -85,10 +85,10 @@ class MixedConfig:
 
 
 class MixedConsumerBase(ConsumerCoordinator):
-    """The KIP-848 engine extended with the classic protocol inside consumer groups (B.13); the
+    """The KIP-848 engine extended with the classic protocol inside consumer groups (docs/protocol-reference.md#b13); the
     classic requests themselves are `model.mixed.classic_requests.MixedConsumerCoordinator`.
 
-    Overrides only what B.13 changes: a ConsumerGroupHeartbeat clears the classic metadata; classic
+    Overrides only what docs/protocol-reference.md#b13 changes: a ConsumerGroupHeartbeat clears the classic metadata; classic
     members get their own session timeout and no rebalance timer; a static consumer-protocol join
     may replace a classic holder without the -2 rule; join/sync timers fence; fencing the last
     consumer-protocol member may downgrade (recorded in ``downgrades`` for the facade).
@@ -118,7 +118,7 @@ class MixedConsumerBase(ConsumerCoordinator):
 
     def check_instance_released(self, existing: ConsumerMember) -> None:
         """GMM ``getOrMaybeSubscribeStaticConsumerGroupMember``: the -2 rule applies only when the
-        holder uses the consumer protocol too (reference B.7)."""
+        holder uses the consumer protocol too (docs/protocol-reference.md#b7)."""
         if existing.classic is None:
             super().check_instance_released(existing)
 
@@ -170,7 +170,7 @@ class MixedConsumerBase(ConsumerCoordinator):
         return super().advance(state, now)
 
     def fence_member(self, txn: _Txn, member: ConsumerMember) -> None:
-        """GMM ``consumerGroupFenceMember``: downgrade when allowed, else remove (B.7) and also
+        """GMM ``consumerGroupFenceMember``: downgrade when allowed, else remove (docs/protocol-reference.md#b7) and also
         cancel the classic join and sync timers (GMM ``cancelTimers``)."""
         group = txn.require_group()
         if self.downgrade_allowed(group, member):
@@ -228,7 +228,7 @@ class MixedConsumerBase(ConsumerCoordinator):
         return None
 
     def precheck(self, request: ConsumerGroupHeartbeatRequest) -> None:
-        """B.6 rows 1-6 in the order of ``consumer_group_heartbeat`` (before group resolution)."""
+        """docs/protocol-reference.md#b6 rows 1-6 in the order of ``consumer_group_heartbeat`` (before group resolution)."""
         self.check_api_enabled(request)
         self.check_group_authorized(request.group_id)
         self.check_topics_authorized(request)

@@ -75,7 +75,7 @@ from model.result import Delivery, Result
 
 
 class MixedCoordinator:
-    """One shard serving classic and consumer groups with the B.13 rules.
+    """One shard serving classic and consumer groups with the docs/protocol-reference.md#b13 rules.
 
     Entry points mirror the two coordinators: ``handle(state, request, ref, now)`` for any classic
     request or a ConsumerGroupHeartbeat, ``advance(state, to)``, ``create_topic``, ``failover``.
@@ -116,7 +116,7 @@ class MixedCoordinator:
         self, state: MixedState, req: ClassicOffsetCommitRequest, ref: int, now: int
     ) -> Result:
         """A classic client's OffsetCommit: to its classic group, or, in a consumer group, through
-        the consumer engine's B.12 rules (ILLEGAL_GENERATION for a classic member, any version)."""
+        the consumer engine's docs/protocol-reference.md#b12 rules (ILLEGAL_GENERATION for a classic member, any version)."""
         if req.group_id not in state.consumer.groups:
             return self.classic.handle_offset_commit(state.classic, req, ref, now)
         topics: dict[str, list[OffsetCommitRequestPartition]] = {}
@@ -229,7 +229,7 @@ class MixedCoordinator:
     def handle_consumer_group_heartbeat(
         self, state: MixedState, request: ConsumerGroupHeartbeatRequest, ref: int, now: int
     ) -> Result:
-        """B.2 with B.13 group resolution: an epoch-0 join on a classic group replaces it when empty
+        """docs/protocol-reference.md#b2 with #b13 group resolution: an epoch-0 join on a classic group replaces it when empty
         and upgrades it when allowed (GROUP_ID_NOT_FOUND otherwise); the conversion and the join are
         one write, so a join that fails leaves the classic group in place."""
         classic_group = state.classic.groups.get(request.group_id)

@@ -1,4 +1,4 @@
-"""Invariants of KIP-848 mixed groups (reference §B.13) over `Observation[MixedWorld]`.
+"""Invariants of KIP-848 mixed groups (docs/protocol-reference.md#b13) over `Observation[MixedWorld]`.
 
 The consumer invariants (`model.consumer.invariants`) run unchanged over a `MixedWorld` (classic
 members are ordinary members with classic metadata; classic clients appear among the clients).
@@ -73,7 +73,7 @@ def waiting_on_unreleased(g: GroupView, member_id: str) -> bool:
 def one_group_type(obs: Obs) -> list[str]:
     """A group id names at most one group: classic or consumer, never both.
 
-    GMM keeps one ``groups`` map keyed by group id; conversions tombstone the old type (B.13).
+    GMM keeps one ``groups`` map keyed by group id; conversions tombstone the old type (docs/protocol-reference.md#b13).
     """
     both = sorted(set(obs.after.groups) & set(obs.after.classic_groups))
     return [f"{gid}: both a classic and a consumer group" for gid in both]
@@ -86,7 +86,7 @@ def one_group_type(obs: Obs) -> list[str]:
 def classic_generation_is_member_epoch(obs: Obs) -> list[str]:
     """In a consumer group a classic member's generation is its member epoch: JoinGroup answers it, SyncGroup and Heartbeat with any other generation fail.
 
-    Reference B.13; GMM ``classicGroupJoinToConsumerGroup`` (``setGenerationId(memberEpoch)``),
+    docs/protocol-reference.md#b13; GMM ``classicGroupJoinToConsumerGroup`` (``setGenerationId(memberEpoch)``),
     ``throwIfGenerationIdUnmatched``.
     """
     event = _classic_event(obs)
@@ -127,7 +127,7 @@ def classic_generation_is_member_epoch(obs: Obs) -> list[str]:
 def classic_heartbeat_rule(obs: Obs) -> list[str]:
     """A valid Heartbeat of a classic member in a consumer group is answered REBALANCE_IN_PROGRESS exactly when its epoch is behind the group epoch, it must revoke, or it is unreleased with nothing left to wait for.
 
-    Reference B.13 (GMM ``classicGroupHeartbeatToConsumerGroup``, 4.0 L6038; CoG
+    docs/protocol-reference.md#b13 (GMM ``classicGroupHeartbeatToConsumerGroup``, 4.0 L6038; CoG
     ``waitingOnUnreleasedPartition``). "Behind" is measured against the epoch the coordinator is
     configured to compare (`MixedConfig.classic_rejoin_epoch`: the group epoch, or the target
     assignment epoch as Apache Kafka 4.4.0 does).
@@ -164,7 +164,7 @@ def classic_heartbeat_rule(obs: Obs) -> list[str]:
 def classic_sync_gives_assigned(obs: Obs) -> list[str]:
     """A successful SyncGroup in a consumer group hands a classic member exactly its assigned partitions, never ones pending revocation or held by another member.
 
-    Reference B.13, B.5; GMM ``classicGroupSyncToConsumerGroup`` / ``prepareAssignment``.
+    docs/protocol-reference.md#b13, #b5; GMM ``classicGroupSyncToConsumerGroup`` / ``prepareAssignment``.
     """
     event = _classic_event(obs)
     if event is None or not isinstance(event.request, SyncGroupRequest):
@@ -192,7 +192,7 @@ def classic_sync_gives_assigned(obs: Obs) -> list[str]:
 def upgrade_rules(obs: Obs) -> list[str]:
     """A non-empty classic group becomes a consumer group only on an epoch-0 ConsumerGroupHeartbeat, only when the policy allows upgrades, its protocol type is consumer and it fits group.consumer.max.size; members keep generation and assignment.
 
-    Reference B.13 (GMM L1073 ``validateOnlineUpgrade``, ``convertToConsumerGroup``; CoG
+    docs/protocol-reference.md#b13 (GMM L1073 ``validateOnlineUpgrade``, ``convertToConsumerGroup``; CoG
     ``fromClassicGroup``).
     """
     if obs.before is None:
@@ -236,7 +236,7 @@ def upgrade_rules(obs: Obs) -> list[str]:
 def upgrade_refused(obs: Obs) -> list[str]:
     """An epoch-0 ConsumerGroupHeartbeat to a non-empty classic group that may not be upgraded fails and leaves the classic group in place.
 
-    Reference B.6 row 8, B.13 (GMM ``getOrMaybeCreateConsumerGroup`` → GROUP_ID_NOT_FOUND).
+    docs/protocol-reference.md#b6 row 8, #b13 (GMM ``getOrMaybeCreateConsumerGroup`` → GROUP_ID_NOT_FOUND).
     """
     event = obs.event
     if obs.before is None or not isinstance(event, HeartbeatEvent) or event.request.member_epoch != 0:
@@ -276,7 +276,7 @@ def _replacing_join(obs: Obs, gb: GroupView, consumer_member: str) -> JoinGroupR
 def downgrade_rules(obs: Obs) -> list[str]:
     """A consumer group becomes a classic group only when its last consumer-protocol member leaves, is fenced or is replaced by a classic static member, the policy allows downgrades and the classic members fit group.max.size; and a leave (-1) or a static replacement of that last member under those conditions does downgrade.
 
-    Reference B.13 (GMM L960 ``validateOnlineDowngradeWithFencedMember``, @1eb7644 L1078
+    docs/protocol-reference.md#b13 (GMM L960 ``validateOnlineDowngradeWithFencedMember``, @1eb7644 L1078
     ``validateOnlineDowngradeWithReplacedMemberId``, ``convertToClassicGroup``; CG
     ``fromConsumerGroup``: Stable, generation = group epoch).
     """
@@ -353,7 +353,7 @@ def downgrade_rules(obs: Obs) -> list[str]:
 def empty_group_replaced(obs: Obs) -> list[str]:
     """An empty group of the other type never blocks a join: an epoch-0 ConsumerGroupHeartbeat replaces an empty classic group and a JoinGroup without member id replaces an empty consumer group, whatever the migration policy.
 
-    Reference B.13, A.3 (GMM ``maybeDeleteEmptyClassicGroup`` / ``maybeDeleteEmptyConsumerGroup``).
+    docs/protocol-reference.md#b13, #a3 (GMM ``maybeDeleteEmptyClassicGroup`` / ``maybeDeleteEmptyConsumerGroup``).
     """
     if obs.before is None:
         return []
@@ -389,7 +389,7 @@ def empty_group_replaced(obs: Obs) -> list[str]:
 def classic_member_timers(obs: Obs) -> list[str]:
     """A classic member of a consumer group is given no rebalance timer except by a coordinator load, and is not kept past its join or sync deadline.
 
-    Reference B.13 (GMM ``maybeReconcile``: classic members only have join and sync timers;
+    docs/protocol-reference.md#b13 (GMM ``maybeReconcile``: classic members only have join and sync timers;
     ``onLoaded`` arms the rebalance timer of every UNREVOKED_PARTITIONS member;
     ``scheduleConsumerGroupJoinTimeoutIfAbsent``, ``scheduleConsumerGroupSyncTimeout`` fence).
     """
@@ -421,7 +421,7 @@ def classic_member_timers(obs: Obs) -> list[str]:
 def sometimes_upgrade(obs: Obs) -> list[str]:
     """A classic group with members was upgraded to a consumer group.
 
-    Design §3 sometimes checks; reference B.13.
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b13.
     """
     if obs.before is None:
         return []
@@ -436,7 +436,7 @@ def sometimes_upgrade(obs: Obs) -> list[str]:
 def sometimes_downgrade(obs: Obs) -> list[str]:
     """A consumer group with classic members was downgraded to a classic group.
 
-    Design §3 sometimes checks; reference B.13.
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b13.
     """
     if obs.before is None:
         return []
@@ -451,7 +451,7 @@ def sometimes_downgrade(obs: Obs) -> list[str]:
 def sometimes_classic_rejoin(obs: Obs) -> list[str]:
     """A classic member of a consumer group was told to rejoin (REBALANCE_IN_PROGRESS).
 
-    Design §3 sometimes checks; reference B.13 (GMM L6038).
+    A "sometimes" check (docs/invariants.md#kinds); docs/protocol-reference.md#b13 (GMM L6038).
     """
     event = _classic_event(obs)
     if event is None or obs.before is None or event.request.group_id not in obs.before.groups:

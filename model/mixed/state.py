@@ -1,4 +1,4 @@
-"""State, records and replay of a coordinator serving both group types (KIP-848 mixed groups, B.13).
+"""State, records and replay of a coordinator serving both group types (KIP-848 mixed groups, docs/protocol-reference.md#b13).
 
 One coordinator shard holds classic groups (`model.classic.state.ClassicState`) and consumer groups
 (`model.consumer.state.ConsumerCoordinatorState`) side by side; a group id lives in exactly one of
@@ -31,8 +31,8 @@ from model.consumer.state import ConsumerCoordinatorState
 
 
 class MigrationPolicy(Enum):
-    """``group.consumer.migration.policy`` (GCC; Kafka 4.0 default ``bidirectional``, reference top
-    section). ``ConsumerGroupMigrationPolicy.isUpgradeEnabled`` / ``isDowngradeEnabled``."""
+    """``group.consumer.migration.policy`` (GCC; Kafka 4.0 default ``bidirectional``,
+    docs/protocol-reference.md#defaults). ``ConsumerGroupMigrationPolicy.isUpgradeEnabled`` / ``isDowngradeEnabled``."""
 
     DISABLED = "disabled"
     UPGRADE = "upgrade"

@@ -1,4 +1,4 @@
-"""What mixed-group invariants see, and a small deterministic runner for mixed groups (B.13).
+"""What mixed-group invariants see, and a small deterministic runner for mixed groups (docs/protocol-reference.md#b13).
 
 `MixedWorld` extends `ConsumerWorld` (so every consumer invariant runs unchanged over it) with a
 view of the classic groups and the migration settings. Classic clients (`model.classic.client`)
@@ -10,7 +10,7 @@ a virtual clock: each tick fires due timers, then every running client (in name 
 it would send; responses, including those of parked JoinGroups, are routed back by reference.
 After every step it captures the world and checks the invariants it was given.
 
-Wire faults (issue 4, the `faults` profile on real targets), armed for a member's next request (at
+Wire faults (the `faults` profile on real targets, docs/faults.md), armed for a member's next request (at
 a tick, or its leave): the request can have its answer lost after the coordinator applied it (`lose_response`), its connection cut under it
 (`cut_connection`), reach the coordinator twice (`duplicate_request`: the copy right after the
 original, its answer observed, heard by nobody), or be held on the wire until `release`

@@ -1,4 +1,4 @@
-"""One SparkSession for every Spark test (issue 7: shared, session-scoped, small CI time)."""
+"""One SparkSession for every Spark test (shared and session-scoped, to keep CI time small)."""
 
 from __future__ import annotations
 

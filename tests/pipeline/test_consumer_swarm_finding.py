@@ -1,9 +1,9 @@
-"""The consumer swarm's `consumer.no_double_client_assignment` finding of session 3, judged.
+"""The consumer swarm's `consumer.no_double_client_assignment` finding (docs/pipeline.md), judged.
 
 A late copy of c3's epoch-0 join (owns nothing) arrived while c3's member held epoch 5 with
 previous epoch 0: the coordinator accepted it as the previous epoch with owned ⊆ assigned (GMM
-`throwIfConsumerGroupMemberEpochIsInvalid`, reference §B.6 row 12) and skipped the revocation of
-u-0..2 (CurrentAssignmentBuilder, §B.5 step 1), so c1 received u-0..2 while the c3 client still
+`throwIfConsumerGroupMemberEpochIsInvalid`, docs/protocol-reference.md#b6 row 12) and skipped the revocation of
+u-0..2 (CurrentAssignmentBuilder, docs/protocol-reference.md#b5 step 1), so c1 received u-0..2 while the c3 client still
 held them at epoch 5. Apache Kafka 4.4.0 does the same (reports/pipeline/duplicate-join-probe.md).
 The c3 client is a zombie: its next heartbeat (epoch 5, owning partitions no longer assigned to
 its member) is fenced. The invariant now counts a client at the previous epoch as current only

@@ -1,14 +1,15 @@
-"""Timer effects as observations of their own, for the oracles on a real clock (issue 4).
+"""Timer effects as observations of their own, for the oracles on a real clock (docs/oracle.md#observation-split).
 
 An oracle keeps the model as hypotheses and fires a due model timer (a session expiry, a join
 phase's or a rebalance's timeout) inside the operation that follows it: the target may have acted
-on the timer just before it processed the request, or not yet (the tolerance window, README "Real
-coordinators"). An invariant over the request's observation compares the state before the request
+on the timer just before it processed the request, or not yet (the tolerance window,
+docs/oracle.md#timing). An invariant over the request's observation compares the state before the request
 with its answers; with a timer's effect folded in, it judges the request against a state the
 request never saw (seen: `consumer.offset_commit_exact_epoch` reading an OffsetCommit answered
 UNKNOWN_MEMBER_ID as the rejection of an exact-epoch commit, because the session expiry that
 preceded it in the hypothesis was part of the same observation; classic: a join phase its timer
-completed just before a static replacement, session 5).
+completed just before a static replacement, cause 5 of
+`benchmarks/results/oracle_false_alarms.md`).
 
 So the reported hypothesis remembers what its timers did just before the request (and, in the
 classic oracle, just after it), and the simulator on the real clock shows that part as an

@@ -1,4 +1,4 @@
-"""The abstract state of a classic run, for `explore` and coverage (issue 5, "Coverage and the state graph").
+"""The abstract state of a classic run, for `explore` and coverage (docs/traces.md#explore-and-coverage).
 
 Two concrete runs that differ only in what the protocol cannot observe fall together: member ids
 become the index of the virtual client holding them (a superseded id keeps its client's index,
@@ -160,7 +160,7 @@ def _client(ctx: _Ctx, name: str) -> Any:
         name in sim.stalled,
         name in sim.lose_next,
         tuple(repr(d.response) for d in sim.buffered.get(name, [])),
-    ) + (("stale_subscription",) if c.stale_subscription else ())  # a fault armed (issue 8, row 2)
+    ) + (("stale_subscription",) if c.stale_subscription else ())  # docs/bug-catalogue.md#row-2
 
 
 def _structure(sim: ClassicSim, order: tuple[str, ...], group_id: str) -> Any:

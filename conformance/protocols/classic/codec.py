@@ -3,7 +3,7 @@
 The model's classic messages (`model/classic/messages.py`) carry the version the client would send;
 the adapter picks the version actually sent (ApiVersions negotiation) and this module builds the
 ``kio`` request of that version from the model request, and turns a ``kio`` response back into the
-model's response type. Field names follow Kafka's message schemas (reference D; MSG *.json).
+model's response type. Field names follow Kafka's message schemas (docs/protocol-reference.md#d; MSG *.json).
 """
 
 from __future__ import annotations

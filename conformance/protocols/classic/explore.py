@@ -107,7 +107,8 @@ def _enabled(sim: TracedClassicSim, ops: Iterable[str]) -> list[dict[str, Any]]:
         if "restart" in wanted and c.member_id:
             out.append({"op": "restart", "client": name})
         if "stale_subscription" in wanted and c.owned and not c.stale_subscription and c.cooperative:
-            out.append({"op": "stale_subscription", "client": name})  # the row-2 fault (issue 8)
+            # the fault of docs/bug-catalogue.md#row-2
+            out.append({"op": "stale_subscription", "client": name})
     if "advance" in wanted:
         out.append({"op": "advance", "ms": quiet_gap(sim)})
     return out
@@ -254,7 +255,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     exactly the mutable containers (group dicts and sets, timers, clients, the simulator's maps)
     and the chooser's random state. A test checks it behaves like deepcopy.
     """
-    from model.classic.sim import ModelPort
+    from model.classic.port import ModelPort
     from model.classic.state import ClassicState
 
     port = sim.port

@@ -1,4 +1,4 @@
-"""A Hypothesis RuleBasedStateMachine over the classic protocol (design §4; issue: first stateful suite).
+"""A Hypothesis RuleBasedStateMachine over the classic protocol (docs/scenarios.md, docs/cli.md).
 
 Well-behaved virtual consumers (join, sync, heartbeat, commit, leave, restart, subscription and
 protocol changes) share the group with faults and adversaries: stalls past the session timeout,
@@ -401,9 +401,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 """A static member's process restarts inside a rebalance window and its new process joins
                 at once (unknown member id, same group.instance.id): member j rejoins, single client
                 steps run until the group is in ``phase``, then the restart. KIP-345's replacement in
-                PreparingRebalance (KAFKA-8500) and CompletingRebalance (KAFKA-9801, reference A.3.1) are
-                short windows that whole settle rounds step over. Issue 8: added when both mutants
-                survived random exploration."""
+                PreparingRebalance (KAFKA-8500) and CompletingRebalance (KAFKA-9801, docs/protocol-reference.md#a3-1) are
+                short windows that whole settle rounds step over. Added when both mutants
+                survived random exploration (docs/mutants.md#added-invariants)."""
                 assert self.sim is not None
                 statics = self.static_names()
                 name = statics[i % len(statics)]
@@ -428,7 +428,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             def unsubscribe(self, i: int) -> None:
                 """A static member unsubscribes, its LeaveGroup suppressed (KIP-345), and subscribes
                 again at once (`ClassicClient.unsubscribe`): the client path of KAFKA-20983 /
-                KAFKA-20985 (bug catalogue row 15). Issue 8: added to model row 15."""
+                KAFKA-20985 (docs/bug-catalogue.md#row-15). Added so that the suite reaches that fault."""
                 assert self.sim is not None
                 statics = self.static_names()
                 name = statics[i % len(statics)]
@@ -442,7 +442,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 """A cooperative member falls out of the group (a pause past session.timeout.ms) and its
                 ConsumerCoordinator does not update its SubscriptionState, so it rejoins claiming the
                 partitions the group has since given to others: the invalid ownedPartitions input
-                apache/kafka PR #10985 (KAFKA-12984) reports from the wild. Issue 8: added when the
+                apache/kafka PR #10985 (KAFKA-12984) reports from the wild. Added when the
                 kafka-12984 mutant survived (no legal event made conflicting claims)."""
                 assert self.sim is not None
                 name = self.client(i)
@@ -495,7 +495,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
         @rule(i=st.integers(0, 7), kind=st.sampled_from(("heartbeat", "sync", "commit", "join")))
         def old_incarnation(self, i: int, kind: str) -> None:
             """A restarted static member's previous process still sends with its old member id (a
-            zombie; KIP-345 fencing, KAFKA-8225). Issue 8: added when the kafka-8225 mutant survived."""
+            zombie; KIP-345 fencing, KAFKA-8225). Added when the kafka-8225 mutant survived."""
             assert self.sim is not None and self.sim.world is not None
             name, member_id, instance_id = self.incarnations[i % len(self.incarnations)]
             c = self.sim.clients[name]

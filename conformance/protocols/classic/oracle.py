@@ -2,7 +2,7 @@
 
 Every request goes to the target (through the `kafka` adapter) and to the reference model on the
 same inputs. The model is kept as a small set of *hypotheses* because three things are not
-decided by the inputs alone (design §2, §4):
+decided by the inputs alone (docs/oracle.md):
 
 * Kafka's arbitrary choices (generated member ids, leader re-election, protocol-vote ties): every
   choice point of the model is enumerated through a scripted `Chooser`; the target's answer keeps

@@ -1,4 +1,4 @@
-"""The simulator on a real clock, for ports backed by a real coordinator (design §4 "Time").
+"""The simulator on a real clock, for ports backed by a real coordinator (docs/real-targets.md#real-time).
 
 `ClassicSim` keeps virtual time; against a real target the port's clock is the truth. This
 subclass reads the port clock before every request, and `advance(ms)` sleeps (collecting

@@ -37,7 +37,7 @@ def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -
     dropped = [k for k in COORDINATOR_VARIANTS if k in trace.header["variants"] and k not in variants]
     for k in dropped:
         merged[k] = None
-    if trace.protocol != "classic":  # consumer and mixed traces (issue 5 on real targets)
+    if trace.protocol != "classic":  # consumer and mixed traces (docs/faults.md#replay-on-real-targets)
         from conformance.protocols.consumer.replay import replay_group_on_target
 
         return replay_group_on_target(trace, spec, variants)

@@ -155,7 +155,7 @@ class ScenarioRunner:
                 if c.member_id and c.member_id == c.leader and arg["topic"] in c.config.topics:
                     sim.rejoin(
                         name
-                    )  # the leader notices the metadata change (seed 000 "Topic Metadata Change")
+                    )  # the leader notices the metadata change ("Topic Metadata Change", docs/protocol-reference.md#client-side-assignment)
         elif verb == "append_failure":
             self._obs(sim.append_failure())
         elif verb == "lose_response":

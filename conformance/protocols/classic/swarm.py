@@ -24,7 +24,7 @@ from model.classic.sim import ClassicSim
 from model.observation import Observation
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-#: the KIP-848 server assignors (group.consumer.assignors, first = default; reference §B.11)
+#: the KIP-848 server assignors (group.consumer.assignors, first = default; docs/protocol-reference.md#b11)
 CONSUMER_ASSIGNORS = ("uniform", "range")
 FAULTS = (
     "stall",
@@ -85,7 +85,7 @@ def draw_config(
     abstract states can be found in an explore graph; faults and actions are still drawn.
 
     Protocol ``both`` alternates classic (even index) and consumer (odd). Consumer runs draw the
-    server assignor (uniform or range, reference §B.11) unless ``assignor`` is pinned. ``mix`` also
+    server assignor (uniform or range, docs/protocol-reference.md#b11) unless ``assignor`` is pinned. ``mix`` also
     draws the alternative variants of the assignor in use (sticky: user data v0 or v1;
     cooperative-sticky: with or without the KIP-429 adjustment; consumer: ConsumerGroupHeartbeat v0
     or v1), so that a metrics report covers every assignor and variant; these draws come after the

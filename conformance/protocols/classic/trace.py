@@ -110,7 +110,7 @@ class TracedClassicSim(CheckedLog, ClassicSim):
     def restart(self, name: str) -> None:
         """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
         old = self.clients[name]
-        self.clients[name] = type(old)(name, old.config)  # a mutant client stays a mutant (issue 8)
+        self.clients[name] = type(old)(name, old.config)  # a mutant client stays a mutant
         self.drop_held(name)  # the old process's connection closed with it
         self.awaiting.pop(name, None)
         self.stalled.discard(name)

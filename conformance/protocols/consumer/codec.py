@@ -3,7 +3,7 @@
 The consumer-protocol twin of `conformance.protocols.classic.codec`: ConsumerGroupHeartbeat (api key 68,
 v0-v1; ``ConsumerGroupHeartbeatRequest.json`` / ``ConsumerGroupHeartbeatResponse.json`` in Kafka's
 ``clients/src/main/resources/common/message/``) and OffsetCommit v9 (the first version a KIP-848
-member may use, reference §B.12; topics still named, not ids). Inside the model a topic is its
+member may use, docs/protocol-reference.md#b12; topics still named, not ids). Inside the model a topic is its
 *name*; on the wire ConsumerGroupHeartbeat names topics by topic id, so the caller passes a
 `TopicMap` that knows the run's real topic names and ids (looked up with Metadata v12).
 """

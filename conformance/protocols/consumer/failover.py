@@ -1,4 +1,4 @@
-"""Coordinator failover for KIP-848 groups on a real target (issue 4): restart, reload, compare.
+"""Coordinator failover for KIP-848 groups on a real target (docs/faults.md#consumer-failover): restart, reload, compare.
 
 The consumer machine's Failover rule restarts the target as the classic rule does
 (`conformance.protocols.classic.faults.restart`: `Target.restart`, SIGKILL by default, the same log folder
@@ -10,7 +10,7 @@ in memory only: ``GroupMetadataManager.onLoaded`` schedules every loaded member'
 afresh, and the rebalance timeout of members in UNREVOKED_PARTITIONS
 (group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java).
 Each model hypothesis therefore keeps its durable view (`model.consumer.records.durable_view`, equal
-to the model's own ``rebuild`` of its records) and runs ``on_loaded``. A mixed group (KIP-848 B.13)
+to the model's own ``rebuild`` of its records) and runs ``on_loaded``. A mixed group (KIP-848, docs/protocol-reference.md#b13)
 loads through `mixed_failover`: as a consumer group the same way (its classic-protocol members'
 metadata is in their subscription records), as a classic group from its last GroupMetadata record.
 

@@ -1,4 +1,4 @@
-"""A Hypothesis RuleBasedStateMachine over the KIP-848 consumer protocol (issue 3; design §4).
+"""A Hypothesis RuleBasedStateMachine over the KIP-848 consumer protocol (docs/scenarios.md, docs/cli.md).
 
 Virtual members behave like the KIP-848 Java consumer (`model.consumer.client`): they reconcile,
 acknowledge a revocation by omitting the partitions, rejoin with epoch 0 and the same member id
@@ -213,8 +213,8 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             def leave_during_revocation(self, i: int, j: int) -> None:
                 """While member i (slow callbacks) revokes a partition, the member that is to receive it
                 shuts down: the next target can give the partition back to i, which then acknowledges
-                its revocation. The window KAFKA-19449 (apache/kafka PR #20781, bug catalogue row 6)
-                needs; issue 8: added when the kafka-19449 mutant survived random exploration."""
+                its revocation. The window KAFKA-19449 (apache/kafka PR #20781, docs/bug-catalogue.md#row-6)
+                needs; added when the kafka-19449 mutant survived random exploration."""
                 assert self.sim is not None
                 name = self.client(i)
                 self.sim.set_slow(name, True)

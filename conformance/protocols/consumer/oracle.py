@@ -6,11 +6,11 @@ input. A ConsumerGroupHeartbeat is answered at once (Kafka never parks it, Group
 ``consumerGroupHeartbeat``), so one operation is: send, wait for the answer (with a deadline), then
 keep the model *hypotheses* that explain it. Three things the inputs alone do not decide:
 
-* Real time. A model timer (session, rebalance; reference §B.8) whose deadline lies in
+* Real time. A model timer (session, rebalance; docs/protocol-reference.md#b8) whose deadline lies in
   ``(t - late, t_answer]`` may or may not have fired in the target when it handled the request
   (sent at ``t``, answered at ``t_answer``); every prefix of those timers in deadline order is a
   candidate. Earlier deadlines have certainly fired, later ones certainly not.
-* The server assignor's free choices (reference §B.11, §F: the uniform assignor's tie-breaking
+* The server assignor's free choices (docs/protocol-reference.md#b11, #f: the uniform assignor's tie-breaking
   follows Java hash-map order). When the target's answer differs from the model only in the
   assignment, the oracle ADOPTS the target's choice: it installs a target assignment in which the
   member gets what the target gave and the other members' targets are completed legally — each
@@ -78,7 +78,7 @@ def legal_assignment(
     assignor: str,
     homogeneous: bool,
 ) -> str | None:
-    """None when ``assignment`` is one the assignor may return (reference §B.11), else why not."""
+    """None when ``assignment`` is one the assignor may return (docs/protocol-reference.md#b11), else why not."""
     seen: dict[TopicPartition, str] = {}
     for member_id, parts in sorted(assignment.items()):
         spec = members.get(member_id)
@@ -276,7 +276,7 @@ def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) ->
         return f"member epoch {target.member_epoch}, model {model.member_epoch}", notes
     mine, theirs = model.assigned(), target.assigned()
     if mine != theirs:
-        # an absent assignment means "unchanged" (§B.10): the same information either way
+        # an absent assignment means "unchanged" (docs/protocol-reference.md#b10): the same information either way
         if mine is None and theirs == prior:
             notes.append("sends the unchanged assignment again (the model omits it, GMM L1811)")
         elif theirs is None and mine == prior:
@@ -362,7 +362,7 @@ class HypothesisFindings(SplitPort):
         L67-70). So the target's deadline may lie up to the recent answer delay after the model's,
         and being seen running vouches for a deadline only that much earlier (a heartbeat answered
         787 ms late armed a session Kafka had not expired for a request sent 885 ms after the model's
-        deadline, though it had answered one sent 378 ms after it: false-alarm benchmark, session 8,
+        deadline, though it had answered one sent 378 ms after it: "Consumer ci seed 2 under load" in
         `benchmarks/results/oracle_false_alarms.md`)."""
         answered: list[tuple[int, int]] = self.__dict__.get("answered", [])
         lag = max((a - s for s, a in answered[-32:]), default=0)
@@ -837,7 +837,7 @@ class ConsumerOraclePort(HypothesisFindings):
                 g_after = d.state.groups.get(gid)
                 name = (g_after.last_assignor if g_after is not None else None) or "uniform"
                 why_free = (
-                    "uniform tie-breaking follows Java hash-map order, reference §F"
+                    "uniform tie-breaking follows Java hash-map order, docs/protocol-reference.md#f"
                     if name == "uniform"
                     else "Kafka's range assignor is deterministic (RA L243): a kafka-compat deviation"
                 )
@@ -917,7 +917,7 @@ def pin_revealed(
 def adoption_key(group: ConsumerGroup | None, member_id: str, instance_id: str | None) -> str:
     """The member id under which the target's choice for ``member_id`` is adopted: a static member's
     replacement (a new member id with a known instance id) copies the departing member's target
-    assignment (reference §B.7, GMM L2204-2290), so Kafka's choice is that member's."""
+    assignment (docs/protocol-reference.md#b7, GMM L2204-2290), so Kafka's choice is that member's."""
     if group is not None and member_id not in group.members and instance_id is not None:
         static = group.static_member(instance_id)
         if static is not None:
@@ -950,13 +950,13 @@ def revealed_assignment(
 ) -> frozenset[TopicPartition] | None:
     """What a matched-in-all-but-assignment heartbeat answer says the member is assigned now.
 
-    An answer without an assignment says "unchanged" (reference §B.10): Kafka sets it only for a join,
+    An answer without an assignment says "unchanged" (docs/protocol-reference.md#b10): Kafka sets it only for a join,
     a full request or when the member's assigned partitions changed (group-coordinator
     GroupMetadataManager ``consumerGroupHeartbeat``: ``isFullRequest ||
     hasAssignedPartitionsChanged(member, updatedMember)``, apache/kafka mirror 1eb7644). So an
     omitted assignment reveals as much as an explicit one: the member still holds what it held before
     the request (in this hypothesis). That is how a target whose uniform assignor gave the freed
-    partition to another member (hash-map order, reference §F) answers a member that gets nothing
+    partition to another member (hash-map order, docs/protocol-reference.md#f) answers a member that gets nothing
     new. None when the hypothesis does not know the member (nothing to adopt against)."""
     got: frozenset[TopicPartition] | None = target.assigned()
     if got is not None:

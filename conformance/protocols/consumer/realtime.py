@@ -1,7 +1,7 @@
 """The KIP-848 simulator on a real clock, for a `ConsumerPort` backed by a real coordinator.
 
-`ConsumerSim` keeps virtual time; against a real target the port's clock is the truth (design §4
-"Time"): before every request the simulator's ``now`` catches up with the port clock, and
+`ConsumerSim` keeps virtual time; against a real target the port's clock is the truth
+(docs/real-targets.md#real-time): before every request the simulator's ``now`` catches up with the port clock, and
 `advance(ms)` sleeps until that much real time has passed. Only rules that need time to pass sleep.
 The member timeouts a real-time machine uses are small (`REAL_CONSUMER_TIMING`).
 """

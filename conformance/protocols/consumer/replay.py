@@ -1,4 +1,4 @@
-"""`groupcheck replay FILE --target NAME|host:port` for KIP-848 consumer traces (issue 5 on real targets).
+"""`groupcheck replay FILE --target NAME|host:port` for KIP-848 consumer traces (docs/faults.md#replay-on-real-targets).
 
 The trace's recorded ops (member steps, leaves, restarts, duplicated or stale heartbeats, time
 passing) are called again on a `RealTimeConsumerSim` whose port is the consumer oracle

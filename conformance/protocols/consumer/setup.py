@@ -1,4 +1,4 @@
-"""Which protocols a real target runs, and the set-up of a consumer-protocol run (issue 4).
+"""Which protocols a real target runs, and the set-up of a consumer-protocol run (docs/real-targets.md).
 
 `not_run_reason` says why a protocol cannot run on an opened target: the target does not offer it
 (ApiVersions lists no JoinGroup / ConsumerGroupHeartbeat v1; mixed groups need both). `--protocol all` reports such a protocol as "not offered" /

@@ -1,8 +1,8 @@
-"""The server assignor's other legal tie-breaks as hypotheses of the mixed oracle (issue 4).
+"""The server assignor's other legal tie-breaks as hypotheses of the mixed oracle (docs/oracle.md#tie-breaks).
 
 Kafka's uniform assignor for homogeneous subscriptions meets the members in the order of
 ``GroupSpec.memberIds()``, a hash map's iteration order (group-coordinator
-``assignor/UniformHomogeneousAssignmentBuilder.java``; reference §F lists it as a variance point):
+``assignor/UniformHomogeneousAssignmentBuilder.java``; docs/protocol-reference.md#f lists it as a variance point):
 which of several tied members gets an extra partition, and which free partition goes to whom, is
 arbitrary. The model fixes one order (member id, `model.consumer.assignors`). A consumer-protocol
 member's heartbeat shows its partitions, so the oracle adopts the target's choice when it differs
@@ -42,7 +42,7 @@ ALL_ORDERS_UP_TO = 4
 #: the kafka-compat note a hypothesis with another tie-break carries (reported if it is the one followed)
 NOTE = (
     "the uniform assignor broke a tie between members another way than the model's member-id order "
-    "(a hash-map order; legal, reference §F): that tie-break is followed"
+    "(a hash-map order; legal, docs/protocol-reference.md#f): that tie-break is followed"
 )
 
 Run = Callable[[dict[str, AssignmentMember]], GroupAssignment]

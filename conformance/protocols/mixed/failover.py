@@ -1,4 +1,4 @@
-"""Coordinator failover of a mixed group on a real target, whatever type the group has (issue 4, B.13).
+"""Coordinator failover of a mixed group on a real target, whatever type the group has (docs/protocol-reference.md#b13).
 
 A mixed group is a consumer group (classic members included) or, after a downgrade, a classic
 group; a restart replays what each type persisted:

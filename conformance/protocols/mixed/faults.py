@@ -1,4 +1,4 @@
-"""Wire faults inside a mixed group on a real coordinator, through the fault proxy (issue 4, B.13).
+"""Wire faults inside a mixed group on a real coordinator, through the fault proxy (docs/faults.md; docs/protocol-reference.md#b13).
 
 The mixed oracle (`mixed_oracle.MixedOraclePort`) sends one request and waits for its answer, as
 the KIP-848 oracle does, so the consumer oracle's wire-fault port (`consumer_faults.faulty_port_class`)

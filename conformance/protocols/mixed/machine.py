@@ -1,10 +1,10 @@
-"""A Hypothesis RuleBasedStateMachine over KIP-848 mixed groups (reference B.13; issue 3).
+"""A Hypothesis RuleBasedStateMachine over KIP-848 mixed groups (docs/protocol-reference.md#b13).
 
 Classic consumers (`model.classic.client`, eager or cooperative, dynamic or static, JoinGroup v3/v4/v9)
 and KIP-848 consumers (`model.consumer.client`) share one group id on a `MixedCoordinator` under a
 drawn ``group.consumer.migration.policy``: members come and go (LeaveGroup, leave with -1/-2),
 crash, the coordinator fails over, time passes; under the `faults` profile members' requests also
-lose their answers, are cut, duplicated or held on the wire (issue 4, `MixedRun`). The group is upgraded, downgraded and replaced as
+lose their answers, are cut, duplicated or held on the wire (`MixedRun`). The group is upgraded, downgraded and replaced as
 the rules allow. Every consumer and mixed invariant, and the classic invariants that read only the
 group (`CLASSIC_STATE_INVARIANTS`, on classic groups), are checked after every step.
 """
@@ -147,7 +147,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             other protocol, then the group settles for a while. A static member's replacement keeps
             its ``group.instance.id``, as a rolled process does, so a classic static member can
             replace the last consumer-protocol member (the downgrade of
-            ``validateOnlineDowngradeWithReplacedMemberId``, reference B.13)."""
+            ``validateOnlineDowngradeWithReplacedMemberId``, docs/protocol-reference.md#b13)."""
             assert self.run is not None
             live = self._live()
             name = live[i % len(live)]
@@ -188,7 +188,7 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
                 ),
             )
             def wire_fault(self, i: int, kind: str) -> None:
-                """Issue 4: the member's next request loses its answer, is cut, sent twice or held on
+                """The member's next request loses its answer, is cut, sent twice or held on
                 the wire (`MixedRun`); it happens at the next tick."""
                 assert self.run is not None
                 live = self._live()

@@ -1,7 +1,7 @@
-"""The mixed-group machine against a real coordinator (issue 4; reference B.13).
+"""The mixed-group machine against a real coordinator (docs/protocol-reference.md#b13).
 
 Classic members (JoinGroup v9, one classic assignor per run) and KIP-848 members share ONE real
-group through `MixedOraclePort`. Each example starts with the three moves B.13 is about: a classic
+group through `MixedOraclePort`. Each example starts with the three moves docs/protocol-reference.md#b13 is about: a classic
 member forms a classic group alone, a consumer-protocol member (the *anchor*) joins and the group
 is upgraded online, a second classic member joins the consumer group and the first is told to
 rejoin. Then members come and go, crash, time passes, and the `downgrade` rule lets the group fall
@@ -11,9 +11,9 @@ group becomes a classic group; a new anchor upgrades it again.
 While the group is a consumer group, every request is answered at once (GMM
 ``classicGroupJoinToConsumerGroup`` completes from ``appendFuture``, apache/kafka@1eb7644 L2084);
 a classic group here never has more than one member, so its JoinGroup is never parked waiting for
-others (reference §A: the join phase completes when every known member has rejoined). That keeps
-every verdict independent of request ordering across connections. Coordinator failover (issue 4,
-profile `faults`) restarts the target with at most one classic member live, the group a consumer
+others (docs/protocol-reference.md#a: the join phase completes when every known member has rejoined). That keeps
+every verdict independent of request ordering across connections. Coordinator failover (profile
+`faults`) restarts the target with at most one classic member live, the group a consumer
 group or a classic one (`conformance.protocols.mixed.failover`).
 """
 
@@ -200,7 +200,7 @@ def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
             )
             @rule()
             def failover(self) -> None:
-                """Issue 4: the target restarts (`mixed_failover`), the group a consumer group or, after
+                """The target restarts (`mixed_failover`), the group a consumer group or, after
                 a downgrade, a classic group (reloaded from its last GroupMetadata record). At most one
                 classic member is live, so a group downgraded while the members expire (a crash
                 restart) is a classic group of at most one member, as everywhere in this machine."""

@@ -1,4 +1,4 @@
-"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (issue 4, B.13).
+"""The mixed-group oracle: classic and KIP-848 members in one group on a real coordinator (docs/protocol-reference.md#b13).
 
 Classic members speak JoinGroup / SyncGroup / Heartbeat / LeaveGroup through the classic wire
 codec (`conformance.protocols.classic.codec`, as the classic oracle does); consumer-protocol members speak
@@ -20,17 +20,17 @@ Kafka's arbitrary choices, checked legal and ADOPTED:
 
 * member ids the coordinator generates (a classic JoinGroup without one): the target's id is
   legal when no member of the group has it; the model's fresh id is renamed to it;
-* the server assignor's choices (uniform tie-breaking, reference §F): when the target's answer
+* the server assignor's choices (uniform tie-breaking, docs/protocol-reference.md#f): when the target's answer
   differs from the model only in the partitions it gives, the target's choice is installed in
   the model's target assignment if a legal completion exists (`consumer_oracle.complete_assignment`);
-  for a classic member the partitions are those of the SyncGroup assignment bytes (reference §C.1).
+  for a classic member the partitions are those of the SyncGroup assignment bytes (docs/protocol-reference.md#c1).
   What answers revealed of the current target is kept by later adoptions, as in the consumer
   oracle (`consumer_oracle.pin_revealed`, `adoption_constraints`, `install_target`): a heartbeat's
   or a SyncGroup's partitions, all of the member's target once it is reconciled. A classic member's
   JoinGroup reconciles it to partitions its answer does not show (`Unrevealed`); when an adoption
   changes that member's target before its SyncGroup, its reconciliation is done again to the new
   target (`_rereconcile`), and the request's observation starts from that state
-  (`SplitPort.rewritten`). Issue 4, `--protocol all --profile faults --seed 1` on Kafka 4.4.0.
+  (`SplitPort.rewritten`). Seen at `--protocol all --profile faults --seed 1` on Kafka 4.4.0.
 
 No hypothesis explains an answer -> a protocol finding (``oracle.<Api>``, request, answer, what
 the model expected). Differences in Apache Kafka's exact bytes (the encoded assignment's version,
@@ -248,7 +248,10 @@ def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) ->
                 return f"{what} {getattr(target, what)!r}, model {getattr(model, what)!r}", notes
         mine, theirs = sync_partitions(model), sync_partitions(target)
         if theirs is None:
-            return "assignment bytes the consumer embedded protocol cannot read (reference §C.1)", notes
+            return (
+                "assignment bytes the consumer embedded protocol cannot read (docs/protocol-reference.md#c1)",
+                notes,
+            )
         if mine != theirs:
             return f"assignment {_tps(theirs)}, model {_tps(mine)}", notes
         if model.assignment != target.assignment:
@@ -291,7 +294,7 @@ class MixedOraclePort(HypothesisFindings):
         self.current_member = "?"
         self._pending: tuple[Any, int] = (None, 0)  # the request `_await` decodes an answer to
 
-    # ------------------------------------------------------------------ failover (issue 4)
+    # ------------------------------------------------------------------ failover
     #: which run's restart budget this port spends; the model group (consumer_failover)
     protocol_name = "mixed"
     group_id = "g"
@@ -617,7 +620,7 @@ class MixedOraclePort(HypothesisFindings):
     def _apply_ties(
         self, c: MHypo, request: Any, ref: int, at: int, target: Any, prior: Any
     ) -> list[tuple[MHypo, str | None]]:
-        """`_apply`, plus the uniform assignor's other legal tie-breaks (`assignor_ties`, issue 4)."""
+        """`_apply`, plus the uniform assignor's other legal tie-breaks (`assignor_ties`)."""
         from conformance.protocols.mixed.assignor_ties import apply_with_ties
 
         return apply_with_ties(self, c, request, ref, at, target, prior)
@@ -653,7 +656,7 @@ class MixedOraclePort(HypothesisFindings):
         answer = self._run(c, request, ref, at, self._t_ans)
         # the model handled the request at ``at``: its clock is there, but never past a timer this
         # hypothesis left unfired (inside the tolerance window the target may not have fired it
-        # yet), so invariants about deadlines do not read it as overdue (issue 4: seen at
+        # yet), so invariants about deadlines do not read it as overdue (seen at
         # `check --protocol mixed` once a failover rule changed the draws)
         unfired = [d for d in self._deadlines(c) if d <= at]
         c.now = max(c.now, min([at] + [d - 1 for d in unfired]))
@@ -731,7 +734,7 @@ class MixedOraclePort(HypothesisFindings):
         if isinstance(target, ConsumerGroupHeartbeatResponse):
             if target.error_code != ErrorCode.NONE:
                 return None
-            # no assignment in the answer means "unchanged" (reference §B.10): what it had before, in
+            # no assignment in the answer means "unchanged" (docs/protocol-reference.md#b10): what it had before, in
             # this hypothesis (`consumer_oracle.revealed_assignment`)
             got = revealed_assignment(before.state.consumer, request, target)
             if got is None:
@@ -750,7 +753,7 @@ class MixedOraclePort(HypothesisFindings):
         elif isinstance(target, JoinGroupResponse):
             # a classic member's rejoin: its generation is its member epoch after reconciliation, so a
             # target that takes nothing from it advances it at once where the model's (another legal
-            # choice) makes it revoke first; the partitions show at its SyncGroup (issue 4: seen on
+            # choice) makes it revoke first; the partitions show at its SyncGroup (seen on
             # Kafka 4.4.0 with cooperative-sticky members and four partitions)
             if (
                 target.error != ErrorCode.NONE
@@ -795,7 +798,7 @@ class MixedOraclePort(HypothesisFindings):
                 d.adoptions += 1
                 d.notes = d.notes + (
                     f"the target's assignor gave {member_id} {_tps(got)} where the model's chose "
-                    f"{_tps(_given(answer))}; legal (reference §B.11, §F), adopted",
+                    f"{_tps(_given(answer))}; legal (docs/protocol-reference.md#b11; docs/protocol-reference.md#f), adopted",
                 )
                 return d, None
         return None

@@ -1,4 +1,4 @@
-"""A mixed-group run on a real clock against a real coordinator (issue 4; B.13).
+"""A mixed-group run on a real clock against a real coordinator (docs/protocol-reference.md#b13).
 
 `RealMixedRun` is the traced `MixedRun` (its log is the trace, `conformance.protocols.mixed.trace`) with the
 coordinator replaced by `MixedOraclePort`: each request a classic or consumer-protocol member sends
@@ -142,7 +142,7 @@ class RealMixedRun(TracedMixedRun):
                 self._send(name, request)
 
     def failover(self) -> None:
-        """Restart the target (`mixed_failover.restart`, issue 4; a consumer or a classic group);
+        """Restart the target (`mixed_failover.restart`; a consumer or a classic group);
         connections drop and the members lose their requests in flight, as on the model
         (`MixedRun.failover`). Without a group or a restart left the run is marked unsupported (an
         ERROR on replay)."""

@@ -1,8 +1,8 @@
-"""A mixed trace recorded on a real target, replayed against the target's RECORDED answers (issue 4).
+"""A mixed trace recorded on a real target, replayed against the target's RECORDED answers (docs/oracle.md#recorded).
 
 `groupcheck replay FILE --target apache-kafka` runs a trace again on a live broker, on a real
 clock: a divergence that depends on timing may or may not come back (the seed-1 `--profile faults`
-traces of session 6 replayed FIXED before anything was fixed, their replays departing from the
+traces replayed FIXED before anything was fixed, their replays departing from the
 recording at the first tick). To study what the mixed oracle makes of one recorded run, this module
 runs the trace's ops on `RealMixedRun` as a replay does, but behind `RecordedMixedPort`: every
 request is checked against the one recorded under its ref, is sent at its recorded moment (the

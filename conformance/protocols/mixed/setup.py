@@ -1,4 +1,4 @@
-"""The set-up of a mixed-group run on a real target (issue 4; reference B.13).
+"""The set-up of a mixed-group run on a real target (docs/protocol-reference.md#b13).
 
 A mixed run needs both protocols: the classic group protocol (JoinGroup) and KIP-848
 ConsumerGroupHeartbeat v1 (the oracle drives v1 members, KIP-1082). `not_run_reason` says why a
@@ -19,7 +19,7 @@ MIXED_REAL_PROFILES = {
     "dev": Profile("dev", 2, 6),
     "ci": Profile("ci", 3, 8),
     "thorough": Profile("thorough", 30, 25),
-    # the mixed machine on real targets: the ci mix plus the failover and wire-fault rules (issue 4)
+    # the mixed machine on real targets: the ci mix plus the failover and wire-fault rules
     "faults": Profile("faults", 3, 8, wire_faults=True),
 }
 

@@ -1,4 +1,4 @@
-"""Recording and replaying mixed-group runs (B.13; the mixed twin of `conformance.protocols.consumer.trace`).
+"""Recording and replaying mixed-group runs (docs/protocol-reference.md#b13; the mixed twin of `conformance.protocols.consumer.trace`).
 
 `TracedMixedRun` logs each call of `MixedRun`'s driver API as an op (``topic``, ``add_classic``,
 ``add_consumer``, ``stop``, ``crash``, ``run_for``, ``failover``; the wire faults ``lose_response``,

@@ -1,4 +1,4 @@
-"""Catalogue rows 4 and 18 as mutants (issue 8), the kill matrix's ddmin and BFS columns, and
+"""docs/bug-catalogue.md#row-4 and #row-18 as mutants, the kill matrix's ddmin and BFS columns, and
 explore against a mutant (its copies of the simulator keep the mutant's classes)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from conformance.protocols.build import make_classic_sim
 from conformance.protocols.classic.explore import clone, explore_classic
 
 
-def test_rows_4_and_18_have_mutants() -> None:
+def test_unbalanced_sticky_and_split_brain_have_mutants() -> None:
     assert MUTANTS["kafka-15106"].row == 4 and MUTANTS["split-brain"].row == 18
     assert 4 not in UNMODELLED_ROWS and 18 not in UNMODELLED_ROWS
 

@@ -1,4 +1,4 @@
-"""Catalogue rows 6 (KAFKA-19449) and 7 (KAFKA-19233): the model follows the fixes Kafka 4.4.0 has, the
+"""docs/bug-catalogue.md#row-6 (KAFKA-19449) and #row-7 (KAFKA-19233): the model follows the fixes Kafka 4.4.0 has, the
 pre-fix rules are the mutants, and the bounded-liveness invariants catch them from scratch."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_own_pending_revocation_given_back() -> None:
     assert old is not None and old.state == MemberState.UNRELEASED_PARTITIONS and old.assigned == {tp0}
 
 
-def test_rows_6_and_7_are_caught_from_scratch(tmp_path: Path) -> None:
+def test_pending_revocation_and_rejoin_mutants_are_caught_from_scratch(tmp_path: Path) -> None:
     for name, seed in (("kafka-19449", 1), ("kafka-19233", 0)):
         row = run_mutant(
             name, profile=get_profile("ci"), seed=seed, budget_s=90, run_dir=tmp_path, shrink=False
@@ -45,7 +45,7 @@ def test_rows_6_and_7_are_caught_from_scratch(tmp_path: Path) -> None:
         assert row.caught and row.expected_hit, (name, row.invariants)
 
 
-def test_row_21_client_mutant_is_caught_from_scratch(tmp_path: Path) -> None:
+def test_generation_reset_client_mutant_is_caught_from_scratch(tmp_path: Path) -> None:
     """KAFKA-8104 (row 21): a client reset without the rejoin request keeps heartbeating with
     generation -1; classic.lost_generation_rejoins catches it."""
     assert MUTANTS["kafka-8104"].row == 21 and 21 not in UNMODELLED_ROWS

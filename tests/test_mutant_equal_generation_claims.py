@@ -1,4 +1,4 @@
-"""Catalogue row 2 (KAFKA-12984, apache/kafka PR #10985): the fixed cooperative-sticky leader voids a
+"""docs/bug-catalogue.md#row-2 (KAFKA-12984, apache/kafka PR #10985): the fixed cooperative-sticky leader voids a
 partition two members claim at the same generation and withholds it for one rebalance; the pre-fix
 assignor (the kafka-12984 mutant) hands it to both; the stale-SubscriptionState fault of the classic
 machine produces such claims, and the suite catches the mutant from scratch."""
@@ -75,7 +75,7 @@ def test_stale_subscription_fault_keeps_the_partitions_once() -> None:
     assert c1.owned == ()  # one shot: the next fall-out is the ordinary onPartitionsLost
 
 
-def test_row_2_is_modelled_and_caught_from_scratch(tmp_path: Path) -> None:
+def test_equal_generation_claims_mutant_is_modelled_and_caught_from_scratch(tmp_path: Path) -> None:
     assert MUTANTS["kafka-12984"].row == 2 and 2 not in UNMODELLED_ROWS
     row = run_mutant(
         "kafka-12984",

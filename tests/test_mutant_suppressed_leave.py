@@ -1,4 +1,4 @@
-"""Catalogue row 15 (KAFKA-20983 / KAFKA-20985, apache/kafka PRs #23265, #23266): a static classic
+"""docs/bug-catalogue.md#row-15 (KAFKA-20983 / KAFKA-20985, apache/kafka PRs #23265, #23266): a static classic
 member that unsubscribes sends no LeaveGroup (KIP-345) and must keep its member id; the pre-fix client
 (the kafka-20983 mutant) wipes it, rejoins blind and the coordinator fences its own parked join. The
 suite catches the mutant from scratch."""
@@ -78,7 +78,7 @@ def test_pre_fix_client_wipes_the_id_and_fences_its_own_parked_join() -> None:
     assert old not in {m.member_id for m in sim.world.group.members}
 
 
-def test_row_15_is_modelled_and_caught_from_scratch(tmp_path: Path) -> None:
+def test_suppressed_leave_mutant_is_modelled_and_caught_from_scratch(tmp_path: Path) -> None:
     assert MUTANTS["kafka-20983"].row == 15 and 15 not in UNMODELLED_ROWS
     row = run_mutant(
         "kafka-20983",
