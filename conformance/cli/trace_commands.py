@@ -101,6 +101,8 @@ def _window(spec: str | None) -> tuple[int, int] | None:
         hi = int(last) if sep and last else (lo if not sep else 10**9)
     except ValueError:
         raise UsageError(f"--steps {spec!r}: expected FROM:TO (step numbers)") from None
+    if lo < 1 or hi < lo:
+        raise UsageError(f"--steps {spec!r}: expected 1 <= FROM <= TO")
     return lo, hi
 
 
