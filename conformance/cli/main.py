@@ -29,6 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--profile", default="ci")
     c.add_argument("--variant", action="append", default=[])
     c.add_argument("--report-dir", type=Path)
+    c.add_argument(
+        "--no-minimise",
+        dest="minimise",
+        action="store_false",
+        help="write Hypothesis' shrunk counterexample as it is (default: minimise it further, replaying each step)",
+    )
     c.add_argument("--level", default="protocol", choices=["protocol", "kafka-compat"])
     c.add_argument(
         "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
@@ -186,6 +192,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
         )
+        example = None
         if result.violations:
             ids = sorted({v.invariant for v in result.violations})
             print(f"violated: {', '.join(ids)}")
@@ -195,18 +202,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             for i, line in enumerate(result.steps, 1):
                 print(f"  {i:3d}. {line}")
             if result.trace is not None:
-                from conformance.trace.emit import default_run_dir, emit_counterexample
+                from conformance.cli.counterexample import write_counterexample
+                from conformance.trace.emit import default_run_dir
 
                 run_dir = args.report_dir / protocol if args.report_dir else None
-                emit_counterexample(
-                    result.trace, run_dir or default_run_dir("check", args.target, protocol, args.seed)
-                )
+                run_dir = run_dir or default_run_dir("check", args.target, protocol, args.seed)
+                example = write_counterexample(result.trace, run_dir, shrink=args.minimise)
             worst = max(worst, EXIT_VIOLATION)
         elif result.vacuous:
             print(f"inconclusive: never exercised {', '.join(result.vacuous)}")
             worst = EXIT_INCONCLUSIVE if worst == EXIT_OK else worst
         if args.report_dir:
-            out = write_check_report(result, args.report_dir / protocol)
+            out = write_check_report(result, args.report_dir / protocol, example)
             print(f"report: {out}/summary.md")
         if coverage is not None and coverage.protocol == protocol:
             from conformance.cli.trace_commands import report_coverage
@@ -237,15 +244,16 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     for run in runs:
         protocol = run.result.protocol
         codes.append(print_result(run))
+        example = None
         if run.result.violations and run.result.trace is not None:
-            from conformance.trace.emit import default_run_dir, emit_counterexample
+            from conformance.cli.counterexample import write_counterexample
+            from conformance.trace.emit import default_run_dir
 
             run_dir = args.report_dir / protocol if args.report_dir else None
-            emit_counterexample(
-                run.result.trace, run_dir or default_run_dir("check", run.result.target, protocol, args.seed)
-            )
+            run_dir = run_dir or default_run_dir("check", run.result.target, protocol, args.seed)
+            example = write_counterexample(run.result.trace, run_dir)
         if args.report_dir:
-            out = write_target_report(run, args.report_dir / protocol)
+            out = write_target_report(run, args.report_dir / protocol, example)
             print(f"report: {out}/summary.md")
     for protocol, why in skipped:
         print(f"{protocol} on {args.target}: {why}")
