@@ -7,28 +7,68 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from conformance.engine.variants import parse_variants
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"usage: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="groupcheck", description="Kafka consumer-group conformance suite")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+class _Version(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
 
-    c = sub.add_parser("check", help="run the stateful suite against a target")
-    c.add_argument("--target", default="model")
-    c.add_argument("--protocol", default="classic", choices=["classic", "consumer", "mixed", "all"])
-    c.add_argument("--max-examples", type=int)
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--profile", default="ci")
-    c.add_argument("--variant", action="append", default=[])
-    c.add_argument("--report-dir", type=Path)
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from conformance.formats.trace_file import groupcheck_version
+
+        print(f"groupcheck {groupcheck_version()}")
+        parser.exit(EXIT_OK)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from conformance.cli import help as texts
+
+    p = _Parser(
+        prog="groupcheck",
+        description="Kafka consumer-group conformance suite: a reference model of the group coordinator\n"
+        "and property-based checks of real coordinators against it.",
+        epilog=f"{texts.EXIT_CODES}\n\n'groupcheck COMMAND --help' describes a command. Docs: docs/cli.md",
+    )
+    p.add_argument("--version", action=_Version, help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    c = sub.add_parser(
+        "check",
+        help="run the stateful suite against a target",
+        description="Run the stateful suite against a target; a failure writes a minimal counterexample.",
+        epilog=f"{texts.variants_epilog()}\n\n{texts.EXIT_CODES}",
+    )
+    c.add_argument("--target", default="model", help=texts.targets_help())
+    c.add_argument(
+        "--protocol",
+        default="classic",
+        choices=["classic", "consumer", "mixed", "all"],
+        help=f"{texts.PROTOCOLS}; default classic",
+    )
+    c.add_argument("--max-examples", type=int, help="examples to generate (default: the profile's)")
+    c.add_argument(
+        "--seed", type=int, default=0, help="Hypothesis seed (integer, default 0): same seed, same run"
+    )
+    c.add_argument("--profile", default="ci", help=f"{texts.profiles_help()}; default ci")
+    c.add_argument(
+        "--variant", action="append", default=[], help="KEY=VALUE, repeatable: a model variant (below)"
+    )
+    c.add_argument(
+        "--report-dir", type=Path, help="write summary.md, results.json, junit.xml per protocol here"
+    )
     c.add_argument(
         "--no-minimise",
         dest="minimise",
@@ -70,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report-dir", type=Path)
 
     e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
-    e.add_argument("id", nargs="?")
+    e.add_argument("id", nargs="?", help="invariant id, e.g. classic.single_owner_consumer (see --list)")
+    e.add_argument("--list", action="store_true", help="list every invariant id with its kind and protocol")
     e.add_argument("--write-catalogue", action="store_true", help="regenerate reports/invariants.md")
 
     # -- traces (conformance/trace): replay, show, explore
@@ -123,12 +164,20 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.clients.command import add_parser as add_assignors_parser  # real clients' assignors
 
     add_assignors_parser(sub)
+    texts.complete(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not (sys.argv[1:] if argv is None else list(argv)):  # bare `groupcheck`: what it can do
+            parser.print_help()
+            return EXIT_TOOL
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version
+            return int(done.code or 0)
         from conformance.cli import trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
@@ -311,12 +360,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
         print(f"wrote {write()}")
         return EXIT_OK
-    if args.id is None:
-        raise UsageError("usage: explain ID (or --write-catalogue)")
     specs = load_invariants()
+    if args.list:
+        for inv_id, item in sorted(specs.items()):
+            print(f"{inv_id:48s} {item.kind:10s} {item.protocol}")
+        return EXIT_OK
+    if args.id is None:
+        raise UsageError("usage: explain ID (or --list, --write-catalogue)")
     spec = specs.get(args.id)
     if spec is None:
-        raise UsageError(f"unknown invariant {args.id!r} (see specs/invariants.yaml)")
+        raise UsageError(f"unknown invariant {args.id!r} (see groupcheck explain --list)")
     print(f"{spec.id}  ({spec.kind}, {spec.protocol})")
     print(f"  statement: {spec.statement}")
     print(f"  source:    {spec.source}")
