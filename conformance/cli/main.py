@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -11,6 +12,9 @@ from typing import Any
 
 from conformance.engine.variants import parse_variants
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
+
+#: commands that draw a live progress line on a terminal (conformance/cli/progress.py)
+PROGRESS = ("check", "explore", "mutants", "pipeline")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,7 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.clients.command import cmd_assignors
 
         handler["assignors"] = cmd_assignors
-        return handler[args.command](args)
+        from conformance.cli.progress import progress
+
+        drawn = (
+            progress(f"groupcheck {args.command}") if args.command in PROGRESS else contextlib.nullcontext()
+        )
+        with drawn:
+            return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
         return EXIT_TOOL

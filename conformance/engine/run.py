@@ -12,6 +12,7 @@ from hypothesis.stateful import get_state_machine_test
 
 from conformance.engine.checker import Checker, Violation
 from conformance.engine.profiles import Profile
+from conformance.engine.progress import WATCHER
 from conformance.errors import UsageError
 from conformance.protocols.classic import machine as classic
 from conformance.protocols.classic.machine import InvariantViolation, MachineSettings
@@ -85,6 +86,9 @@ def run_check(
         profile.wire_faults
     )  # the `faults` profile (conformance/engine/profiles.py)
     machine = machines[protocol](machine_settings)
+    watcher = WATCHER.get()
+    if watcher is not None:  # examples, steps and findings for a terminal's progress bar
+        machine = watcher.watch(machine, checker, n)
     test_settings = settings(
         max_examples=n,
         stateful_step_count=profile.step_count,
