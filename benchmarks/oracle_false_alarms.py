@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cli.check import _run_one, real_profile
+from conformance.protocols.classic import judge as judge_mod
 from conformance.protocols.classic import oracle as oracle_mod
 from conformance.protocols.consumer import oracle as consumer_oracle
 from conformance.targets.open import open_target
@@ -46,6 +47,7 @@ from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import SyncGroupResponse
 from model.classic.records import MemberUpserted
 from model.errors import ErrorCode
+from model.result import Result
 
 
 class LegacyCoordinator(ClassicCoordinator):
@@ -77,11 +79,11 @@ def legacy() -> Iterator[None]:
     renamed, certain timers dated at the operation (not their deadline), timers fired around a
     request folded into its observation (no `take_pre_split` / `take_post_split`, in every oracle)."""
     port = oracle_mod.OraclePort
-    saved = (port._seen_running, port._fire_certain, oracle_mod._rename_hypo)
+    saved = (port._seen_running, port._fire_certain, judge_mod.rename_hypo)
 
     def fire_certain(self: Any, c: Any, cutoff: int, t: int) -> int:
         def fire() -> Any:
-            out = oracle_mod.Result()
+            out = Result()
             while True:
                 nxt = self.coordinator.next_deadline(c.state)
                 if nxt is None or nxt[0] > cutoff:
@@ -106,14 +108,14 @@ def legacy() -> Iterator[None]:
     base = consumer_oracle.HypothesisFindings
     saved_cutoff = base._certain_cutoff
     base._certain_cutoff = lambda self, t: t - self.timing.late_ms  # type: ignore[method-assign]
-    oracle_mod._rename_hypo = rename_hypo
+    judge_mod.rename_hypo = rename_hypo
     try:
         with no_split():
             yield
     finally:
         base._certain_cutoff = saved_cutoff  # type: ignore[method-assign]
         del port.split_timers
-        (port._seen_running, port._fire_certain, oracle_mod._rename_hypo) = saved  # type: ignore[method-assign]
+        (port._seen_running, port._fire_certain, judge_mod.rename_hypo) = saved  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

@@ -13,16 +13,9 @@ import argparse
 import time
 from dataclasses import dataclass
 
-from conformance.engine.profiles import Profile, get_profile
+from conformance.engine.profiles import REAL_PROFILES, Profile, real_profile
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
 
-#: Profiles against a real coordinator (examples x steps); the names match the model's profiles.
-REAL_PROFILES = {
-    "dev": Profile("dev", 4, 20),
-    "ci": Profile("ci", 12, 25),
-    "thorough": Profile("thorough", 120, 40),
-    "faults": Profile("faults", 6, 25, wire_faults=True),
-}
 LEVELS = ("protocol", "kafka-compat")
 #: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
 RESTARTS = {"dev": 0, "ci": 1, "thorough": 4, "faults": 1}
@@ -37,11 +30,6 @@ class TargetRun:
     #: what the fault proxy and restarts injected in this run alone (`faults.summary`); None
     #: without a fault session
     faults: str | None = None
-
-
-def real_profile(name: str) -> Profile:
-    get_profile(name)  # same names, same error for an unknown one
-    return REAL_PROFILES[name]
 
 
 def run_on_target(
@@ -276,4 +264,4 @@ def cmd_target(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["EXIT_TOOL", "cmd_target", "print_result", "run_on_target"]
+__all__ = ["EXIT_TOOL", "REAL_PROFILES", "cmd_target", "print_result", "real_profile", "run_on_target"]

@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="write Hypothesis' shrunk counterexample as it is (default: minimise it further, replaying each step)",
     )
+    c.add_argument("--design", help="check a design the seeds weighed instead (conformance/designs)")
     c.add_argument("--level", default="protocol", choices=["protocol", "kafka-compat"])
     c.add_argument(
         "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
@@ -168,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.clients.command import add_parser as add_assignors_parser  # real clients' assignors
 
     add_assignors_parser(sub)
+
+    from conformance.designs.command import add_parsers as add_design_parsers  # the design review
+
+    add_design_parsers(sub)
     texts.complete(p)
     return p
 
@@ -196,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.clients.command import cmd_assignors
 
         handler["assignors"] = cmd_assignors
+        from conformance.designs.command import HANDLERS as design_handlers
+
+        handler |= design_handlers
         from conformance.cli.progress import progress
 
         drawn = (
@@ -223,6 +231,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.reporting.run_report import write_check_report
     from conformance.targets.open import in_process
 
+    if args.design:  # the designs the seeds weighed (conformance/designs/command.py)
+        from conformance.designs.command import cmd_check_design
+
+        return cmd_check_design(args)
     if not in_process(args.target):
         return cmd_check_target(args)
     profile = get_profile(args.profile)

@@ -25,8 +25,23 @@ PROFILES = {
 }
 
 
+#: Profiles against a real coordinator (examples x steps); the names match the model's profiles.
+#: Smaller than the model's: every step takes real milliseconds.
+REAL_PROFILES = {
+    "dev": Profile("dev", 4, 20),
+    "ci": Profile("ci", 12, 25),
+    "thorough": Profile("thorough", 120, 40),
+    "faults": Profile("faults", 6, 25, wire_faults=True),
+}
+
+
 def get_profile(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
         raise UsageError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None
+
+
+def real_profile(name: str) -> Profile:
+    get_profile(name)  # same names, same error for an unknown one
+    return REAL_PROFILES[name]

@@ -11,11 +11,11 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 
 from conformance.engine.checker import Checker, Violation
+from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
 from conformance.engine.progress import WATCHER
 from conformance.errors import UsageError
 from conformance.protocols.classic import machine as classic
-from conformance.protocols.classic.machine import InvariantViolation, MachineSettings
 from conformance.protocols.consumer import machine as consumer
 from conformance.protocols.mixed import machine as mixed
 

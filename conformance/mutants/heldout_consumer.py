@@ -12,10 +12,11 @@ from typing import Any
 
 from conformance.mutants.base import Mutant
 from model.consumer.client import ClientState, VirtualConsumer
-from model.consumer.coordinator import ConsumerCoordinator, _Txn
+from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatResponse
 from model.consumer.records import TargetAssignmentEpochRecord, apply
 from model.consumer.state import ConsumerCoordinatorState, ConsumerMember
+from model.consumer.txn import _Txn
 from model.errors import ErrorCode
 from model.result import Result
 

@@ -12,7 +12,7 @@ every group subscribed to a changed or deleted topic for a metadata refresh
 wait after a change is: until Metadata shows it (the broker's metadata cache is updated from the same
 image the coordinator is handed, ``BrokerMetadataPublisher.onMetadataUpdate``), plus a short margin
 for the coordinator's own event queue; the oracle keeps the "not seen yet" hypothesis open for a
-tolerance window after that (`consumer_oracle`), so the verdict does not hang on the margin.
+tolerance window after that (`consumer/oracle.py`), so the verdict does not hang on the margin.
 
 Topics that a run changes are the run's own: the port names them per group (`fresh_name`), so a
 topic another example shares is never grown or deleted under it.
@@ -24,8 +24,7 @@ import time
 from typing import Any
 
 from conformance.errors import TargetError
-from conformance.protocols.classic.codec import build, module, payload_class
-from conformance.protocols.consumer.codec import API_METADATA, metadata_request
+from conformance.wire.codec import API_METADATA, build, metadata_request, module, payload_class, topic_ids
 
 API_CREATE_PARTITIONS = 37
 API_DELETE_TOPICS = 20
@@ -40,6 +39,8 @@ RUNNING_GAP_S = 0.15
 #: how long `seen_running_for` waits for its margin at most (a target that never runs that long
 #: without a pause is still checked after this)
 RUNNING_CAP_S = 5.0
+#: How long a new topic takes to reach the group coordinator's metadata image (generous on a busy box).
+TOPIC_PROPAGATION_S = 1.0
 
 
 def fresh_name(session: Any, model_topic: str, partitions: int, owner: str) -> str:
@@ -185,3 +186,83 @@ def _check(results: Any, name: str, what: str, adapter: Any) -> None:
                 raise TargetError(f"{adapter.bootstrap}: {what} {name}: error {code} {msg or ''}".rstrip())
             return
     raise TargetError(f"{adapter.bootstrap}: the {what} answer does not mention topic {name}")
+
+
+# ---------------------------------------------------------------------- a port's topics
+def topic_ids_of(session: Any, names: list[str]) -> dict[str, Any]:
+    """Topic ids by Metadata v12 on a fresh connection, cached per session (retried while a new
+    topic's metadata propagates)."""
+    from conformance.wire.connection import _blocking_exchange
+    from conformance.wire.framing import decode_frame
+
+    cache: dict[str, Any] = session.__dict__.setdefault("topic_ids", {})
+    missing = [n for n in names if n not in cache]
+    adapter = session.adapter
+    lo, hi = adapter.connect().api_versions.get(3, (0, -1))
+    version = min(12, hi)
+    if version < max(10, lo):
+        raise TargetError(f"{adapter.bootstrap}: no Metadata v10+ (topic ids, KIP-516); offers v{lo}-v{hi}")
+    end = time.monotonic() + 30
+    while missing:
+
+        def exchange(req: Any) -> Any:
+            frame = _blocking_exchange(adapter.host, adapter.port, req, adapter.timeout_s, adapter.client_id)
+            value, findings = decode_frame(req.__api_key__, req.__version__, frame)
+            if value is None:
+                raise TargetError(f"{adapter.bootstrap}: Metadata answer is garbage: {findings[0].message}")
+            return value
+
+        try:
+            cache.update(topic_ids(exchange, missing, version))
+        except (OSError, ConnectionError) as e:
+            raise TargetError(f"{adapter.bootstrap}: Metadata failed: {e}") from e
+        missing = [n for n in names if n not in cache]
+        if missing and time.monotonic() > end:
+            break
+        if missing:
+            time.sleep(0.1)
+    return {n: cache[n] for n in names if n in cache}
+
+
+def seeded_topic(session: Any, topics: Any, topic: str, partitions: int) -> None:
+    """Model topic ``topic`` on the run's shared real topic (created if missing) in ``topics`` (a
+    `TopicMap`), for a target whose topics are seeded at start (the librdkafka mock) or a port that
+    never changes them. The coordinator learns a new topic from its next metadata image (module
+    docstring): counted while the target is seen running (`seen_running_for`)."""
+    real = session.real_topic(topic, partitions)
+    fresh = real not in session.__dict__.get("topic_ids", {})
+    session.ensure_topic(real)
+    ids = topic_ids_of(session, [real])
+    if fresh:
+        seen_running_for(session.adapter, real, TOPIC_PROPAGATION_S)
+    if real not in ids:
+        raise TargetError(f"{session.adapter.bootstrap}: Metadata does not list topic {real} with an id")
+    topics.add(topic, real, ids[real])
+
+
+def change_on_target(port: Any, action: str, topic: str, partitions: int, own: bool) -> None:
+    """The model's TopicEvent on the port's target (``own``: the target creates topics on request,
+    so the port names its own, `fresh_name`; else the run's seeded ones, `seeded_topic`)."""
+    session, adapter = port.session, port.adapter
+    if action == "create" and not own:
+        seeded_topic(session, port.topics, topic, partitions)
+    elif action == "create":
+        # a re-created topic keeps its name (members subscribe by name; Kafka gives it a new id)
+        real = port.topics.real.get(topic) or fresh_name(
+            session, topic, partitions, port.real_group.rsplit("-", 1)[-1]
+        )
+        create_topic(session, real, partitions)
+        # the coordinator learns a topic from the next metadata image (GMM onNewMetadataImage):
+        # wait until Metadata lists it with leaders, plus the coordinator's margin
+        wait_until(adapter, real, partitions)
+        session.__dict__.setdefault("topic_ids", {}).pop(real, None)
+        ids = topic_ids_of(session, [real])
+        if real not in ids:
+            raise TargetError(f"{session.adapter.bootstrap}: Metadata does not list topic {real} with an id")
+        port.topics.add(topic, real, ids[real])
+    elif action == "add_partitions":
+        create_partitions(adapter, port.topics.real_name(topic), partitions)
+    elif action == "delete":
+        delete_topic(adapter, port.topics.real_name(topic))
+    else:
+        raise ValueError(f"unknown topic action {action!r}")

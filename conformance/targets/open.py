@@ -197,8 +197,8 @@ def _start_launcher(name: str, start_timeout_s: float, provision_timeout_s: floa
 
 def _connect(handle: TargetHandle) -> None:
     """ApiVersions, FindCoordinator (waiting for the offsets topic), and the run's shared session."""
-    from conformance.protocols.classic.oracle import TargetSession
     from conformance.wire.connection import KafkaAdapter
+    from conformance.wire.session import TargetSession
 
     assert handle.bootstrap is not None
     # a fresh suffix: two sessions on one coordinator within a second must not share group names

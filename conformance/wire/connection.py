@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.errors import TargetError
-from conformance.protocols.classic.codec import (
+from conformance.wire.codec import (
     API_API_VERSIONS,
     API_DESCRIBE_GROUPS,
     API_FIND_COORDINATOR,

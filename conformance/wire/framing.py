@@ -25,7 +25,7 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
-from conformance.protocols.classic.codec import API_NAMES, payload_class
+from conformance.wire.codec import API_NAMES, payload_class
 
 MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default is 100 MiB
 

@@ -16,7 +16,7 @@ classic oracle, just after it), and the simulator on the real clock shows that p
 observation of its own: an advance that moves no time. `SplitPort` is the port's half (one per
 oracle: classic `OraclePort`, consumer `ConsumerOraclePort`, mixed `MixedOraclePort`);
 `fired_before` is the consumer and mixed hypotheses' half (the classic `Hypo` keeps its own group
-views, `OraclePort._run`). The invariants are unchanged: they see one more, smaller step.
+views, `protocols/classic/candidates.py`). The invariants are unchanged: they see one more, smaller step.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def carry(
 def switched_from(reported: Any, chosen: Any, view: Callable[[Any], Any] | None = None) -> Any:
     """(state, clock) of ``chosen``'s parent when that is not ``reported``: a lineage switch.
     ``view`` gives another shape of the parent (the classic oracle's group views and durable
-    records, `OraclePort._operate`).
+    records, `protocols/classic/operation.py`).
 
     Both outcomes of an uncertain timer stay hypotheses, and the simulator is shown one of them
     (the reported one, which prefers timers fired). When a later answer refutes it, the one reported

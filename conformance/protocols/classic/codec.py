@@ -9,13 +9,24 @@ model's response type. Field names follow Kafka's message schemas (docs/protocol
 from __future__ import annotations
 
 import dataclasses
-import datetime
-from functools import cache
 from typing import Any
 
-from kio.index import load_payload_module
-from kio.static.constants import EntityType
-
+from conformance.wire.codec import (
+    API_API_VERSIONS,
+    API_DESCRIBE_GROUPS,
+    API_FIND_COORDINATOR,
+    API_HEARTBEAT,
+    API_JOIN_GROUP,
+    API_LEAVE_GROUP,
+    API_NAMES,
+    API_OFFSET_COMMIT,
+    API_SYNC_GROUP,
+    SUPPORTED,
+    build,
+    convert,
+    module,
+    payload_class,
+)
 from model.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -33,37 +44,27 @@ from model.classic.messages import (
 )
 from model.errors import ErrorCode
 
-API_OFFSET_COMMIT = 8
-API_FIND_COORDINATOR = 10
-API_JOIN_GROUP = 11
-API_HEARTBEAT = 12
-API_LEAVE_GROUP = 13
-API_SYNC_GROUP = 14
-API_DESCRIBE_GROUPS = 15
-API_API_VERSIONS = 18
-
-#: Versions of each API this adapter can speak (kio has them all; these are the ones exercised).
-SUPPORTED: dict[int, tuple[int, int]] = {
-    API_OFFSET_COMMIT: (0, 8),
-    API_FIND_COORDINATOR: (0, 3),
-    API_JOIN_GROUP: (0, 9),
-    API_HEARTBEAT: (0, 4),
-    API_LEAVE_GROUP: (0, 5),
-    API_SYNC_GROUP: (0, 5),
-    API_API_VERSIONS: (0, 3),
-    API_DESCRIBE_GROUPS: (0, 5),
-}
-
-API_NAMES = {
-    API_OFFSET_COMMIT: "OffsetCommit",
-    API_FIND_COORDINATOR: "FindCoordinator",
-    API_JOIN_GROUP: "JoinGroup",
-    API_HEARTBEAT: "Heartbeat",
-    API_LEAVE_GROUP: "LeaveGroup",
-    API_SYNC_GROUP: "SyncGroup",
-    API_API_VERSIONS: "ApiVersions",
-    API_DESCRIBE_GROUPS: "DescribeGroups",
-}
+#: the kio helpers and API keys live in `conformance.wire.codec`; re-exported for this codec's users
+__all__ = [
+    "API_API_VERSIONS",
+    "API_DESCRIBE_GROUPS",
+    "API_FIND_COORDINATOR",
+    "API_HEARTBEAT",
+    "API_JOIN_GROUP",
+    "API_LEAVE_GROUP",
+    "API_NAMES",
+    "API_OFFSET_COMMIT",
+    "API_SYNC_GROUP",
+    "SUPPORTED",
+    "api_key_of",
+    "as_sent",
+    "build",
+    "convert",
+    "decode_response",
+    "encode_request",
+    "module",
+    "payload_class",
+]
 
 
 def api_key_of(request: Request) -> int:
@@ -78,42 +79,33 @@ def api_key_of(request: Request) -> int:
     return API_OFFSET_COMMIT
 
 
-@cache
-def module(api_key: int, version: int, request: bool) -> Any:
-    return load_payload_module(api_key, version, EntityType.request if request else EntityType.response)
-
-
-def payload_class(api_key: int, version: int, request: bool) -> Any:
-    mod = module(api_key, version, request)
-    want = EntityType.request if request else EntityType.response
-    for obj in vars(mod).values():
-        if isinstance(obj, type) and getattr(obj, "__type__", None) == want:
-            return obj
-    raise LookupError(f"kio has no payload class for api {api_key} v{version}")
-
-
-def build(cls: Any, values: dict[str, Any]) -> Any:
-    """Instantiate a kio entity from plain values, converting to each field's primitive type."""
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in values:
-            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-                continue
-            raise KeyError(f"{cls.__name__}.{f.name} has no value")
-        kwargs[f.name] = convert(f.type, values[f.name])
-    return cls(**kwargs)
-
-
-def convert(kind: Any, value: Any) -> Any:
-    if value is None or not isinstance(kind, type):
-        return value
-    if hasattr(kind, "parse") and kind.__name__.endswith("Timedelta"):
-        return kind.parse(datetime.timedelta(milliseconds=int(value)))
-    if issubclass(kind, int) and not issubclass(kind, bool) and not isinstance(value, kind):
-        return kind(value)
-    if issubclass(kind, str) and not isinstance(value, kind):
-        return kind(value)
-    return value
+def as_sent(request: Request, version: int) -> Request:
+    """The model request as the wire carries it at ``version`` (fields a version lacks are dropped)."""
+    if isinstance(request, JoinGroupRequest):
+        r = dataclasses.replace(request, version=version)
+        if version < 5:
+            r = dataclasses.replace(r, group_instance_id=None)
+        if version == 0:
+            r = dataclasses.replace(r, rebalance_timeout_ms=-1)
+        return r
+    if isinstance(request, SyncGroupRequest):
+        r = dataclasses.replace(request, version=version)
+        if version < 5:
+            r = dataclasses.replace(r, protocol_type=None, protocol_name=None)
+        if version < 3:
+            r = dataclasses.replace(r, group_instance_id=None)
+        return r
+    if isinstance(request, LeaveGroupRequest):
+        r = dataclasses.replace(request, version=version)
+        if version < 3:
+            r = dataclasses.replace(r, members=request.members[:1])
+        return r
+    if hasattr(request, "version"):
+        r = dataclasses.replace(request, version=version)  # type: ignore[type-var]
+        if version < 3 and hasattr(r, "group_instance_id"):
+            r = dataclasses.replace(r, group_instance_id=None)  # type: ignore[type-var]
+        return r
+    return request
 
 
 def encode_request(request: Request, version: int, topic_name: Any = None) -> Any:

@@ -47,15 +47,19 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.errors import TargetError
+from conformance.engine.oracle.choosers import PROVISIONAL
+from conformance.engine.oracle.restart import (
+    RESTART_DEADLINE_S,
+    describe_on_coordinator,
+    poll_served,
+    restart_process,
+    unexplained_recovery,
+)
 from model.classic.messages import LeaveGroupResponse, OffsetCommitResponse
 from model.errors import ErrorCode
-
-PROVISIONAL = "00000000-0000-4000-8000-"  # as conformance.protocols.classic.oracle (no import cycle)
 
 #: the longest the proxy holds a delayed request nobody releases (DelayRequest)
 MAX_HOLD_MS = 60_000
@@ -287,36 +291,6 @@ def summary(session: Any, since: dict[str, Any] | None = None) -> str:
 
 
 # ---------------------------------------------------------------------- restart (coordinator failover)
-#: how long a restart (stop, start, the group loaded again) may take
-RESTART_DEADLINE_S = 120.0
-
-
-def unexplained_recovery(port: Any, t: int, reasons: list[str]) -> None:
-    """The protocol finding of every Failover rule when no hypothesis explains what the target
-    recovered after a restart; ``reasons`` says why each loaded hypothesis did not."""
-    port._finding(
-        "protocol",
-        "oracle.Failover",
-        f"at t={t}, after a restart of the target no model hypothesis explains the recovered group: "
-        + " | ".join(dict.fromkeys(reasons)),
-    )
-
-
-def restart_process(port: Any, t: int) -> bool:
-    """Close every member connection (ours, so not findings) and restart the target process, for the
-    Failover rule of every protocol; a target that cannot come back is a crash finding at ``t``."""
-    port.adapter.drop_all()
-    if port.adapter.proxy is not None:
-        port.adapter.proxy.cut_all()
-    port.adapter.take_findings()
-    try:
-        port.session.launcher.restart(RESTART_DEADLINE_S, signal_name=port.session.restart_signal)
-    except Exception as e:  # noqa: BLE001 - a target that cannot come back is a finding, with its log
-        port._crash(t, f"restart failed: {e}")
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class Recovered:
     """The group as the target shows it after a restart (DescribeGroups)."""
@@ -324,30 +298,6 @@ class Recovered:
     error: int
     state: str
     members: dict[str, bytes]  # member id -> assignment
-
-
-def describe_on_coordinator(
-    adapter: Any, group_id: str, api_key: int, version: int, fields: dict[str, Any], timeout: float
-) -> Any:
-    """Send a describe request (DescribeGroups, ConsumerGroupDescribe) to the group's coordinator and
-    return the first group of the answer; None when the coordinator is unknown, unreachable or
-    answers no group."""
-    from conformance.protocols.classic.codec import build, payload_class
-    from conformance.wire.connection import _blocking_exchange
-    from conformance.wire.framing import decode_frame
-
-    coord = adapter.coordinators.get(group_id)
-    if coord is None:
-        return None
-    req = build(payload_class(api_key, version, True), {**fields, "include_authorized_operations": False})
-    try:
-        frame = _blocking_exchange(coord[0], coord[1], req, timeout, adapter.client_id)
-    except (OSError, ConnectionError):
-        return None
-    value, _ = decode_frame(api_key, version, frame)
-    if value is None or not value.groups:
-        return None
-    return value.groups[0]
 
 
 def describe_group(adapter: Any, group_id: str, timeout: float = 2.0) -> Recovered | None:
@@ -364,36 +314,6 @@ def describe_group(adapter: Any, group_id: str, timeout: float = 2.0) -> Recover
         return None
     members = {str(m.member_id): bytes(m.member_assignment) for m in g.members}
     return Recovered(int(g.error_code.value), str(g.group_state), members)
-
-
-#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: the group is not served yet.
-NOT_READY = frozenset({14, 15, 16})
-
-
-def poll_served(port: Any, deadline_s: float, look: Callable[[], Any]) -> tuple[int, Any]:
-    """Poll a restarted target until its coordinator serves the group; (the last "not ready" ms, what
-    `look` saw). `look` describes the group (DescribeGroups or ConsumerGroupDescribe) and returns an
-    object with an `error` code, or None while there is no answer yet. Shared by the classic and the
-    consumer failover."""
-    adapter = port.adapter
-    end = time.monotonic() + deadline_s
-    not_ready = port.clock()
-    while time.monotonic() < end:
-        asked = port.clock()
-        try:
-            adapter.coordinators.pop(port.real_group, None)
-            adapter.find_coordinator(port.real_group, deadline_s=max(0.5, end - time.monotonic()))
-        except Exception:  # noqa: BLE001 - not ready yet: try again until the deadline
-            not_ready = asked
-            time.sleep(0.02)
-            continue
-        seen = look()
-        if seen is None or seen.error in NOT_READY:
-            not_ready = asked
-            time.sleep(0.01)
-            continue
-        return not_ready, seen
-    raise TargetError(f"{port.session.launcher.name}: the group was not served again within {deadline_s:g}s")
 
 
 def wait_loaded(port: Any, deadline_s: float) -> tuple[int, Recovered]:

@@ -66,7 +66,8 @@ class RealTimeSim(TracedClassicSim):
 
     def _renamed(self, world: ClassicWorld | None) -> ClassicWorld | None:
         """The previous snapshot with the member ids the target has named since (provisional ids)."""
-        from conformance.protocols.classic.oracle import PROVISIONAL, rename
+        from conformance.engine.oracle.adoption import rename
+        from conformance.engine.oracle.choosers import PROVISIONAL
 
         renames = getattr(self.port, "renames", None)
         if world is None or renames is None or PROVISIONAL not in repr(world.group):
@@ -85,7 +86,7 @@ class RealTimeSim(TracedClassicSim):
         switched = take() if take is not None else None
         if switched is None or before is None:
             return before
-        from conformance.protocols.classic.oracle import persisted_in
+        from conformance.protocols.classic.hypo import persisted_in
 
         groups, durable = switched
         return dataclasses.replace(

@@ -11,11 +11,10 @@ member may use, docs/protocol-reference.md#b12; topics still named, not ids). In
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.protocols.classic.codec import build, module, payload_class
+from conformance.wire.codec import API_METADATA, build, metadata_request, module, payload_class, topic_ids
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -29,7 +28,6 @@ from model.errors import ErrorCode
 
 API_CONSUMER_GROUP_HEARTBEAT = 68
 API_OFFSET_COMMIT = 8
-API_METADATA = 3
 #: OffsetCommit versions a KIP-848 member sends here: v9 (names); v10 names topics by id.
 OFFSET_COMMIT_VERSION = 9
 
@@ -170,24 +168,16 @@ def decode_offset_commit(wire: Any, topics: TopicMap) -> OffsetCommitResponse:
     )
 
 
-def metadata_request(names: list[str], version: int = 12) -> Any:
-    """A Metadata request (v10+) for ``names`` by name, never creating a topic."""
-    mod = module(API_METADATA, version, True)
-    return build(
-        payload_class(API_METADATA, version, True),
-        {
-            "topics": tuple(build(mod.MetadataRequestTopic, {"topic_id": None, "name": n}) for n in names),
-            "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False,
-        },
-    )
-
-
-def topic_ids(exchange: Callable[[Any], Any], names: list[str], version: int = 12) -> dict[str, uuid.UUID]:
-    """Topic ids of ``names`` by Metadata v10+ (KIP-516); ``exchange`` sends a kio request, returns the answer."""
-    answer = exchange(metadata_request(names, version))
-    out = {}
-    for t in answer.topics:
-        if int(t.error_code.value) == 0 and t.name is not None and t.topic_id is not None:
-            out[str(t.name)] = t.topic_id
-    return out
+__all__ = [
+    "API_CONSUMER_GROUP_HEARTBEAT",
+    "API_METADATA",
+    "API_OFFSET_COMMIT",
+    "OFFSET_COMMIT_VERSION",
+    "TopicMap",
+    "decode_heartbeat",
+    "decode_offset_commit",
+    "encode_heartbeat",
+    "encode_offset_commit",
+    "metadata_request",
+    "topic_ids",
+]

@@ -25,10 +25,10 @@ none -> an ``oracle.Failover`` protocol finding naming each difference.
 
 The wait: FindCoordinator and ConsumerGroupDescribe until the group's coordinator answers it
 without COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR (every wait with
-a deadline, `RESTART_DEADLINE_S`). Requests the members send later and that still meet one of those
+a deadline, `engine.oracle.restart.RESTART_DEADLINE_S`). Requests the members send later and that still meet one of those
 answers are resent after finding the coordinator again, as the Java consumer does
 (``AbstractHeartbeatRequestManager.onErrorResponse``: coordinator errors mark the coordinator
-unknown and the heartbeat is retried); see `ConsumerOraclePort._exchange`.
+unknown and the heartbeat is retried); see `ConsumerOperation._exchange`.
 """
 
 from __future__ import annotations
@@ -36,14 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from conformance.engine.oracle.restart import describe_on_coordinator, reload, restart_served
 from conformance.errors import TargetError
-from conformance.protocols.classic.faults import (
-    RESTART_DEADLINE_S,
-    describe_on_coordinator,
-    poll_served,
-    restart_process,
-    unexplained_recovery,
-)
 from model.consumer.messages import TopicPartition
 from model.consumer.records import durable_view
 from model.consumer.state import REBALANCE, SESSION
@@ -121,13 +115,6 @@ def _parts(port: Any, assignment: Any) -> frozenset[TopicPartition]:
     return frozenset(out)
 
 
-def wait_served(port: Any, deadline_s: float) -> tuple[int, RecoveredGroup | None]:
-    """Poll until the restarted coordinator serves the group; (last "not ready" ms, the group as
-    described, None when the target never had it)."""
-    not_ready, seen = poll_served(port, deadline_s, lambda: describe(port))
-    return not_ready, None if seen.error == GROUP_ID_NOT_FOUND else seen
-
-
 def load_times(h: Any, t_stop: int, t_load: int, session_ms: int) -> list[int]:
     """Moments the target may have loaded the group that lead to different recovered groups: at the
     end, just early enough for each kind of armed timer (rebalance timeouts of members revoking, the
@@ -192,16 +179,26 @@ def consumer_part(state: Any) -> Any:
     return getattr(state, "consumer", state)
 
 
-def loaded_all(port: Any, h0: Any, at: int, t_load: int) -> list[Any]:
-    """`loaded`, and when timers fire while the target is down, once more for each member whose
-    session timer fires last among the equal deadlines ``on_loaded`` arms (Kafka's order among equal
-    deadlines is unspecified; in a mixed group it decides whether the group is downgraded)."""
-    out = [loaded(port, h0, at, t_load)]
+def loaded_all(port: Any, h0: Any, at: int, t_load: int, load: Any = None) -> list[Any]:
+    """`loaded` (or ``load``, the mixed group's: `mixed_failover.loaded`), and when timers fire while
+    the target is down, once more for each member whose session timer fires last among the equal
+    deadlines ``on_loaded`` arms (Kafka's order among equal deadlines is unspecified; in a mixed
+    group it decides whether the group is downgraded)."""
+    load = load or loaded
+    out = [load(port, h0, at, t_load)]
     if at < t_load:
         group = consumer_part(h0.state).groups.get(port.group_id)
         for member_id in sorted(group.members) if group is not None else ():
-            out.append(loaded(port, h0, at, t_load, last=member_id))
+            out.append(load(port, h0, at, t_load, last=member_id))
     return out
+
+
+def session_last(group: Any, last: str | None) -> None:
+    """Member ``last``'s session timer fires after the others due with it (`loaded_all`)."""
+    if last is not None and group is not None:
+        for key, timer in list(group.timers.items()):
+            if key == (SESSION, last):
+                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
 
 
 def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) -> Any:
@@ -213,11 +210,7 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     h.state = durable_view(h0.state)
     coord.on_loaded(h.state, at)
     h.now = at
-    group = consumer_part(h.state).groups.get(port.group_id)
-    if last is not None and group is not None:
-        for key, timer in list(group.timers.items()):
-            if key == (SESSION, last):
-                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
+    session_last(consumer_part(h.state).groups.get(port.group_id), last)
     if at < t_load:
         coord.advance(h.state, t_load)
         h.now = t_load
@@ -228,32 +221,17 @@ def restart(port: Any) -> Any:
     """The consumer machine's Failover rule on a real target (module docstring); the step's Result."""
     from model.result import Result
 
-    done = port.session.__dict__.setdefault("restarts_by_protocol", {})
-    done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
-    port.session.restarts_done += 1
-    t = port.clock()
-    if not restart_process(port, t):
+    served = restart_served(port, lambda: describe(port))
+    if served is None:
         return Result()
-    try:
-        t_load, seen = wait_served(port, RESTART_DEADLINE_S)
-    except TargetError as e:
-        port._crash(t, str(e))
-        return Result()
-    t_serving = port.clock()
-    port.session.restart_times.append((t, t_load, t_serving))
+    t, t_load, t_serving, seen = served
+    seen = None if seen.error == GROUP_ID_NOT_FOUND else seen
     port.log.append(f"t={t} restart; group served again at t={t_serving}, loaded after t={t_load}")
-    keep, reasons = [], []
-    for h0 in port.hypos:
-        port._fire_certain(h0, t)  # what had surely fired before the stop
-        for at in load_times(h0, t, t_load, session_ms(port)):
-            for h in loaded_all(port, h0, at, t_load):
-                why = recovered_matches(port, consumer_part(h.state), seen)
-                if why is None:
-                    keep.append(h)
-                else:
-                    reasons.append(f"loaded at t={at}: {why}")
-    if keep:
-        port.hypos = port._dedupe(keep)
-    else:
-        unexplained_recovery(port, t, reasons)
+    reload(
+        port,
+        t,
+        lambda h0: load_times(h0, t, t_load, session_ms(port)),
+        lambda h0, at: loaded_all(port, h0, at, t_load),
+        lambda h: recovered_matches(port, consumer_part(h.state), seen),
+    )
     return Result()

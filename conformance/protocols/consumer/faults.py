@@ -1,6 +1,6 @@
 """Wire faults of the consumer machine against a real coordinator, through the fault proxy (docs/faults.md).
 
-The KIP-848 oracle (`consumer_oracle.py`) sends one request and waits for its answer; these helpers
+The KIP-848 oracle (`consumer/oracle.py`) sends one request and waits for its answer; these helpers
 let the fault proxy (`proxy.py`) stand between, so the target sees what the model sees
 (`model/consumer/sim.py`, the `faults` profile):
 

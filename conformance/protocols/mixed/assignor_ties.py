@@ -6,7 +6,7 @@ Kafka's uniform assignor for homogeneous subscriptions meets the members in the 
 which of several tied members gets an extra partition, and which free partition goes to whom, is
 arbitrary. The model fixes one order (member id, `model.consumer.assignors`). A consumer-protocol
 member's heartbeat shows its partitions, so the oracle adopts the target's choice when it differs
-(`mixed_oracle._adopt_assignment`). A classic member's target stays hidden: its SyncGroup shows only
+(`MixedAdoption._adopt_assignment`). A classic member's target stays hidden: its SyncGroup shows only
 the partitions it may already own, and its Heartbeat one bit. Kafka 4.4.0 answers a classic member
 REBALANCE_IN_PROGRESS when its member epoch is behind the assignment epoch, when it must revoke, or
 when it waits for partitions that are now all free (``GroupMetadataManager
@@ -84,7 +84,7 @@ def _assignment_epoch(h: Any, group_id: str) -> int:
 def recorded_assignor_run(port: Any, h: Any, request: Any, ref: int, at: int) -> tuple[Any, ...] | None:
     """Run ``request`` on a copy of ``h`` and return the first assignor call it makes as (name,
     members, topics, homogeneous, result), or None (no call, or the model refuses to run it)."""
-    from conformance.protocols.consumer.oracle import _NoLegal
+    from conformance.protocols.consumer.adoption import NoLegal
 
     engine = port.coords[h.origin].consumer
     method = type(engine).run_assignor
@@ -98,7 +98,7 @@ def recorded_assignor_run(port: Any, h: Any, request: Any, ref: int, at: int) ->
     engine.run_assignor = record
     try:
         port._run(h.copy(), request, ref, at, port._t_ans)
-    except _NoLegal:
+    except NoLegal:
         return None
     finally:
         del engine.run_assignor
@@ -110,7 +110,7 @@ def apply_with_ties(
 ) -> list[tuple[Any, str | None]]:
     """``port._apply`` on ``c``, plus a hypothesis for each other legal tie-break of the uniform
     assignor run by this request whose answer matches ``target`` (module docstring)."""
-    from conformance.protocols.consumer.oracle import _NoLegal
+    from conformance.protocols.consumer.adoption import NoLegal
 
     group_id = getattr(request, "group_id", None)
     snapshot = c.copy()
@@ -134,7 +134,7 @@ def apply_with_ties(
         engine.adopt, engine.adopt_pins = alternative, {}
         try:
             forked = port._apply(d, request, ref, at, target, prior)
-        except _NoLegal:
+        except NoLegal:
             continue
         finally:
             engine.adopt = None

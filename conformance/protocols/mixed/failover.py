@@ -60,10 +60,8 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     """Hypothesis ``h0`` after a new coordinator loaded its durable state at ``at`` and ran its timers
     up to ``t_load`` (``last``: that consumer member's session timer fires after the others due with
     it, `consumer_failover.loaded_all`)."""
-    from dataclasses import replace
-
+    from conformance.protocols.consumer.failover import session_last
     from model.consumer.records import durable_view
-    from model.consumer.state import SESSION
     from model.mixed.state import MixedState
 
     h = h0.copy()
@@ -75,11 +73,7 @@ def loaded(port: Any, h0: Any, at: int, t_load: int, last: str | None = None) ->
     h.state = MixedState(classic=classic, consumer=durable_view(h0.state.consumer))
     h.track(coord.consumer.on_loaded(h.state.consumer, at))
     h.now = at
-    group = h.state.consumer.groups.get(port.group_id)
-    if last is not None and group is not None:
-        for key, timer in list(group.timers.items()):
-            if key == (SESSION, last):
-                group.timers[key] = replace(timer, deadline=timer.deadline + 1)
+    session_last(h.state.consumer.groups.get(port.group_id), last)
     if at < t_load:
         h.track(coord.advance(h.state, t_load))
         h.now = t_load
@@ -103,13 +97,10 @@ def load_times(port: Any, h: Any, t_stop: int, t_load: int) -> list[int]:
 
 def loaded_all(port: Any, h0: Any, at: int, t_load: int) -> list[Any]:
     """`loaded`, and once more for each consumer member whose session timer fires last among equal
-    deadlines when timers fire while the target is down (as `consumer_failover.loaded_all`)."""
-    out = [loaded(port, h0, at, t_load)]
-    if at < t_load:
-        group = h0.state.consumer.groups.get(port.group_id)
-        for member_id in sorted(group.members) if group is not None else ():
-            out.append(loaded(port, h0, at, t_load, last=member_id))
-    return out
+    deadlines when timers fire while the target is down (`consumer_failover.loaded_all`)."""
+    from conformance.protocols.consumer.failover import loaded_all as consumer_loaded_all
+
+    return consumer_loaded_all(port, h0, at, t_load, loaded)
 
 
 @dataclass(frozen=True)
@@ -124,7 +115,8 @@ class MixedRecovered:
 
 def describe(port: Any) -> MixedRecovered | None:
     """The group as the restarted target shows it (None: no answer yet)."""
-    from conformance.protocols.classic.faults import NOT_READY, describe_group
+    from conformance.engine.oracle.restart import NOT_READY
+    from conformance.protocols.classic.faults import describe_group
     from conformance.protocols.consumer.failover import describe as consumer_describe
 
     seen = consumer_describe(port)
@@ -161,7 +153,8 @@ def matches(port: Any, h: Any, seen: MixedRecovered) -> str | None:
 def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
     """A recovered classic group against the model's: state, member ids, and (Stable) each member's
     partitions (assignment bytes name real topics and may be another encoding version)."""
-    from conformance.protocols.mixed.oracle import MixedOraclePort, sync_partitions
+    from conformance.protocols.mixed.codec import map_assignment
+    from conformance.protocols.mixed.judge import sync_partitions
     from model.classic.messages import SyncGroupResponse
     from model.errors import ErrorCode
 
@@ -172,7 +165,7 @@ def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
         diffs.append(f"members {sorted(seen.members)}, model {sorted(g.members)}")
     elif seen.state == "Stable":
         for mid in sorted(g.members):
-            data = MixedOraclePort._map_assignment(seen.members[mid], port.topics.model_of_name)
+            data = map_assignment(seen.members[mid], port.topics.model_of_name)
             theirs = sync_partitions(SyncGroupResponse(ErrorCode.NONE, data))
             mine = sync_partitions(SyncGroupResponse(ErrorCode.NONE, g.members[mid].assignment))
             if theirs != mine:
@@ -183,45 +176,23 @@ def classic_matches(port: Any, g: Any, seen: Any) -> str | None:
 def restart(port: Any) -> Any:
     """The mixed machine's Failover rule on a real target: restart, reload every hypothesis (either
     group type), compare with what the target recovered (module docstring); the step's Result."""
-    from conformance.errors import TargetError
-    from conformance.protocols.classic.faults import (
-        RESTART_DEADLINE_S,
-        poll_served,
-        restart_process,
-        unexplained_recovery,
-    )
+    from conformance.engine.oracle.restart import reload, restart_served
     from model.result import Result
 
-    done = port.session.__dict__.setdefault("restarts_by_protocol", {})
-    done[port.protocol_name] = done.get(port.protocol_name, 0) + 1
-    port.session.restarts_done += 1
-    t = port.clock()
-    if not restart_process(port, t):
+    served = restart_served(port, lambda: describe(port))
+    if served is None:
         return Result()
-    try:
-        t_load, seen = poll_served(port, RESTART_DEADLINE_S, lambda: describe(port))
-    except TargetError as e:
-        port._crash(t, str(e))
-        return Result()
-    t_serving = port.clock()
-    port.session.restart_times.append((t, t_load, t_serving))
+    t, t_load, t_serving, seen = served
     kind = "consumer" if seen.consumer is not None else "classic" if seen.classic is not None else "no"
     port.session.__dict__.setdefault("mixed_restart_kinds", []).append(kind)  # for `faults.summary`
     port.log.append(
         f"t={t} restart; group served again at t={t_serving} ({kind} group), loaded after t={t_load}"
     )
-    keep, reasons = [], []
-    for h0 in port.hypos:
-        port._fire_certain(h0, t)  # what had surely fired before the stop
-        for at in load_times(port, h0, t, t_load):
-            for h in loaded_all(port, h0, at, t_load):
-                why = matches(port, h, seen)
-                if why is None:
-                    keep.append(h)
-                else:
-                    reasons.append(f"loaded at t={at}: {why}")
-    if keep:
-        port.hypos = port._dedupe(keep)
-    else:
-        unexplained_recovery(port, t, reasons)
+    reload(
+        port,
+        t,
+        lambda h0: load_times(port, h0, t, t_load),
+        lambda h0, at: loaded_all(port, h0, at, t_load),
+        lambda h: matches(port, h, seen),
+    )
     return Result()

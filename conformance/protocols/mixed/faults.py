@@ -1,6 +1,6 @@
 """Wire faults inside a mixed group on a real coordinator, through the fault proxy (docs/faults.md; docs/protocol-reference.md#b13).
 
-The mixed oracle (`mixed_oracle.MixedOraclePort`) sends one request and waits for its answer, as
+The mixed oracle (`mixed/oracle.py`) sends one request and waits for its answer, as
 the KIP-848 oracle does, so the consumer oracle's wire-fault port (`consumer_faults.faulty_port_class`)
 serves it unchanged over a different base: the same proxy commands for a lost answer (the target
 applies the request, the proxy swallows the answer and hands it to the oracle, which judges it),
@@ -8,7 +8,7 @@ a cut connection (the same, then both sides closed), a duplicate (the copy writt
 the original under a correlation id of its own, its answer judged against the model's answer to
 the copy) and a held request (released at the simulator's moment). Only the hooks differ: a
 classic member's request is encoded and decoded by the classic codec with real topic names
-(`MixedOraclePort._encode` / `_decode`), and a copy or a release goes through `exchange`.
+(`mixed/codec.py`), and a copy or a release goes through `exchange`.
 
 What the members do is the model's (`model.mixed.world.MixedRun`): a member that loses an
 answer takes the disconnect path, a held request reaches the target before its member's leave, at

@@ -1,32 +1,35 @@
 """The mixed-group machine against a real coordinator (docs/protocol-reference.md#b13).
 
 Classic members (JoinGroup v9, one classic assignor per run) and KIP-848 members share ONE real
-group through `MixedOraclePort`. Each example starts with the three moves docs/protocol-reference.md#b13 is about: a classic
-member forms a classic group alone, a consumer-protocol member (the *anchor*) joins and the group
-is upgraded online, a second classic member joins the consumer group and the first is told to
-rejoin. Then members come and go, crash, time passes, and the `downgrade` rule lets the group fall
-back: every member but the anchor and one classic member leaves, then the anchor leaves and the
-group becomes a classic group; a new anchor upgrades it again.
+group through `MixedOraclePort`. Each example starts with the three moves an online upgrade is
+made of: a classic member forms a classic group alone, a consumer-protocol member (the *anchor*)
+joins and the group is upgraded online, a second classic member joins the consumer group and the
+first is told to rejoin. Then members come and go, crash, time passes, and the `downgrade` rule
+lets the group fall back: every member but the anchor and one classic member leaves, then the
+anchor leaves and the group becomes a classic group; a new anchor upgrades it again.
 
 While the group is a consumer group, every request is answered at once (GMM
 ``classicGroupJoinToConsumerGroup`` completes from ``appendFuture``, apache/kafka@1eb7644 L2084);
 a classic group here never has more than one member, so its JoinGroup is never parked waiting for
-others (docs/protocol-reference.md#a: the join phase completes when every known member has rejoined). That keeps
-every verdict independent of request ordering across connections. Coordinator failover (profile
-`faults`) restarts the target with at most one classic member live, the group a consumer
-group or a classic one (`conformance.protocols.mixed.failover`).
+others (docs/protocol-reference.md#a: the join phase completes when every known member has
+rejoined). That keeps every verdict independent of request ordering across connections.
+Coordinator failover (profile `faults`) restarts the target with at most one classic member live,
+the group a consumer group or a classic one (`conformance.protocols.mixed.failover`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conformance.engine.checker import Checker
-from conformance.protocols.classic.machine import InvariantViolation, MachineSettings, port_findings
-from model.observation import Observation
+from conformance.engine.machine import MachineSettings, bind
+from conformance.engine.rules import MEMBER
+from conformance.protocols.mixed.machine import MixedGroupMachine
+from conformance.protocols.mixed.realtime import REAL_TICK_MS, real_mixed_run
 
 CLASSIC_ASSIGNORS = ("range", "cooperative-sticky")
 MAX_LIVE = 4
@@ -37,225 +40,174 @@ SETTLE_MS = 1_500
 
 
 def make_real_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
-    from conformance.protocols.mixed.realtime import REAL_TICK_MS, RealMixedRun, real_mixed_run
+    """The machine for one real-time run; failover and the wire faults only under `faults`."""
+    return bind(RealMixedMachine, cfg, *((RealFaultRules,) if cfg.wire_faults else ()))
 
-    checker = cfg.checker or Checker("mixed")
 
-    class RealMixedMachine(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.run: RealMixedRun | None = None
-            self.assignor = "range"
-            self.count = 0
-            self.anchor: str | None = None
-            self.steps: list[str] = []
-            self.observations: list[Observation[Any]] = []
+class RealMixedMachine(MixedGroupMachine):
+    """Mixed groups on a real coordinator: ``settings.port_factory(seed, variants)`` makes the port."""
 
-        # ------------------------------------------------------------ plumbing
-        def _do(self, what: str, action: Any) -> None:
-            assert self.run is not None
-            self.steps.append(what)
-            mark = len(self.run.observations)
-            action()
-            if self.run.port.unsupported is not None:  # never by these rules (module docstring): a suite bug
-                from conformance.errors import TargetError
+    classic_session_ms = CLASSIC_SESSION_MS
+    classic_rebalance_ms = CLASSIC_REBALANCE_MS
+    consumer_rebalance_ms = CLASSIC_REBALANCE_MS
 
-                raise TargetError(
-                    f"the mixed machine left what the oracle follows: {self.run.port.unsupported}"
-                )
-            fresh = self.run.observations[mark:]
-            del self.run.observations[:]
-            for obs in fresh:
-                self.observations.append(obs)
-                n = self.run.step_of(obs)
-                found = checker.check(obs, n) + port_findings(self.run, n)  # type: ignore[arg-type]
-                self.run.note_checks(
-                    obs,
-                    checker.last_checked,
-                    [(v.invariant, v.message) for v in found],
-                    checker.last_sometimes,
-                )
-                if found:
-                    exc = InvariantViolation(found, list(self.steps), list(self.observations), self.run)
-                    if not cfg.first:
-                        cfg.first.append(exc)
-                    raise exc
+    def __init__(self, settings: MachineSettings, checker: Any = None) -> None:
+        super().__init__(settings, checker)
+        self.anchor: str | None = None
 
-        def _live(self) -> list[str]:
-            assert self.run is not None
-            return [n for n in sorted(self.run.clients) if n not in self.run.stopped]
+    # ------------------------------------------------------------ plumbing
+    def _check_port(self) -> None:
+        if self.run.port.unsupported is not None:  # never by these rules (module docstring): a suite bug
+            from conformance.errors import TargetError
 
-        def _held_ok(self) -> list[str]:
-            """Members whose request may be held: not the anchor (`delay_request`)."""
-            return [n for n in self._live() if n != self.anchor]
+            raise TargetError(f"the mixed machine left what the oracle follows: {self.run.port.unsupported}")
 
-        def _classic_live(self) -> list[str]:
-            return [n for n in self._live() if n.startswith("c")]
+    def _held_ok(self) -> list[str]:
+        """Members whose request may be held: not the anchor (`delay_request`)."""
+        return [n for n in self._live() if n != self.anchor]
 
-        def _add(self, classic: bool, instance: str | None = None) -> str:
-            assert self.run is not None
-            self.count += 1
-            if classic:
-                name = f"c{self.count}"
-                self.run.add_classic(
-                    name,
-                    topics=("t",),
-                    assignors=(self.assignor,),
-                    instance_id=instance,
-                    join_version=9,
-                    session_timeout_ms=CLASSIC_SESSION_MS,
-                    rebalance_timeout_ms=CLASSIC_REBALANCE_MS,
-                )
-            else:
-                name = f"k{self.count}"
-                self.run.add_consumer(
-                    name, topics=("t",), instance_id=instance, rebalance_timeout_ms=CLASSIC_REBALANCE_MS
-                )
-            self.steps.append(f"start {name}" + (f" (instance {instance})" if instance else ""))
-            return name
+    def _classic_live(self) -> list[str]:
+        return [n for n in self._live() if n.startswith("c")]
 
-        def _settle(self, ms: int = SETTLE_MS) -> None:
-            self._do(f"run {ms} ms", lambda: self.run.run_for(ms) if self.run else None)
+    def _settle(self, ms: int = SETTLE_MS) -> None:
+        self._do(f"run {ms} ms", lambda: self.run.run_for(ms) if self.run else None)
 
-        @property
-        def anchored(self) -> bool:
-            return self.run is not None and self.anchor is not None
+    @property
+    def anchored(self) -> bool:
+        return self.run is not None and self.anchor is not None
 
-        # ------------------------------------------------------------ set-up: form, upgrade, rejoin
-        @initialize(
-            assignor=st.sampled_from(CLASSIC_ASSIGNORS),
-            partitions=st.integers(2, 4),
-            seed=st.integers(0, 2**16),
+    # ------------------------------------------------------------ set-up: form, upgrade, rejoin
+    @initialize(
+        assignor=st.sampled_from(CLASSIC_ASSIGNORS),
+        partitions=st.integers(2, 4),
+        seed=st.integers(0, 2**16),
+    )
+    def setup(self, assignor: str, partitions: int, seed: int) -> None:
+        cfg = self.settings
+        assert cfg.port_factory is not None
+        port = cfg.port_factory(seed, cfg.variants)
+        self.run = real_mixed_run(port, {"seed": seed}, cfg.variants)
+        self.assignor = assignor
+        self.steps.append(f"setup classic assignor {assignor}, t:{partitions}, seed {seed}")
+        self._do("topic t", lambda: self.run.topic("t", partitions) if self.run else None)
+        self._add(True)
+        self._settle()  # a classic group of one, Stable
+        self.anchor = self._add(False)
+        self._settle()  # upgraded online by the anchor's first heartbeat
+        self._add(True)
+        self._settle()  # the first classic member is told to rejoin
+
+    # ------------------------------------------------------------ rules
+    @precondition(lambda self: self.anchored and len(self._live()) < MAX_LIVE)
+    @rule(classic=st.booleans(), static=st.booleans())
+    def start(self, classic: bool, static: bool) -> None:
+        assert self.run is not None
+        used = {
+            getattr(c, "instance_id", None) or getattr(getattr(c, "config", None), "instance_id", None)
+            for n, c in self.run.clients.items()
+            if n not in self.run.stopped
+        }
+        free = [i for i in ("i1", "i2") if i not in used]
+        self._add(classic, free[0] if static and free else None)
+
+    @precondition(lambda self: self.anchored and len(self._live()) > 1)
+    @rule(i=MEMBER)
+    def stop(self, i: int) -> None:
+        others = [n for n in self._live() if n != self.anchor]
+        name = others[i % len(others)]
+        self._do(f"stop {name}", lambda: self.run.stop(name) if self.run else None)
+
+    @precondition(lambda self: self.anchored and len(self._live()) > 1)
+    @rule(i=MEMBER)
+    def crash(self, i: int) -> None:
+        assert self.run is not None
+        others = [n for n in self._live() if n != self.anchor]
+        name = others[i % len(others)]
+        self._do(f"crash {name}", lambda: self.run.crash(name) if self.run else None)
+
+    @precondition(lambda self: self.run is not None)
+    @rule(ms=st.sampled_from((500, 1_500, 3_000)))
+    def run_for(self, ms: int) -> None:
+        self._settle(ms)
+
+    @precondition(lambda self: self.anchored and bool(self._classic_live()))
+    @rule()
+    def downgrade(self) -> None:
+        """Only the anchor and one classic member stay; the anchor leaves: a classic group again."""
+        assert self.run is not None
+        keep = self._classic_live()[0]
+        for name in [n for n in self._live() if n not in (keep, self.anchor)]:
+            self._do(f"stop {name}", partial(self.run.stop, name))
+        self._settle()
+        anchor, self.anchor = self.anchor, None
+        self._do(f"stop {anchor} (downgrade)", lambda: self.run.stop(anchor) if self.run and anchor else None)
+        self._settle()
+
+    @precondition(lambda self: self.run is not None and self.anchor is None)
+    @rule()
+    def upgrade(self) -> None:
+        """A consumer-protocol member joins the classic group (of at most one member)."""
+        self.anchor = self._add(False)
+        self._settle()
+
+
+class RealFaultRules:
+    """Profile `faults`: coordinator failover and wire faults through the fault proxy
+    (`mixed_failover`, `mixed_faults`). A mixin of `RealMixedMachine`."""
+
+    run: Any
+    steps: list[str]
+    _live: Callable[[], list[str]]
+    _classic_live: Callable[[], list[str]]
+    _held_ok: Callable[[], list[str]]
+    _do: Callable[[str | None, Callable[[], Any]], None]
+    _settle: Callable[..., None]
+
+    @precondition(
+        lambda self: (
+            len(self._classic_live()) <= 1 and self.run is not None and self.run.port.supports_failover
         )
-        def setup(self, assignor: str, partitions: int, seed: int) -> None:
-            assert cfg.port_factory is not None
-            port = cfg.port_factory(seed, cfg.variants)
-            self.run = real_mixed_run(port, {"seed": seed}, cfg.variants)
-            self.assignor = assignor
-            self.steps.append(f"setup classic assignor {assignor}, t:{partitions}, seed {seed}")
-            self._do("topic t", lambda: self.run.topic("t", partitions) if self.run else None)
-            self._add(True)
-            self._settle()  # a classic group of one, Stable
-            self.anchor = self._add(False)
-            self._settle()  # upgraded online by the anchor's first heartbeat
-            self._add(True)
-            self._settle()  # the first classic member is told to rejoin
+    )
+    @rule()
+    def failover(self) -> None:
+        """The target restarts (`mixed_failover`), the group a consumer group or, after a
+        downgrade, a classic group (reloaded from its last GroupMetadata record). At most one
+        classic member is live, so a group downgraded while the members expire (a crash
+        restart) is a classic group of at most one member, as everywhere in this machine."""
+        from conformance.protocols.mixed.failover import restart_allowed
 
-        # ------------------------------------------------------------ rules
-        @precondition(lambda self: self.anchored and len(self._live()) < MAX_LIVE)
-        @rule(classic=st.booleans(), static=st.booleans())
-        def start(self, classic: bool, static: bool) -> None:
-            assert self.run is not None
-            used = {
-                getattr(c, "instance_id", None) or getattr(getattr(c, "config", None), "instance_id", None)
-                for n, c in self.run.clients.items()
-                if n not in self.run.stopped
-            }
-            free = [i for i in ("i1", "i2") if i not in used]
-            self._add(classic, free[0] if static and free else None)
+        assert self.run is not None
+        why = restart_allowed(self.run.port)
+        if why is not None or not self.run.port.restart_left():
+            self.steps.append(f"coordinator failover skipped: {why or 'the run has no restart left'}")
+            return
+        self._do("coordinator failover", lambda: self.run.failover() if self.run else None)
+        self._settle()
 
-        @precondition(lambda self: self.anchored and len(self._live()) > 1)
-        @rule(i=st.integers(0, 7))
-        def stop(self, i: int) -> None:
-            others = [n for n in self._live() if n != self.anchor]
-            name = others[i % len(others)]
-            self._do(f"stop {name}", lambda: self.run.stop(name) if self.run else None)
+    @precondition(lambda self: self.run is not None and bool(self._live()))
+    @rule(i=MEMBER, kind=st.sampled_from(("lose_response", "cut_connection", "duplicate_request")))
+    def wire_fault(self, i: int, kind: str) -> None:
+        """The member's next request: its answer lost, its connection cut under it, or sent
+        twice (`MixedRun`); it happens within the half second that follows."""
+        live = self._live()
+        name = live[i % len(live)]
+        self._do(f"{kind} {name}", lambda: getattr(self.run, kind)(name) if self.run else None)
+        self._settle(2 * REAL_TICK_MS)
 
-        @precondition(lambda self: self.anchored and len(self._live()) > 1)
-        @rule(i=st.integers(0, 7))
-        def crash(self, i: int) -> None:
-            assert self.run is not None
-            others = [n for n in self._live() if n != self.anchor]
-            name = others[i % len(others)]
-            self._do(f"crash {name}", lambda: self.run.crash(name) if self.run else None)
+    @precondition(lambda self: self.run is not None and not self.run.wire_held and bool(self._held_ok()))
+    @rule(i=MEMBER)
+    def delay_request(self, i: int) -> None:
+        """The member's next request is held on the wire (until `release`, its stop or crash,
+        or a failover) while the others go on. Never the anchor's: its session could expire
+        meanwhile and downgrade a group of several classic members (whose joins park)."""
+        names = self._held_ok()
+        name = names[i % len(names)]
+        self._do(f"delay_request {name}", lambda: self.run.delay_request(name) if self.run else None)
+        self._settle(2 * REAL_TICK_MS)
 
-        @precondition(lambda self: self.run is not None)
-        @rule(ms=st.sampled_from((500, 1_500, 3_000)))
-        def run_for(self, ms: int) -> None:
-            self._settle(ms)
-
-        @precondition(lambda self: self.anchored and bool(self._classic_live()))
-        @rule()
-        def downgrade(self) -> None:
-            """Only the anchor and one classic member stay; the anchor leaves: a classic group again."""
-            assert self.run is not None
-            keep = self._classic_live()[0]
-            for name in [n for n in self._live() if n not in (keep, self.anchor)]:
-                self._do(f"stop {name}", lambda name=name: self.run.stop(name) if self.run else None)
-            self._settle()
-            anchor, self.anchor = self.anchor, None
-            self._do(
-                f"stop {anchor} (downgrade)", lambda: self.run.stop(anchor) if self.run and anchor else None
-            )
-            self._settle()
-
-        if cfg.wire_faults:  # profile `faults` only: the other profiles keep their rules and draws
-
-            @precondition(
-                lambda self: (
-                    len(self._classic_live()) <= 1
-                    and self.run is not None
-                    and self.run.port.supports_failover
-                )
-            )
-            @rule()
-            def failover(self) -> None:
-                """The target restarts (`mixed_failover`), the group a consumer group or, after
-                a downgrade, a classic group (reloaded from its last GroupMetadata record). At most one
-                classic member is live, so a group downgraded while the members expire (a crash
-                restart) is a classic group of at most one member, as everywhere in this machine."""
-                from conformance.protocols.mixed.failover import restart_allowed
-
-                assert self.run is not None
-                why = restart_allowed(self.run.port)
-                if why is not None or not self.run.port.restart_left():
-                    self.steps.append(f"coordinator failover skipped: {why or 'the run has no restart left'}")
-                    return
-                self._do("coordinator failover", lambda: self.run.failover() if self.run else None)
-                self._settle()
-
-        if cfg.wire_faults:  # profile `faults`: wire faults through the proxy (`mixed_faults`)
-
-            @precondition(lambda self: self.run is not None and bool(self._live()))
-            @rule(
-                i=st.integers(0, 7),
-                kind=st.sampled_from(("lose_response", "cut_connection", "duplicate_request")),
-            )
-            def wire_fault(self, i: int, kind: str) -> None:
-                """The member's next request: its answer lost, its connection cut under it, or sent
-                twice (`MixedRun`); it happens within the half second that follows."""
-                live = self._live()
-                name = live[i % len(live)]
-                self._do(f"{kind} {name}", lambda: getattr(self.run, kind)(name) if self.run else None)
-                self._settle(2 * REAL_TICK_MS)
-
-            @precondition(
-                lambda self: self.run is not None and not self.run.wire_held and bool(self._held_ok())
-            )
-            @rule(i=st.integers(0, 7))
-            def delay_request(self, i: int) -> None:
-                """The member's next request is held on the wire (until `release`, its stop or crash,
-                or a failover) while the others go on. Never the anchor's: its session could expire
-                meanwhile and downgrade a group of several classic members (whose joins park)."""
-                names = self._held_ok()
-                name = names[i % len(names)]
-                self._do(f"delay_request {name}", lambda: self.run.delay_request(name) if self.run else None)
-                self._settle(2 * REAL_TICK_MS)
-
-            @precondition(lambda self: self.run is not None and bool(self.run.wire_held))
-            @rule()
-            def release(self) -> None:
-                assert self.run is not None
-                for name in sorted(self.run.wire_held):
-                    self._do(
-                        f"release {name}", lambda name=name: self.run.release(name) if self.run else None
-                    )
-
-        @precondition(lambda self: self.run is not None and self.anchor is None)
-        @rule()
-        def upgrade(self) -> None:
-            """A consumer-protocol member joins the classic group (of at most one member)."""
-            self.anchor = self._add(False)
-            self._settle()
-
-    return RealMixedMachine
+    @precondition(lambda self: self.run is not None and bool(self.run.wire_held))
+    @rule()
+    def release(self) -> None:
+        assert self.run is not None
+        for name in sorted(self.run.wire_held):
+            self._do(f"release {name}", partial(self.run.release, name))

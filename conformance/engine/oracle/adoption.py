@@ -1,0 +1,57 @@
+"""Adopting a target's legal choice into a model hypothesis.
+
+Where the protocol lets the coordinator choose, an oracle keeps the model's hypotheses open and
+takes the target's choice once an answer shows it, if it is legal (docs/oracle.md#choices). Two mechanisms are
+shared by the oracles:
+
+* `rename`: a member id the coordinator generated replaces the model's own (provisional or
+  request-derived) id everywhere in a hypothesis, timer keys included;
+* `derive`: a copy of a model coordinator (mutants included) with a hook class in front of its
+  own, through which the oracle offers the protocol's freedom (the classic leader choice) or
+  installs the target's choice (the KIP-848 server assignor's).
+
+What counts as legal, and what an answer reveals, is each protocol's (`protocols/*/judge.py`,
+`protocols/consumer/adoption.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from typing import Any
+
+
+def rename(obj: Any, old: str, new: str) -> Any:
+    """Replace member id ``old`` by ``new`` everywhere in a model value (timer keys included)."""
+    if isinstance(obj, str):
+        if obj == old:
+            return new
+        if obj.endswith(":" + old):
+            return obj[: -len(old)] + new
+        return obj
+    if isinstance(obj, Enum | bytes | int | float | bool) or obj is None:
+        return obj
+    if isinstance(obj, dict):
+        return {rename(k, old, new): rename(v, old, new) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [rename(v, old, new) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(rename(v, old, new) for v in obj)
+    if isinstance(obj, frozenset):
+        return frozenset(rename(v, old, new) for v in obj)
+    if isinstance(obj, set):
+        return {rename(v, old, new) for v in obj}
+    if dataclasses.is_dataclass(obj):
+        kind: Any = type(obj)
+        return kind(**{f.name: rename(getattr(obj, f.name), old, new) for f in dataclasses.fields(obj)})
+    return obj
+
+
+def derive(coordinator: Any, hook: type, prefix: str) -> Any:
+    """A copy of ``coordinator`` whose class is ``hook`` in front of the coordinator's own class
+    (named ``prefix`` + that class's name); its attributes are the coordinator's."""
+    base = type(coordinator)
+    cls: Any = type(f"{prefix}{base.__name__}", (hook, base), {})
+    out = cls.__new__(cls)
+    out.__dict__.update(coordinator.__dict__)
+    return out

@@ -1,0 +1,124 @@
+"""Classic rules aimed at narrow windows that random exploration stepped over (model and mutants).
+
+Each rule drives the group into one short window a known Kafka bug needs and acts there. They
+were added when the matching mutant survived random exploration. `make_machine` adds them on the
+model and mutant targets only: against a real coordinator the rule set, and so each seed's draws,
+stays as the adapter tests and published target reports were tuned with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
+
+from conformance.engine.rules import MEMBER, FaultHost
+from conformance.protocols.build import quiet_gap
+from model.classic.messages import HeartbeatRequest
+from model.classic.state import GroupState
+
+
+class TargetedRules(FaultHost):
+    """Mixin of `ClassicMachine` (conformance/protocols/classic/machine.py)."""
+
+    names: list[str]
+    incarnations: list[tuple[str, str, str]]
+    note: Any
+
+    @precondition(lambda self: self.ready and self.static_names())
+    @rule(
+        i=MEMBER,
+        phase=st.sampled_from((GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE)),
+        j=MEMBER,
+    )
+    def restart_mid_rebalance(self, i: int, phase: GroupState, j: int) -> None:
+        """A static member's process restarts inside a rebalance window and its new process joins
+        at once (unknown member id, same group.instance.id): member j rejoins, single client
+        steps run until the group is in ``phase``, then the restart. KIP-345's replacement in
+        PreparingRebalance (KAFKA-8500) and CompletingRebalance (KAFKA-9801,
+        docs/protocol-reference.md#a3-1) are short windows that whole settle rounds step over.
+        Added when both mutants survived random exploration (docs/mutants.md#added-invariants)."""
+        assert self.sim is not None
+        statics = self.static_names()
+        name = statics[i % len(statics)]
+        if not self._reach(phase, self.client(j)):
+            return
+        old = self.sim.clients[name]
+        if old.member_id:
+            assert old.config.instance_id is not None
+            self.incarnations.append((name, old.member_id, old.config.instance_id))
+        self.sim.restart(name)
+        self.note(f"{name} restart in {phase.value}")
+        self.observe(self.sim.client_step(name), f"{name} step (new process)")
+        group = self.sim.world.group if self.sim.world is not None else None
+        if phase == GroupState.COMPLETING_REBALANCE and group is not None:
+            # the window closes with the leader's SyncGroup (its next step)
+            leader = [n for n in self.names if self.sim.clients[n].member_id == group.leader]
+            for n in leader:
+                self.observe(self.sim.client_step(n), f"{n} step (leader)")
+
+    @precondition(lambda self: self.ready and self.static_names())
+    @rule(i=MEMBER)
+    def unsubscribe(self, i: int) -> None:
+        """A static member unsubscribes, its LeaveGroup suppressed (KIP-345), and subscribes
+        again at once (`ClassicClient.unsubscribe`): the client path of KAFKA-20983 /
+        KAFKA-20985 (docs/bug-catalogue.md#row-15). Added so that the suite reaches that fault."""
+        assert self.sim is not None
+        statics = self.static_names()
+        name = statics[i % len(statics)]
+        self.observe(self.sim.unsubscribe(name), f"{name} unsubscribes (no LeaveGroup) and resubscribes")
+
+    @precondition(lambda self: self.ready and self.sim.clients[self.names[0]].cooperative)
+    @rule(i=MEMBER)
+    def fall_out_with_stale_subscription(self, i: int) -> None:
+        """A cooperative member falls out of the group (a pause past session.timeout.ms) and its
+        ConsumerCoordinator does not update its SubscriptionState, so it rejoins claiming the
+        partitions the group has since given to others: the invalid ownedPartitions input
+        apache/kafka PR #10985 (KAFKA-12984) reports from the wild. Added when the kafka-12984
+        mutant survived (no legal event made conflicting claims)."""
+        assert self.sim is not None
+        name = self.client(i)
+        c = self.sim.clients[name]
+        if not c.owned or not c.member_id:
+            return
+        self.sim.stale_subscription(name)
+        self.note(f"{name} keeps a stale SubscriptionState")
+        self.observe(self.sim.stall(name, True), f"{name} stalls")
+        ms = c.config.session_timeout_ms + 1
+        self.observe(self.sim.advance(ms), f"advance {ms}ms")
+        self.observe(self.sim.stall(name, False), f"{name} resumes")
+
+    def static_names(self) -> list[str]:
+        assert self.sim is not None
+        return [n for n in self.names if self.sim.clients[n].config.instance_id is not None]
+
+    def _reach(self, phase: GroupState, trigger: str) -> bool:
+        """Single client steps, round robin, until the group is in ``phase`` (bounded)."""
+        assert self.sim is not None and self.sim.world is not None
+
+        def state() -> GroupState | None:
+            assert self.sim is not None and self.sim.world is not None
+            group = self.sim.world.group
+            return group.state if group is not None else None
+
+        if state() == phase:
+            return True
+        if state() == GroupState.STABLE:
+            self.sim.rejoin(trigger)
+            self.note(f"{trigger} rejoins")
+        for _ in range(6):
+            busy = False
+            for name in self.names:
+                obs = self.sim.client_step(name)
+                self.observe(obs, f"{name} step")
+                if state() == phase:
+                    return True
+                busy = busy or (
+                    obs is not None and not isinstance(getattr(obs.event, "request", None), HeartbeatRequest)
+                )
+            if not busy:  # stalled or silent members: time runs to the next deadline
+                self.observe(self.sim.advance(quiet_gap(self.sim)), "advance to the next deadline")
+                if state() == phase:
+                    return True
+        return False

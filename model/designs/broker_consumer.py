@@ -1,0 +1,187 @@
+"""The consumer of seed 001 (sections 7, 10, 11) and the engine of the broker-side design.
+
+The consumer finds the coordinator with a ClusterMetadataRequest to its bootstrap brokers in turn,
+registers on a new connection and then only answers the coordinator: Ping, StopFetcher (stop
+fetching), StartFetcher (fetch these partitions). If it hears nothing for a session timeout it
+stops its fetchers, closes the connection and starts over; it checks that every third of the
+session timeout (seed 001 section 8, item 5: it 'will disconnect ... within 1/3*session_timeout').
+A close it hears also sends it back to discovery. Seed 001 has no leave request: a consumer that
+shuts down closes its connection. Ownership carries no generation, so the view's token is None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from model.designs import broker_wire as bw
+from model.designs.broker_coordinator import BrokerCoordinator, Config
+from model.designs.engine import MemberActor, NetEngine, Timing
+from model.designs.net import DesignError, Msg
+from model.designs.ops import Join
+from model.embedded import TopicPartition
+
+
+class BrokerConsumer(MemberActor):
+    def __init__(self, engine: BrokerEngine, op: Join) -> None:
+        super().__init__()
+        self.engine, self.timing = engine, engine.timing
+        self.name, self.topics, self.regex, self.version = op.member, op.topics, op.regex, op.version
+        self.phase, self.conn, self.coordinator, self.last_heard, self.turn = "discover", 0, "", 0, 0
+        self.held: tuple[TopicPartition, ...] = ()
+
+    def holds(self) -> frozenset[TopicPartition]:
+        return frozenset(self.held)
+
+    def token(self) -> int | None:
+        return None
+
+    def _subscribed(self) -> tuple[str, ...]:
+        return tuple(sorted(self.engine.brokers.truth)) if self.regex else self.topics
+
+    def start(self, now: int) -> list[Msg]:
+        self.arm("check", now + self.timing.session_timeout_ms // 3)
+        return self._discover(now)
+
+    def leave(self, now: int) -> list[Msg]:
+        out = (
+            [bw.msg(self.name, self.coordinator, bw.Close(), self.conn)] if self.phase == "registered" else []
+        )
+        self.held, self.phase = (), "left"
+        self.timers.clear()
+        return out
+
+    def _discover(self, now: int) -> list[Msg]:
+        self.phase, self.held = "discover", ()
+        self.conn = self.engine.net.new_conn()
+        target = bw.BROKERS[self.turn % len(bw.BROKERS)]
+        self.turn += 1
+        self.arm("request", now + self.timing.request_timeout_ms)
+        return [bw.msg(self.name, target, bw.MetadataReq(), self.conn)]
+
+    def on_message(self, m: Msg, now: int) -> list[Msg]:
+        body = m.body
+        if self.phase == "left" or m.conn != self.conn:
+            return []
+        if isinstance(body, bw.MetadataResp) and self.phase == "discover":
+            self.disarm("request")
+            if not body.coordinator:
+                self.arm("retry", now + self.timing.retry_backoff_ms)
+                return []
+            self.coordinator, self.phase = body.coordinator, "registering"
+            self.conn = self.engine.net.new_conn()
+            self.arm("request", now + self.timing.request_timeout_ms)
+            req = bw.RegisterReq(self.name, self._subscribed(), self.timing.session_timeout_ms)
+            return [bw.msg(self.name, self.coordinator, req, self.conn)]
+        self.last_heard = now
+        if isinstance(body, bw.RegisterResp):
+            self.disarm("request")
+            if body.error != "NONE":
+                self.arm("retry", now + self.timing.retry_backoff_ms)
+                self.phase = "discover"
+                return []
+            self.phase = "registered"
+            if body.ownership is not None:
+                self.held = body.ownership
+            return []
+        if isinstance(body, bw.Close):  # the coordinator closed the socket: stop and start over
+            return self._discover(now)
+        reply: Any = None
+        if isinstance(body, bw.Ping):
+            reply = bw.PingResp(self.name, body.seq, self.held)
+        elif isinstance(body, bw.StopFetcher):
+            owned, self.held = self.held, ()
+            reply = bw.StopFetcherResp(self.name, body.round, owned)
+        elif isinstance(body, bw.StartFetcher):
+            self.held = body.ownership
+            reply = bw.StartFetcherResp(self.name, body.round)
+        return [bw.msg(self.name, m.src, reply, self.conn)] if reply is not None else []
+
+    def on_timer(self, key: str, now: int) -> list[Msg]:
+        if key == "check":
+            self.arm("check", now + self.timing.session_timeout_ms // 3)
+            if self.phase == "registered" and now - self.last_heard >= self.timing.session_timeout_ms:
+                closing = bw.msg(self.name, self.coordinator, bw.Close(), self.conn)
+                return [closing, *self._discover(now)]  # seed 001 section 10: suspect the coordinator
+            return []
+        if key in ("request", "retry") and self.phase in ("discover", "registering"):
+            return self._discover(now)
+        return []
+
+
+class BrokerEngine(NetEngine):
+    design = "broker-coordinator"
+    rebalance_kinds = bw.REBALANCE_KINDS
+
+    def __init__(
+        self, topics: dict[str, int], timing: Timing | None = None, options: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(topics, timing, options)
+        try:
+            self.cfg = Config(
+                max_ping_retries=int(self.options.get("max_ping_retries", "1")),
+                sockets=self.options.get("rebalance", "fetchers") == "sockets",
+                strategy=self.options.get("strategy", "range"),
+                startup_wait_ms=self.timing.session_timeout_ms,
+            )
+            self.zk_session_ms = int(self.options.get("zk_session_ms", "6000"))
+        except ValueError as exc:
+            raise DesignError(f"broker-coordinator: {exc}") from None
+        if self.options.get("rebalance", "fetchers") not in ("fetchers", "sockets"):
+            raise DesignError("broker-coordinator: rebalance must be fetchers or sockets")
+        self.zk: dict[str, Any] = {"log": [], "owner": ""}
+        self.past = 0
+        for name in bw.BROKERS:
+            self.net.add(BrokerCoordinator(name, self.cfg, self.brokers.truth, self.zk))
+        self.net.send(self._active_or(bw.BROKERS[0]).elect(0))
+
+    def _active_or(self, name: str) -> BrokerCoordinator:
+        actor = self.net.actors[self.zk.get("owner") or name]
+        assert isinstance(actor, BrokerCoordinator)
+        return actor
+
+    def make_member(self, op: Join, incarnation: int) -> MemberActor:
+        return BrokerConsumer(self, op)
+
+    def generation(self) -> int | None:
+        return None
+
+    def strategy(self) -> str:
+        return self.cfg.strategy if self.zk.get("owner") else ""
+
+    def rebalances(self) -> int:
+        return self.past + sum(
+            a.s.rebalances for a in self.net.actors.values() if isinstance(a, BrokerCoordinator)
+        )
+
+    def coordinator_entries(self) -> int:
+        owner = self.zk.get("owner")
+        return len(self.net.actors[owner].s.consumers) if owner else -1  # type: ignore[attr-defined]
+
+    def failover(self) -> None:
+        """The coordinator's broker dies; its ZooKeeper session expires after ``zk_session_ms`` and
+        the other broker's elector wins (seed 001 section 10). The dead broker comes back as a
+        standby with empty memory (handleNewSession)."""
+        owner = self.zk.get("owner")
+        if not owner:
+            return
+        old = self.net.actors[owner]
+        assert isinstance(old, BrokerCoordinator)
+        self.past += old.s.rebalances
+        self.net.kill(owner)
+        self.zk["owner"] = ""
+        standby = next(b for b in bw.BROKERS if b != owner)
+        self.net.actors[standby].arm("elect", self.net.now + self.zk_session_ms)
+        self.net.add(BrokerCoordinator(owner, self.cfg, self.brokers.truth, self.zk))
+
+    def lose_socket(self, member: str) -> None:
+        """Half-open: the coordinator's socket server loses the connection, the consumer hears nothing."""
+        consumer = self.members[member]
+        assert isinstance(consumer, BrokerConsumer)
+        if consumer.phase != "registered" or not self.zk.get("owner"):
+            return
+        self.net.lost_conns.add(consumer.conn)
+        self.net.send(self._active_or(bw.BROKERS[0]).conn_lost(consumer.conn, self.net.now))
+
+    def on_topic_change(self, topic: str) -> None:
+        if self.zk.get("owner"):
+            self.net.send(self._active_or(bw.BROKERS[0]).topic_changed(self.net.now))

@@ -1,0 +1,429 @@
+"""Design 7, seed 001: a broker-side coordinator that assigns and pushes ownership to consumers.
+
+Seed 001 sections 2, 5, 8, 9 and 10: consumers register (RegisterConsumer); the elected broker pings
+each every 1/3 of its session timeout and waits 2/3 of it for the answer, declaring the consumer
+dead after more than ``max_ping_retries`` failed pings (it drops the registration and closes the
+socket); a rebalance computes ownership with the broker's own strategy and, if it differs from the
+stored one, sends StopFetcher to every consumer, waits for all answers (or a 2/3-session timeout,
+then backs off and retries), sends StartFetcher with each consumer's partitions, waits again and
+stores the ownership. Variant ``rebalance=sockets`` (seed 001 section 2 step 5): the coordinator
+closes every consumer's socket and hands out ownership in the RegisterConsumer answers once all
+alive consumers re-registered. On election a broker loads registrations and ownership from the
+store and waits one session timeout for known consumers to re-register. Handlers return
+(messages, records); state changes only through `apply`; registrations and ownership persist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from model.assignors import get_assignor
+from model.designs import broker_wire as bw
+from model.designs.net import Actor, Msg
+from model.embedded import Subscription, TopicPartition
+
+Ownership = tuple[tuple[str, tuple[TopicPartition, ...]], ...]
+
+
+@dataclass
+class Reg:
+    consumer_id: str
+    name: str
+    topics: tuple[str, ...]
+    session_timeout_ms: int
+    conn: int
+    failures: int = 0
+    seq: int = 0
+    next_ping: int = 0
+    watch: int | None = None
+
+
+@dataclass
+class BState:
+    active: bool = False
+    consumers: dict[str, Reg] = field(default_factory=dict)
+    ownership: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    phase: str = "idle"  # idle | stopping | starting | waiting
+    round: int = 0
+    pending: frozenset[str] = frozenset()
+    plan: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    deadline: int | None = None
+    retries: int = 0
+    backoff: int | None = None
+    dirty: bool = False
+    lost: frozenset[int] = frozenset()
+    rebalances: int = 0
+
+
+# ---------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Registered:
+    consumer_id: str
+    name: str
+    topics: tuple[str, ...]
+    session_timeout_ms: int
+    conn: int
+    next_ping: int
+    durable: bool = True
+
+
+@dataclass(frozen=True)
+class Unregistered:
+    consumer_id: str
+    durable: bool = True
+
+
+@dataclass(frozen=True)
+class PingState:
+    consumer_id: str
+    failures: int
+    seq: int
+    next_ping: int
+    watch: int | None
+
+
+@dataclass(frozen=True)
+class PhaseSet:
+    phase: str
+    round: int
+    pending: frozenset[str] = frozenset()
+    plan: Ownership = ()
+    deadline: int | None = None
+    retries: int = 0
+    backoff: int | None = None
+
+
+@dataclass(frozen=True)
+class Acked:
+    consumer_id: str
+
+
+@dataclass(frozen=True)
+class Dirty:
+    dirty: bool
+
+
+@dataclass(frozen=True)
+class OwnershipStored:
+    ownership: Ownership
+    durable: bool = True
+
+
+@dataclass(frozen=True)
+class Activated:
+    pass
+
+
+@dataclass(frozen=True)
+class ConnLost:
+    conn: int
+
+
+def apply(s: BState, rec: Any) -> None:
+    if isinstance(rec, Registered):
+        s.consumers[rec.consumer_id] = Reg(
+            rec.consumer_id, rec.name, rec.topics, rec.session_timeout_ms, rec.conn, next_ping=rec.next_ping
+        )
+        s.ownership.pop(rec.consumer_id, None)  # a consumer registers with its fetchers stopped
+    elif isinstance(rec, Unregistered):
+        s.consumers.pop(rec.consumer_id, None)
+        s.ownership.pop(rec.consumer_id, None)
+        s.pending = s.pending - {rec.consumer_id}
+    elif isinstance(rec, PingState):
+        r = s.consumers[rec.consumer_id]
+        r.failures, r.seq, r.next_ping, r.watch = rec.failures, rec.seq, rec.next_ping, rec.watch
+    elif isinstance(rec, PhaseSet):
+        s.phase, s.round, s.pending, s.plan = rec.phase, rec.round, rec.pending, dict(rec.plan)
+        s.deadline, s.retries, s.backoff = rec.deadline, rec.retries, rec.backoff
+    elif isinstance(rec, Acked):
+        s.pending = s.pending - {rec.consumer_id}
+    elif isinstance(rec, Dirty):
+        s.dirty = rec.dirty
+    elif isinstance(rec, OwnershipStored):
+        s.ownership = {c: parts for c, parts in rec.ownership}
+        s.rebalances += 1
+    elif isinstance(rec, Activated):
+        s.active = True
+    elif isinstance(rec, ConnLost):
+        s.lost = s.lost | {rec.conn}
+    else:
+        raise TypeError(f"unknown record {type(rec).__name__}")
+
+
+def load(durable: list[Any]) -> BState:
+    """What a newly elected coordinator reads from the store: registrations and ownership."""
+    s = BState()
+    for rec in durable:
+        if isinstance(rec, Registered | Unregistered | OwnershipStored):
+            apply(s, rec)
+    s.rebalances = 0
+    return s
+
+
+@dataclass
+class Config:
+    max_ping_retries: int = 1
+    backoff_ms: int = 2_000
+    max_rebalance_retries: int = 4
+    min_session_timeout_ms: int = 500
+    sockets: bool = False
+    strategy: str = "range"
+    #: how long a new coordinator waits for known consumers to re-register (their session timeout)
+    startup_wait_ms: int = 6_000
+
+
+class Tx:
+    def __init__(self, s: BState, me: str, now: int) -> None:
+        self.s, self.me, self.now = s, me, now
+        self.out: list[Msg] = []
+        self.records: list[Any] = []
+
+    def emit(self, rec: Any) -> None:
+        apply(self.s, rec)
+        self.records.append(rec)
+
+    def send(self, reg: Reg, body: object) -> None:
+        self.out.append(bw.msg(self.me, reg.name, body, reg.conn))
+
+
+def plan(s: BState, topics: dict[str, int], strategy: str) -> dict[str, tuple[TopicPartition, ...]]:
+    """Ownership by the broker's own strategy (the old consumer's range, per topic)."""
+    ids = sorted(s.consumers)
+    subs = {c: Subscription(tuple(t for t in s.consumers[c].topics if t in topics)) for c in ids}
+    wanted = {t for sub in subs.values() for t in sub.topics}
+    result = get_assignor(strategy).assign({t: topics[t] for t in wanted}, subs)
+    return {c: result[c].partitions for c in ids}
+
+
+def fail_consumer(tx: Tx, cid: str, cfg: Config, topics: dict[str, int]) -> None:
+    """Seed 001 handleConsumerFailure: forget it, close its socket, fail a running rebalance, rebalance."""
+    reg = tx.s.consumers.get(cid)
+    if reg is None:
+        return
+    tx.send(reg, bw.Close())
+    tx.emit(ConnLost(reg.conn))
+    tx.emit(Unregistered(cid))
+    tx.emit(Dirty(True))
+    if tx.s.phase in ("stopping", "starting"):
+        tx.emit(PhaseSet("idle", tx.s.round))
+    elif tx.s.phase == "waiting":
+        if not tx.s.pending:
+            phase_done(tx, cfg, topics)
+        return
+    maybe_rebalance(tx, cfg, topics)
+
+
+def maybe_rebalance(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
+    s = tx.s
+    if not s.active or s.phase != "idle" or not s.dirty or (s.backoff is not None and s.backoff > tx.now):
+        return
+    tx.emit(Dirty(False))
+    if not s.consumers:
+        return
+    target = plan(s, topics, cfg.strategy)
+    if target == {c: s.ownership.get(c, ()) for c in s.consumers} and set(s.ownership) <= set(s.consumers):
+        return  # seed 001 step 3: ownership already as computed, no rebalance needed
+    session = min(r.session_timeout_ms for r in s.consumers.values())
+    rnd = s.round + 1
+    if cfg.sockets:  # close every socket; ownership goes out with the re-registrations
+        for reg in list(s.consumers.values()):
+            tx.send(reg, bw.Close())
+            tx.emit(ConnLost(reg.conn))
+        tx.emit(PhaseSet("waiting", rnd, frozenset(s.consumers), (), tx.now + session, s.retries))
+        return
+    tx.emit(
+        PhaseSet(
+            "stopping",
+            rnd,
+            frozenset(s.consumers),
+            tuple(sorted(target.items())),
+            tx.now + 2 * session // 3,
+            s.retries,
+        )
+    )
+    for cid in sorted(s.consumers):
+        tx.send(s.consumers[cid], bw.StopFetcher(cid, rnd))
+
+
+def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
+    """Every answer of the current step is in: start fetchers, then store the ownership."""
+    s = tx.s
+    if s.phase == "stopping":
+        session = min(r.session_timeout_ms for r in s.consumers.values())
+        tx.emit(
+            PhaseSet(
+                "starting",
+                s.round,
+                frozenset(s.plan) & frozenset(s.consumers),
+                tuple(sorted(s.plan.items())),
+                tx.now + 2 * session // 3,
+                s.retries,
+            )
+        )
+        for cid in sorted(s.pending):
+            tx.send(s.consumers[cid], bw.StartFetcher(cid, s.round, s.plan[cid]))
+    elif s.phase == "starting":
+        tx.emit(OwnershipStored(tuple(sorted(s.plan.items()))))
+        tx.emit(PhaseSet("idle", s.round))
+        maybe_rebalance(tx, cfg, topics)
+    elif s.phase == "waiting":  # sockets variant / election: everyone alive has re-registered
+        if not s.consumers:
+            tx.emit(PhaseSet("idle", s.round))
+            return
+        target = plan(s, topics, cfg.strategy)
+        for cid in sorted(s.consumers):
+            tx.send(s.consumers[cid], bw.RegisterResp("NONE", target[cid]))
+        tx.emit(OwnershipStored(tuple(sorted(target.items()))))
+        tx.emit(PhaseSet("idle", s.round))
+        maybe_rebalance(tx, cfg, topics)
+
+
+class BrokerCoordinator(Actor):
+    """A broker's coordinator object: active once elected; a standby answers only metadata requests."""
+
+    def __init__(self, name: str, cfg: Config, topics: dict[str, int], zk: dict[str, Any]) -> None:
+        super().__init__()
+        self.name, self.cfg, self.topics, self.zk = name, cfg, topics, zk
+        self.s = BState()
+
+    def _take(self, tx: Tx) -> list[Msg]:
+        self.zk["log"].extend(r for r in tx.records if getattr(r, "durable", False))
+        s = self.s
+        self.timers = {k: v for k, v in self.timers.items() if k == "elect"}
+        if not s.active:
+            return tx.out
+        for cid, r in s.consumers.items():
+            self.timers[f"ping:{cid}"] = r.next_ping
+            if r.watch is not None:
+                self.timers[f"watch:{cid}"] = r.watch
+        if s.deadline is not None and s.phase != "idle":
+            self.timers["phase"] = s.deadline
+        if s.backoff is not None and s.phase == "idle" and s.dirty:
+            self.timers["backoff"] = s.backoff
+        return tx.out
+
+    def elect(self, now: int) -> list[Msg]:
+        """Won the election: load the store, wait one session timeout for known consumers (seed 001 §2)."""
+        self.s = load(self.zk["log"])
+        tx = Tx(self.s, self.name, now)
+        tx.emit(Activated())
+        known = frozenset(self.s.consumers)
+        for cid in sorted(known):
+            tx.emit(Unregistered(cid))  # known, but their sockets were with the old coordinator
+        tx.emit(PhaseSet("waiting", self.s.round + 1, known, (), now + self.cfg.startup_wait_ms))
+        self.zk["owner"] = self.name
+        return self._take(tx)
+
+    def on_message(self, m: Msg, now: int) -> list[Msg]:
+        body, s, tx = m.body, self.s, Tx(self.s, self.name, now)
+        if isinstance(body, bw.MetadataReq):
+            return [bw.msg(self.name, m.src, bw.MetadataResp(self.zk.get("owner", "")), m.conn)]
+        if not s.active or (m.conn and m.conn in s.lost):
+            return []
+        if isinstance(body, bw.RegisterReq):
+            self._register(tx, m, body)
+        elif isinstance(body, bw.Close):  # the consumer closed its side: sends on it fail from now on
+            tx.emit(ConnLost(m.conn))
+        elif isinstance(body, bw.PingResp):
+            r = s.consumers.get(body.consumer_id)
+            if r is not None and r.conn == m.conn and body.seq == r.seq:
+                tx.emit(PingState(r.consumer_id, 0, r.seq, r.next_ping, None))
+        elif isinstance(body, bw.StopFetcherResp | bw.StartFetcherResp):
+            wanted = "stopping" if isinstance(body, bw.StopFetcherResp) else "starting"
+            if s.phase == wanted and body.round == s.round and body.consumer_id in s.pending:
+                tx.emit(Acked(body.consumer_id))
+                if not s.pending:
+                    phase_done(tx, self.cfg, self.topics)
+        return self._take(tx)
+
+    def _register(self, tx: Tx, m: Msg, req: bw.RegisterReq) -> None:
+        s = tx.s
+        old = s.consumers.get(req.consumer_id)
+        if old is not None and old.conn not in s.lost and old.conn != m.conn:
+            tx.out.append(bw.msg(self.name, m.src, bw.RegisterResp("CONSUMER_ID_IN_USE"), m.conn))
+            return
+        if req.session_timeout_ms < self.cfg.min_session_timeout_ms:
+            tx.out.append(bw.msg(self.name, m.src, bw.RegisterResp("INVALID_SESSION_TIMEOUT"), m.conn))
+            return
+        tx.emit(
+            Registered(
+                req.consumer_id,
+                m.src,
+                req.topics,
+                req.session_timeout_ms,
+                m.conn,
+                tx.now + req.session_timeout_ms // 3,
+            )
+        )
+        if s.phase == "waiting":
+            tx.emit(Acked(req.consumer_id))
+            if not s.pending:
+                phase_done(tx, self.cfg, self.topics)
+            return
+        tx.out.append(bw.msg(self.name, m.src, bw.RegisterResp("NONE"), m.conn))
+        tx.emit(Dirty(True))
+        maybe_rebalance(tx, self.cfg, self.topics)
+
+    def on_timer(self, key: str, now: int) -> list[Msg]:
+        s, tx = self.s, Tx(self.s, self.name, now)
+        if key == "elect":
+            return self.elect(now)
+        kind, _, cid = key.partition(":")
+        r = s.consumers.get(cid)
+        if kind == "ping" and r is not None:
+            third = r.session_timeout_ms // 3
+            if r.conn in s.lost:  # the channel is gone: the send fails at once
+                tx.emit(PingState(cid, r.failures, r.seq, now + third, None))
+                self._failed(tx, r)
+            else:
+                watch = (
+                    r.watch if r.watch is not None else now + 2 * third
+                )  # one watcher per outstanding ping
+                tx.emit(PingState(cid, r.failures, r.seq + (r.watch is None), now + third, watch))
+                tx.send(r, bw.Ping(cid, r.seq))
+        elif kind == "watch" and r is not None:
+            tx.emit(PingState(cid, r.failures, r.seq, r.next_ping, None))
+            self._failed(tx, r)
+        elif key == "phase" and s.phase == "waiting":
+            for gone in sorted(s.pending):  # known consumers that did not come back in time
+                if gone in s.consumers and s.consumers[gone].conn in s.lost:
+                    tx.emit(Unregistered(gone))
+            phase_done(tx, self.cfg, self.topics)
+        elif key == "phase":  # stop/start answers missing: back off and retry (seed 001 step 5)
+            retries = s.retries + 1
+            failed = retries > self.cfg.max_rebalance_retries
+            tx.emit(
+                PhaseSet(
+                    "idle",
+                    s.round,
+                    retries=0 if failed else retries,
+                    backoff=None if failed else now + self.cfg.backoff_ms,
+                )
+            )
+            tx.emit(Dirty(not failed))
+        elif key == "backoff":
+            maybe_rebalance(tx, self.cfg, self.topics)
+        return self._take(tx)
+
+    def _failed(self, tx: Tx, r: Reg) -> None:
+        failures = r.failures + 1
+        if failures > self.cfg.max_ping_retries:
+            fail_consumer(tx, r.consumer_id, self.cfg, self.topics)
+        else:
+            tx.emit(PingState(r.consumer_id, failures, r.seq, r.next_ping, None))
+
+    def conn_lost(self, conn: int, now: int) -> list[Msg]:
+        """The socket server lost this connection (the consumer's side may not know)."""
+        tx = Tx(self.s, self.name, now)
+        if self.s.active:
+            tx.emit(ConnLost(conn))
+        return self._take(tx)
+
+    def topic_changed(self, now: int) -> list[Msg]:
+        """A watched topic changed (seed 001 section 6): rebalance the group."""
+        tx = Tx(self.s, self.name, now)
+        if self.s.active:
+            tx.emit(Dirty(True))
+            maybe_rebalance(tx, self.cfg, self.topics)
+        return self._take(tx)
