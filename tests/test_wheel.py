@@ -67,7 +67,12 @@ def test_the_package_comes_from_the_venv_not_the_checkout(
     installed: tuple[Path, Path, dict[str, str]],
 ) -> None:
     bin_dir, work, env = installed
-    code = "import conformance, conformance.specs as s; print(conformance.__file__); print(s.SPECS_DIR)"
+    code = (
+        "import conformance, conformance.specs as s, conformance.formats.schema as f, "
+        "conformance.targets.apache_kafka as a, conformance.targets.kfake as k\n"
+        "assert f.SCHEMA_PATH.is_file() and a.POM.is_file() and (k.SOURCE_DIR / 'go.sum').is_file()\n"
+        "for p in (conformance.__file__, s.SPECS_DIR, f.SCHEMA_PATH, a.POM): print(p)"
+    )
     out = _run([str(bin_dir / "python"), "-c", code], work, env)
     assert out.returncode == 0, out.stderr
     for line in out.stdout.splitlines():
