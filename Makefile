@@ -30,8 +30,8 @@ install: $(STAMP)
 install-spark: $(SPARK_STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check model conformance tests benchmarks
-	$(BIN)/ruff format --check model conformance tests benchmarks
+	$(BIN)/ruff check model conformance tests benchmarks examples setup.py
+	$(BIN)/ruff format --check model conformance tests benchmarks examples setup.py
 	$(BIN)/mypy model
 
 test: $(SPARK_STAMP) lint

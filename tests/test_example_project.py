@@ -89,18 +89,24 @@ def test_pytest_options_act_on_suite_items(tmp_path: Path) -> None:
         "--groupcheck-target=mutant:kafka-8500",
         "-x",
         "-k",
-        "classic and not scenarios",
+        "not scenarios",
         "--hypothesis-profile",
         "smoke",
         "--hypothesis-seed",
         "7",
+        "--groupcheck-profile",
+        "ci",
+        "--groupcheck-protocol",
+        "classic",
     )
     assert out.returncode == 1, out.stdout[-3000:]
     assert "1 failed" in out.stdout and "stopping after 1 failures" in out.stdout
-    (case,) = list(root.iter("testcase"))
+    run = [c for c in root.iter("testcase") if (c.get("classname") or "").startswith("groupcheck")]
+    (case,) = run  # -x: nothing after the first failure
     assert (case.get("classname"), case.get("name")) == ("groupcheck.classic", "check")
+    assert _cases(root, "failed") == {("groupcheck.classic", "check")}
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
-    assert props["seed"] == "7"
+    assert props["seed"] == "7" and props["profile"] == "ci"
     assert "(10 examples, seed 7)" in (case.findtext("failure") or "")  # the smoke profile's count
 
 
