@@ -1,4 +1,4 @@
-"""pytest plugin (entry point `pytest11`, docs/pytest.md): the conformance suite as test items.
+"""pytest plugin (entry point `pytest11`, docs/cli.md#pytest-plugin): the conformance suite as test items.
 
 ``pytest --groupcheck-target NAME|host:port`` in any repository adds the suite to the collected
 items: ``groupcheck::<protocol>::check`` (the stateful run of that protocol), one item per invariant

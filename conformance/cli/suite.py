@@ -1,4 +1,4 @@
-"""The conformance suite as units a test runner collects, against any target (docs/pytest.md).
+"""The conformance suite as units a test runner collects, against any target (docs/cli.md#pytest-plugin).
 
 One stateful run per protocol (`groupcheck check`), whose verdict also judges each invariant of that
 protocol, and one run per named scenario. Runs are made once and kept: every test item of a
