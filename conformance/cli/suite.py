@@ -274,9 +274,8 @@ class Suite:
         trace = scenario_trace(result, target="model")
         needs = sorted({s.action.get("op") for s in trace.steps} & {"failover", "append_failure"})
         if needs:
-            return Outcome(
-                "skipped", f"scenario {sc.id} needs {', '.join(needs)}, which a replay cannot inject"
-            )
+            why = "a scenario replay reaches the target by its address and cannot inject it"
+            return Outcome("skipped", f"scenario {sc.id} needs {', '.join(needs)}: {why}")
         try:
             replayed, _notes = replay_on_target(trace, handle.bootstrap, {})
         except ToolError as e:
