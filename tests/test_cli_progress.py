@@ -54,3 +54,14 @@ def test_off_when_output_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     assert not enabled(_Tty(), _Tty())
     with progress("check") as watcher:  # pytest captures output: no terminal here
         assert watcher is None
+
+
+def test_explore_counts_its_transitions() -> None:
+    from rich.console import Console
+
+    from conformance.protocols.classic.explore import explore_classic
+
+    with progress("explore", console=Console(file=_Tty(), force_terminal=True)) as watcher:
+        result = explore_classic(2, 2, depth=4, budget_s=30)
+    assert watcher is not None and watcher.steps >= result.states - 1  # every new state was checked
+    assert watcher.findings >= len(result.found)  # each invariant found was a finding at least once

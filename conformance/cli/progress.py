@@ -58,15 +58,20 @@ class Watcher:
                 watcher.example()
 
         Watched.__name__ = Watched.__qualname__ = machine.__name__
+        self.watch_checker(checker)
+        return Watched
+
+    def watch_checker(self, checker: Any) -> Any:
+        """``checker`` counting steps (explore: transitions) and findings."""
         check = checker.check
 
         def counted(obs: Any, step: int) -> Any:
             found = check(obs, step)
-            watcher.step(len(found))
+            self.step(len(found))
             return found
 
         checker.check = counted
-        return Watched
+        return checker
 
 
 @contextlib.contextmanager

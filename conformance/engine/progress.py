@@ -7,3 +7,9 @@ from contextvars import ContextVar
 from typing import Any
 
 WATCHER: ContextVar[Any] = ContextVar("groupcheck_progress_watcher", default=None)
+
+
+def watched(checker: Any) -> Any:
+    """``checker``, reporting each check to the watcher if there is one (explore's transitions)."""
+    watcher = WATCHER.get()
+    return checker if watcher is None else watcher.watch_checker(checker)

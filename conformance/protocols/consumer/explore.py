@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
+from conformance.engine.progress import watched
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
 from conformance.protocols.build import make_consumer_sim
@@ -145,7 +146,7 @@ def explore_consumer(
     setup = consumer_setup(members, partitions)
     result = ExploreResult("consumer", members, partitions, variants, depth, CONSUMER_OPS, setup=setup)
     graph: Any = result.graph
-    checker = Checker("consumer")
+    checker = watched(Checker("consumer"))  # transitions and findings on a terminal's progress line
     clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
     start = clock()
     root = _fresh(setup, variants)
