@@ -32,7 +32,8 @@ install-spark: $(SPARK_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check model conformance tests benchmarks examples setup.py
 	$(BIN)/ruff format --check model conformance tests benchmarks examples setup.py
-	$(BIN)/mypy model
+	$(BIN)/mypy model conformance/engine conformance/wire
+	$(BIN)/lint-imports
 
 test: $(SPARK_STAMP) lint
 	$(BIN)/python -m pytest

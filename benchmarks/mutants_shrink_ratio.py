@@ -8,7 +8,7 @@ For each mutant with a BFS-minimal length in ``--report`` (written by ``groupche
 (`conformance.power.matrix.run_mutant`: ``check --seed S``, Hypothesis' shrink), then the kill
 matrix's delta debugging without the BFS polish (`ddmin` with ``polish_budget_s=0``: ddmin over the
 recorded ops, consumer settles flattened into primitive ops, `compress_time` for classic traces),
-then the BFS polish (`conformance.trace.polish`, ``--polish-budget`` CPU seconds) and ddmin again.
+then the BFS polish (`conformance.engine.polish`, ``--polish-budget`` CPU seconds) and ddmin again.
 Lengths are counted in `explore`'s unit (one op = one BFS edge: ``cont`` lines are not ops).
 Prints a markdown table and, per stage, the median and max ratio to BFS-minimal (goal <= 1.25).
 """
@@ -46,12 +46,12 @@ def main() -> int:
     p.add_argument("--polish-budget", type=float, default=5.0)
     p.add_argument("--mutant", action="append", default=[])
     args = p.parse_args()
+    from conformance.engine.minimise import minimise
+    from conformance.engine.polish import polish
     from conformance.engine.profiles import get_profile
     from conformance.formats.trace_file import read_trace
     from conformance.mutants import MUTANTS
     from conformance.power.matrix import run_mutant
-    from conformance.trace.minimise import minimise
-    from conformance.trace.polish import polish
 
     bfs = bfs_lengths(args.report)
     names = [n for n in (args.mutant or MUTANTS) if n in bfs]

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cli.check import _run_one, real_profile
+from conformance.protocols import get_kit
 from conformance.protocols.classic import judge as judge_mod
 from conformance.protocols.classic import oracle as oracle_mod
 from conformance.protocols.consumer import oracle as consumer_oracle
@@ -176,7 +177,7 @@ def one_run(handle: Any, args: argparse.Namespace, protocol: str, variant: str, 
                 handle, protocol, real_profile("ci"), None, seed, {}, "protocol", time.monotonic()
             ).result
     examples, profile = (3, "dev") if args.mode == "agree" else (12, "ci")
-    inner = handle.port_factory()
+    inner = get_kit("classic").real_setup(handle, real_profile(profile))[0]
 
     def port_factory(coord: ClassicCoordinator) -> Any:
         if variant == "before":

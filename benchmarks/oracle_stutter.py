@@ -19,6 +19,7 @@ import time
 
 from conformance.cli.check import REAL_PROFILES
 from conformance.engine.run import run_check
+from conformance.protocols import get_kit
 from conformance.targets.open import open_target
 
 
@@ -44,7 +45,7 @@ def main(runs: int, longest_s: float) -> None:
                 t0 = time.monotonic()
                 result = run_check(
                     "classic", target="apache-kafka", profile=REAL_PROFILES["dev"], max_examples=3,
-                    seed_value=7, port_factory=handle.port_factory(), config=handle.model_config, real_time=True,
+                    seed_value=7, port_factory=get_kit("classic").real_setup(handle, REAL_PROFILES["dev"])[0], config=handle.model_config, real_time=True,
                 )  # fmt: skip
                 found = [(v.invariant, v.message[:160]) for v in result.violations]
                 failed += bool(found)

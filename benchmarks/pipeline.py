@@ -79,7 +79,7 @@ def make_base(work: Path, runs: int) -> Path:
     import pyarrow.parquet as pq
 
     from conformance.pipeline.schema import rows_to_batch
-    from conformance.protocols.classic.swarm import draw_config, run_one
+    from conformance.pipeline.swarm import draw_config, run_one
 
     base = work / f"base-mix-{runs}.parquet"
     if not base.exists():
@@ -267,7 +267,7 @@ def engine_spark_swarm(runs: str, out: str) -> dict[str, Any]:
 
 def _pool_run(index: int) -> Any:
     from conformance.pipeline.schema import rows_to_batch
-    from conformance.protocols.classic.swarm import draw_config, run_one
+    from conformance.pipeline.swarm import draw_config, run_one
 
     return rows_to_batch(list(run_one(draw_config(7, index))))
 

@@ -14,12 +14,15 @@ import pytest
 
 from conformance.engine.run import run_check
 from conformance.errors import TargetError, UsageError
+from conformance.protocols import get_kit
 from conformance.protocols.classic.codec import API_HEARTBEAT, build, payload_class
 from conformance.protocols.classic.oracle import PROVISIONAL, Hypo, OraclePort, Timing, _rename_hypo, rename
 from conformance.targets.open import open_target
 from conformance.wire.framing import Network
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.state import ClassicGroup, ClassicState, GroupState, Member, Timer
+
+CLASSIC = get_kit("classic")
 
 # ---------------------------------------------------------------------------------------------
 # a server that answers every request with bytes we choose
@@ -237,7 +240,7 @@ def _run(
 ):  # type: ignore[no-untyped-def]
     from conformance.cli.check import REAL_PROFILES
 
-    port_factory = handle.port_factory()  # type: ignore[attr-defined]
+    port_factory = CLASSIC.real_setup(handle, REAL_PROFILES["dev"])[0]
     if factory is not None:
         inner = port_factory
 

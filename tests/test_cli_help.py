@@ -8,7 +8,8 @@ import pytest
 from conformance.cli.help import missing_help
 from conformance.cli.main import build_parser, main
 from conformance.engine.profiles import PROFILES
-from conformance.engine.variants import VARIANTS
+from conformance.engine.variants import variant_keys
+from conformance.protocols import KITS
 from conformance.specs import load_invariants
 from conformance.targets import TARGETS
 
@@ -25,7 +26,7 @@ def test_check_help_lists_targets_protocols_profiles_and_variants(capsys: pytest
     for profile in PROFILES:
         assert f"{profile} (" in out, profile
     assert "wire faults" in out
-    for key in VARIANTS.values():
+    for key in variant_keys(KITS.values()).values():
         if key.name != "mutant":
             assert f"{key.name}={' | '.join(key.values)}" in out, key.name
     assert "exit codes:" in out and "3 inconclusive" in out

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 from kio.serial import entity_reader, entity_writer
 
+from conformance.protocols import get_kit
 from conformance.protocols.classic.codec import payload_class
 from conformance.protocols.consumer.codec import TopicMap, decode_heartbeat, encode_heartbeat
 from conformance.protocols.consumer.oracle import compare, complete_assignment, legal_assignment
-from conformance.protocols.consumer.setup import not_run_reason
 from model.consumer.assignors import AssignmentMember
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
@@ -130,8 +130,10 @@ def test_initial_group_epoch_variant_starts_a_new_group_at_one() -> None:
 def test_protocols_a_target_does_not_offer_are_named_not_hidden() -> None:
     caps = SimpleNamespace(features=frozenset({"classic"}), api_versions={11: (0, 9)})
     handle = SimpleNamespace(capabilities=caps, kind="kafka")
-    assert not_run_reason(handle, "classic") is None
-    assert (not_run_reason(handle, "consumer") or "").startswith("not offered")
+    assert get_kit("classic").not_run_reason(handle) is None
+    assert (get_kit("consumer").not_run_reason(handle) or "").startswith("not offered")
     v0 = SimpleNamespace(features=frozenset({"classic", "consumer"}), api_versions={68: (0, 0)})
-    assert "v0-v0 only" in (not_run_reason(SimpleNamespace(capabilities=v0, kind="kafka"), "consumer") or "")
-    assert (not_run_reason(handle, "mixed") or "").startswith("not run")
+    assert "v0-v0 only" in (
+        get_kit("consumer").not_run_reason(SimpleNamespace(capabilities=v0, kind="kafka")) or ""
+    )
+    assert (get_kit("mixed").not_run_reason(handle) or "").startswith("not run")

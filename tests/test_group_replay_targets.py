@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 from conformance.formats.trace_file import read_trace
+from conformance.protocols import get_kit
 from conformance.targets.open import open_target
+
+CLASSIC = get_kit("classic")
 
 pytestmark = pytest.mark.target
 REGRESSIONS = Path(__file__).parent / "regressions"
@@ -34,9 +37,9 @@ def kafka() -> Iterator[Any]:
 def test_consumer_regression_is_fixed_on_kafka_and_a_kafka_recording_replays_there(
     kafka: Any, tmp_path: Path
 ) -> None:
-    from conformance.protocols.classic.replay import replay_on_target
     from conformance.protocols.consumer import trace as consumer
     from conformance.trace.emit import emit_counterexample
+    from conformance.trace.replay import replay_on_target
 
     trace = read_trace(GHOST)
     result, notes = replay_on_target(trace, kafka.bootstrap, {})
@@ -62,7 +65,7 @@ def test_consumer_regression_is_fixed_on_kafka_and_a_kafka_recording_replays_the
 def test_consumer_client_mutant_stays_and_unreplayable_ops_are_errors(
     kafka: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conformance.protocols.classic.replay import replay_on_target
+    from conformance.trace.replay import replay_on_target
 
     trace = read_trace(STATIC_CLOSE)
     result, notes = replay_on_target(trace, kafka.bootstrap, {})
@@ -85,8 +88,8 @@ def test_mixed_oracle_catches_a_broken_model_and_its_trace_replays_on_kafka(
     never tells a classic member to rejoin beside Kafka, the upgrade's rejoin is a divergence; the
     trace recorded there replays FAILED with that model and FIXED with the reference model."""
     from conformance.cli.check import _run_one, real_profile
-    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
+    from conformance.trace.replay import replay_on_target
 
     broken = {"mixed_mutant": "heartbeat-never-rejoins"}
     run = _run_one(kafka, "mixed", real_profile("dev"), 1, 0, broken, "protocol", time.monotonic())
@@ -112,8 +115,8 @@ def test_a_model_mixed_counterexample_is_fixed_on_kafka(kafka: Any, tmp_path: Pa
     member to rejoin) replays on Kafka through the mixed oracle: FIXED, the mutant dropped."""
     from conformance.engine.profiles import get_profile
     from conformance.engine.run import run_check
-    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
+    from conformance.trace.replay import replay_on_target
 
     found = run_check(
         "mixed",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conformance.engine.minimise import minimise
 from conformance.formats.trace_file import read_trace
-from conformance.trace.minimise import flatten_consumer, minimise
+from conformance.protocols.consumer.trace import flatten_consumer
 
 REGRESSIONS = Path(__file__).parent / "regressions"
 

@@ -26,8 +26,8 @@ from conformance.mutants.mixed import (
     UpgradeIgnoresPolicy,
     UpgradeKeepsClassicGroup,
 )
-from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenario
+from conformance.trace.scenario import run_scenario
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient
 from model.classic.messages import (

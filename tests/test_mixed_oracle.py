@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from conformance.protocols.consumer.setup import not_run_reason
+from conformance.protocols import get_kit
 from conformance.protocols.mixed.oracle import RefChooser, compare
 from model.classic.messages import HeartbeatResponse, SyncGroupResponse
 from model.embedded import Assignment, encode_assignment
@@ -41,13 +41,13 @@ def test_mixed_runs_only_where_both_protocols_are_offered() -> None:
     classic_only = SimpleNamespace(
         capabilities=SimpleNamespace(features=frozenset({"classic"}), api_versions={11: (0, 9)}), kind="kafka"
     )
-    why = not_run_reason(classic_only, "mixed") or ""
+    why = get_kit("mixed").not_run_reason(classic_only) or ""
     assert why.startswith("not run") and "ConsumerGroupHeartbeat" in why
     both = SimpleNamespace(
         capabilities=SimpleNamespace(features=frozenset({"classic", "consumer"}), api_versions={68: (0, 1)}),
         kind="kafka",
     )
-    assert not_run_reason(both, "mixed") is None
+    assert get_kit("mixed").not_run_reason(both) is None
 
 
 def test_migration_policy_is_a_hypothesis_unless_the_launcher_states_it() -> None:

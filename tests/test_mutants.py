@@ -10,10 +10,10 @@ import pytest
 
 from conformance.cli.main import main
 from conformance.engine.profiles import get_profile
-from conformance.engine.variants import parse_variants
 from conformance.errors import UsageError
 from conformance.mutants import MUTANTS, get_mutant, with_mutant_variants
 from conformance.power.matrix import render_markdown, run_mutant
+from conformance.protocols import parse_variants
 from conformance.protocols.build import make_classic_sim, make_consumer_sim
 from conformance.specs import load_invariants
 from model.classic.client import ClassicClient

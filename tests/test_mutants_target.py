@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 
 from conformance.cli.main import main
+from conformance.engine.profiles import REAL_PROFILES
 from conformance.errors import UsageError
 from conformance.formats.trace_file import read_trace
+from conformance.protocols import get_kit
 from conformance.targets.open import in_process, open_target
+
+CLASSIC = get_kit("classic")
 
 USER_TEST = """
 from model.classic.messages import JoinGroupRequest
@@ -38,7 +42,7 @@ def test_mutant_target_is_in_process_and_names_its_mutant() -> None:
     with open_target("mutant:answer-twice") as handle:
         assert handle.kind == "model" and handle.name == "mutant:answer-twice"
         assert handle.variants == {"mutant": "answer-twice"}
-        port = handle.port_factory()
+        port = CLASSIC.real_setup(handle, REAL_PROFILES["dev"])[0]
         assert port is not None
         from model.classic.coordinator import ClassicCoordinator
 

@@ -1,15 +1,15 @@
-"""The BFS polish of minimised traces (conformance/trace/polish.py): it finds a shorter tail
+"""The BFS polish of minimised traces (conformance/engine/polish.py): it finds a shorter tail
 that ddmin, which only drops ops, cannot; every result still fails on replay; a trace that is
 already shortest is returned as it is."""
 
 from __future__ import annotations
 
 from conformance.engine.checker import Checker
+from conformance.engine.minimise import fails, minimise
+from conformance.engine.polish import polish
 from conformance.formats.trace_file import Trace
 from conformance.protocols.build import make_classic_sim
 from conformance.protocols.classic.trace import apply_op, to_trace
-from conformance.trace.minimise import _fails, minimise
-from conformance.trace.polish import polish
 
 GEN = "classic.generation_bump_once"
 CLIENT = {"assignors": ["range"], "session_timeout_ms": 6000, "rebalance_timeout_ms": 10000, "topics": ["t"]}
@@ -48,7 +48,7 @@ def test_polish_finds_a_shorter_tail_than_ddmin() -> None:
     assert len(minimise(trace, GEN).steps) == 7  # 1-minimal for dropping ops
     polished = polish(trace, GEN, budget_s=20)
     assert len(polished.steps) <= 5
-    assert _fails(polished, list(polished.steps), GEN)
+    assert fails(polished, list(polished.steps), GEN)
     assert len(minimise(polished, GEN).steps) <= len(polished.steps)
 
 
@@ -81,4 +81,4 @@ def test_polish_runs_on_consumer_traces_and_keeps_them_failing() -> None:
     inv = "consumer.fenced_member_releases_first"
     polished = polish(trace, inv, budget_s=5)
     assert [s.action for s in polished.steps] == [s.action for s in trace.steps]
-    assert _fails(polished, list(polished.steps), inv)
+    assert fails(polished, list(polished.steps), inv)

@@ -12,10 +12,14 @@ import pytest
 import yaml
 
 from conformance.cli.check import run_protocols_on_target
+from conformance.engine.profiles import REAL_PROFILES
 from conformance.errors import TargetError
+from conformance.protocols import get_kit
 from conformance.protocols.build import make_classic_sim
 from conformance.targets.open import open_target
 from model.classic.coordinator import ClassicCoordinator
+
+CLASSIC = get_kit("classic")
 
 pytestmark = pytest.mark.target
 EXPECTED: dict[str, Any] = yaml.safe_load(
@@ -73,13 +77,16 @@ def check_consumer(run: Any, want: dict[str, Any]) -> None:
 
 def test_target_that_aborts_is_a_crash_finding_with_the_steps() -> None:
     """SIGABRT in the middle of a run (librdkafka aborts on some inputs): a finding, not a suite crash."""
-    with pytest.raises(TargetError, match="SIGABRT"), open_target("librdkafka-mock") as handle:
+    with (
+        pytest.raises(TargetError, match="SIGABRT"),
+        open_target("librdkafka-mock") as handle,
+    ):
         sim = make_classic_sim(
             {"t": 2},
             [{"name": "c1", "session_timeout_ms": 1500, "rebalance_timeout_ms": 2000, "join_version": 3}],
             handle.model_config,
             {},
-            port_factory=handle.port_factory(),
+            port_factory=CLASSIC.real_setup(handle, REAL_PROFILES["dev"])[0],
             sim_class=__import__(
                 "conformance.protocols.classic.realtime", fromlist=["RealTimeSim"]
             ).RealTimeSim,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenarios
+from conformance.trace.scenario import run_scenario
 
 SCENARIOS = load_scenarios()
 CASES = [

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenarios
+from conformance.trace.scenario import run_scenario
 from model.consumer import coordinator
 from model.consumer.state import SESSION
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli.main import main
+from conformance.engine.coverage import Coverage
+from conformance.engine.explore import load_graph, save_graph
 from conformance.formats.trace_file import read_trace, write_trace
 from conformance.protocols.classic.abstraction import abstract_key
 from conformance.protocols.classic.explore import (
@@ -20,10 +22,8 @@ from conformance.protocols.classic.explore import (
     clone,
     explore_classic,
     found_trace,
-    save_graph,
 )
 from conformance.protocols.classic.trace import apply_op
-from conformance.trace.coverage import Coverage, load_graph
 from conformance.trace.replay import replay
 
 STICKY_V0 = {"sticky": "v0", "assignor": "sticky"}

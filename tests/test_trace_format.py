@@ -30,7 +30,7 @@ from model.result import Delivery
 
 @pytest.fixture(scope="module")
 def kafka_7026_v0(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conformance.protocols.classic.scenarios import run_scenario
+    from conformance.trace.scenario import run_scenario
 
     result = run_scenario(load_scenarios()["kafka-7026"], {"sticky": "v0"})
     path = tmp_path_factory.mktemp("trace") / "kafka-7026.ndjson"

@@ -8,10 +8,9 @@ import pytest
 
 from conformance.cli.main import main
 from conformance.formats.trace_file import read_trace, write_trace
-from conformance.protocols.classic.scenarios import run_scenario
 from conformance.specs import load_scenarios
 from conformance.trace.render import mermaid, rows, text
-from conformance.trace.scenario import scenario_trace
+from conformance.trace.scenario import run_scenario, scenario_trace
 
 
 @pytest.fixture(scope="module")

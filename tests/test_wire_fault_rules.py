@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from conformance.engine.checker import Checker
+from conformance.engine.profiles import REAL_PROFILES
+from conformance.protocols import get_kit
 from conformance.protocols.build import make_classic_sim, settle_round
 from conformance.targets.open import open_target
 from model.classic.coordinator import ClassicCoordinator
@@ -25,6 +27,8 @@ from model.classic.sim import CutConnection, DuplicateRequest
 from model.classic.state import GroupState
 from model.consumer.coordinator import ConsumerCoordinator
 from model.errors import ErrorCode
+
+CLASSIC = get_kit("classic")
 
 
 def _sim(n: int = 2, **kw: Any) -> Any:
@@ -189,7 +193,7 @@ class LeaveTwiceIsFine(ClassicCoordinator):
 def _faults_on_kafka(handle: Any, broken: bool) -> tuple[Any, list[tuple[str, str]]]:
     from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
 
-    factory = handle.port_factory()
+    factory = CLASSIC.real_setup(handle, REAL_PROFILES["dev"])[0]
     port_factory = (lambda c: factory(LeaveTwiceIsFine(c.config, c.chooser))) if broken else factory
     clients = [
         {"name": f"c{i}", "assignors": ["range"], "topics": ["t"], "session_timeout_ms": 1500,
@@ -376,8 +380,9 @@ def test_a_held_classic_heartbeat_arrives_after_its_session_and_kafka_agrees(kaf
          "rebalance_timeout_ms": 2000}
         for i in (1, 2)
     ]  # fmt: skip
+    factory = CLASSIC.real_setup(kafka, REAL_PROFILES["dev"])[0]
     sim = make_classic_sim(
-        {"t": 2}, clients, kafka.model_config, {}, port_factory=kafka.port_factory(), sim_class=RealTimeSim,
+        {"t": 2}, clients, kafka.model_config, {}, port_factory=factory, sim_class=RealTimeSim,
         request_timeout_ms=REAL_TIMING.request_timeout_ms,
     )  # fmt: skip
     checker, found, n = Checker("classic"), [], [0]

@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 
 from conformance.engine.checker import Checker
+from conformance.engine.profiles import REAL_PROFILES
+from conformance.protocols import get_kit
 from conformance.protocols.classic.faults import Recovered, recovered_matches, transient
 from conformance.protocols.classic.oracle import PROVISIONAL, Hypo
 from conformance.targets.open import open_target
 from model.classic.messages import HeartbeatResponse, JoinGroupResponse, OffsetCommitResponse
 from model.classic.state import ClassicGroup, ClassicState, GroupState, Member
 from model.errors import ErrorCode
+
+CLASSIC = get_kit("classic")
 
 # ---------------------------------------------------------------------------------------------
 # pure parts
@@ -106,7 +110,7 @@ def _sim(handle: Any) -> Any:
         clients,
         handle.model_config,
         {},
-        port_factory=handle.port_factory(),
+        port_factory=CLASSIC.real_setup(handle, REAL_PROFILES["dev"])[0],
         sim_class=RealTimeSim,
         request_timeout_ms=REAL_TIMING.request_timeout_ms,
     )
@@ -218,8 +222,7 @@ def _mutant_trace(tmp_path: Any) -> Any:
 
 @pytest.mark.target
 def test_replay_on_apache_kafka_fixes_a_coordinator_mutant(kafka: Any, tmp_path: Any) -> None:
-    from conformance.protocols.classic.replay import replay_on_target
-    from conformance.trace.replay import replay
+    from conformance.trace.replay import replay, replay_on_target
 
     trace = _mutant_trace(tmp_path)
     assert replay(trace).verdict == "FAILED"  # on the model with the mutant: the bug is there
@@ -243,7 +246,7 @@ def test_replay_on_apache_kafka_fixes_a_coordinator_mutant(kafka: Any, tmp_path:
 
 @pytest.mark.target
 def test_replay_needing_a_restart_on_a_target_that_cannot(kafka: Any, tmp_path: Any) -> None:
-    from conformance.protocols.classic.replay import replay_on_target
+    from conformance.trace.replay import replay_on_target
 
     trace = _mutant_trace(tmp_path)
     trace.steps.append(replace(trace.steps[-1], action={"op": "failover"}))
@@ -258,8 +261,8 @@ def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: An
     from conformance.cli.check import REAL_PROFILES
     from conformance.engine.run import run_check
     from conformance.formats.trace_file import read_trace
-    from conformance.protocols.classic.replay import replay_on_target
     from conformance.trace.emit import emit_counterexample
+    from conformance.trace.replay import replay_on_target
 
     mutant = {"mutant": "member-list-to-followers"}
     result = run_check(
@@ -269,7 +272,7 @@ def test_a_trace_recorded_on_apache_kafka_replays_there(kafka: Any, tmp_path: An
         max_examples=4,
         seed_value=1,
         variants=mutant,
-        port_factory=kafka.port_factory(),
+        port_factory=CLASSIC.real_setup(kafka, REAL_PROFILES["dev"])[0],
         config=kafka.model_config,
         real_time=True,
     )

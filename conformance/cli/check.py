@@ -1,7 +1,7 @@
 """`groupcheck check --target NAME|host:port` and `groupcheck target start|stop NAME` (docs/real-targets.md).
 
-Opens the target (`open_target`), runs the classic stateful suite through the oracle port on a
-real clock, and reports both verdict levels: `protocol` (invariants and protocol-level
+Opens the target (`open_target`), runs each protocol's stateful suite through the port its kit
+sets up (`ProtocolKit.real_setup`: the oracle on a real clock), and reports both verdict levels: `protocol` (invariants and protocol-level
 divergences) and `kafka-compat` (Apache Kafka's exact choices). `--level` picks the one that
 decides the exit code. Real-time runs use smaller example counts than the in-process model
 (`REAL_PROFILES`), since every step takes real milliseconds.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from conformance.engine.profiles import REAL_PROFILES, Profile, real_profile
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
+from conformance.protocols import KITS, get_kit
 
 LEVELS = ("protocol", "kafka-compat")
 #: coordinator restarts (the Failover rule, faults.restart) per run on targets that can restart
@@ -73,10 +74,10 @@ def run_protocols_on_target(
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r} (known: {', '.join(LEVELS)})")
     for protocol in protocols:
-        if protocol not in ("classic", "consumer", "mixed"):
-            raise UsageError(
-                f"protocol {protocol!r} is not wired to real targets (known: classic, consumer, mixed)"
-            )
+        kit = get_kit(protocol)
+        if kit.real_setup is None:
+            wired = ", ".join(k.name for k in KITS.values() if k.real_setup)
+            raise UsageError(f"protocol {protocol!r} is not wired to real targets (known: {wired})")
     profile = real_profile(profile_name)
     runs: list[TargetRun] = []
     skipped: list[tuple[str, str]] = []
@@ -123,7 +124,6 @@ def _run_all(
     restarts: int,
     restart_signal: str = "kill",
 ) -> None:
-    from conformance.protocols.consumer.setup import not_run_reason
     from conformance.targets.open import open_target
 
     with open_target(spec) as handle:
@@ -131,7 +131,7 @@ def _run_all(
             handle.session.max_restarts = restarts
             handle.session.restart_signal = restart_signal
         for protocol in protocols:
-            why = not_run_reason(handle, protocol)
+            why = get_kit(protocol).require("not_run_reason")(handle)
             if why is not None:
                 if not only_offered:
                     raise TargetError(f"{handle.name}: {why}")
@@ -156,8 +156,8 @@ def _run_one(
     t0: float,
 ) -> TargetRun:
     from conformance.engine.run import run_check
-    from conformance.protocols.consumer.setup import consumer_setup
 
+    kit = get_kit(protocol)
     h = handle  # type: Any
     session = h.session
     compat_before = len(session.compat) if session is not None else 0
@@ -167,16 +167,9 @@ def _run_one(
         from conformance.protocols.classic.faults import snapshot, summary
 
         faults_since = snapshot(session)
-    if protocol == "classic":
-        port_factory, config = h.port_factory(), h.model_config
-    elif protocol == "mixed":  # conformance/protocols/mixed/setup.py
-        from conformance.protocols.mixed.setup import mixed_setup
-
-        port_factory, config, profile = mixed_setup(h, profile)
-    else:
-        port_factory, config, profile = consumer_setup(h, profile)
+    port_factory, config, profile = kit.require("real_setup")(h, profile)
     result = run_check(
-        protocol,
+        kit,
         target=h.name,
         target_version=h.version,
         profile=profile,

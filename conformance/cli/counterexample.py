@@ -2,7 +2,7 @@
 
 Hypothesis has already shrunk the rule sequence; an in-process run (the model or a mutant) is then
 cut further by delta debugging over the recorded ops and a breadth-first polish of the tail
-(`conformance.power.matrix.ddmin`: `conformance.trace.minimise` and `conformance.trace.polish`,
+(`conformance.power.matrix.ddmin`: `conformance.engine.minimise` and `conformance.engine.polish`,
 each candidate replayed). The result is replayed once more before it is written; a trace that no
 longer fails the same way is not used. Beside ``<id>_<fingerprint>.ndjson`` go a PNG sequence
 diagram and its Mermaid text (``.mmd``), which `summary.md` embeds.

@@ -38,13 +38,15 @@ def profiles_help() -> str:
 
 
 def variants_epilog() -> str:
-    from conformance.engine.variants import VARIANTS
+    from conformance.engine.variants import variant_keys
+    from conformance.protocols import KITS
 
     lines = ["variants (--variant KEY=VALUE, repeatable):"]
-    for key in VARIANTS.values():
+    for key in variant_keys(KITS.values()).values():
         values = "NAME (groupcheck mutants --list)" if key.name == "mutant" else " | ".join(key.values)
+        readers = [kit.name for kit in KITS.values() if any(v.name == key.name for v in kit.variants)]
         lines.append(f"  {key.name}={values}")
-        lines.append(f"      {key.help} [{', '.join(key.protocols)}]")
+        lines.append(f"      {key.help}" + (f" [{', '.join(readers)}]" if readers else ""))
     return "\n".join(lines)
 
 

@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.engine.variants import parse_variants
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
+from conformance.protocols import KITS, get_kit, parse_variants
+
+#: the protocol a command runs when ``--protocol`` is not given
+DEFAULT_PROTOCOL = "classic"
 
 #: commands that draw a live progress line on a terminal (conformance/cli/progress.py)
 PROGRESS = ("check", "explore", "mutants", "pipeline")
@@ -58,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--target", default="model", help=texts.targets_help())
     c.add_argument(
         "--protocol",
-        default="classic",
-        choices=["classic", "consumer", "mixed", "all"],
-        help=f"{texts.PROTOCOLS}; default classic",
+        default=DEFAULT_PROTOCOL,
+        choices=[*KITS, "all"],
+        help=f"{texts.PROTOCOLS}; default {DEFAULT_PROTOCOL}",
     )
     c.add_argument("--max-examples", type=int, help="examples to generate (default: the profile's)")
     c.add_argument(
@@ -139,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--output", type=Path)
     sh.add_argument("--steps", help="only steps FROM:TO")
     ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
-    ex.add_argument("--protocol", default="classic", choices=["classic", "consumer"])
+    ex.add_argument(
+        "--protocol", default=DEFAULT_PROTOCOL, choices=[k.name for k in KITS.values() if k.explore]
+    )
     ex.add_argument("--members", type=int, default=2)
     ex.add_argument("--partitions", type=int, default=2)
     ex.add_argument("--depth", type=int, default=12)
@@ -239,7 +244,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return cmd_check_target(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
-    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    protocols = list(KITS) if args.protocol == "all" else [args.protocol]
     if args.target != "model":  # mutant:NAME: in process, its variants name the mutant
         from conformance.targets.mutant import check_setup
 
@@ -252,7 +257,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     worst = EXIT_OK
     for protocol in protocols:
         result = run_check(
-            protocol,
+            get_kit(protocol),
             target=args.target,
             profile=profile,
             max_examples=args.max_examples,
@@ -304,7 +309,7 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     from conformance.reporting.target_report import write_target_report
 
     variants = parse_variants(args.variant)
-    protocols = ["classic", "consumer", "mixed"] if args.protocol == "all" else [args.protocol]
+    protocols = list(KITS) if args.protocol == "all" else [args.protocol]
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
         variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
@@ -337,8 +342,8 @@ def cmd_check_target(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from conformance.protocols.classic.scenarios import run_scenario
     from conformance.specs import load_scenarios
+    from conformance.trace.scenario import run_scenario
 
     scenarios = load_scenarios()
     if args.scenario_command == "list":
@@ -418,6 +423,13 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
+    if args.pipeline_command == "replay":  # pipeline counterexamples are project traces
+        from conformance.cli.trace_commands import cmd_replay
+
+        ns = argparse.Namespace(
+            file=str(args.file), target="model", variant=[], coverage=None, coverage_picture=None, output=None
+        )
+        return cmd_replay(ns)
     from conformance.pipeline.cli import run
 
     return run(args)

@@ -25,6 +25,8 @@ MARKERS = (
     "groupcheck_requires(capability): skip unless the coordinator under test offers the capability "
     "(classic, consumer, static_members, ...)",
 )
+#: the protocol of the ``coordinator`` fixture's port (a classic coordinator)
+PROTOCOL = "classic"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -85,7 +87,7 @@ def _suite(config: pytest.Config) -> Any:
     suite = config.stash.get(SUITE_KEY, None)
     if suite is None:
         from conformance.cli.suite import Suite
-        from conformance.engine.variants import parse_variants
+        from conformance.protocols import parse_variants
 
         examples = steps = None
         profile_name = config.getoption("--hypothesis-profile", default=None)
@@ -218,14 +220,16 @@ def groupcheck_target(groupcheck: Any) -> Any:
 def coordinator(groupcheck_target: Any, request: pytest.FixtureRequest) -> Any:
     """A classic coordinator port under test: the in-process model (or mutant), or the real target
     behind the oracle."""
-    from conformance.protocols.build import classic_config
+    from conformance.engine.profiles import get_profile
+    from conformance.protocols import get_kit
+    from conformance.protocols.classic.build import classic_config
     from model.choice import SeededChooser
     from model.classic.coordinator import ClassicCoordinator
-    from model.classic.port import ModelPort
 
     coord = ClassicCoordinator(classic_config(groupcheck_target.model_config, "target"), SeededChooser(0))
-    factory = groupcheck_target.port_factory()
-    port = ModelPort(coord) if factory is None else factory(coord)
+    kit = get_kit(PROTOCOL)
+    factory, _config, _profile = kit.require("real_setup")(groupcheck_target, get_profile("dev"))
+    port = kit.require("model_port")(coord) if factory is None else factory(coord)
     yield port
     close = getattr(port, "close", None)
     if close is not None:

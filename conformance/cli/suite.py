@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import ToolError
+from conformance.protocols import KITS
 from conformance.targets.open import MUTANT_PREFIX, in_process, open_target
 
-PROTOCOLS = ("classic", "consumer", "mixed")
+PROTOCOLS = tuple(KITS)  # classic, consumer, mixed
 
 
 @dataclass
@@ -36,7 +37,7 @@ def protocol_invariants(protocol: str) -> list[str]:
     from conformance.engine.checker import Checker
 
     c = Checker(protocol)
-    ids = [i.id for i in (*c.invariants, *c.classic_views, *c.client_invariants, *c.sometimes)]
+    ids = [i.id for i in (*c.invariants, *(inv for _view, invs in c.views for inv in invs), *c.sometimes)]
     return sorted(dict.fromkeys(ids))
 
 
@@ -116,13 +117,9 @@ class Suite:
     def _profile(self, real: bool) -> Any:
         from dataclasses import replace
 
-        from conformance.engine.profiles import get_profile
+        from conformance.engine.profiles import get_profile, real_profile
 
-        base = get_profile(self.profile)
-        if real:
-            from conformance.cli.check import real_profile
-
-            base = real_profile(self.profile)
+        base = real_profile(self.profile) if real else get_profile(self.profile)
         if self.step_count is not None:
             base = replace(base, step_count=self.step_count)
         return base
@@ -153,9 +150,9 @@ class Suite:
         import time
 
         from conformance.cli.check import RESTARTS, _run_one
-        from conformance.protocols.consumer.setup import not_run_reason
+        from conformance.protocols import get_kit
 
-        why = not_run_reason(handle, protocol)
+        why = get_kit(protocol).require("not_run_reason")(handle)
         if why is not None:
             return f"{handle.name}: {why}"
         if handle.session is not None:
@@ -230,8 +227,8 @@ class Suite:
 
     # ---------------------------------------------------------------- scenarios
     def scenario_outcome(self, scenario_id: str) -> Outcome:
-        from conformance.protocols.classic.scenarios import run_scenario
         from conformance.specs import load_scenarios
+        from conformance.trace.scenario import run_scenario
 
         sc = load_scenarios()[scenario_id]
         variants: dict[str, str] = {}
@@ -268,7 +265,7 @@ class Suite:
         """The model's run of the scenario, replayed on the real target through its bootstrap."""
         if result.sim is None or not result.passed:
             return Outcome("failed", f"scenario {sc.id}: the reference model does not pass it here", props)
-        from conformance.protocols.classic.replay import replay_on_target
+        from conformance.trace.replay import replay_on_target
         from conformance.trace.scenario import scenario_trace
 
         trace = scenario_trace(result, target="model")

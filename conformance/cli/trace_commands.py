@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from conformance.engine.variants import parse_variants
 from conformance.errors import UsageError
+from conformance.protocols import get_kit, parse_variants
 
 
 def _coverage(path: Path | None) -> Any:
     if path is None:
         return None
-    from conformance.trace.coverage import Coverage, load_graph
+    from conformance.engine.coverage import Coverage, load_graph
 
     meta, graph = load_graph(path)
     return Coverage(graph, meta)
@@ -45,11 +45,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         target, variants = replay_setup(target, variants)
     coverage = _coverage(args.coverage)
     if target == "recording":  # a mixed trace against its own recorded answers, no target
-        from conformance.protocols.mixed.recorded import replay_recorded
-
-        result = replay_recorded(trace)
-    elif target != "model":  # a real coordinator: adapter + oracle (conformance/protocols/classic/replay.py)
-        from conformance.protocols.classic.replay import replay_on_target
+        result = get_kit(trace.protocol).require("replay_recorded")(trace)
+    elif target != "model":  # a real coordinator: adapter + oracle (the kit's replay_on_target)
+        from conformance.trace.replay import replay_on_target
 
         result, notes = replay_on_target(trace, target, variants)
         for note in notes:
@@ -73,15 +71,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.coverage_picture:
             print(f"  coverage picture: {coverage.picture(args.coverage_picture)}")
     if args.output and result.sim is not None:
-        from conformance.protocols.classic import trace as classic
-        from conformance.protocols.consumer import trace as consumer
-        from conformance.protocols.mixed import trace as mixed
-
-        to_trace = {"consumer": consumer.to_trace, "mixed": mixed.to_trace}.get(
-            trace.protocol, classic.to_trace
-        )
-
-        again = to_trace(
+        again = get_kit(trace.protocol).to_trace(
             result.sim,
             target=args.target,
             target_version=getattr(result, "target_version", None) or trace.header["target"]["version"],
@@ -129,38 +119,16 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from conformance.protocols.classic.explore import (
-        ALL_OPS,
-        DEFAULT_OPS,
-        explore_classic,
-        found_trace,
-        save_graph,
-    )
+    from conformance.engine.explore import save_graph
     from conformance.trace.emit import emit_counterexample
 
     variants = parse_variants(args.variant)
-    if args.protocol == "consumer":
-        from conformance.protocols.consumer.explore import (
-            CONSUMER_OPS,
-            consumer_found_trace,
-            explore_consumer,
-        )
-
-        if args.ops:
-            raise UsageError(f"--ops: the consumer explorer uses {','.join(CONSUMER_OPS)}")
-        result = explore_consumer(
-            args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget
-        )
-        make_trace = consumer_found_trace
-    else:
-        ops = DEFAULT_OPS if not args.ops else tuple(o.strip() for o in args.ops.split(",") if o.strip())
-        unknown = sorted(set(ops) - set(ALL_OPS))
-        if unknown:
-            raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_OPS)})")
-        result = explore_classic(
-            args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget, ops=ops
-        )
-        make_trace = found_trace
+    kit = get_kit(args.protocol)
+    ops = None if not args.ops else tuple(o.strip() for o in args.ops.split(",") if o.strip())
+    result = kit.require("explore")(
+        args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget, ops=ops
+    )
+    make_trace = kit.require("explore_trace")
     shown = ", ".join(f"{k}={v}" for k, v in sorted(variants.items())) or "none"
     rate = result.states / result.seconds if result.seconds else 0.0
     print(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.engine.kit import ProtocolKit, resolve
 from model.invariants import Invariant, for_protocol, load_all
 from model.observation import Observation
 
@@ -18,33 +20,54 @@ class Violation:
     step: int
 
 
+@dataclass(frozen=True)
+class View:
+    """Invariants of another family, checked on what ``project`` makes of each observation.
+
+    ``project`` returns None when the view has nothing to show at this step (its invariants are
+    then neither run nor listed as checked); ``check(inv, projected)`` gives the messages."""
+
+    invariants: Callable[[], list[Invariant]]
+    project: Callable[[Observation[Any]], Any] = field(default=lambda obs: obs)
+    check: Callable[[Invariant, Any], Iterable[str]] = field(default=lambda inv, obs: inv.check(obs))
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What a protocol's checker runs besides the protocol's own invariants (from its kit)."""
+
+    #: other families checked first, as if they were the protocol's own
+    also: tuple[str, ...] = ()
+    #: views checked after the protocol's own invariants, in order
+    views: tuple[View, ...] = ()
+
+
 @dataclass
 class Checker:
-    """Checks every invariant of `protocol` after each step; counts `sometimes` hits across runs."""
+    """Checks every invariant of `protocol` after each step; counts `sometimes` hits across runs.
 
-    protocol: str
+    ``protocol`` is a kit or the name of an installed one (`conformance.engine.kit.resolve`); its
+    `CheckPlan` says which other families and views come with it."""
+
+    protocol: str | ProtocolKit
     invariants: list[Invariant] = field(default_factory=list)
     sometimes: list[Invariant] = field(default_factory=list)
-    client_invariants: list[Invariant] = field(default_factory=list)
-    #: mixed groups (docs/protocol-reference.md#b13): classic invariants that read only the group, run on each classic group's view
-    classic_views: list[Invariant] = field(default_factory=list)
+    #: (view, its invariants) in the plan's order
+    views: list[tuple[View, list[Invariant]]] = field(default_factory=list)
     hits: dict[str, int] = field(default_factory=dict)
     #: what the last `check` ran and which `sometimes` entries it saw (for trace step lines)
     last_checked: tuple[str, ...] = ()
     last_sometimes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        kit = resolve(self.protocol)
+        self.protocol = kit.name
+        plan = kit.checks() or CheckPlan()
         load_all()
-        self.invariants = for_protocol(self.protocol, CHECKED_KINDS)
-        self.sometimes = for_protocol(self.protocol, ("sometimes",))
-        if self.protocol == "classic":
-            self.client_invariants = for_protocol("client", CHECKED_KINDS)
-        if self.protocol == "mixed":  # consumer members are checked as in consumer groups
-            from model.invariants import REGISTRY
-            from model.mixed.world import CLASSIC_STATE_INVARIANTS
-
-            self.invariants = for_protocol("consumer", CHECKED_KINDS) + self.invariants
-            self.classic_views = [REGISTRY[i] for i in CLASSIC_STATE_INVARIANTS]
+        self.invariants = [inv for p in plan.also for inv in for_protocol(p, CHECKED_KINDS)]
+        self.invariants += for_protocol(kit.name, CHECKED_KINDS)
+        self.sometimes = for_protocol(kit.name, ("sometimes",))
+        self.views = [(view, view.invariants()) for view in plan.views]
         for inv in self.sometimes:
             self.hits.setdefault(inv.id, 0)
 
@@ -54,45 +77,20 @@ class Checker:
         seen = []
         for inv in self.invariants:
             out.extend(Violation(inv.id, msg, step) for msg in inv.check(obs))
-        if self.classic_views:
-            from model.mixed.world import check_invariant
-
-            for inv in self.classic_views:
+        for view, invariants in self.views:
+            shown = view.project(obs)
+            if shown is None:
+                continue
+            for inv in invariants:
                 checked.append(inv.id)
-                out.extend(Violation(inv.id, msg, step) for msg in check_invariant(inv, obs))
+                out.extend(Violation(inv.id, msg, step) for msg in view.check(inv, shown))
         for inv in self.sometimes:
             if any(True for _ in inv.check(obs)):
                 self.hits[inv.id] += 1
                 seen.append(inv.id)
-        if self.client_invariants:
-            assignment_obs = client_observation(obs)
-            if assignment_obs is not None:
-                for inv in self.client_invariants:
-                    checked.append(inv.id)
-                    out.extend(Violation(inv.id, msg, step) for msg in inv.check(assignment_obs))
         self.last_checked, self.last_sometimes = tuple(checked), tuple(seen)
         return out
 
     def vacuous(self) -> list[str]:
         """`sometimes` entries that never fired: a run that never did these proves little."""
         return sorted(k for k, n in self.hits.items() if n == 0)
-
-
-def client_observation(obs: Observation[Any]) -> Any:
-    """The leader's assignor run at this step as an AssignmentObservation, if there was one."""
-    la = getattr(obs.after, "leader_assignment", None)
-    if la is None:
-        return None
-    from model.assignors import get_assignor
-    from model.assignors.invariants import AssignmentObservation
-    from model.embedded import Assignment
-
-    rebalance_protocol = get_assignor(la.protocol).rebalance_protocols[0] if la.protocol else "EAGER"
-
-    return AssignmentObservation(
-        dict(la.partitions_per_topic),
-        dict(la.subscriptions),
-        {mid: Assignment(parts) for mid, parts in la.assignments},
-        rebalance_protocol,
-        la.protocol or "",  # the assignor's name: how its leader reads sticky claims
-    )

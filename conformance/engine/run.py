@@ -1,4 +1,7 @@
-"""Run the stateful suite for one protocol against one target and return a verdict (used by CLI and plugin)."""
+"""Run the stateful suite for one protocol against one target and return a verdict (used by CLI and plugin).
+
+The protocol is a kit (`conformance.engine.kit.ProtocolKit`) or the name of an installed one: its
+machine is what Hypothesis drives, its trace recorder writes the counterexample."""
 
 from __future__ import annotations
 
@@ -11,13 +14,11 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 
 from conformance.engine.checker import Checker, Violation
+from conformance.engine.kit import ProtocolKit, resolve
 from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
 from conformance.engine.progress import WATCHER
-from conformance.errors import UsageError
-from conformance.protocols.classic import machine as classic
-from conformance.protocols.consumer import machine as consumer
-from conformance.protocols.mixed import machine as mixed
+from conformance.formats.trace_file import groupcheck_version
 
 
 @dataclass
@@ -52,7 +53,7 @@ class CheckResult:
 
 
 def run_check(
-    protocol: str,
+    protocol: str | ProtocolKit,
     *,
     target: str = "model",
     target_version: str = "",
@@ -67,17 +68,11 @@ def run_check(
     coverage: Any = None,
     shrink: bool = True,
 ) -> CheckResult:
-    machines = {
-        "classic": classic.make_machine,
-        "consumer": consumer.make_machine,
-        "mixed": mixed.make_machine,
-    }
-    if protocol not in machines:
-        raise UsageError(f"protocol {protocol!r} has no state machine (known: {', '.join(machines)})")
+    kit = resolve(protocol)
     variants = dict(variants or {})
-    checker = Checker(protocol)
+    checker = Checker(kit)
     n = max_examples if max_examples is not None else profile.max_examples
-    result = CheckResult(protocol, target, seed_value, n, variants, level=level)
+    result = CheckResult(kit.name, target, seed_value, n, variants, level=level)
     result.target_version = target_version  # written into a counterexample's trace header
     machine_settings = MachineSettings(
         variants, checker, port_factory, config=dict(config or {}), real_time=real_time, coverage=coverage
@@ -85,7 +80,7 @@ def run_check(
     machine_settings.wire_faults = (
         profile.wire_faults
     )  # the `faults` profile (conformance/engine/profiles.py)
-    machine = machines[protocol](machine_settings)
+    machine = kit.make_machine(machine_settings)
     watcher = WATCHER.get()
     if watcher is not None:  # examples, steps and findings for a terminal's progress bar
         machine = watcher.watch(machine, checker, n)
@@ -107,12 +102,12 @@ def run_check(
         test()
     except InvariantViolation as exc:
         first = machine_settings.first[0] if real_time and machine_settings.first else exc
-        _take_violation(result, first, target, n, profile, seed_value)
+        _take_violation(kit, result, first, target, n, profile, seed_value)
     except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
         if not (real_time and machine_settings.first):
             raise
         # the re-run against the real target went another way: keep what was first seen
-        _take_violation(result, machine_settings.first[0], target, n, profile, seed_value)
+        _take_violation(kit, result, machine_settings.first[0], target, n, profile, seed_value)
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
@@ -120,21 +115,13 @@ def run_check(
 
 
 def _take_violation(
-    result: CheckResult, exc: Any, target: str, n: int, profile: Profile, seed_value: int
+    kit: ProtocolKit, result: CheckResult, exc: Any, target: str, n: int, profile: Profile, seed_value: int
 ) -> None:
     result.violations = exc.violations
     result.steps = exc.steps
     result.observations = exc.observations
     if exc.sim is not None:
-        from conformance.formats.trace_file import groupcheck_version
-        from conformance.protocols.classic import trace as classic_trace
-        from conformance.protocols.consumer import trace as consumer_trace
-        from conformance.protocols.mixed import trace as mixed_trace
-
-        to_trace = {"consumer": consumer_trace.to_trace, "mixed": mixed_trace.to_trace}.get(
-            result.protocol, classic_trace.to_trace
-        )
-        result.trace = to_trace(
+        result.trace = kit.to_trace(
             exc.sim,
             target=target,
             target_version=groupcheck_version()

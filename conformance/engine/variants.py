@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.errors import UsageError
 from conformance.mutants import MUTANTS, with_mutant_variants
@@ -14,80 +15,28 @@ class VariantKey:
     name: str
     values: tuple[str, ...]
     help: str
-    protocols: tuple[str, ...]
 
 
-VARIANTS: dict[str, VariantKey] = {
-    v.name: v
-    for v in (
-        VariantKey(
-            "sticky", ("v0", "v1"), "sticky assignor user data: v0 = pre-KIP-341, v1 = KIP-341", ("classic",)
-        ),
-        VariantKey(
-            "assignor",
-            ("range", "roundrobin", "sticky", "cooperative-sticky", "mixed"),
-            "client-side assignor of every virtual member (mixed = drawn per run)",
-            ("classic",),
-        ),
-        VariantKey(
-            "cooperative_adjust",
-            ("true", "false"),
-            "KIP-429 adjust step; false = revoke and assign in one rebalance (KAFKA-14639)",
-            ("classic",),
-        ),
-        VariantKey(
-            "join_version",
-            ("3", "4", "9"),
-            "JoinGroup version the members send (KIP-394 from v4)",
-            ("classic",),
-        ),
-        VariantKey(
-            "heartbeat_version",
-            ("0", "1"),
-            "ConsumerGroupHeartbeat version (KIP-1082: v1 = client-generated member ids)",
-            ("consumer",),
-        ),
-        VariantKey(
-            "member_id_validation",
-            ("kafka", "kip"),
-            "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (as KIP-1082 proposes)",
-            ("consumer",),
-        ),
-        VariantKey(
-            "migration_policy",
-            ("disabled", "upgrade", "downgrade", "bidirectional"),
-            "group.consumer.migration.policy for mixed groups (KIP-848; Kafka 4.0 default bidirectional; docs/protocol-reference.md#b13)",
-            ("mixed",),
-        ),
-        VariantKey(
-            "mixed_mutant",
-            (
-                "upgrade-ignores-policy",
-                "upgrade-keeps-classic-group",
-                "empty-replacement-honours-policy",
-                "downgrade-ignores-policy",
-                "never-downgrades",
-                "no-replacement-downgrade",
-                "heartbeat-never-rejoins",
-                "generation-off-by-one",
-                "sync-gives-target",
-                "classic-rebalance-timer",
-            ),
-            "run a mixed scenario against a mutant (conformance/mutants/mixed.py)",
-            ("mixed",),
-        ),
-        VariantKey(
-            "mutant",
-            tuple(sorted(MUTANTS)),
-            "run against a mutant (conformance/mutants/, docs/mutants.md) instead of the reference model",
-            ("classic", "consumer"),
-        ),
-    )
-}
+#: the key every protocol with registered mutants reads (`conformance.mutants`); the others
+#: come from the kits (`ProtocolKit.variants`)
+MUTANT = VariantKey(
+    "mutant",
+    tuple(sorted(MUTANTS)),
+    "run against a mutant (conformance/mutants/, docs/mutants.md) instead of the reference model",
+)
 
 
-def parse_variants(items: Iterable[str]) -> dict[str, str]:
-    """Parse KEY=VALUE items; unknown keys or values are a usage error naming the item.
+def variant_keys(kits: Iterable[Any]) -> dict[str, VariantKey]:
+    """Every key the given kits read, plus `MUTANT`."""
+    out = {MUTANT.name: MUTANT}
+    for kit in kits:
+        out.update((v.name, v) for v in kit.variants)
+    return out
+
+
+def parse_variants(items: Iterable[str], known: Mapping[str, VariantKey]) -> dict[str, str]:
+    """Parse KEY=VALUE items against the ``known`` keys (`variant_keys`); unknown keys or values
+    are a usage error naming the item.
 
     ``mutant=NAME`` brings the model variants that mutant is made of (e.g. kafka-7026: sticky v0)."""
     out: dict[str, str] = {}
@@ -95,9 +44,9 @@ def parse_variants(items: Iterable[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--variant {item!r}: expected KEY=VALUE")
-        spec = VARIANTS.get(key)
+        spec = known.get(key)
         if spec is None:
-            raise UsageError(f"unknown variant {key!r} (known: {', '.join(sorted(VARIANTS))})")
+            raise UsageError(f"unknown variant {key!r} (known: {', '.join(sorted(known))})")
         if value not in spec.values:
             raise UsageError(f"variant {key}={value!r}: expected one of {', '.join(spec.values)}")
         out[key] = value

@@ -14,7 +14,6 @@ scratch against every mutant and prints the kill matrix (`conformance.power.matr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from conformance.errors import UsageError
 from conformance.mutants.base import Mutant
@@ -62,6 +61,13 @@ def get_mutant(name: str, protocol: str | None = None) -> Mutant:
     return mutant
 
 
+def named_mutant(variants: Mapping[str, str], protocol: str) -> Mutant | None:
+    """The ``protocol`` mutant named by ``variants['mutant']``, or None (the reference model)."""
+    if not variants.get("mutant"):
+        return None
+    return get_mutant(variants["mutant"], protocol)
+
+
 def with_mutant_variants(variants: Mapping[str, str]) -> dict[str, str]:
     """``variants`` plus the model variants the named mutant is made of (explicit values win)."""
     out = dict(variants)
@@ -72,10 +78,4 @@ def with_mutant_variants(variants: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def __getattr__(name: str) -> Any:
-    if name == "CONSUMER_MUTANTS":  # coordinator classes by name (the consumer machine's first hook)
-        return {m.name: m.coordinator for m in MUTANTS.values() if m.protocol == "consumer" and m.coordinator}
-    raise AttributeError(name)
-
-
-__all__ = ["MUTANTS", "Mutant", "get_mutant", "with_mutant_variants"]
+__all__ = ["MUTANTS", "Mutant", "get_mutant", "named_mutant", "with_mutant_variants"]

@@ -16,10 +16,13 @@ from typing import Any
 
 from conformance.engine.checker import Checker
 from conformance.formats import lake as codec
+from conformance.pipeline.swarm import swarm_kits
+from conformance.protocols import get_kit
 from model.observation import Observation
 
-KNOWN_PROTOCOLS = ("classic", "consumer")
-WORLD_TYPES = {"classic": "ClassicWorld", "consumer": "ConsumerWorld"}
+#: the lake's protocols (the kits that offer swarm runs) and the world class each row must hold
+WORLD_TYPES = {kit.name: kit.require("swarm")().world_type for kit in swarm_kits()}
+KNOWN_PROTOCOLS = tuple(WORLD_TYPES)
 
 
 @dataclass
@@ -77,7 +80,7 @@ def audit_trace(trace_id: str, rows: Iterable[Mapping[str, Any]]) -> TraceAudit:
             out.quarantined.append((step, f"malformed row: {exc}"))
             before = None
             continue
-        checker = checkers.get(protocol) or checkers.setdefault(protocol, Checker(protocol))
+        checker = checkers.get(protocol) or checkers.setdefault(protocol, Checker(get_kit(protocol)))
         try:
             found = checker.check(obs, step)
         except Exception as exc:  # a world that decodes but is inconsistent: say so, do not crash the job

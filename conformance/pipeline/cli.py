@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATION, UsageError
+from conformance.pipeline.swarm import swarm_kits
 
 
 def add_parser(sub: Any) -> None:
@@ -20,7 +21,7 @@ def add_parser(sub: Any) -> None:
     s = psub.add_parser("swarm", help="N seeded model runs on Spark into a Parquet trace lake")
     s.add_argument("--runs", type=int, required=True)
     s.add_argument(
-        "--protocol", default="classic", choices=["classic", "consumer", "both"],
+        "--protocol", default="classic", choices=[*(k.name for k in swarm_kits()), "both"],
         help="both: even runs classic, odd runs consumer",
     )  # fmt: skip
     s.add_argument(
@@ -76,8 +77,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.pipeline_command == "replay":
-        return _replay(args)
+    """Every pipeline command but ``replay`` (`groupcheck replay` itself: the CLI runs it)."""
     if args.pipeline_command == "import":
         from conformance.pipeline.importer import import_traces
 
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"the pipeline needs the spark extra ({exc.name} missing): pip install -e '.[spark]'"
         ) from exc
-    from conformance.engine.variants import parse_variants
+    from conformance.protocols import parse_variants
 
     if args.pipeline_command == "swarm":
         variants = parse_variants(args.variant)
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         mout = args.out or Path("reports") / "pipeline" / Path(str(args.path).rstrip("/")).name
         graph = None
         if args.graph is not None:
-            from conformance.trace.coverage import load_graph
+            from conformance.engine.explore import load_graph
 
             graph = load_graph(args.graph)
         results, explore = jobs.metrics(
@@ -211,13 +211,3 @@ def _shape(text: str | None) -> tuple[int, int] | None:
     if not (1 <= members <= 8 and 1 <= partitions <= 64):
         raise UsageError(f"--shape {text!r}: members 1..8, partitions 1..64")
     return members, partitions
-
-
-def _replay(args: argparse.Namespace) -> int:
-    """Pipeline counterexamples are project traces: the same replay as `groupcheck replay FILE`."""
-    from conformance.cli.trace_commands import cmd_replay
-
-    ns = argparse.Namespace(
-        file=str(args.file), target="model", variant=[], coverage=None, coverage_picture=None, output=None
-    )
-    return cmd_replay(ns)

@@ -4,14 +4,14 @@
 A lake row keeps what the trace needs: the run's configuration (`config`: seed, index, clients,
 variants), the trace ops that led to the step (`ops`) and the event, responses and world after it.
 The header's `setup`, `variants` and `seed` are the swarm's own simulator settings
-(`swarm_model.trace_setup`, `sim_seed`), a row's ops become step actions (ops that observed nothing,
+(`conformance.engine.swarm.trace_setup`, `sim_seed`), a row's ops become step actions (ops that observed nothing,
 such as a restart, are steps without an event) and the registry's checks are run again over the
 decoded observations to fill each step's `checks`. An imported lake (`pipeline import`) carries
 the source trace's header in `config` and is written the same way.
 
 A registry violation's trace ends at the violating step. A `window.*` violation is a property of a
 span of steps (an ownerless partition is seen only once the span is longer than the bound), so its
-trace keeps the whole run; `replay` judges `window.*` ids with `windows.replayed_window_violations`.
+trace keeps the whole run; `replay` judges `window.*` ids again (`conformance.engine.windows`).
 File name: `<invariant-id>_<fingerprint>.ndjson` in the audit's `counterexamples/`.
 """
 
@@ -22,7 +22,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.engine.checker import Checker
+from conformance.engine.swarm import config_from_json, sim_seed
 from conformance.errors import UsageError
+from conformance.formats import lake as codec
 from conformance.formats.trace_file import (
     Check,
     Step,
@@ -32,9 +35,9 @@ from conformance.formats.trace_file import (
     header,
     write_trace,
 )
-
-#: group id of the swarm's consumer groups (`conformance.protocols.build` default)
-GROUP_ID = "g"
+from conformance.pipeline.swarm import hooks, trace_setup
+from conformance.protocols import get_kit
+from model.observation import Observation
 
 
 def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any]:
@@ -53,8 +56,6 @@ def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any
             setup=src["setup"],
         )
     else:
-        from conformance.protocols.classic.swarm import config_from_json, sim_seed, trace_setup
-
         cfg = config_from_json(first["config"])
         origin.update({"swarm_seed": cfg.seed, "run_index": cfg.index})
         head = header(
@@ -70,16 +71,6 @@ def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any
     return head
 
 
-def _state(protocol: str, world: Any) -> dict[str, Any] | None:
-    if protocol == "consumer":
-        from conformance.protocols.consumer.trace import state_summary as consumer_state
-
-        return consumer_state(world, GROUP_ID)
-    from conformance.protocols.classic.trace import state_summary
-
-    return state_summary(world)
-
-
 def trace_from_rows(
     rows: Iterable[Mapping[str, Any]],
     window_violations: Iterable[tuple[int, str, str]] = (),
@@ -92,10 +83,6 @@ def trace_from_rows(
 
     `window_violations` are (lake step, invariant, message) from the SQL window checks; registry
     violations are found again by the checker while the steps are rebuilt."""
-    from conformance.engine.checker import Checker
-    from conformance.formats import lake as codec
-    from model.observation import Observation
-
     ordered = sorted(rows, key=lambda r: int(r["step"]))
     if upto is not None:
         ordered = [r for r in ordered if int(r["step"]) <= upto]
@@ -104,7 +91,7 @@ def trace_from_rows(
     first = ordered[0]
     head = _header(first, lake, bound_ms)
     protocol = head["protocol"]
-    checker = Checker(protocol)
+    checker = Checker(get_kit(protocol))
     before = codec.loads(str(first["before"])) if first.get("before") else None
     steps: list[Step] = []
     at_step: dict[int, int] = {}  # lake step -> trace step n
@@ -131,7 +118,7 @@ def trace_from_rows(
             Step(
                 n, now, ops[-1], event, deliveries, deliveries, checker.last_checked,
                 tuple(Check(v.invariant, v.message) for v in found), checker.last_sometimes,
-                _state(protocol, world),
+                hooks(protocol).state_summary(world),
             )
         )  # fmt: skip
         at_step[int(r["step"])] = n

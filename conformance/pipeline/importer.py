@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.engine.replay import replay
+from conformance.engine.swarm import ops_per_observation
 from conformance.errors import UsageError
 from conformance.formats import lake as codec
-from conformance.protocols.classic.swarm import observation_row, ops_per_observation
+from conformance.formats.trace_file import read_trace
+from conformance.pipeline.swarm import hooks
+from conformance.protocols import get_kit
 
 
 @dataclass(frozen=True)
@@ -28,18 +32,13 @@ class _Origin:
 
 
 def trace_rows(path: Path, index: int = 0) -> list[dict[str, Any]]:
-    from conformance.formats.trace_file import read_trace
-    from conformance.trace.replay import replay
-
     trace = read_trace(path)
-    result = replay(trace)
+    result = replay(trace, get_kit(trace.protocol))
     if result.error:
         raise UsageError(f"{path}: cannot be imported: {result.error}")
     origin = _Origin(f"trace-{trace.fingerprint()}", trace.protocol, int(trace.header.get("seed", 0)), index)
     config = json.dumps({"source": str(path), "header": trace.header}, sort_keys=True, separators=(",", ":"))
-    make_row: Any = observation_row
-    if trace.protocol == "consumer":
-        from conformance.protocols.consumer.swarm import consumer_row as make_row
+    make_row = hooks(trace.protocol).row
     ops = ops_per_observation(result.sim.log, result.observations)
     rows = []
     for step, obs in enumerate(result.observations, 1):

@@ -55,7 +55,7 @@ def swarm(
     shape: tuple[int, int] | None = None,
     mix: bool = False,
 ) -> SwarmSummary:
-    from conformance.protocols.classic.swarm import draw_config, run_one
+    from conformance.pipeline.swarm import draw_config, run_one
 
     if runs < 1:
         raise UsageError("--runs must be at least 1")
@@ -273,7 +273,7 @@ def metrics(
 ) -> tuple[dict[str, list[dict[str, Any]]], Any]:
     """Run every metrics query (summary tables also written as Parquet) and, when the lake has
     abstract states, the coverage queries over them; with `graph` (an explore graph, as
-    `conformance.trace.coverage.load_graph` returns) also a filled `Coverage` of it."""
+    `conformance.engine.explore.load_graph` returns) also a filled `Coverage` of it."""
     from conformance.pipeline.metrics import (
         ABSTRACT_QUERIES,
         QUERIES,
@@ -309,13 +309,17 @@ def metrics(
         for name in ABSTRACT_QUERIES:
             results[name] = [r.asDict() for r in spark.sql(metrics_sql(name, abstract=True)).collect()]
         if graph is not None:
-            from conformance.trace.coverage import Coverage
+            from conformance.engine.coverage import Coverage
+            from conformance.pipeline.swarm import swarm_kits
 
             meta, g = graph
             explore = Coverage(g, meta)
             proto = explore.protocol
-            if proto not in ("classic", "consumer"):
-                raise UsageError(f"explore graph of protocol {proto!r}: expected classic or consumer")
+            lake_protocols = [kit.name for kit in swarm_kits()]
+            if proto not in lake_protocols:
+                raise UsageError(
+                    f"explore graph of protocol {proto!r}: expected {' or '.join(lake_protocols)}"
+                )
             explore.nodes = {r.state for r in spark.sql(REACHED_STATES.format(protocol=proto)).collect()}
             if not explore.nodes:
                 raise UsageError(

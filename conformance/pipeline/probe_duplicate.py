@@ -48,14 +48,15 @@ def _summary(obs: Any, name: str) -> dict[str, Any]:
 
 def probe(target: str) -> dict[str, Any]:
     from conformance.engine.profiles import PROFILES
-    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols import get_kit
+    from conformance.protocols.consumer.build import make_consumer_sim
     from conformance.protocols.consumer.realtime import RealTimeConsumerSim
-    from conformance.protocols.consumer.setup import consumer_setup
     from conformance.targets.open import open_target
 
+    kit = get_kit("consumer")
     steps: list[dict[str, Any]] = []
     with open_target(target) as handle:
-        port_factory, config, _profile = consumer_setup(handle, PROFILES["ci"])
+        port_factory, config, _profile = kit.require("real_setup")(handle, PROFILES["ci"])
         clients = [{"name": "c1", "topics": ["t"]}, {"name": "c2", "topics": ["t"]}]
         sim = make_consumer_sim(
             {"t": 2}, clients, config, {"heartbeat_version": "1"},

@@ -4,11 +4,10 @@ and transitions the runs reached; docs/pipeline.md, docs/traces.md#explore-and-c
 `write_metrics_report` turns the rows of `jobs.metrics` into `summary.md` (tables, embedded PNGs),
 `results.json` and the PNGs of `plots`. Coverage is reported twice: over the lake's coarse states
 (protocol, group state, members, members in sync; every lake has them) and, when the swarm ran
-with `--coverage`, over the abstract states of `conformance.protocols.classic.abstraction` (classic) and
-`conformance.protocols.consumer.explore` (consumer), the same keys `groupcheck explore` builds its
-graph from. Given that graph (`--graph G.json`), the report also gives the share of the explored
+with `--coverage`, over the abstract states of each protocol's kit (``ProtocolKit.state_key``), the
+same keys `groupcheck explore` builds its graph from. Given that graph (`--graph G.json`), the report also gives the share of the explored
 states and transitions the swarm reached and draws the covered state machine
-(`conformance.trace.coverage.Coverage.picture`).
+(`conformance.engine.coverage.Coverage.picture`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The BFS-minimal length of a mutant's counterexample: `groupcheck explore` against the mutant (docs/mutants.md#shrinking).
 
-Breadth-first exploration (`conformance.protocols.classic.explore`, `conformance.protocols.consumer.explore`) finds,
+Breadth-first exploration (the mutant's kit's ``explore``: `groupcheck explore`) finds,
 within its bound and op alphabet, a shortest op sequence violating each invariant. For the kill
 matrix that is the yardstick for the suite's shrunk counterexample: the ratio shrunk / BFS-minimal
 says how far shrinking is from optimal (goal <= 1.25).
@@ -16,16 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance.mutants import get_mutant, with_mutant_variants
+from conformance.protocols import get_kit
 
 
 @dataclass(frozen=True)
 class Bound:
-    """The explore bound for one mutant: members, partitions, depth (ops), op alphabet."""
+    """The explore bound for one mutant: members, partitions, depth (ops), op alphabet (None: the
+    explorer's default alphabet)."""
 
     members: int = 2
     partitions: int = 2
     depth: int = 16
-    ops: tuple[str, ...] = ("step", "advance", "stall", "resume")
+    ops: tuple[str, ...] | None = None
 
 
 OUTSIDE = "outside the explore alphabet"
@@ -54,29 +56,15 @@ def bfs_minimal(name: str, *, budget_s: float = 30.0) -> tuple[int | None, str]:
     variants = with_mutant_variants({"mutant": name})
     if variants.get("assignor", "mixed") == "mixed":
         variants["assignor"] = "range"
-    if mutant.protocol == "classic":
-        from conformance.protocols.classic.explore import explore_classic
-
-        result = explore_classic(
-            bound.members,
-            bound.partitions,
-            depth=bound.depth,
-            variants=variants,
-            budget_s=budget_s,
-            ops=bound.ops,
-            cpu_clock=True,
-        )
-    else:
-        from conformance.protocols.consumer.explore import explore_consumer
-
-        result = explore_consumer(
-            bound.members,
-            bound.partitions,
-            depth=bound.depth,
-            variants=variants,
-            budget_s=budget_s,
-            cpu_clock=True,
-        )
+    result = get_kit(mutant.protocol).require("explore")(
+        bound.members,
+        bound.partitions,
+        depth=bound.depth,
+        variants=variants,
+        budget_s=budget_s,
+        ops=bound.ops,
+        cpu_clock=True,
+    )
     lengths = [len(f.path) for inv, f in result.found.items() if inv in mutant.expect]
     where = f"{bound.members} members x {bound.partitions} partitions, depth {result.levels_done}"
     if not lengths:

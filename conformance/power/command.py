@@ -10,7 +10,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.engine.variants import MUTANT
 from conformance.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+from conformance.protocols import KITS, get_kit
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,8 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     m.add_argument(
         "--protocol",
         default="all",
-        choices=["classic", "consumer", "all", "mixed"],
-        help="mixed: the mixed machine against the mixed-group mutants (reports/mutants_mixed.md)",
+        choices=[*KITS, "all"],
+        help="all: every protocol whose mutants are registered mutants (conformance/mutants); mixed: "
+        "the mixed machine against the mixed-group mutants (reports/mutants_mixed.md)",
     )
     m.add_argument("--mutant", action="append", default=[], help="only this mutant (repeatable)")
     m.add_argument("--budget", type=float, default=60.0, help="seconds per mutant (default 60)")
@@ -56,8 +59,8 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     from conformance.mutants import MUTANTS, get_mutant
     from conformance.power.matrix import render_markdown, run_matrix, text_row
 
-    if args.protocol == "mixed":
-        return cmd_mixed_mutants(args)
+    if args.protocol != "all" and get_kit(args.protocol).mutant_key != MUTANT.name:
+        return cmd_mixed_mutants(args)  # mutants chosen by a variant of their own: their own matrix
     if args.list:
         for m in MUTANTS.values():
             if args.protocol in ("all", m.protocol):

@@ -18,13 +18,17 @@ import contextlib
 import statistics
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from conformance.engine.checker import Checker
+from conformance.engine.minimise import fails, minimise, with_steps
+from conformance.engine.polish import polish
 from conformance.engine.profiles import Profile
+from conformance.engine.run import run_check
 from conformance.mutants import MUTANTS, Mutant, get_mutant, with_mutant_variants
+from conformance.protocols import get_kit
 
 #: Why a mutant survives random exploration, when it does (survivors are listed, never hidden).
 SURVIVOR_REASONS: dict[str, str] = {}
@@ -42,7 +46,9 @@ class KillRow:
     examples: int | None = None  # examples started up to and including the first failing one
     seconds: float | None = None  # wall-clock seconds from the start of the run to the first violation
     cpu_seconds: float | None = None  # CPU seconds of this process to the first violation (load-proof)
-    shrunk_steps: int | None = None  # after Hypothesis' shrink and then ddmin (conformance/trace/minimise.py)
+    shrunk_steps: int | None = (
+        None  # after Hypothesis' shrink and then ddmin (conformance/engine/minimise.py)
+    )
     hypothesis_steps: int | None = None  # after Hypothesis' shrink alone
     bfs_minimal: int | None = None
     bfs_note: str = ""  # why there is no BFS-minimal length, or the bound it was found in
@@ -99,17 +105,13 @@ def _first_violation_hook(clock: _Clock) -> Iterator[None]:
 
 
 def _port_factory(mutant: Mutant, clock: _Clock) -> Any:
+    model_port = get_kit(mutant.protocol).require("model_port")
+
     def factory(coord: Any) -> Any:
         clock.examples += 1
         if mutant.port is not None:
             return mutant.port(coord)
-        if mutant.protocol == "classic":
-            from model.classic.port import ModelPort
-
-            return ModelPort(coord)
-        from model.consumer.port import ModelConsumerPort
-
-        return ModelConsumerPort(coord)
+        return model_port(coord)
 
     return factory
 
@@ -128,8 +130,6 @@ def run_mutant(
     """The suite from scratch against one mutant: ``groupcheck check --seed S`` (the profile's
     examples), then seeds S+1, S+2, ... while the budget lasts; the first failure ends the run and
     its (shrunk) counterexample is written under ``run_dir``."""
-    from conformance.engine.run import run_check
-
     mutant = get_mutant(name)
     row = KillRow(mutant.name, mutant.protocol, mutant.family, mutant.row, mutant.expect, seed=seed)
     clock = _Clock(budget_s)
@@ -139,7 +139,7 @@ def run_mutant(
     with _first_violation_hook(clock):
         while True:
             result = run_check(
-                mutant.protocol,
+                get_kit(mutant.protocol),
                 profile=profile,
                 max_examples=max_examples,
                 seed_value=run_seed,
@@ -179,23 +179,21 @@ def run_mutant(
 
 def ddmin(trace: Any, found: list[str], expect: tuple[str, ...], *, polish_budget_s: float = 5.0) -> Any:
     """Hypothesis' shrunk trace, minimised further by delta debugging over its recorded ops
-    (`conformance.trace.minimise`: a rule such as ``settle`` expands into many ops Hypothesis cannot
-    drop one by one), then for classic traces merged advances (`compress_time`), and a breadth-first
-    polish of the tail (`conformance.trace.polish`, ``polish_budget_s`` CPU seconds; 0 skips it).
+    (`conformance.engine.minimise`: a rule such as ``settle`` expands into many ops Hypothesis cannot
+    drop one by one), then merged advances where the kit allows it (`compress_time`), and a
+    breadth-first polish of the tail (`conformance.engine.polish`, ``polish_budget_s`` CPU seconds;
+    0 skips it).
     Keeps the violation of an expected invariant when there is one."""
-    from conformance.trace.minimise import minimise
-
+    kit = get_kit(trace.protocol)
     wanted = [i for i in found if i in expect] or found
     try:
-        small = minimise(trace, wanted[0])
-        if trace.protocol == "classic":
-            small = minimise(compress_time(small, wanted[0]), wanted[0])
-        if polish_budget_s > 0:  # a shorter tail found breadth-first (conformance/trace/polish.py)
-            from conformance.trace.polish import polish
-
-            polished = polish(small, wanted[0], budget_s=polish_budget_s)
+        small = minimise(trace, wanted[0], kit)
+        if kit.merge_advances:
+            small = minimise(compress_time(small, wanted[0]), wanted[0], kit)
+        if polish_budget_s > 0:  # a shorter tail found breadth-first (conformance/engine/polish.py)
+            polished = polish(small, wanted[0], budget_s=polish_budget_s, kit=kit)
             if len(polished.steps) < len(small.steps):
-                small = minimise(polished, wanted[0])
+                small = minimise(polished, wanted[0], kit)
     except (ValueError, AssertionError):  # not exactly replayable: keep Hypothesis' trace
         return trace
     return small if len(small.steps) < len(trace.steps) else trace
@@ -206,10 +204,6 @@ def compress_time(trace: Any, invariant: str, *, max_replays: int = 300) -> Any:
     the violation survives: ddmin cannot, since dropping one advance changes every later deadline.
     Longest stretches first; at most ``max_replays`` replays. Returns a trace of the kept ops
     (``minimise`` re-records it)."""
-    from dataclasses import replace
-
-    from conformance.trace.minimise import _fails, _with_steps
-
     steps = list(trace.steps)
     budget = max_replays
     changed = True
@@ -224,10 +218,10 @@ def compress_time(trace: Any, invariant: str, *, max_replays: int = 300) -> Any:
             total = sum(int(steps[k].action["ms"]) for k in range(i, j + 1) if k in adv)
             merged = replace(steps[i], action={**steps[i].action, "ms": total})
             candidate = steps[:i] + [merged] + steps[j + 1 :]
-            if _fails(trace, candidate, invariant):
+            if fails(trace, candidate, invariant):
                 steps, changed = candidate, True
                 break
-    return _with_steps(trace, steps)
+    return with_steps(trace, steps)
 
 
 def run_matrix(

@@ -19,8 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.engine.profiles import Profile
+from conformance.engine.run import run_check
 from conformance.errors import UsageError
 from conformance.mutants.mixed import MIXED_MUTANTS
+from conformance.protocols import get_kit
+
+#: the protocol whose machine these mutants are run against
+PROTOCOL = "mixed"
 
 #: The invariant(s) each mixed mutant's broken rule is written against (model/mixed/invariants.py;
 #: `classic.session_expiry_armed` in model/classic/invariants.py runs on the classic groups of a mixed run).
@@ -69,8 +74,7 @@ def run_mixed_mutant(
 ) -> MixedKillRow:
     """``check --protocol mixed --variant mixed_mutant=NAME`` at seeds S, S+1, ... until a run
     finds a violation or the budget is spent (a Hypothesis run is never cut short)."""
-    from conformance.engine.run import run_check
-
+    kit = get_kit(PROTOCOL)
     if name not in MIXED_MUTANTS:
         raise UsageError(f"unknown mixed mutant {name!r} (known: {', '.join(MIXED_MUTANTS)})")
     row = MixedKillRow(name, _fault(name), MIXED_EXPECT[name], seed=seed)
@@ -78,11 +82,11 @@ def run_mixed_mutant(
     run_seed = seed
     while True:
         result = run_check(
-            "mixed",
+            kit,
             profile=profile,
             max_examples=max_examples,
             seed_value=run_seed,
-            variants={"mixed_mutant": name},
+            variants={kit.mutant_key: name},
         )
         row.seeds += 1
         row.seed = run_seed

@@ -25,6 +25,7 @@ import argparse
 import sys
 from typing import Any
 
+from conformance.protocols import get_kit
 from conformance.protocols.consumer.realtime import RealTimeConsumerSim
 from model.consumer.world import HeartbeatEvent, heartbeat_response
 
@@ -75,10 +76,9 @@ PROBES = {"rejoin": _rejoin, "give-back": _give_back}
 def run_probe(handle: Any, name: str, config_overrides: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(the target's heartbeat answers, the oracle's findings) of one probe on an opened target."""
     from conformance.engine.profiles import get_profile
-    from conformance.protocols.build import make_consumer_sim
-    from conformance.protocols.consumer.setup import consumer_setup
+    from conformance.protocols.consumer.build import make_consumer_sim
 
-    port_factory, config, _ = consumer_setup(handle, get_profile("ci"))
+    port_factory, config, _ = get_kit("consumer").require("real_setup")(handle, get_profile("ci"))
     config = {**config, **config_overrides}
     sim = make_consumer_sim(
         {"t": 2},

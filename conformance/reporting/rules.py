@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-RULES = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
-CONSUMER_RULES = ("ConsumerGroupHeartbeat", "OffsetCommit")
+from conformance.protocols import get_kit
 
 
 def rule_rows(result: Any) -> list[dict[str, str]]:
     failed = {v.invariant for v in result.violations}
     compat = {f.rule for f in result.compat}
     rows = []
-    for api in CONSUMER_RULES if result.protocol == "consumer" else RULES:
+    for api in get_kit(result.protocol).oracle_rules:
         proto = "FAILED" if f"oracle.{api}" in failed else "PASSED"
         rows.append(
             {
@@ -42,4 +41,4 @@ def rule_rows(result: Any) -> list[dict[str, str]]:
     return rows
 
 
-__all__ = ["CONSUMER_RULES", "RULES", "rule_rows"]
+__all__ = ["rule_rows"]

@@ -6,8 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conformance.protocols import get_kit
 from conformance.reporting.junit import write_junit
 from conformance.specs import load_invariants
+
+
+def reported_families(protocol: str) -> tuple[str, ...]:
+    """The invariant families a report of a ``protocol`` run lists: its own and its kit's extra ones."""
+    return (protocol, *get_kit(protocol).report_families)
 
 
 def write_check_report(result: Any, directory: Path, counterexample: Any = None) -> Path:
@@ -17,7 +23,7 @@ def write_check_report(result: Any, directory: Path, counterexample: Any = None)
     failed = {v.invariant for v in result.violations}
     rows = []
     for inv_id, spec in sorted(specs.items()):
-        if spec.protocol not in (result.protocol, "client" if result.protocol == "classic" else ""):
+        if spec.protocol not in reported_families(result.protocol):
             continue
         if spec.kind == "sometimes":
             hits = result.sometimes.get(inv_id, 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.reporting.rules import rule_rows
-from conformance.reporting.run_report import write_check_report
+from conformance.reporting.run_report import reported_families, write_check_report
 from conformance.specs import SPECS_DIR, load_invariants
 
 
@@ -111,7 +111,7 @@ def write_published(
         ]
         failed = {v.invariant for v in r.violations}
         for inv_id, spec in sorted(specs.items()):
-            if spec.protocol not in (r.protocol, "client" if r.protocol == "classic" else ""):
+            if spec.protocol not in reported_families(r.protocol):
                 continue
             if spec.kind == "sometimes":
                 v = "SEEN" if r.sometimes.get(inv_id) else "NEVER SEEN"

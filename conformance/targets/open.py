@@ -6,7 +6,9 @@ handle carries the ``mutant`` variant), a launcher name from `conformance.target
 stopped around the run), ``host:port`` (a coordinator someone else runs), or the name of a
 third-party adapter registered under the entry-point group ``groupcheck.adapters`` (its object is
 called with the spec and returns a `TargetHandle`). Nothing outside this package knows about a
-particular target.
+particular target, and nothing here knows a protocol: a handle carries the connection and its
+session (`conformance.wire.session.TargetSession`); the kits build their ports on it
+(`ProtocolKit.real_setup`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from conformance.errors import TargetError, UsageError
+from conformance.formats.trace_file import groupcheck_version
+from conformance.mutants import get_mutant
 
 ENTRY_POINT_GROUP = "groupcheck.adapters"
 HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}$")
@@ -54,14 +58,6 @@ class TargetHandle:
     #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME})
     variants: dict[str, str] = field(default_factory=dict)
 
-    def port_factory(self) -> Callable[[Any], Any] | None:
-        if self.kind == "model":
-            return None
-        from conformance.protocols.classic.oracle import OraclePort
-
-        session = self.session
-        return lambda coord: OraclePort(coord, session)
-
     def close(self) -> None:
         if self.session is not None:
             self.session.adapter.close()
@@ -72,6 +68,23 @@ class TargetHandle:
                 self.launcher.stop(60)
             except LauncherError as e:
                 raise TargetError(str(e)) from e
+
+
+def mutant_handle(name: str) -> TargetHandle:
+    """The target ``mutant:NAME`` (`conformance.targets.mutant`): the model with its variant
+    ``mutant=NAME``; a usage error naming the known mutants when there is none."""
+    mutant = get_mutant(name)
+    handle = TargetHandle(
+        f"{MUTANT_PREFIX}{name}",
+        f"groupcheck {groupcheck_version()} with mutant {name}",
+        "model",
+        model_config={},
+        variants={"mutant": name},
+    )
+    handle.notes.append(f"mutant {name} ({mutant.protocol}): {mutant.fault}")
+    if mutant.coordinator is None and mutant.port is None:
+        handle.notes.append(f"mutant {name} is client-side: the coordinator is the reference model")
+    return handle
 
 
 #: What the model assumes for a setting a target was not started with (its own value is unknown):
@@ -115,14 +128,9 @@ def open_target(
 ) -> Iterator[TargetHandle]:
     """The target named by ``spec``, ready for a run; stopped again afterwards when we started it."""
     if spec == "model":
-        from model.classic.state import ClassicConfig
-
         yield TargetHandle("model", "reference model", "model", model_config={})
-        _ = ClassicConfig
         return
     if spec.startswith(MUTANT_PREFIX):  # a mutant coordinator in process (conformance/mutants)
-        from conformance.targets.mutant import mutant_handle
-
         yield mutant_handle(spec[len(MUTANT_PREFIX) :])
         return
     from conformance.targets import TARGETS

@@ -208,7 +208,7 @@ class Network:
         return out
 
     def _frames(self, conn: Connection, now: float) -> list[Arrival]:
-        out = []
+        out: list[Arrival] = []
         while len(conn.buf) >= 4:
             (size,) = struct.unpack_from(">i", conn.buf, 0)
             if size < 4 or size > MAX_FRAME:

@@ -13,8 +13,8 @@ from conformance.formats import lake as codec
 from conformance.pipeline import schema
 from conformance.pipeline.audit_core import audit_trace
 from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
+from conformance.pipeline.swarm import draw_config, observations, run_one
 from conformance.pipeline.windows import CHECKS, prepare_sql, python_window_checks, window_sql
-from conformance.protocols.classic.swarm import draw_config, observations, run_one
 
 V0 = {"sticky": "v0", "assignor": "sticky"}
 

@@ -10,8 +10,8 @@ import pytest
 
 from conformance.errors import UsageError
 from conformance.pipeline import schema
+from conformance.pipeline.swarm import draw_config, run_one
 from conformance.pipeline.windows import python_window_checks
-from conformance.protocols.classic.swarm import draw_config, run_one
 
 pytestmark = pytest.mark.spark
 
@@ -109,10 +109,11 @@ def test_quarantine_counts_bad_rows_and_wrong_schema_is_a_tool_error(spark, tmp_
 
 
 def test_metrics_report_with_plots_and_abstract_coverage(spark, tmp_path):
+    from conformance.engine.coverage import Coverage, load_graph
+    from conformance.engine.explore import save_graph
     from conformance.pipeline.jobs import metrics, swarm
     from conformance.pipeline.report import write_metrics_report
-    from conformance.protocols.classic.explore import explore_classic, save_graph
-    from conformance.trace.coverage import Coverage, load_graph
+    from conformance.protocols.classic.explore import explore_classic
 
     # runs shaped like explore's graph (2 dynamic members, one topic of 2 partitions, range)
     lake = tmp_path / "cov"
@@ -164,11 +165,10 @@ def test_metrics_over_a_lake_without_abstract_states(spark, v0_lake, tmp_path):
 def test_consumer_coverage_is_computed_against_the_consumer_explore_graph(spark, tmp_path):
     """A lake of both protocols (`--protocol both --coverage --shape 2,2`) against a consumer explore
     graph: only the consumer runs' abstract states count, and they are consumer_explore's keys."""
+    from conformance.engine.explore import load_graph, save_graph
     from conformance.pipeline.jobs import metrics
     from conformance.pipeline.schema import LAKE_SCHEMA, rows_to_batch
-    from conformance.protocols.classic.explore import save_graph
     from conformance.protocols.consumer.explore import explore_consumer
-    from conformance.trace.coverage import load_graph
 
     rows = [r for i in range(6) for r in run_one(draw_config(3, i, "both", None, 30, True, (2, 2)))]
     lake = tmp_path / "both"

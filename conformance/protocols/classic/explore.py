@@ -2,7 +2,7 @@
 
 From the initial group (M dynamic members with identical configuration, one topic of P
 partitions) every enabled op is tried on a copy of each frontier state: a member's next request,
-time running to the next point where something can happen (`conformance.protocols.build.quiet_gap`), a
+time running to the next point where something can happen (`conformance.protocols.classic.build.quiet_gap`), a
 member stalling or resuming (and, on request, lost responses, leaves, restarts). States are
 deduplicated by `conformance.protocols.classic.abstraction.abstract_key` (symmetry over member ids), so the
 graph is finite; BFS order makes the first counterexample found for each invariant a shortest one
@@ -17,55 +17,23 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import networkx as nx
-
 from conformance.engine.checker import Checker
+from conformance.engine.explore import ExploreResult, Found, path_to
+from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
+from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
-from conformance.protocols.build import make_classic_sim, quiet_gap
 from conformance.protocols.classic.abstraction import abstract_key, group_state
-from conformance.protocols.classic.trace import TracedClassicSim, apply_op, to_trace
+from conformance.protocols.classic.build import make_classic_sim, quiet_gap
+from conformance.protocols.classic.trace import CLIENT_OPS, TracedClassicSim, apply_op, to_trace
 
 DEFAULT_OPS = ("step", "advance", "stall", "resume")
 ALL_OPS = (*DEFAULT_OPS, "lose_response", "leave", "restart", "stale_subscription")
-
-
-@dataclass
-class Found:
-    invariant: str
-    message: str
-    path: tuple[dict[str, Any], ...]
-
-
-@dataclass
-class ExploreResult:
-    protocol: str
-    members: int
-    partitions: int
-    variants: dict[str, str]
-    depth: int
-    ops: tuple[str, ...]
-    graph: Any = field(default_factory=nx.DiGraph)
-    levels_done: int = 0
-    complete: bool = False  # the frontier emptied: every reachable abstract state was seen
-    seconds: float = 0.0
-    budget_hit: bool = False
-    found: dict[str, Found] = field(default_factory=dict)
-    setup: dict[str, Any] = field(default_factory=dict)
-    prefix: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def states(self) -> int:
-        return int(self.graph.number_of_nodes())
-
-    @property
-    def transitions(self) -> int:
-        return int(self.graph.number_of_edges())
+#: explore op kinds the BFS polish adds only when the trace itself used that kind
+OPTIONAL_KINDS = ("lose_response", "leave", "restart")
 
 
 def classic_setup(members: int, partitions: int, variants: dict[str, str]) -> dict[str, Any]:
@@ -173,7 +141,7 @@ def explore_classic(
                     graph.add_edge(key, child_key, op=_label(op), bad=bool(violations))
                 for v in violations:
                     if v.invariant not in result.found:
-                        path = result.prefix + _path(parent, key) + (op,)
+                        path = result.prefix + path_to(parent, key) + (op,)
                         result.found[v.invariant] = Found(v.invariant, v.message, path)
                 if new:
                     next_frontier.append((child_key, child))
@@ -186,16 +154,6 @@ def explore_classic(
             break
     result.seconds = clock() - start
     return result
-
-
-def _path(parent: dict[str, tuple[str, dict[str, Any]] | None], key: str) -> tuple[dict[str, Any], ...]:
-    ops: list[dict[str, Any]] = []
-    link = parent[key]
-    while link is not None:
-        key, op = link
-        ops.append(op)
-        link = parent[key]
-    return tuple(reversed(ops))
 
 
 def found_trace(result: ExploreResult, found: Found) -> Trace:
@@ -225,28 +183,6 @@ def found_trace(result: ExploreResult, found: Found) -> Trace:
         },
         violations=violations,
     )
-
-
-def save_graph(result: ExploreResult, path: Path) -> Path:
-    """The explored graph as node-link JSON with its settings (input of coverage)."""
-    import json
-
-    from networkx.readwrite import json_graph
-
-    data = {
-        "protocol": result.protocol,
-        "members": result.members,
-        "partitions": result.partitions,
-        "variants": result.variants,
-        "ops": list(result.ops),
-        "levels_done": result.levels_done,
-        "complete": result.complete,
-        "setup": result.setup,
-        "graph": json_graph.node_link_data(result.graph, edges="edges"),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
-    return path
 
 
 def clone(sim: TracedClassicSim) -> TracedClassicSim:
@@ -312,3 +248,51 @@ def _clone_chooser(chooser: Any) -> Any:
     new._rng = random.Random()
     new._rng.setstate(rng.getstate())
     return new
+
+
+def explore(
+    members: int,
+    partitions: int,
+    *,
+    depth: int,
+    variants: dict[str, str] | None = None,
+    budget_s: float = 600.0,
+    ops: tuple[str, ...] | None = None,
+    cpu_clock: bool = False,
+) -> ExploreResult:
+    """The kit's ``explore``: `explore_classic` over ``ops`` (None: `DEFAULT_OPS`; a usage error
+    naming an op it does not know)."""
+    ops = DEFAULT_OPS if ops is None else ops
+    unknown = sorted(set(ops) - set(ALL_OPS))
+    if unknown:
+        raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_OPS)})")
+    return explore_classic(
+        members, partitions, depth=depth, variants=variants, budget_s=budget_s, ops=ops, cpu_clock=cpu_clock
+    )
+
+
+def polish_space(trace: Trace) -> PolishSpace:
+    """The kit's ``polish_space``: explore's ops, plus lost responses, leaves and restarts when
+    the trace itself used that kind (`OPTIONAL_KINDS`)."""
+    used = {s.action.get("op") for s in trace.steps}
+    kinds = (*DEFAULT_OPS, *(k for k in OPTIONAL_KINDS if k in used))
+
+    def root(t: Trace) -> Any:
+        return sim_from_trace(t, make_classic_sim, dict(t.header["variants"]), "polish")
+
+    def apply(sim: Any, op: dict[str, Any]) -> list[Any] | None:
+        obs = apply_op(sim, op, "polish")
+        sim.log.clear()
+        sim.port.records.clear()  # the log of records, not state
+        if obs is None:
+            return [] if op.get("op") in CLIENT_OPS else None
+        return [obs]
+
+    return PolishSpace(
+        root,
+        apply,
+        lambda sim: _enabled(sim, kinds),
+        clone,
+        lambda sim: abstract_key(sim, symmetry=False),
+        (*DEFAULT_OPS, *OPTIONAL_KINDS),
+    )

@@ -25,7 +25,7 @@ from conformance.engine.machine import (
     port_findings,
 )
 from conformance.engine.rules import MEMBER, FaultRules, TimeRules, WireFaultRules, Wording
-from conformance.protocols.build import make_classic_sim, settle_round
+from conformance.protocols.classic.build import make_classic_sim, settle_round
 from conformance.protocols.classic.machine_targeted import TargetedRules
 from conformance.protocols.classic.realtime import MODEL_TIMING, REAL_TIMING, MemberTiming, RealTimeSim
 from conformance.protocols.classic.trace import TracedClassicSim

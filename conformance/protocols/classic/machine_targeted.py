@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from conformance.engine.rules import MEMBER, FaultHost
-from conformance.protocols.build import quiet_gap
+from conformance.protocols.classic.build import quiet_gap
 from model.classic.messages import HeartbeatRequest
 from model.classic.state import GroupState
 

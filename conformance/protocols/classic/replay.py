@@ -18,8 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.engine.checker import Checker, Violation
+from conformance.engine.replay import (
+    ReplayResult,
+    difference,
+    recorded_exactly,
+    replay,
+    sim_from_trace,
+    verdict,
+)
+from conformance.errors import ToolError
 from conformance.formats.trace_file import Trace
-from conformance.trace.replay import ReplayResult, replay
+from conformance.protocols.classic.build import make_classic_sim
+from conformance.protocols.classic.swarm import observation_row
+from conformance.protocols.classic.trace import apply_op
 
 #: real time after the last op: the oracle's late tolerance (500 ms) plus a margin, so an answer the
 #: target gave at the very end is explained or is a divergence, not left pending
@@ -30,17 +42,15 @@ COORDINATOR_VARIANTS = ("mutant",)
 
 def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -> tuple[ReplayResult, Any]:
     """Replay ``trace`` on the real target ``spec``; (result, notes about the target)."""
+    from conformance.engine.profiles import real_profile
     from conformance.protocols.classic.realtime import MODEL_TIMING, REAL_TIMING, RealTimeSim
+    from conformance.protocols.classic.setup import classic_setup
     from conformance.targets.open import open_target
 
     merged: dict[str, str | None] = dict(variants)
     dropped = [k for k in COORDINATOR_VARIANTS if k in trace.header["variants"] and k not in variants]
     for k in dropped:
         merged[k] = None
-    if trace.protocol != "classic":  # consumer and mixed traces (docs/faults.md#replay-on-real-targets)
-        from conformance.protocols.consumer.replay import replay_group_on_target
-
-        return replay_group_on_target(trace, spec, variants)
     failovers = [s for s in trace.steps if s.action.get("op") == "failover"]
     for step in trace.steps:
         if step.action.get("op") == "append_failure":
@@ -67,14 +77,16 @@ def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -
         recorded_on = trace.header["target"]["name"]
         timing = MODEL_TIMING if recorded_on == "model" else REAL_TIMING
         timeout = int(trace.header["setup"].get("request_timeout_ms", timing.request_timeout_ms))
+        port_factory, config, _ = classic_setup(handle, real_profile("ci"))
         result = replay(
             trace,
+            "classic",
             target=handle.name,
             variants=merged,
-            port_factory=handle.port_factory(),
+            port_factory=port_factory,
             real={
                 "sim_class": RealTimeSim,
-                "config": handle.model_config,
+                "config": config,
                 "request_timeout_ms": timeout,
                 "settle_ms": SETTLE_MS,
             },
@@ -85,3 +97,72 @@ def replay_on_target(trace: Trace, spec: str, variants: dict[str, str | None]) -
                 close()
         result.target_version = handle.version  # type: ignore[attr-defined]
     return result, notes
+
+
+def replay_classic(
+    trace: Trace,
+    result: ReplayResult,
+    *,
+    port_factory: Any = None,
+    exact: bool = True,
+    coverage: Any = None,
+    real: dict[str, Any] | None = None,
+) -> ReplayResult:
+    """Classic traces: apply each recorded op again on a rebuilt `TracedClassicSim` and check every
+    observation (the kit's ``replay``; `conformance.engine.replay.replay` merges the variants)."""
+    where = f"{trace.path}:1"
+    try:
+        sim = sim_from_trace(
+            trace,
+            make_classic_sim,
+            result.variants,
+            where,
+            (real or {}).get("config"),
+            port_factory=port_factory,
+            **{k: v for k, v in (real or {}).items() if k in ("sim_class", "request_timeout_ms")},
+        )
+    except ToolError as exc:
+        result.error = str(exc)
+        return result
+    result.sim = sim
+    if coverage is not None:
+        coverage.start(sim)
+    checker = Checker("classic")
+    strict = exact and recorded_exactly(trace, result)
+    for step in trace.steps:
+        where = f"{trace.path}:{step.line}"
+        try:
+            obs = apply_op(sim, step.action, where)
+        except ToolError as exc:
+            result.error = str(exc)
+            return result
+        except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
+            result.error = f"{where}: replaying {step.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+            return result
+        if coverage is not None:
+            coverage.visit(sim)
+        if result.exact:
+            diff = difference(step, obs)
+            if diff is not None:
+                result.exact = False
+                result.difference = f"{where}: step {step.n}: {diff}"
+        if obs is None:
+            continue
+        result.observations.append(obs)
+        found = checker.check(obs, step.n)
+        take = getattr(sim.port, "take_findings", None) if real is not None else None
+        found += [Violation(f.rule, f.message, step.n) for f in (take() if take else [])]
+        sim.note_checks(
+            obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
+        )
+        result.violations.extend(found)
+    take = getattr(sim.port, "take_findings", None) if real is not None else None
+    last = trace.steps[-1].n if trace.steps else 0
+    if real is not None and real.get("settle_ms"):
+        # real time: answers the target gave near the end are judged once no timer can explain them
+        obs = sim.advance(int(real["settle_ms"]))
+        result.observations.append(obs)
+        result.violations += checker.check(obs, last + 1)
+        last += 1
+    result.violations += [Violation(f.rule, f.message, last) for f in (take() if take else [])]
+    return verdict(result, strict, observation_row)

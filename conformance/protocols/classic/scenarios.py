@@ -8,41 +8,18 @@ without doing what it says.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.engine.checker import Checker, Violation
+from conformance.engine.checker import Checker
+from conformance.engine.scenario import ScenarioResult, run_steps
 from conformance.errors import SpecError
-from conformance.protocols.build import make_classic_sim, settle_round
+from conformance.protocols.classic.build import make_classic_sim, settle_round
 from conformance.protocols.classic.trace import TracedClassicSim
 from conformance.specs import Scenario
 from model.classic.client import ClassicClient, Phase
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from model.errors import ErrorCode
 from model.observation import Observation
-
-
-@dataclass
-class StepLog:
-    index: int
-    line: int
-    verb: str
-    detail: str
-
-
-@dataclass
-class ScenarioResult:
-    scenario: Scenario
-    variants: dict[str, str]
-    violations: list[Violation] = field(default_factory=list)
-    failed_expectations: list[str] = field(default_factory=list)
-    log: list[StepLog] = field(default_factory=list)
-    observations: list[Observation[Any]] = field(default_factory=list)
-    sim: Any = None  # the TracedClassicSim: its log is the run's trace
-
-    @property
-    def passed(self) -> bool:
-        return not self.violations and not self.failed_expectations
 
 
 class ScenarioRunner:
@@ -271,27 +248,3 @@ class ScenarioRunner:
                 raise SpecError(f"{where}: unknown expectation {key!r}")
             if got != want:
                 fails.append(f"{where}: expected {key} = {want!r}, got {got!r}")
-
-
-def run_steps(runner: Any) -> ScenarioResult:
-    """Every runner's loop: each step's verb goes to ``runner.do`` with its file:line, and is logged
-    with the number of observations it made (classic, consumer and mixed runners share it)."""
-    sc, result = runner.scenario, runner.result
-    for index, (step, line) in enumerate(zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)):
-        verb, arg = next(iter(step.items()))
-        before = len(result.observations)
-        runner.do(verb, arg, f"{sc.path}:{line}")
-        result.log.append(StepLog(index, line, verb, f"{arg!r} -> {len(result.observations) - before} steps"))
-    return result
-
-
-def run_scenario(scenario: Scenario, variants: dict[str, str], **kw: Any) -> ScenarioResult:
-    if scenario.protocol == "consumer":
-        from conformance.protocols.consumer.scenarios import ConsumerScenarioRunner
-
-        return ConsumerScenarioRunner(scenario, variants, **kw).run()
-    if scenario.protocol == "mixed":
-        from conformance.protocols.mixed.scenarios import MixedScenarioRunner
-
-        return MixedScenarioRunner(scenario, variants, **kw).run()
-    return ScenarioRunner(scenario, variants, **kw).run()

@@ -1,31 +1,27 @@
-"""Swarm exploration of the model: one seeded run per configuration, every step a lake row.
+"""The classic protocol's swarm runs: its draws, virtual clients, driver and lake row.
 
-Protocols: classic here, KIP-848 consumer in `swarm_consumer`. Plain Python (no pyspark): Spark executors, a multiprocessing pool and the tests all call
-`run_one`. Each run draws its own configuration from the swarm distribution (swarm testing,
-Groce et al. ISSTA 2012: every run enables a random subset of fault kinds, so rare interleavings
-are not drowned by always-on faults): members, topics, partitions, assignor, variants and fault
-mix. The actions mirror the classic Hypothesis machine (`conformance/protocols/classic/machine.py`), drawn
-from `random.Random(f"{seed}:{index}")` so the same seed and index give the same rows.
+`conformance.engine.swarm` draws each run's configuration and turns its observations into lake
+rows; this module is the classic part (`swarm_hooks`, the kit's ``swarm``). The driver's actions
+mirror the classic Hypothesis machine (`conformance/protocols/classic/machine.py`), drawn from
+`random.Random(f"actions:{seed}:{index}")` so the same seed and index give the same rows.
 """
 
 from __future__ import annotations
 
-import json
 import random
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from conformance.engine.swarm import SwarmConfig, SwarmHooks, sim_seed, symmetric
 from conformance.formats import lake as codec
-from conformance.protocols.build import make_classic_sim, settle_round
+from conformance.protocols.classic.abstraction import abstract_key
+from conformance.protocols.classic.build import make_classic_sim, settle_round
+from conformance.protocols.classic.trace import state_summary
 from model.classic.client import Phase
 from model.classic.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from model.classic.sim import ClassicSim
 from model.observation import Observation
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-#: the KIP-848 server assignors (group.consumer.assignors, first = default; docs/protocol-reference.md#b11)
-CONSUMER_ASSIGNORS = ("uniform", "range")
 FAULTS = (
     "stall",
     "lose_response",
@@ -40,111 +36,39 @@ FAULTS = (
 DEFAULT_VARIANTS = {"sticky": "v1", "cooperative_adjust": "true"}
 
 
-@dataclass(frozen=True)
-class SwarmConfig:
-    """One run's configuration (stored as JSON in the lake's `config` column)."""
-
-    seed: int
-    index: int
-    protocol: str
-    members: int
-    topics: dict[str, int]
-    assignor: str
-    variants: dict[str, str]
-    static: tuple[bool, ...]
-    faults: tuple[str, ...]
-    steps: int
-    session_timeout_ms: int = 6000
-    rebalance_timeout_ms: int = 10_000
-    subscriptions: tuple[tuple[str, ...], ...] = field(default=())
-    #: record each step's abstract state (`abstract_state` column) for coverage of the explore graph
-    coverage: bool = False
-
-    @property
-    def trace_id(self) -> str:
-        return f"{self.protocol}-{self.seed}-{self.index:07d}"
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+def draw(rng: random.Random, pinned: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The client assignor and the variants (sticky v1, KIP-429 adjustment, a JoinGroup version)."""
+    assignor = rng.choice(ASSIGNORS)
+    if pinned.get("assignor") and pinned["assignor"] != "mixed":
+        assignor = pinned["assignor"]
+    variants = dict(DEFAULT_VARIANTS)
+    variants["join_version"] = rng.choice(("9", "9", "4", "3"))
+    variants.update({k: v for k, v in pinned.items() if k != "assignor"})
+    variants["assignor"] = assignor
+    return assignor, variants
 
 
-def draw_config(
-    seed: int,
-    index: int,
-    protocol: str = "classic",
-    pinned: Mapping[str, str] | None = None,
-    steps: int = 80,
-    coverage: bool = False,
-    shape: tuple[int, int] | None = None,
-    mix: bool = False,
-) -> SwarmConfig:
-    """The swarm distribution; `pinned` variants (from --variant) override the drawn ones.
-
-    `shape` (members, partitions) pins explore's set-up (`conformance.protocols.classic.explore.classic_setup`:
-    that many dynamic members subscribed to one topic `t` of that many partitions) so that the runs'
-    abstract states can be found in an explore graph; faults and actions are still drawn.
-
-    Protocol ``both`` alternates classic (even index) and consumer (odd). Consumer runs draw the
-    server assignor (uniform or range, docs/protocol-reference.md#b11) unless ``assignor`` is pinned. ``mix`` also
-    draws the alternative variants of the assignor in use (sticky: user data v0 or v1;
-    cooperative-sticky: with or without the KIP-429 adjustment; consumer: ConsumerGroupHeartbeat v0
-    or v1), so that a metrics report covers every assignor and variant; these draws come after the
-    others, so a run's members, topics and faults do not depend on them."""
-    pinned = dict(pinned or {})
-    if protocol == "both":
-        protocol = ("classic", "consumer")[index % 2]
-    rng = random.Random(f"swarm:{seed}:{index}")
-    members = rng.choice((2, 2, 3, 3, 3, 4, 5))
-    topics = {"t": rng.randint(1, 8)}
-    if rng.random() < 0.4:
-        topics["u"] = rng.randint(1, 4)
-    if protocol == "consumer":
-        from conformance.protocols.consumer.swarm import FAULTS as CONSUMER_FAULTS
-        from conformance.protocols.consumer.swarm import consumer_variants
-
-        assignor = "uniform"  # the coordinator's default server assignor
-        variants = consumer_variants(rng, pinned)
-        kinds = CONSUMER_FAULTS
-    else:
-        assignor = rng.choice(ASSIGNORS)
-        if pinned.get("assignor") and pinned["assignor"] != "mixed":
-            assignor = pinned["assignor"]
-        variants = dict(DEFAULT_VARIANTS)
-        variants["join_version"] = rng.choice(("9", "9", "4", "3"))
-        variants.update({k: v for k, v in pinned.items() if k != "assignor"})
-        variants["assignor"] = assignor
-        kinds = FAULTS
-    static = tuple(rng.random() < 0.3 for _ in range(members))
-    faults = tuple(f for f in kinds if rng.random() < 0.5)
-    subscriptions = tuple(
-        tuple(sorted(topics)) if ("u" in topics and rng.random() < 0.5) else ("t",) for _ in range(members)
-    )
-    if protocol == "consumer":
-        assignor = rng.choice(CONSUMER_ASSIGNORS)
-        if pinned.get("assignor") in CONSUMER_ASSIGNORS:
-            assignor = pinned["assignor"]
-        if mix and "heartbeat_version" not in pinned:
-            variants["heartbeat_version"] = rng.choice(("1", "1", "0"))
-    elif mix:
+def draw_late(
+    rng: random.Random, pinned: dict[str, str], assignor: str, variants: dict[str, str], mix: bool
+) -> str:
+    """With ``mix``, the assignor's alternative variants (sticky: user data v0 or v1;
+    cooperative-sticky: with or without the KIP-429 adjustment)."""
+    if mix:
         if assignor == "sticky" and "sticky" not in pinned:
             variants["sticky"] = rng.choice(("v1", "v0"))
         if assignor == "cooperative-sticky" and "cooperative_adjust" not in pinned:
             variants["cooperative_adjust"] = rng.choice(("true", "false"))
-    if shape is not None:
-        members, topics = shape[0], {"t": shape[1]}
-        if protocol == "consumer" and "assignor" not in pinned:
-            assignor = "uniform"  # explore's clients name no server assignor: the default, uniform
-        static, subscriptions = (False,) * members, (("t",),) * members
-        if protocol == "classic":  # explore's variants: only the pinned ones (they shape the client config)
-            variants = {**{k: v for k, v in pinned.items() if k != "assignor"}, "assignor": assignor}
-    return SwarmConfig(
-        seed, index, protocol, members, topics, assignor, variants, static, faults, steps,
-        subscriptions=subscriptions, coverage=coverage,
-    )  # fmt: skip
+    return assignor
+
+
+def shaped(pinned: dict[str, str], assignor: str, variants: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """Explore's set-up (`conformance.protocols.classic.explore.classic_setup`): only the pinned
+    variants, since they shape the client config."""
+    return assignor, {**{k: v for k, v in pinned.items() if k != "assignor"}, "assignor": assignor}
 
 
 def client_specs(cfg: SwarmConfig) -> list[dict[str, Any]]:
-    """The run's clients as `conformance.protocols.build` specs (also the trace header's `setup.clients`)."""
+    """The run's clients as `conformance.protocols.classic.build` specs (also the trace header's `setup.clients`)."""
     clients = []
     for i in range(cfg.members):
         spec: dict[str, Any] = {
@@ -158,22 +82,6 @@ def client_specs(cfg: SwarmConfig) -> list[dict[str, Any]]:
             spec["instance_id"] = f"i{i + 1}"
         clients.append(spec)
     return clients
-
-
-def sim_seed(cfg: SwarmConfig) -> int:
-    """The simulator's chooser seed for this run (the trace header's `seed`)."""
-    return cfg.seed * 1_000_003 + cfg.index
-
-
-def trace_setup(cfg: SwarmConfig) -> dict[str, Any]:
-    """What `groupcheck replay` rebuilds the run's simulator from (a project trace's header)."""
-    if cfg.protocol == "consumer":
-        from conformance.protocols.consumer.swarm import consumer_client_specs
-
-        clients = consumer_client_specs(cfg)
-    else:
-        clients = client_specs(cfg)
-    return {"topics": dict(cfg.topics), "clients": clients, "config": {}}
 
 
 def build_sim(cfg: SwarmConfig) -> tuple[ClassicSim, list[str]]:
@@ -210,7 +118,7 @@ class _Driver:
         if obs is not None:
             self.out.append((obs, label))
             if self.cfg.coverage:
-                self.keys.append(state_key(self.cfg, self.sim))
+                self.keys.append(abstract_key(self.sim, symmetry=symmetric(self.cfg)))
 
     def run(self) -> list[tuple[Observation[Any], str]]:
         while len(self.out) < self.cfg.steps:
@@ -282,71 +190,6 @@ class _Driver:
         self.note(self.sim.send_raw(name, req), "duplicate_join")
 
 
-def state_key(cfg: SwarmConfig, sim: Any) -> str:
-    """The abstract state of `groupcheck explore` (`conformance.protocols.classic.abstraction.abstract_key`, the
-    consumer's `consumer_explore.consumer_key`). Symmetry reduction (least key over client renamings)
-    up to 3 members, as explore's graphs; above, renamings would cost more than the run (120 at 5)."""
-    symmetry = cfg.members <= 3
-    if cfg.protocol == "consumer":
-        from conformance.protocols.consumer.explore import consumer_key
-
-        return consumer_key(sim, symmetry=symmetry)
-    from conformance.protocols.classic.abstraction import abstract_key
-
-    return abstract_key(sim, symmetry=symmetry)
-
-
-def observations(cfg: SwarmConfig) -> tuple[Any, list[tuple[Observation[Any], str]]]:
-    """The initial world and the run's observations with the action that produced each (deterministic)."""
-    initial, observed, _ops = recorded_run(cfg)
-    return initial, observed
-
-
-def recorded_run(
-    cfg: SwarmConfig,
-) -> tuple[Any, list[tuple[Observation[Any], str]], list[list[dict[str, Any]]]]:
-    """`observations` plus, per observation, the trace ops that led to it (`ops_per_observation`)."""
-    initial, observed, ops, _keys = recorded_run_with_keys(cfg)
-    return initial, observed, ops
-
-
-def recorded_run_with_keys(
-    cfg: SwarmConfig,
-) -> tuple[Any, list[tuple[Observation[Any], str]], list[list[dict[str, Any]]], list[str]]:
-    """`recorded_run` plus each step's abstract state (empty unless `cfg.coverage`)."""
-    driver: Any
-    if cfg.protocol == "consumer":
-        from conformance.protocols.consumer.swarm import ConsumerDriver
-
-        driver = ConsumerDriver(cfg)
-    else:
-        driver = _Driver(cfg)
-    observed = driver.run()
-    ops = ops_per_observation(driver.sim.log, [o for o, _ in observed])
-    return driver.initial, observed, ops, driver.keys[: len(observed)]
-
-
-def ops_per_observation(log: list[Any], observed: list[Any]) -> list[list[dict[str, Any]]]:
-    """Group a traced simulator's log (`conformance.protocols.classic.trace.TracedClassicSim.log` or the
-    consumer twin) by observation: the ops that changed only a client (restart, rejoin, a consumer
-    action that observed nothing) go with the next observation's own op. These are the project
-    trace's step actions, so a lake row keeps enough to rebuild a replayable trace."""
-    out: list[list[dict[str, Any]]] = []
-    pending: list[dict[str, Any]] = []
-    for entry in log:
-        if len(out) == len(observed):
-            break
-        pending.append(entry.op)
-        if entry.obs is not None:
-            if entry.obs is not observed[len(out)]:
-                raise RuntimeError(f"observation {len(out) + 1}: the simulator's log and the driver disagree")
-            out.append(pending)
-            pending = []
-    if len(out) != len(observed):
-        raise RuntimeError(f"the simulator logged {len(out)} observations, the driver kept {len(observed)}")
-    return out
-
-
 def observation_row(
     cfg: SwarmConfig, config_json: str, step: int, obs: Observation[Any], action: str
 ) -> dict[str, Any]:
@@ -387,23 +230,8 @@ def observation_row(
     }
 
 
-def run_one(cfg: SwarmConfig) -> Iterator[dict[str, Any]]:
-    config_json = cfg.to_json()
-    initial, observed, ops, keys = recorded_run_with_keys(cfg)
-    make_row = observation_row
-    if cfg.protocol == "consumer":
-        from conformance.protocols.consumer.swarm import consumer_row as make_row
-    for step, ((obs, action), step_ops) in enumerate(zip(observed, ops, strict=True), 1):
-        row = make_row(cfg, config_json, step, obs, action)
-        row["before"] = codec.dumps(initial) if step == 1 else None
-        row["ops"] = json.dumps(step_ops, sort_keys=True, separators=(",", ":"))
-        row["abstract_state"] = keys[step - 1] if keys else None
-        yield row
-
-
-def config_from_json(text: str) -> SwarmConfig:
-    data = json.loads(text)
-    data["static"] = tuple(data["static"])
-    data["faults"] = tuple(data["faults"])
-    data["subscriptions"] = tuple(tuple(s) for s in data["subscriptions"])
-    return replace(SwarmConfig(**data))
+def swarm_hooks() -> SwarmHooks:
+    """The classic kit's ``swarm``."""
+    return SwarmHooks(
+        FAULTS, draw, draw_late, shaped, client_specs, _Driver, observation_row, state_summary, "ClassicWorld"
+    )

@@ -21,11 +21,13 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
+from conformance.engine.explore import ExploreResult, Found, path_to
+from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
+from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
-from conformance.protocols.build import make_consumer_sim
-from conformance.protocols.classic.explore import ExploreResult, Found
+from conformance.protocols.consumer.build import make_consumer_sim
 from conformance.protocols.consumer.trace import TracedConsumerSim, action_of, to_trace
 
 CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
@@ -179,7 +181,7 @@ def explore_consumer(
                     graph.add_edge(key, child_key, op=_label(op), bad=bool(violations))
                 for v in violations:
                     if v.invariant not in result.found:
-                        path = _path(parent, key) + (op,)
+                        path = path_to(parent, key) + (op,)
                         result.found[v.invariant] = Found(v.invariant, v.message, path)
                 if new:
                     nxt.append((child_key, child))
@@ -198,16 +200,6 @@ def _clone(sim: Any) -> Any:
     """Deep copy sharing the frozen world snapshot (it holds read-only mapping proxies) and the log."""
     memo: dict[int, Any] = {id(sim.world): sim.world, id(sim.log): [], id(sim.actions): []}
     return copy.deepcopy(sim, memo)
-
-
-def _path(parent: dict[str, tuple[str, dict[str, Any]] | None], key: str) -> tuple[dict[str, Any], ...]:
-    ops: list[dict[str, Any]] = []
-    link = parent[key]
-    while link is not None:
-        key, op = link
-        ops.append(op)
-        link = parent[key]
-    return tuple(reversed(ops))
 
 
 def consumer_found_trace(result: ExploreResult, found: Found) -> Trace:
@@ -234,3 +226,40 @@ def consumer_found_trace(result: ExploreResult, found: Found) -> Trace:
         },
         violations=violations,
     )
+
+
+def explore(
+    members: int,
+    partitions: int,
+    *,
+    depth: int,
+    variants: dict[str, str] | None = None,
+    budget_s: float = 600.0,
+    ops: tuple[str, ...] | None = None,
+    cpu_clock: bool = False,
+) -> ExploreResult:
+    """The kit's ``explore``: `explore_consumer` (its alphabet is fixed: ``ops`` must be None)."""
+    if ops is not None:
+        raise UsageError(f"--ops: the consumer explorer uses {','.join(CONSUMER_OPS)}")
+    return explore_consumer(
+        members, partitions, depth=depth, variants=variants, budget_s=budget_s, cpu_clock=cpu_clock
+    )
+
+
+def polish_space(trace: Trace) -> PolishSpace:
+    """The kit's ``polish_space``: explore's ops; a trace's settle is never added whole."""
+
+    def root(t: Trace) -> Any:
+        return sim_from_trace(t, make_consumer_sim, dict(t.header["variants"]), "polish")
+
+    def apply(sim: Any, op: dict[str, Any]) -> list[Any] | None:
+        before = len(sim.log)
+        observations = list(sim.replay([action_of(op, "polish")]))
+        sim.port.records = list(sim.port.records)
+        if not observations and len(sim.log) == before and op.get("op") != "stall":
+            return None
+        return observations
+
+    # a settle is many ops (and no explore edge): never added whole
+    own = (*CONSUMER_OPS, "cont", "settle")
+    return PolishSpace(root, apply, _enabled, _clone, lambda sim: consumer_key(sim, symmetry=False), own)

@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from conformance.engine.machine import GroupMachine, MachineSettings, bind, per_run
 from conformance.engine.rules import MEMBER, FaultHost, FaultRules, TimeRules, WireFaultRules, Wording
-from conformance.protocols.build import consumer_settle_bound, make_consumer_sim
+from conformance.protocols.consumer.build import consumer_settle_bound, make_consumer_sim
 from conformance.protocols.consumer.realtime import (
     MODEL_CONSUMER_TIMING,
     REAL_CONSUMER_TIMING,

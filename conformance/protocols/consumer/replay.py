@@ -21,8 +21,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.engine.checker import Checker
+from conformance.engine.replay import (
+    ReplayResult,
+    judge,
+    op_groups,
+    recorded_exactly,
+    replay,
+    sim_from_trace,
+    take_port_findings,
+    verdict,
+)
+from conformance.errors import ToolError
 from conformance.formats.trace_file import Trace
-from conformance.trace.replay import ReplayResult, replay
+from conformance.protocols.consumer.build import make_consumer_sim
+from conformance.protocols.consumer.swarm import consumer_row
+from conformance.protocols.consumer.trace import action_of
 
 #: real time after the last op, so that a timer the last answers depend on is inside the window
 SETTLE_MS = 700
@@ -119,7 +133,7 @@ def replay_consumer_on_target(
 ) -> tuple[ReplayResult, list[str]]:
     """Replay the consumer ``trace`` on the real target ``spec``; (result, notes about the target).
     ``restart_signal``: how a failover op stops the target (kill: a crash, the default; term)."""
-    from conformance.cli.check import real_profile
+    from conformance.engine.profiles import real_profile
     from conformance.protocols.consumer.realtime import RealTimeConsumerSim
     from conformance.protocols.consumer.setup import consumer_setup, not_run_reason
     from conformance.targets.open import open_target
@@ -128,7 +142,7 @@ def replay_consumer_on_target(
     with open_target(spec) as handle:
         handle = local_launcher(handle)
         notes = [f"{handle.name} {handle.version}"] + dropped
-        offered = not_run_reason(handle, "consumer")
+        offered = not_run_reason(handle)
         why = f"{handle.name}: {offered}" if offered else unreplayable(trace, handle)
         if why is not None:
             result = ReplayResult(trace, handle.name, {})
@@ -140,6 +154,7 @@ def replay_consumer_on_target(
         port_factory, config, _ = consumer_setup(handle, real_profile("ci"))
         result = replay(
             trace,
+            "consumer",
             target=handle.name,
             variants=merged,
             port_factory=port_factory,
@@ -154,75 +169,58 @@ def replay_consumer_on_target(
     return result, notes
 
 
-def replay_group_on_target(
-    trace: Trace, spec: str, variants: dict[str, str | None]
-) -> tuple[ReplayResult, list[str]]:
-    """The replay of a consumer or mixed-group trace on a real target."""
-    if trace.protocol == "consumer":
-        return replay_consumer_on_target(trace, spec, variants)
-    if trace.protocol == "mixed":
-        return replay_mixed_on_target(trace, spec, variants)
-    result = ReplayResult(trace, spec, {})
-    result.error = f"protocol {trace.protocol!r} traces do not replay on real targets"
-    return result, []
-
-
-def replay_mixed_on_target(
-    trace: Trace, spec: str, variants: dict[str, str | None], restart_signal: str = "kill"
-) -> tuple[ReplayResult, list[str]]:
-    """Replay a mixed-group trace on ``spec``: each recorded `MixedRun` op (members start, stop,
-    crash, time runs) again on a `RealMixedRun` through the mixed oracle; ``run_for`` sleeps that
-    long in real ticks of the trace's ``tick_ms``. The recorded ``mixed_mutant`` (a coordinator
-    variant) is dropped; the target's migration policy replaces the recorded one."""
-    from conformance.cli.check import real_profile
-    from conformance.protocols.mixed.realtime import WIRE_FAULT_OPS, real_mixed_run
-    from conformance.protocols.mixed.setup import mixed_setup, not_run_reason
-    from conformance.targets.open import open_target
-    from conformance.trace.replay import _take_port_findings, _verdict, replay_mixed_ops
-
-    merged: dict[str, str | None] = dict(variants)
-    notes: list[str] = []
-    recorded = trace.header["variants"].get("mixed_mutant")
-    if recorded and "mixed_mutant" not in variants:
-        merged["mixed_mutant"] = None
-        notes.append(f"coordinator variant mixed_mutant={recorded} dropped: the target is the coordinator")
-    kept = {k: v for k, v in {**trace.header["variants"], **merged}.items() if v is not None}
-    with open_target(spec) as handle:
-        handle = local_launcher(handle)
-        notes.insert(0, f"{handle.name} {handle.version}")
-        result = ReplayResult(trace, handle.name, kept)
-        why = not_run_reason(handle)
-        if why is not None:
-            result.error = f"{handle.name}: {why}"
-            return result, notes
-        for step in trace.steps:
-            if step.action.get("op") == "failover" and why_no_restart(handle) is not None:
-                result.error = f"{trace.path}:{step.line}: the trace fails the coordinator over; {why_no_restart(handle)}"
-                return result, notes
-        if handle.session is not None:  # failover ops restart the target (mixed_failover: either group type)
-            handle.session.max_restarts = failovers(trace)
-            handle.session.restart_signal = restart_signal
-        # wire-fault ops need the fault proxy's port (`mixed_faults`, the `faults` profile's)
-        faulty = any(step.action.get("op") in WIRE_FAULT_OPS for step in trace.steps)
-        factory, _config, _ = mixed_setup(handle, real_profile("faults" if faulty else "ci"))
-        setup = dict(trace.header["setup"])
-        port = factory(int(setup.get("seed", 0)), kept)
-        if setup.get("policy") and setup["policy"] != port.coordinator.config.policy.value:
-            notes.append(
-                f"recorded migration policy {setup['policy']}; the target runs "
-                f"{port.coordinator.config.policy.value}"
-            )
-        run = real_mixed_run(port, setup, kept)
-        result.sim = run
+def replay_consumer(
+    trace: Trace,
+    result: ReplayResult,
+    *,
+    port_factory: Any = None,
+    exact: bool = True,
+    coverage: Any = None,
+    real: dict[str, Any] | None = None,
+) -> ReplayResult:
+    """Consumer traces: call each recorded action again; its observations must match the step
+    lines it produced (the action's own line and the ``cont`` lines after it). With ``real``
+    (`replay_consumer_on_target`) the port is the consumer oracle on a real clock: the target's
+    settings replace the recording's and the oracle's findings count as violations."""
+    try:
+        sim = sim_from_trace(
+            trace,
+            make_consumer_sim,
+            result.variants,
+            f"{trace.path}:1",
+            (real or {}).get("config"),
+            port_factory=port_factory,
+            sim_class=(real or {}).get("sim_class"),
+        )
+    except ToolError as exc:
+        result.error = str(exc)
+        return result
+    result.sim = sim
+    if coverage is not None:
+        coverage.start(sim)
+    checker = Checker("consumer")
+    groups = op_groups(trace, result)
+    if groups is None:
+        return result
+    for first, recorded in groups:
+        where = f"{trace.path}:{first.line}"
         try:
-            if not replay_mixed_ops(
-                trace, result, run, lambda steps: _take_port_findings(result, run, steps[-1].n)
-            ):
-                return result, notes
-        finally:
-            port.close()
-        result.target_version = handle.version  # type: ignore[attr-defined]
-        if port.unsupported is not None:
-            result.error = f"{trace.path}: not replayable on a real target: {port.unsupported}"
-            return result, notes
-        return _verdict(result, False), notes
+            observations = sim.replay([action_of(first.action, where)])
+        except ToolError as exc:
+            result.error = str(exc)
+            return result
+        except Exception as exc:
+            result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+            return result
+        if coverage is not None:
+            coverage.visit(sim)
+        judge(trace, result, checker, sim, recorded, observations)
+        if real is not None:
+            take_port_findings(result, sim, recorded[-1].n)
+    if real is not None and real.get("settle_ms") and groups:
+        last = trace.steps[-1].n + 1
+        obs = sim.advance(int(real["settle_ms"]))
+        result.observations.append(obs)
+        result.violations += checker.check(obs, last)
+        take_port_findings(result, sim, last)
+    return verdict(result, exact and recorded_exactly(trace, result), consumer_row)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine.checker import Checker
+from conformance.engine.scenario import ScenarioResult, run_steps
 from conformance.errors import SpecError
-from conformance.protocols.build import consumer_settle_bound, make_consumer_sim
-from conformance.protocols.classic.scenarios import ScenarioResult, run_steps
+from conformance.protocols.consumer.build import consumer_settle_bound, make_consumer_sim
 from conformance.specs import Scenario
 from model.consumer.client import VirtualConsumer
 from model.consumer.messages import ConsumerGroupHeartbeatResponse

@@ -1,8 +1,9 @@
-"""Which protocols a real target runs, and the set-up of a consumer-protocol run (docs/real-targets.md).
+"""Whether a real target runs the KIP-848 consumer protocol, and the set-up of a consumer run
+(docs/real-targets.md).
 
-`not_run_reason` says why a protocol cannot run on an opened target: the target does not offer it
-(ApiVersions lists no JoinGroup / ConsumerGroupHeartbeat v1; mixed groups need both). `--protocol all` reports such a protocol as "not offered" /
-"not run" instead of failing. `consumer_setup` gives the consumer machine its oracle port and the
+`not_run_reason` says why it cannot run on an opened target: ApiVersions lists no
+ConsumerGroupHeartbeat v1. `--protocol all` reports such a protocol as "not offered" / "not run"
+instead of failing. `consumer_setup` gives the consumer machine its oracle port and the
 model settings that match what the target was started with.
 """
 
@@ -32,29 +33,19 @@ CONSUMER_REAL_PROFILES = {
 }
 
 
-def not_run_reason(handle: Any, protocol: str) -> str | None:
+def not_run_reason(handle: Any) -> str | None:
     caps = handle.capabilities
-    if protocol == "classic":
-        if caps is not None and "classic" not in caps.features:
-            return "not offered: the target does not offer the classic group protocol (JoinGroup)"
+    if caps is None or handle.kind == "model":
         return None
-    if protocol == "consumer":
-        if caps is None or handle.kind == "model":
-            return None
-        if "consumer" not in caps.features:
-            return "not offered: the target does not offer ConsumerGroupHeartbeat (KIP-848)"
-        lo, hi = caps.api_versions.get(68, (0, -1))
-        if not lo <= 1 <= hi:
-            return (
-                f"not run: the target offers ConsumerGroupHeartbeat v{caps.api_versions[68][0]}-"
-                f"v{caps.api_versions[68][1]} only; the oracle drives v1 members (KIP-1082)"
-            )
-        return None
-    if protocol == "mixed":  # conformance/protocols/mixed/setup.py
-        from conformance.protocols.mixed.setup import not_run_reason as mixed_reason
-
-        return None if handle.kind == "model" else mixed_reason(handle)
-    return f"unknown protocol {protocol!r}"
+    if "consumer" not in caps.features:
+        return "not offered: the target does not offer ConsumerGroupHeartbeat (KIP-848)"
+    lo, hi = caps.api_versions.get(68, (0, -1))
+    if not lo <= 1 <= hi:
+        return (
+            f"not run: the target offers ConsumerGroupHeartbeat v{caps.api_versions[68][0]}-"
+            f"v{caps.api_versions[68][1]} only; the oracle drives v1 members (KIP-1082)"
+        )
+    return None
 
 
 def consumer_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Profile]:

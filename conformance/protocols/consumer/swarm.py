@@ -1,4 +1,5 @@
-"""Swarm runs of the KIP-848 consumer protocol: `ConsumerSim` driven like the classic swarm.
+"""Swarm runs of the KIP-848 consumer protocol: `ConsumerSim` driven like the classic swarm
+(`swarm_hooks`, the kit's ``swarm``; `conformance.engine.swarm` draws and writes the rows).
 
 Each run draws members (2-5, some static), their subscriptions, the ConsumerGroupHeartbeat version
 (KIP-1082 v1 unless pinned) and, swarm-testing style, a subset of the fault kinds (stall, lost response,
@@ -15,8 +16,17 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from conformance.engine.swarm import SwarmHooks, sim_seed, symmetric
 from conformance.formats import lake as codec
+from conformance.protocols.consumer.build import make_consumer_sim
+from conformance.protocols.consumer.explore import consumer_key
+from conformance.protocols.consumer.trace import state_summary
 from model.observation import Observation
+
+#: the KIP-848 server assignors (group.consumer.assignors, first = default; docs/protocol-reference.md#b11)
+CONSUMER_ASSIGNORS = ("uniform", "range")
+#: the group id of the swarm's consumer groups (`conformance.protocols.consumer.build` default)
+GROUP_ID = "g"
 
 FAULTS = (
     "stall",
@@ -41,6 +51,30 @@ def consumer_variants(rng: random.Random, pinned: dict[str, str]) -> dict[str, s
     return variants
 
 
+def draw(rng: random.Random, pinned: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The coordinator's default server assignor for now (`draw_late` draws the run's) and the
+    variants; nothing is drawn yet."""
+    return "uniform", consumer_variants(rng, pinned)
+
+
+def draw_late(
+    rng: random.Random, pinned: dict[str, str], assignor: str, variants: dict[str, str], mix: bool
+) -> str:
+    """The server assignor (uniform or range, docs/protocol-reference.md#b11) unless pinned; with ``mix`` also
+    the ConsumerGroupHeartbeat version (v0 or v1) unless pinned."""
+    assignor = rng.choice(CONSUMER_ASSIGNORS)
+    if pinned.get("assignor") in CONSUMER_ASSIGNORS:
+        assignor = pinned["assignor"]
+    if mix and "heartbeat_version" not in pinned:
+        variants["heartbeat_version"] = rng.choice(("1", "1", "0"))
+    return assignor
+
+
+def shaped(pinned: dict[str, str], assignor: str, variants: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """Explore's set-up: its clients name no server assignor, so the default, uniform."""
+    return (assignor if "assignor" in pinned else "uniform"), variants
+
+
 def consumer_client_specs(cfg: Any) -> list[dict[str, Any]]:
     clients = []
     for i in range(cfg.members):
@@ -54,9 +88,6 @@ def consumer_client_specs(cfg: Any) -> list[dict[str, Any]]:
 
 
 def build_consumer_sim(cfg: Any) -> tuple[Any, list[str]]:
-    from conformance.protocols.build import make_consumer_sim
-    from conformance.protocols.classic.swarm import sim_seed
-
     clients = consumer_client_specs(cfg)
     sim = make_consumer_sim(cfg.topics, clients, {}, cfg.variants, seed=sim_seed(cfg))
     return sim, [c["name"] for c in clients]
@@ -81,9 +112,7 @@ class ConsumerDriver:
         if obs is not None:
             self.out.append((obs, label))
             if self.cfg.coverage:
-                from conformance.protocols.classic.swarm import state_key
-
-                self.keys.append(state_key(self.cfg, self.sim))
+                self.keys.append(consumer_key(self.sim, symmetry=symmetric(self.cfg)))
 
     def run(self) -> list[tuple[Observation[Any], str]]:
         guard = 0
@@ -125,7 +154,7 @@ class ConsumerDriver:
 
 def consumer_row(cfg: Any, config_json: str, step: int, obs: Observation[Any], action: str) -> dict[str, Any]:
     w = obs.after
-    g = w.groups.get("g")
+    g = w.groups.get(GROUP_ID)
     epoch = g.group_epoch if g else None
     holdings = []
     for c in w.clients:
@@ -162,3 +191,18 @@ def consumer_row(cfg: Any, config_json: str, step: int, obs: Observation[Any], a
         "subscribed": subscribed,
         "topic_partitions": [{"topic": t, "partitions": n} for t, n in sorted(w.topics.items())],
     }
+
+
+def swarm_hooks() -> SwarmHooks:
+    """The consumer kit's ``swarm``."""
+    return SwarmHooks(
+        FAULTS,
+        draw,
+        draw_late,
+        shaped,
+        consumer_client_specs,
+        ConsumerDriver,
+        consumer_row,
+        lambda world: state_summary(world, GROUP_ID),
+        "ConsumerWorld",
+    )

@@ -10,12 +10,14 @@ response with the recording.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from conformance.engine.minimise import with_steps
 from conformance.errors import UsageError
-from conformance.formats.trace_file import CheckedLog, LogEntry, Trace, trace_of_log
+from conformance.formats.trace_file import CheckedLog, LogEntry, Step, Trace, trace_of_log
 from model.consumer.sim import Action, ConsumerSim
-from model.consumer.world import ConsumerWorld
+from model.consumer.world import AdvanceEvent, ConsumerWorld, HeartbeatEvent
 from model.observation import Observation
 
 
@@ -99,3 +101,37 @@ def to_trace(
         origin=origin,
         violations=violations,
     )
+
+
+def flatten_consumer(trace: Trace) -> Trace:
+    """A consumer trace whose ``settle`` actions are rewritten as the primitive ops they performed.
+
+    A settle is one action whose observations follow on ``cont`` lines; ddmin cannot cut inside it,
+    and it is not one op of `groupcheck explore` either. Each of its heartbeats becomes
+    ``reconcile`` + ``client_step`` of that client (settle completes slow callbacks first; a
+    ``reconcile`` of a client with nothing to finish is a no-op), each tick an ``advance``. So every
+    op is one BFS edge (docs/mutants.md#shrinking). The settle's convergence bound is not kept, so a
+    ``consumer.eventual_convergence`` violation may not survive; `minimise` then keeps the original.
+    The kit's ``minimise_view``.
+    """
+    out: list[Step] = []
+    now = 0
+    in_settle = False
+    for step in trace.steps:
+        op = step.action.get("op")
+        if op != "cont":
+            in_settle = op == "settle"
+        if not in_settle:
+            out.append(step)
+            now = step.now
+            continue
+        event = step.event
+        if isinstance(event, HeartbeatEvent) and event.client is not None:
+            out.append(replace(step, action={"op": "reconcile", "name": event.client}, event=None))
+            out.append(replace(step, action={"op": "client_step", "name": event.client}))
+        elif isinstance(event, AdvanceEvent):
+            out.append(replace(step, action={"op": "advance", "ms": event.now - now}))
+            now = event.now
+        else:
+            return trace  # something a primitive op cannot reproduce: leave the trace as it is
+    return with_steps(trace, out)

@@ -28,7 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from conformance.engine.machine import MachineSettings, bind
 from conformance.engine.rules import MEMBER
-from conformance.protocols.mixed.machine import MixedGroupMachine
+from conformance.protocols.mixed.machine_base import MixedGroupMachine
 from conformance.protocols.mixed.realtime import REAL_TICK_MS, real_mixed_run
 
 CLASSIC_ASSIGNORS = ("range", "cooperative-sticky")

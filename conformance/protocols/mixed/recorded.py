@@ -209,8 +209,11 @@ def recorded_port(trace: Trace) -> RecordedMixedPort:
 
 def replay_recorded(path: Path | Trace) -> Any:
     """Replay a mixed trace against its own recorded answers: a `ReplayResult` (verdict as `replay`)."""
+    from conformance.engine.replay import ReplayResult
+    from conformance.engine.replay import take_port_findings as _take_port_findings
+    from conformance.engine.replay import verdict as _verdict
     from conformance.protocols.mixed.realtime import real_mixed_run
-    from conformance.trace.replay import ReplayResult, _take_port_findings, _verdict, replay_mixed_ops
+    from conformance.protocols.mixed.replay import replay_mixed_ops
 
     trace = path if isinstance(path, Trace) else read_trace(path)
     if trace.protocol != "mixed":

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine.checker import Checker
+from conformance.engine.scenario import ScenarioResult, run_steps
 from conformance.errors import SpecError
-from conformance.protocols.classic.scenarios import ScenarioResult, run_steps
 from conformance.protocols.mixed.trace import make_mixed_run
 from conformance.specs import Scenario
 

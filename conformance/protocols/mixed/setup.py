@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine.profiles import Profile
+from conformance.protocols.classic.setup import not_run_reason as classic_reason
+from conformance.protocols.consumer.setup import not_run_reason as consumer_reason
 
 #: Real-time mixed runs: each example forms, upgrades and rejoins a group first (about 6 s), then
 #: every step lets real time pass; names match the model's profiles.
@@ -25,10 +27,8 @@ MIXED_REAL_PROFILES = {
 
 
 def not_run_reason(handle: Any) -> str | None:
-    from conformance.protocols.consumer.setup import not_run_reason as protocol_reason
-
-    for protocol in ("classic", "consumer"):
-        why = protocol_reason(handle, protocol)
+    for protocol_reason in (classic_reason, consumer_reason):
+        why = protocol_reason(handle)
         if why is not None:
             return f"not run: mixed groups need both group protocols ({why})"
     return None

@@ -1,16 +1,15 @@
 """BFS polish: replace a minimised trace's tail by a shorter op sequence, found breadth-first.
 
-Delta debugging (`conformance.trace.minimise`) only drops ops, so it stops at a 1-minimal
+Delta debugging (`conformance.engine.minimise`) only drops ops, so it stops at a 1-minimal
 sub-sequence of what the random run happened to do; a shorter counterexample may need ops the run
 never took (a stall instead of two members' joins, one member instead of two). This pass searches
 for one: from the state after each prefix of the trace, longest prefix first, a breadth-first
-search over `groupcheck explore`'s ops (`conformance.protocols.classic.explore._enabled` for classic traces,
-`conformance.protocols.consumer.explore._enabled` for consumer ones: one op = one BFS edge, so lengths
+search over `groupcheck explore`'s ops (the kit's ``polish_space``: one op = one BFS edge, so lengths
 stay in explore's unit) plus the trace's own ops (a failover, a raw request, a restart, an
 unsubscribe: whatever the run needed that explore's alphabet lacks), looking for a violation of
 the same invariant in fewer ops than the tail it replaces. States are deduplicated by explore's
 abstractions without symmetry (the trace's own ops name clients). Every candidate is checked by
-replaying it (`minimise._fails`), so the pass can only shorten a trace that still fails.
+replaying it (`conformance.engine.minimise.fails`), so the pass can only shorten a trace that still fails.
 
 Why (docs/mutants.md#shrinking): the kill matrix's shrunk / BFS-minimal ratio (goal <= 1.25) was 1.40 where ddmin kept a
 7-op path that BFS does in 5.
@@ -25,16 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.engine.checker import Checker
+from conformance.engine.kit import ProtocolKit, resolve
+from conformance.engine.minimise import fails, with_steps
 from conformance.formats.trace_file import Step, Trace
-from conformance.trace.minimise import _fails, _with_steps
-
-#: classic explore op kinds the polish adds only when the trace itself used that kind
-OPTIONAL_KINDS = ("lose_response", "leave", "restart")
 
 
 @dataclass
-class _Protocol:
-    """What the search needs from one protocol's simulator and explorer."""
+class PolishSpace:
+    """What the search needs from one protocol's simulator and explorer (its kit's ``polish_space``)."""
 
     root: Callable[[Trace], Any]
     apply: Callable[[Any, dict[str, Any]], list[Any] | None]  # observations; None: the op did nothing
@@ -42,59 +39,6 @@ class _Protocol:
     clone: Callable[[Any], Any]
     key: Callable[[Any], str]
     own: tuple[str, ...]  # explore's op kinds: the trace's ops of other kinds are added verbatim
-
-
-def _classic(trace: Trace) -> _Protocol:
-    from conformance.protocols.build import make_classic_sim
-    from conformance.protocols.classic.abstraction import abstract_key
-    from conformance.protocols.classic.explore import DEFAULT_OPS, _enabled, clone
-    from conformance.protocols.classic.trace import CLIENT_OPS, apply_op
-    from conformance.trace.replay import sim_from_trace
-
-    used = {s.action.get("op") for s in trace.steps}
-    kinds = (*DEFAULT_OPS, *(k for k in OPTIONAL_KINDS if k in used))
-
-    def root(t: Trace) -> Any:
-        return sim_from_trace(t, make_classic_sim, dict(t.header["variants"]), "polish")
-
-    def apply(sim: Any, op: dict[str, Any]) -> list[Any] | None:
-        obs = apply_op(sim, op, "polish")
-        sim.log.clear()
-        sim.port.records.clear()  # the log of records, not state
-        if obs is None:
-            return [] if op.get("op") in CLIENT_OPS else None
-        return [obs]
-
-    return _Protocol(
-        root,
-        apply,
-        lambda sim: _enabled(sim, kinds),
-        clone,
-        lambda sim: abstract_key(sim, symmetry=False),
-        (*DEFAULT_OPS, *OPTIONAL_KINDS),
-    )
-
-
-def _consumer(trace: Trace) -> _Protocol:
-    from conformance.protocols.build import make_consumer_sim
-    from conformance.protocols.consumer.explore import CONSUMER_OPS, _clone, _enabled, consumer_key
-    from conformance.protocols.consumer.trace import action_of
-    from conformance.trace.replay import sim_from_trace
-
-    def root(t: Trace) -> Any:
-        return sim_from_trace(t, make_consumer_sim, dict(t.header["variants"]), "polish")
-
-    def apply(sim: Any, op: dict[str, Any]) -> list[Any] | None:
-        before = len(sim.log)
-        observations = list(sim.replay([action_of(op, "polish")]))
-        sim.port.records = list(sim.port.records)
-        if not observations and len(sim.log) == before and op.get("op") != "stall":
-            return None
-        return observations
-
-    # a settle is many ops (and no explore edge): never added whole
-    own = (*CONSUMER_OPS, "cont", "settle")
-    return _Protocol(root, apply, _enabled, _clone, lambda sim: consumer_key(sim, symmetry=False), own)
 
 
 def _ops(trace: Trace) -> list[int]:
@@ -118,16 +62,16 @@ def _extras(trace: Trace, own: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 def _search(
-    proto: _Protocol,
+    proto: PolishSpace,
     root: Any,
     target: str,
     depth: int,
     extras: list[dict[str, Any]],
     deadline: float,
-    protocol: str,
+    kit: ProtocolKit,
 ) -> tuple[dict[str, Any], ...] | None:
     """A shortest op path (at most ``depth`` ops) from ``root`` to a violation of ``target``."""
-    checker = Checker(protocol)
+    checker = Checker(kit)
     frontier: list[tuple[Any, tuple[dict[str, Any], ...]]] = [(root, ())]
     seen = {proto.key(root)}
     for level in range(depth):
@@ -155,16 +99,17 @@ def _search(
     return None
 
 
-def polish(trace: Trace, invariant: str, *, budget_s: float = 5.0) -> Trace:
+def polish(
+    trace: Trace, invariant: str, *, budget_s: float = 5.0, kit: ProtocolKit | str | None = None
+) -> Trace:
     """``trace`` with its tail replaced by a shorter failing one where a search within ``budget_s``
-    CPU seconds finds it (longest prefix first, so cheap searches go first); else ``trace``.
+    CPU seconds finds it (longest prefix first, so cheap searches go first); else ``trace`` (also
+    when its kit, by default the installed kit of its protocol, has no ``polish_space``).
     Returns a trace of plain ops (``minimise`` re-records it)."""
-    if trace.protocol == "classic":
-        proto = _classic(trace)
-    elif trace.protocol == "consumer":
-        proto = _consumer(trace)
-    else:
+    kit = resolve(trace.protocol if kit is None else kit)
+    if kit.polish_space is None:
         return trace
+    proto = kit.polish_space(trace)
     deadline = time.process_time() + budget_s
     extras = _extras(trace, proto.own)
     steps = list(trace.steps)
@@ -179,11 +124,11 @@ def polish(trace: Trace, invariant: str, *, budget_s: float = 5.0) -> Trace:
                     proto.apply(root, step.action)
         except Exception:
             break
-        tail = _search(proto, root, invariant, len(ops) - k - 1, extras, deadline, trace.protocol)
+        tail = _search(proto, root, invariant, len(ops) - k - 1, extras, deadline, kit)
         if tail is not None:
             candidate = steps[:cut] + [Step(0, 0, dict(op)) for op in tail]
-            if _fails(trace, candidate, invariant):
+            if fails(trace, candidate, invariant):
                 steps = candidate
-                ops = _ops(_with_steps(trace, steps))
+                ops = _ops(with_steps(trace, steps))
         k = min(k - 1, len(ops) - 2)
-    return _with_steps(trace, steps)
+    return with_steps(trace, steps)

@@ -1,56 +1,25 @@
 """Coverage of the explored state graph by a run (`check --coverage`, `replay --coverage`).
 
 A run is mapped onto the graph `groupcheck explore --graph FILE` wrote: after every op the
-simulator's abstract state (`conformance.protocols.classic.abstraction` for classic groups,
-`conformance.protocols.consumer.explore.consumer_key` for KIP-848 ones; the graph names its protocol)
-is a node, consecutive states an edge. Reported: the share of the graph's states and transitions the run reached, plus how many it
+simulator's abstract state (the ``state_key`` of the kit of the protocol the graph names) is a
+node, consecutive states an edge. Reported: the share of the graph's states and transitions the run reached, plus how many it
 reached outside the graph (beyond the explored depth, or with ops explore did not use). The
-picture projects the graph onto the group's states (Kafka's classic group state machine,
-ClassicGroupState.java, or ConsumerGroup.ConsumerGroupState for KIP-848) with every edge labelled
-covered/total abstract transitions.
+picture projects the graph onto the group's states (the kit's ``coverage_places``: Kafka's classic
+group state machine, ClassicGroupState.java, or ConsumerGroup.ConsumerGroupState for KIP-848) with
+every edge labelled covered/total abstract transitions.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
+from conformance.engine.explore import load_graph
+from conformance.engine.kit import ProtocolKit, resolve
 from conformance.errors import UsageError
-from conformance.protocols.classic.abstraction import abstract_key
-
-#: where each group state sits in the picture: Kafka's classic and KIP-848 group state machines
-PLACES: dict[str, tuple[list[str], dict[str, tuple[int, int]]]] = {
-    "classic": (
-        ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"],
-        {
-            "Empty": (0, 1),
-            "PreparingRebalance": (1, 2),
-            "CompletingRebalance": (2, 1),
-            "Stable": (1, 0),
-            "Dead": (-1, 0),
-        },
-    ),
-    "consumer": (
-        ["Empty", "Assigning", "Reconciling", "Stable"],
-        {"Empty": (0, 1), "Assigning": (1, 2), "Reconciling": (2, 1), "Stable": (1, 0)},
-    ),
-}
-
-
-def load_graph(path: Path) -> tuple[dict[str, Any], Any]:
-    from networkx.readwrite import json_graph
-
-    try:
-        data = json.loads(path.read_text())
-        graph = json_graph.node_link_graph(data["graph"], directed=True, edges="edges")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path}: not an explore graph ({exc})") from None
-    meta = {k: v for k, v in data.items() if k != "graph"}
-    return meta, graph
 
 
 @dataclass
@@ -65,12 +34,12 @@ class Coverage:
     def protocol(self) -> str:
         return str(self.meta.get("protocol", "classic"))
 
-    def key(self, sim: Any) -> str:
-        if self.protocol == "consumer":
-            from conformance.protocols.consumer.explore import consumer_key
+    @property
+    def kit(self) -> ProtocolKit:
+        return resolve(self.protocol)
 
-            return consumer_key(sim)
-        return abstract_key(sim)
+    def key(self, sim: Any) -> str:
+        return str(self.kit.require("state_key")(sim))
 
     def require(self, protocol: str) -> None:
         """A run of ``protocol`` can only be mapped onto a graph explored for the same protocol."""
@@ -137,7 +106,9 @@ class Coverage:
         import matplotlib.pyplot as plt
 
         proj = self.projection()
-        order, places = PLACES[self.protocol]
+        if self.kit.coverage_places is None:
+            raise UsageError(f"protocol {self.protocol!r} does not offer coverage places")
+        order, places = self.kit.coverage_places
         pos = {
             n: places.get(n, (2, 2 - i))
             for i, n in enumerate(sorted(proj.nodes, key=lambda n: (n not in order, n)))
@@ -194,3 +165,6 @@ class Coverage:
         fig.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else {})
         plt.close(fig)
         return path
+
+
+__all__ = ["Coverage", "load_graph"]

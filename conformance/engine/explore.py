@@ -1,0 +1,91 @@
+"""What every protocol's breadth-first explorer shares: its result, found paths, the saved graph.
+
+A kit's ``explore`` walks its model's abstract states (`conformance.protocols.classic.explore`,
+`conformance.protocols.consumer.explore`); the graph it saves (node-link JSON with its settings)
+is the input of coverage (`conformance.engine.coverage`) and of the pipeline's metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+from networkx.readwrite import json_graph
+
+from conformance.errors import UsageError
+
+
+@dataclass
+class Found:
+    invariant: str
+    message: str
+    path: tuple[dict[str, Any], ...]
+
+
+@dataclass
+class ExploreResult:
+    protocol: str
+    members: int
+    partitions: int
+    variants: dict[str, str]
+    depth: int
+    ops: tuple[str, ...]
+    graph: Any = field(default_factory=nx.DiGraph)
+    levels_done: int = 0
+    complete: bool = False  # the frontier emptied: every reachable abstract state was seen
+    seconds: float = 0.0
+    budget_hit: bool = False
+    found: dict[str, Found] = field(default_factory=dict)
+    setup: dict[str, Any] = field(default_factory=dict)
+    prefix: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def states(self) -> int:
+        return int(self.graph.number_of_nodes())
+
+    @property
+    def transitions(self) -> int:
+        return int(self.graph.number_of_edges())
+
+
+def path_to(parent: dict[str, tuple[str, dict[str, Any]] | None], key: str) -> tuple[dict[str, Any], ...]:
+    """The ops from the root to ``key`` along the BFS tree (``parent``: key -> (parent key, op))."""
+    ops: list[dict[str, Any]] = []
+    link = parent[key]
+    while link is not None:
+        key, op = link
+        ops.append(op)
+        link = parent[key]
+    return tuple(reversed(ops))
+
+
+def save_graph(result: ExploreResult, path: Path) -> Path:
+    """The explored graph as node-link JSON with its settings (input of coverage)."""
+    data = {
+        "protocol": result.protocol,
+        "members": result.members,
+        "partitions": result.partitions,
+        "variants": result.variants,
+        "ops": list(result.ops),
+        "levels_done": result.levels_done,
+        "complete": result.complete,
+        "setup": result.setup,
+        "graph": json_graph.node_link_data(result.graph, edges="edges"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+    return path
+
+
+def load_graph(path: Path) -> tuple[dict[str, Any], Any]:
+    """(settings, graph) of a graph `save_graph` wrote; a usage error naming the file otherwise."""
+    try:
+        data = json.loads(path.read_text())
+        graph = json_graph.node_link_graph(data["graph"], directed=True, edges="edges")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path}: not an explore graph ({exc})") from None
+    meta = {k: v for k, v in data.items() if k != "graph"}
+    return meta, graph
