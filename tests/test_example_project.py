@@ -117,6 +117,21 @@ def test_the_plugin_collects_nothing_without_a_target_and_markers_are_strict(tmp
     assert names == {"test_a_new_member_is_asked_for_its_member_id", "test_the_target_under_test_is_named"}
 
 
+def test_an_unknown_target_is_a_usage_error(tmp_path: Path) -> None:
+    project = tmp_path / "broker-ci"
+    shutil.copytree(EXAMPLE, project)
+    for spec, words in (("no-such-broker", "unknown"), ("mutant:no-such-mutant", "unknown mutant")):
+        out = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--groupcheck-target", spec],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 4, out.stdout + out.stderr  # pytest's usage error, before any run
+        assert f"--groupcheck-target {spec}" in out.stderr and words in out.stderr, out.stderr
+
+
 @pytest.mark.target
 def test_the_suite_on_apache_kafka(tmp_path: Path) -> None:
     out, root = _run(

@@ -68,6 +68,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    spec = config.getoption("--groupcheck-target", default=None)
+    if spec is not None:
+        _check_target(spec)
+
+
+def _check_target(spec: str) -> None:
+    """A target name nothing can open is a usage error before anything runs (pytest exit 4)."""
+    from conformance.errors import ToolError
+    from conformance.targets import TARGETS
+    from conformance.targets.open import HOST_PORT, MUTANT_PREFIX, _plugin
+
+    try:
+        if spec.startswith(MUTANT_PREFIX):
+            from conformance.mutants import get_mutant
+
+            get_mutant(spec[len(MUTANT_PREFIX) :])
+            return
+        if spec == "model" or spec in TARGETS or HOST_PORT.match(spec) or _plugin(spec) is not None:
+            return
+    except ToolError as e:
+        raise pytest.UsageError(f"--groupcheck-target {spec}: {e}") from None
+    raise pytest.UsageError(
+        f"--groupcheck-target {spec}: unknown (use model, mutant:NAME, host:port or one of {', '.join(TARGETS)})"
+    )
 
 
 def _seed(config: pytest.Config) -> int:
