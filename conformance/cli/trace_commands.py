@@ -159,7 +159,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def explain_example(inv_id: str) -> None:
-    """`explain`: the shortest committed counterexample of ``inv_id``, its last steps as a table."""
+    """`explain`: the shortest shipped regression trace of ``inv_id``, its last steps as a table."""
     from conformance.formats.trace_file import read_trace
     from conformance.trace import render
     from conformance.trace.catalogue import shortest
