@@ -9,23 +9,33 @@ PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
 LEVEL ?= protocol
 
-.PHONY: install test lint check bench clean proofs conformance-reports docs
+.PHONY: install install-spark wheel test lint check bench clean proofs conformance-reports docs
 
-$(STAMP): pyproject.toml
+SPARK_STAMP := $(VENV)/.installed-spark
+
+# the package (editable), its test extra and the exactly pinned lint tools (requirements-dev.lock)
+$(STAMP): pyproject.toml setup.py requirements-dev.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,spark]'  # spark: the pipeline's tests run in CI (Java 17 is on the machine)
+	$(BIN)/python -m pip install -q -e '.[test]' -r requirements-dev.lock
 	touch $(STAMP)
+
+# the spark extra: the pipeline's tests run in `make test` and CI (Java 17 is on the machine)
+$(SPARK_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,spark]' -r requirements-dev.lock
+	touch $(SPARK_STAMP)
 
 install: $(STAMP)
 
+install-spark: $(SPARK_STAMP)
+
 lint: $(STAMP)
-	$(BIN)/ruff check model conformance tests benchmarks
-	$(BIN)/ruff format --check model conformance tests benchmarks
+	$(BIN)/ruff check model conformance tests benchmarks examples setup.py
+	$(BIN)/ruff format --check model conformance tests benchmarks examples setup.py
 	$(BIN)/mypy model conformance/engine conformance/wire
 	$(BIN)/lint-imports
 
-test: $(STAMP) lint
+test: $(SPARK_STAMP) lint
 	$(BIN)/python -m pytest
 
 check: $(STAMP)
@@ -46,5 +56,9 @@ docs: $(STAMP)
 proofs: $(STAMP)
 	$(BIN)/groupcheck prove --report reports/proofs.md
 
+# the wheel a broker team installs (dist/groupcheck-*.whl); tests/test_wheel.py installs it in a fresh venv
+wheel: $(STAMP)
+	$(BIN)/python -m pip wheel -q --no-deps -w dist .
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

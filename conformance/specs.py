@@ -14,9 +14,10 @@ import yaml
 
 from conformance import schema_check, strict
 from conformance.errors import SpecError
+from conformance.resources import specs_dir
 from model.invariants import KINDS, load_all
 
-SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+SPECS_DIR = specs_dir()  # the repository's specs/, installed as conformance._specs
 CHECKERS = frozenset({"hypothesis", "z3", "trace", "spark", "scenario", "explore"})
 INVARIANT_FIELDS = ("id", "kind", "protocol", "statement", "source", "checkers")
 

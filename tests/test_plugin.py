@@ -54,6 +54,8 @@ def test_coordinator_fixture_on_a_real_target(tmp_path: Path) -> None:
             "no:cacheprovider",
             "--groupcheck-target",
             "kfake",
+            "-m",
+            "not groupcheck",  # the user's tests only, not the suite's items
             "test_user.py",
         ],
         cwd=tmp_path,

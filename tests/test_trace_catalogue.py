@@ -8,7 +8,7 @@ import pytest
 
 from conformance.cli.main import main
 from conformance.specs import load_invariants
-from conformance.trace.catalogue import CATALOGUE, committed_counterexamples, render
+from conformance.trace.catalogue import CATALOGUE, ROOT, committed_counterexamples, render
 
 
 def test_committed_catalogue_is_current() -> None:
@@ -33,9 +33,10 @@ def test_regressions_are_linked_from_their_invariants() -> None:
 def test_explain_shows_the_shortest_counterexample(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "classic.single_owner_consumer"]) == 0
     out = capsys.readouterr().out
-    best = committed_counterexamples()["classic.single_owner_consumer"][0]
-    assert f"counterexample: {best.path} ({best.steps} steps" in out
+    shipped = committed_counterexamples(ROOT, ("tests/regressions",))["classic.single_owner_consumer"]
+    best = shipped[0]
+    assert f"counterexample: {best.path.name} ({best.steps} steps" in out
     assert "!! VIOLATED classic.single_owner_consumer" in out
     assert main(["explain", "classic.max_size"]) == 0
-    assert "none committed" in capsys.readouterr().out
+    assert "none shipped" in capsys.readouterr().out
     assert main(["explain"]) == 2

@@ -57,10 +57,14 @@ def test_images_are_written_and_stable(trace_file: Path, tmp_path: Path, fmt: st
     assert data[:4] == (b"\x89PNG" if fmt == "png" else b"<?xm")
     if fmt == "svg":
         assert data == b.read_bytes()  # no dates, stable ids
-        assert b"VIOLATED classic.single_owner_consumer" in data or b"single_owner_consumer" in data
+        assert b"<text" in data  # real text, not glyph outlines
+        assert b"VIOLATED classic.single_owner_consumer" in data
 
 
 def test_show_text_and_bad_window(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(trace_file)]) == 0
     assert "!! VIOLATED" in capsys.readouterr().out
     assert main(["show", str(trace_file), "--steps", "x:y"]) == 2
+    assert main(["show", str(trace_file), "--steps", "9:3"]) == 2  # backwards
+    assert main(["show", str(trace_file), "--steps", "0:3"]) == 2  # steps count from 1
+    assert "1 <= FROM <= TO" in capsys.readouterr().err

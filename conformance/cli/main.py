@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
 from conformance.protocols import KITS, get_kit, parse_variants
@@ -14,26 +16,78 @@ from conformance.protocols import KITS, get_kit, parse_variants
 #: the protocol a command runs when ``--protocol`` is not given
 DEFAULT_PROTOCOL = "classic"
 
+#: commands that draw a live progress line on a terminal (conformance/cli/progress.py)
+PROGRESS = ("check", "explore", "mutants", "pipeline")
+
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"usage: {message}")
 
 
+class _Version(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from conformance.formats.trace_file import groupcheck_version
+
+        print(f"groupcheck {groupcheck_version()}")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from conformance.cli import help as texts
     from conformance.cli.arguments import integer, number
 
-    p = _Parser(prog="groupcheck", description="Kafka consumer-group conformance suite")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = _Parser(
+        prog="groupcheck",
+        description="Kafka consumer-group conformance suite: a reference model of the group coordinator\n"
+        "and property-based checks of real coordinators against it.",
+        epilog=f"{texts.EXIT_CODES}\n\n'groupcheck COMMAND --help' describes a command. Docs: docs/cli.md",
+    )
+    p.add_argument("--version", action=_Version, help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
-    c = sub.add_parser("check", help="run the stateful suite against a target")
-    c.add_argument("--target", default="model")
-    c.add_argument("--protocol", default=DEFAULT_PROTOCOL, choices=[*KITS, "all"])
-    c.add_argument("--max-examples", type=integer("max_examples"))
-    c.add_argument("--seed", type=integer("seed"), default=0)
-    c.add_argument("--profile", default="ci")
-    c.add_argument("--variant", action="append", default=[])
-    c.add_argument("--report-dir", type=Path)
+    c = sub.add_parser(
+        "check",
+        help="run the stateful suite against a target",
+        description="Run the stateful suite against a target; a failure writes a minimal counterexample.",
+        epilog=f"{texts.variants_epilog()}\n\n{texts.EXIT_CODES}",
+    )
+    c.add_argument("--target", default="model", help=texts.targets_help())
+    c.add_argument(
+        "--protocol",
+        default=DEFAULT_PROTOCOL,
+        choices=[*KITS, "all"],
+        help=f"{texts.PROTOCOLS}; default {DEFAULT_PROTOCOL}",
+    )
+    c.add_argument(
+        "--max-examples", type=integer("max_examples"), help="examples to generate (default: the profile's)"
+    )
+    c.add_argument(
+        "--seed",
+        type=integer("seed"),
+        default=0,
+        help="Hypothesis seed (integer, default 0): same seed, same run",
+    )
+    c.add_argument("--profile", default="ci", help=f"{texts.profiles_help()}; default ci")
+    c.add_argument(
+        "--variant", action="append", default=[], help="KEY=VALUE, repeatable: a model variant (below)"
+    )
+    c.add_argument(
+        "--report-dir", type=Path, help="write summary.md, results.json, junit.xml per protocol here"
+    )
+    c.add_argument(
+        "--no-minimise",
+        dest="minimise",
+        action="store_false",
+        help="write Hypothesis' shrunk counterexample as it is (default: minimise it further, replaying each step)",
+    )
     c.add_argument("--design", help="check a design the seeds weighed instead (conformance/designs)")
     c.add_argument("--level", default="protocol", choices=["protocol", "kafka-compat"])
     c.add_argument(
@@ -70,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report-dir", type=Path)
 
     e = sub.add_parser("explain", help="an invariant's statement, source and checkers")
-    e.add_argument("id", nargs="?")
+    e.add_argument("id", nargs="?", help="invariant id, e.g. classic.single_owner_consumer (see --list)")
+    e.add_argument("--list", action="store_true", help="list every invariant id with its kind and protocol")
     e.add_argument("--write-catalogue", action="store_true", help="regenerate reports/invariants.md")
 
     # -- traces (conformance/trace): replay, show, explore
@@ -132,13 +187,21 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.serve.command import add_parser as add_serve_parser  # the model served on loopback
 
     add_serve_parser(sub)
+    texts.complete(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        if not (sys.argv[1:] if argv is None else list(argv)):  # bare `groupcheck`: what it can do
+            parser.print_help()
+            return EXIT_TOOL
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version
+            return int(done.code or 0)
         from conformance.cli.arguments import preflight
 
         preflight(args)
@@ -162,7 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.serve.command import cmd_serve
 
         handler["serve"] = cmd_serve
-        return handler[args.command](args)
+        from conformance.cli.progress import progress
+
+        drawn = (
+            progress(f"groupcheck {args.command}") if args.command in PROGRESS else contextlib.nullcontext()
+        )
+        with drawn:
+            return handler[args.command](args)
     except ToolError as exc:
         print(f"groupcheck: error: {exc}", file=sys.stderr)
         return EXIT_TOOL
@@ -220,6 +289,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
         )
+        example = None
         if result.violations:
             ids = sorted({v.invariant for v in result.violations})
             print(f"violated: {', '.join(ids)}")
@@ -229,18 +299,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             for i, line in enumerate(result.steps, 1):
                 print(f"  {i:3d}. {line}")
             if result.trace is not None:
-                from conformance.trace.emit import default_run_dir, emit_counterexample
+                from conformance.cli.counterexample import write_counterexample
+                from conformance.trace.emit import default_run_dir
 
                 run_dir = args.report_dir / protocol if args.report_dir else None
-                emit_counterexample(
-                    result.trace, run_dir or default_run_dir("check", args.target, protocol, args.seed)
-                )
+                run_dir = run_dir or default_run_dir("check", args.target, protocol, args.seed)
+                example = write_counterexample(result.trace, run_dir, shrink=args.minimise)
             worst = max(worst, EXIT_VIOLATION)
         elif result.vacuous:
             print(f"inconclusive: never exercised {', '.join(result.vacuous)}")
             worst = EXIT_INCONCLUSIVE if worst == EXIT_OK else worst
         if args.report_dir:
-            out = write_check_report(result, args.report_dir / protocol)
+            out = write_check_report(result, args.report_dir / protocol, example)
             print(f"report: {out}/summary.md")
         if coverage is not None and coverage.protocol == protocol:
             from conformance.cli.trace_commands import report_coverage
@@ -271,15 +341,16 @@ def cmd_check_target(args: argparse.Namespace) -> int:
     for run in runs:
         protocol = run.result.protocol
         codes.append(print_result(run))
+        example = None
         if run.result.violations and run.result.trace is not None:
-            from conformance.trace.emit import default_run_dir, emit_counterexample
+            from conformance.cli.counterexample import write_counterexample
+            from conformance.trace.emit import default_run_dir
 
             run_dir = args.report_dir / protocol if args.report_dir else None
-            emit_counterexample(
-                run.result.trace, run_dir or default_run_dir("check", run.result.target, protocol, args.seed)
-            )
+            run_dir = run_dir or default_run_dir("check", run.result.target, protocol, args.seed)
+            example = write_counterexample(run.result.trace, run_dir)
         if args.report_dir:
-            out = write_target_report(run, args.report_dir / protocol)
+            out = write_target_report(run, args.report_dir / protocol, example)
             print(f"report: {out}/summary.md")
     for protocol, why in skipped:
         print(f"{protocol} on {args.target}: {why}")
@@ -337,12 +408,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
         print(f"wrote {write()}")
         return EXIT_OK
-    if args.id is None:
-        raise UsageError("usage: explain ID (or --write-catalogue)")
     specs = load_invariants()
+    if args.list:
+        for inv_id, item in sorted(specs.items()):
+            print(f"{inv_id:48s} {item.kind:10s} {item.protocol}")
+        return EXIT_OK
+    if args.id is None:
+        raise UsageError("usage: explain ID (or --list, --write-catalogue)")
     spec = specs.get(args.id)
     if spec is None:
-        raise UsageError(f"unknown invariant {args.id!r} (see specs/invariants.yaml)")
+        raise UsageError(f"unknown invariant {args.id!r} (see groupcheck explain --list)")
     print(f"{spec.id}  ({spec.kind}, {spec.protocol})")
     print(f"  statement: {spec.statement}")
     print(f"  source:    {spec.source}")

@@ -91,6 +91,8 @@ def _window(spec: str | None) -> tuple[int, int] | None:
         hi = int(last) if sep and last else (lo if not sep else 10**9)
     except ValueError:
         raise UsageError(f"--steps {spec!r}: expected FROM:TO (step numbers)") from None
+    if lo < 1 or hi < lo:
+        raise UsageError(f"--steps {spec!r}: expected 1 <= FROM <= TO")
     return lo, hi
 
 
@@ -157,16 +159,19 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def explain_example(inv_id: str) -> None:
-    """`explain`: the shortest committed counterexample of ``inv_id``, its last steps as a table."""
+    """`explain`: the shortest shipped regression trace of ``inv_id``, its last steps as a table."""
     from conformance.formats.trace_file import read_trace
     from conformance.trace import render
-    from conformance.trace.catalogue import ROOT, shortest
+    from conformance.trace.catalogue import shortest
 
     ex = shortest(inv_id)
     if ex is None:
-        print("  counterexample: none committed (tests/regressions/, reports/counterexamples/)")
+        protocol = {"client": "classic"}.get(inv_id.split(".")[0], inv_id.split(".")[0])
+        print(
+            f"  counterexample: none shipped (a failing `groupcheck check --protocol {protocol}` writes one)"
+        )
         return
-    print(f"  counterexample: {ex.path} ({ex.steps} steps; groupcheck show {ex.path})")
-    trace = read_trace(ROOT / ex.path)
+    print(f"  counterexample: {ex.path.name} ({ex.steps} steps; groupcheck show {ex.path})")
+    trace = read_trace(ex.path)
     table = render.text(trace, (max(1, ex.steps - 11), ex.steps)).splitlines()
     print("\n".join(f"    {line}" for line in table[2:]))

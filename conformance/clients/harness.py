@@ -21,12 +21,13 @@ from typing import Any
 
 from conformance.clients.protocol import MAX_ANSWER, AnswerError, decode_hello, decode_line
 from conformance.errors import TargetError, UsageError
+from conformance.resources import package_dir
 from conformance.targets import cache as target_cache
 from conformance.targets import process
 from conformance.targets.cache import digest, file_lock
 from conformance.targets.process import Deadline, Proc, java_bin, require_tool, run_tool
 
-HERE = Path(__file__).resolve().parent
+HERE = package_dir("conformance.clients")  # the harness sources: package data
 JAVA_DIR = HERE / "java"
 JAVA_SOURCE = JAVA_DIR / "src" / "main" / "java" / "groupcheck" / "AssignorHarness.java"
 GO_DIR = HERE / "go"

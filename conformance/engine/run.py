@@ -17,6 +17,7 @@ from conformance.engine.checker import Checker, Violation
 from conformance.engine.kit import ProtocolKit, resolve
 from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
+from conformance.engine.progress import WATCHER
 from conformance.formats.trace_file import groupcheck_version
 
 
@@ -80,6 +81,9 @@ def run_check(
         profile.wire_faults
     )  # the `faults` profile (conformance/engine/profiles.py)
     machine = kit.make_machine(machine_settings)
+    watcher = WATCHER.get()
+    if watcher is not None:  # examples, steps and findings for a terminal's progress bar
+        machine = watcher.watch(machine, checker, n)
     test_settings = settings(
         max_examples=n,
         stateful_step_count=profile.step_count,

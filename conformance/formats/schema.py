@@ -13,14 +13,14 @@ import sys
 import types
 import typing
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from conformance.formats.codec import _hints, registered, tag_of
 from conformance.formats.trace_file import FORMAT, PROTOCOLS, VERSION
+from conformance.resources import package_dir
 from model.errors import ErrorCode
 
-SCHEMA_PATH = Path(__file__).with_name(f"trace-v{VERSION}.schema.json")
+SCHEMA_PATH = package_dir("conformance.formats") / f"trace-v{VERSION}.schema.json"  # package data
 
 
 def _value(hint: Any) -> dict[str, Any]:

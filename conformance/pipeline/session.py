@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-LOG4J2 = Path(__file__).resolve().parent / "log4j2.properties"
+from conformance.resources import package_dir
+
+LOG4J2 = package_dir("conformance.pipeline") / "log4j2.properties"
 
 
 def get_session(

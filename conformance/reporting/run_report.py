@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from conformance.protocols import get_kit
+from conformance.reporting.junit import write_junit
 from conformance.specs import load_invariants
 
 
@@ -16,7 +16,8 @@ def reported_families(protocol: str) -> tuple[str, ...]:
     return (protocol, *get_kit(protocol).report_families)
 
 
-def write_check_report(result: Any, directory: Path) -> Path:
+def write_check_report(result: Any, directory: Path, counterexample: Any = None) -> Path:
+    """``counterexample``: the written one (`conformance.cli.counterexample.Counterexample`), if any."""
     directory.mkdir(parents=True, exist_ok=True)
     specs = load_invariants()
     failed = {v.invariant for v in result.violations}
@@ -57,20 +58,19 @@ def write_check_report(result: Any, directory: Path) -> Path:
         lines += ["", "## Counterexample", ""]
         lines += [f"- {v.invariant}: {v.message} (step {v.step})" for v in result.violations]
         lines += ["", "```", *result.steps, "```"]
+    if counterexample is not None:
+        rel = counterexample.path.resolve()
+        lines += [
+            "",
+            f"Minimal counterexample: `{rel}` ({len(counterexample.trace.steps)} steps; "
+            f"Hypothesis' shrink had {counterexample.shrunk_from})",
+            "",
+        ]
+        lines += [f"Replay: `groupcheck replay {rel} --target {result.target}`", ""]
+        lines += ["```mermaid", counterexample.mermaid.rstrip("\n"), "```"]
     (directory / "summary.md").write_text("\n".join(lines) + "\n")
-    cases = []
-    for r in rows:
-        body = ""
-        if r["verdict"] in ("FAILED", "NEVER SEEN"):
-            msgs = "; ".join(v.message for v in result.violations if v.invariant == r["id"]) or r["verdict"]
-            body = f'<failure message="{escape(msgs, {chr(34): "&quot;"})}"/>'
-        cases.append(
-            f'  <testcase classname="groupcheck.{result.protocol}" name="{r["id"]}">{body}</testcase>'
-        )
-    failures = sum(1 for r in rows if r["verdict"] in ("FAILED", "NEVER SEEN"))
-    junit = (
-        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="groupcheck" tests="{len(rows)}" '
-        f'failures="{failures}">\n' + "\n".join(cases) + "\n</testsuite>\n"
-    )
-    (directory / "junit.xml").write_text(junit)
+    replay = None
+    if counterexample is not None:
+        replay = f"groupcheck replay {counterexample.path} --target {result.target}"
+    write_junit(result, rows, directory / "junit.xml", replay)
     return directory

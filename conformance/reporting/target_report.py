@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.protocols import get_kit
+from conformance.reporting.rules import rule_rows
 from conformance.reporting.run_report import reported_families, write_check_report
-from conformance.specs import load_invariants
+from conformance.specs import SPECS_DIR, load_invariants
 
 
 def levels(result: Any) -> dict[str, str]:
@@ -23,42 +23,9 @@ def levels(result: Any) -> dict[str, str]:
     return {"protocol": proto, "kafka-compat": compat}
 
 
-def rule_rows(result: Any) -> list[dict[str, str]]:
-    failed = {v.invariant for v in result.violations}
-    compat = {f.rule for f in result.compat}
-    rows = []
-    for api in get_kit(result.protocol).oracle_rules:
-        proto = "FAILED" if f"oracle.{api}" in failed else "PASSED"
-        rows.append(
-            {
-                "rule": api,
-                "protocol": proto,
-                "kafka-compat": "FAILED" if proto == "FAILED" or f"compat.{api}" in compat else "PASSED",
-            }
-        )
-    for extra in sorted(
-        r
-        for r in failed
-        if not r.startswith(
-            (
-                "oracle.Join",
-                "oracle.Sync",
-                "oracle.Heart",
-                "oracle.Leave",
-                "oracle.Offset",
-                "oracle.ConsumerGroupHeartbeat",
-            )
-        )
-        and "." in r
-        and r.split(".")[0] in ("oracle", "wire", "target")
-    ):
-        rows.append({"rule": extra, "protocol": "FAILED", "kafka-compat": "FAILED"})
-    return rows
-
-
-def write_target_report(run: Any, directory: Path) -> Path:
+def write_target_report(run: Any, directory: Path, counterexample: Any = None) -> Path:
     result = run.result
-    out = write_check_report(result, directory)
+    out = write_check_report(result, directory, counterexample)
     data = json.loads((out / "results.json").read_text())
     data["target_version"] = result.target_version
     data["levels"] = levels(result)
@@ -175,7 +142,7 @@ def write_published(
 def _expected() -> dict[str, Any]:
     import yaml
 
-    path = Path(__file__).resolve().parent.parent.parent / "specs" / "targets.yaml"
+    path = SPECS_DIR / "targets.yaml"
     try:
         data = yaml.safe_load(path.read_text())
     except OSError:

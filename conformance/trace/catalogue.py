@@ -8,11 +8,12 @@ Regenerate with `groupcheck explain --write-catalogue`; a test keeps the committ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from conformance.formats.trace_file import TraceError, read_trace
+from conformance.resources import regressions_dir
 from conformance.specs import SPECS_DIR, load_invariants, load_scenarios
 
 ROOT = SPECS_DIR.parent
@@ -37,10 +38,12 @@ class Example:
     variants: dict[str, str]
 
 
-def committed_counterexamples(root: Path = ROOT) -> dict[str, list[Example]]:
+def committed_counterexamples(
+    root: Path = ROOT, folders: tuple[str, ...] = COUNTEREXAMPLE_DIRS
+) -> dict[str, list[Example]]:
     """Invariant id -> committed traces violating it, shortest first (ties by path)."""
     out: dict[str, list[Example]] = {}
-    for folder in COUNTEREXAMPLE_DIRS:
+    for folder in folders:
         for file in sorted((root / folder).glob("*.ndjson")):
             try:
                 trace = read_trace(file)
@@ -111,5 +114,10 @@ def write(path: Path = CATALOGUE) -> Path:
 
 
 def shortest(inv_id: str) -> Example | None:
-    found = committed_counterexamples().get(inv_id)
-    return found[0] if found else None
+    """The shortest regression trace violating ``inv_id`` among those the package ships (its path is
+    absolute), never a checkout's files: the installed ``conformance._regressions``."""
+    shipped = regressions_dir()
+    if shipped is None:
+        return None
+    found = committed_counterexamples(shipped, (".",)).get(inv_id)
+    return replace(found[0], path=shipped / found[0].path) if found else None

@@ -185,6 +185,7 @@ def image(trace: Trace, path: Path, fmt: str, window: tuple[int, int] | None = N
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "groupcheck"  # stable element ids: same trace, same SVG
+    matplotlib.rcParams["svg.fonttype"] = "none"  # real <text> a reader can search and copy, not glyph paths
     import matplotlib.pyplot as plt
 
     people = participants(trace)

@@ -22,6 +22,7 @@ from typing import Any
 from conformance.engine.checker import Checker
 from conformance.engine.explore import ExploreResult, Found, path_to
 from conformance.engine.polish import PolishSpace
+from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
@@ -105,7 +106,7 @@ def explore_classic(
     setup = classic_setup(members, partitions, variants)
     result = ExploreResult("classic", members, partitions, variants, depth, ops, setup=setup)
     graph = result.graph
-    checker = Checker("classic")
+    checker = watched(Checker("classic"))  # transitions and findings on a terminal's progress line
     clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
     start = clock()
     root = _fresh(setup, variants)

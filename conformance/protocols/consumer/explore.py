@@ -23,6 +23,7 @@ from typing import Any
 from conformance.engine.checker import Checker
 from conformance.engine.explore import ExploreResult, Found, path_to
 from conformance.engine.polish import PolishSpace
+from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
@@ -147,7 +148,7 @@ def explore_consumer(
     setup = consumer_setup(members, partitions)
     result = ExploreResult("consumer", members, partitions, variants, depth, CONSUMER_OPS, setup=setup)
     graph: Any = result.graph
-    checker = Checker("consumer")
+    checker = watched(Checker("consumer"))  # transitions and findings on a terminal's progress line
     clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
     start = clock()
     root = _fresh(setup, variants)

