@@ -61,7 +61,7 @@ class Dialer:
     _flush: Callable[[Any], None]
 
     def _accept(self, srv: socket.socket, upstream: Address) -> None:
-        from conformance.wire.proxy import ProxyEvent, _Link
+        from conformance.wire.links import ProxyEvent, _Link
 
         try:
             client, peer = srv.accept()
@@ -87,7 +87,7 @@ class Dialer:
 
     def _connected(self, link: Any, failure: str | None) -> None:
         """The upstream connect of ``link`` ended (its socket turned writable) or ran out of time."""
-        from conformance.wire.proxy import ProxyEvent
+        from conformance.wire.links import ProxyEvent
 
         code = outcome(link.upstream) if failure is None else 0
         if failure is not None or code:

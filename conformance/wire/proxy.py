@@ -32,12 +32,11 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.wire import dial
+from conformance.wire.links import Address, ProxyEvent, _Held, _Link
 
-Address = tuple[str, int]
 #: correlation ids the proxy gives to duplicated requests (clients count up from 1; this is far away)
 COPY_CORRELATION_BASE = 0x7E000000
 MAX_FRAME = 100 * 1024 * 1024
@@ -45,40 +44,6 @@ MAX_FRAME = 100 * 1024 * 1024
 
 class ProxyError(Exception):
     """The proxy could not do what it was asked within its deadline (a tool error, not a finding)."""
-
-
-@dataclass
-class _Held:
-    due: float
-    data: bytes
-
-
-@dataclass
-class _Link:
-    """One client connection and its upstream connection."""
-
-    client: socket.socket
-    upstream: socket.socket
-    peer: Address
-    c_in: bytearray = field(default_factory=bytearray)  # client -> proxy, not yet framed
-    u_in: bytearray = field(default_factory=bytearray)  # upstream -> proxy, not yet framed
-    to_client: bytearray = field(default_factory=bytearray)
-    to_upstream: bytearray = field(default_factory=bytearray)
-    held: list[_Held] = field(default_factory=list)
-    swallow: set[int] = field(default_factory=set)  # response correlation ids nobody will hear
-    answered: set[int] = field(default_factory=set)  # response correlation ids already forwarded
-    closed: bool = False
-    connecting: float = 0.0  # deadline of the upstream connect under way (0: connected)
-
-
-@dataclass(frozen=True)
-class ProxyEvent:
-    """What the proxy did on command (kept for reports and tests)."""
-
-    kind: str  # drop | duplicate | delay | release | cut | upstream-refused
-    peer: Address
-    correlation_id: int = -1
-    detail: str = ""
 
 
 class FaultProxy(dial.Dialer):
