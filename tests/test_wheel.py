@@ -5,6 +5,7 @@ from the package through importlib.resources)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -37,13 +38,25 @@ def _run(
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def _clean_copy(dest: Path) -> Path:
+    """What the build reads, copied without caches or build leftovers."""
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+    dest.mkdir(parents=True)
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    for folder in ("model", "conformance", "specs", "tests/regressions"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=skip)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
     """(venv bin, empty working directory, environment) with the freshly built wheel installed."""
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    source = _clean_copy(base / "src")  # no build/ left over from an older tree, none left behind
     built = _run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(source)],
         base,
         env,
     )
