@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from conformance import schema_check, strict
 from conformance.errors import SpecError
 from conformance.resources import specs_dir
 from model.invariants import KINDS, load_all
@@ -34,20 +35,18 @@ class InvariantSpec:
 
 
 def read_yaml(path: Path) -> tuple[Any, Any]:
-    """(data, node) of a YAML file; a syntax error becomes SpecError with file:line."""
+    """(data, node) of a YAML file read under the strict discipline (conformance/strict.py): a
+    syntax error, a non-UTF-8 byte, an alias, deep nesting or a huge integer is a SpecError with
+    file:line."""
+    return strict.yaml_document(path, SpecError)
+
+
+def check_schema(data: Any, node: Any, schema: str, path: Path) -> None:
+    """``data`` against specs/schemas/<schema>.schema.json; a SpecError naming file:line and field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from exc
-    try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError(f"{where}: invalid YAML: {problem}") from exc
-    return data, node
+        schema_check.check(data, schema)
+    except strict.Malformed as exc:
+        raise SpecError(exc.at(f"{path}:{strict.node_line(node, exc.path)}")) from None
 
 
 def _item_lines(node: Any, key: str) -> list[int]:
@@ -65,6 +64,8 @@ def load_invariants(path: Path | None = None, *, check_registry: bool = True) ->
     data, node = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("invariants"), list):
         raise SpecError(f"{path}:1: expected a mapping with an 'invariants' list")
+    _missing_fields(data["invariants"], _item_lines(node, "invariants"), path)
+    check_schema(data, node, "invariants", path)
     lines = _item_lines(node, "invariants")
     specs: dict[str, InvariantSpec] = {}
     for i, entry in enumerate(data["invariants"]):
@@ -103,6 +104,18 @@ def load_invariants(path: Path | None = None, *, check_registry: bool = True) ->
     if check_registry:
         check_against_registry(specs, path)
     return specs
+
+
+def _missing_fields(entries: list[Any], lines: list[int], path: Path) -> None:
+    """An entry without one of the required fields, named by its id (before the schema's own words)."""
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        for name in INVARIANT_FIELDS:
+            if name not in entry or entry[name] is None or entry[name] == "":
+                line = lines[i] if i < len(lines) else 1
+                shown = strict.short(entry.get("id", "?"))
+                raise SpecError(f"{path}:{line}: invariant {shown} lacks field '{name}'")
 
 
 def check_against_registry(specs: dict[str, InvariantSpec], path: Path) -> None:
@@ -148,6 +161,8 @@ def load_scenario(path: Path) -> Scenario:
     data, node = read_yaml(path)
     if not isinstance(data, dict):
         raise SpecError(f"{path}:1: a scenario must be a mapping")
+    check_schema(data, node, "scenario", path)
+    _check_loops(data, node, path)
     for name in SCENARIO_FIELDS:
         if name not in data:
             raise SpecError(f"{path}:1: scenario lacks field '{name}'")
@@ -180,6 +195,31 @@ def load_scenario(path: Path) -> Scenario:
         tuple(expect),
         path,
     )
+
+
+#: the tick of a `run_for` step when it names none (the classic and consumer runners' defaults, the
+#: mixed run's `tick_ms`)
+DEFAULT_EVERY_MS = {"classic": 1000, "consumer": 250, "mixed": 1000}
+
+
+def _check_loops(data: dict[str, Any], node: Any, path: Path) -> None:
+    """The `run_for` loops of a scenario: the protocol's form (``ms``/``every`` mapping; a number of
+    ms for mixed groups) and at most `strict.MAX_TICKS` iterations over all steps together."""
+    protocol = data["protocol"]
+    every = (data.get("config") or {}).get("tick_ms", DEFAULT_EVERY_MS[protocol])
+    total = 0
+    for i, step in enumerate(data["steps"]):
+        ((verb, arg),) = step.items()
+        if verb != "run_for":
+            continue
+        where = f"{path}:{strict.node_line(node, ('steps', i))}: steps[{i}].run_for"
+        if (protocol == "mixed") != isinstance(arg, int):
+            form = "a number of ms" if protocol == "mixed" else "a mapping {ms, every, clients}"
+            raise SpecError(f"{where}: a {protocol} scenario takes {form}")
+        ms, tick = (arg, every) if isinstance(arg, int) else (arg["ms"], arg.get("every", every))
+        total += -(-ms // tick)
+        if total > strict.MAX_TICKS:
+            raise SpecError(f"{where}: the run_for steps add up to more than {strict.MAX_TICKS} ticks")
 
 
 def load_scenarios(directory: Path | None = None) -> dict[str, Scenario]:

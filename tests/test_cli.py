@@ -115,7 +115,7 @@ def test_bad_scenario_file_exits_2(
     (tmp_path / "invariants.yaml").write_text(specs.SPECS_DIR.joinpath("invariants.yaml").read_text())
     monkeypatch.setattr(specs, "SPECS_DIR", tmp_path)
     assert main(["scenario", "list"]) == 2
-    assert "broken.yaml:6: each step is a mapping with exactly one verb" in capsys.readouterr().err
+    assert "broken.yaml:6: steps[0]: each step is a mapping with exactly one verb" in capsys.readouterr().err
 
 
 def test_check_writes_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

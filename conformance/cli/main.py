@@ -42,6 +42,7 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     from conformance.cli import help as texts
+    from conformance.cli.arguments import integer, number
 
     p = _Parser(
         prog="groupcheck",
@@ -65,9 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[*KITS, "all"],
         help=f"{texts.PROTOCOLS}; default {DEFAULT_PROTOCOL}",
     )
-    c.add_argument("--max-examples", type=int, help="examples to generate (default: the profile's)")
     c.add_argument(
-        "--seed", type=int, default=0, help="Hypothesis seed (integer, default 0): same seed, same run"
+        "--max-examples", type=integer("max_examples"), help="examples to generate (default: the profile's)"
+    )
+    c.add_argument(
+        "--seed",
+        type=integer("seed"),
+        default=0,
+        help="Hypothesis seed (integer, default 0): same seed, same run",
     )
     c.add_argument("--profile", default="ci", help=f"{texts.profiles_help()}; default ci")
     c.add_argument(
@@ -89,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
         "--restarts",
-        type=int,
+        type=integer("restarts"),
         help="real targets that can restart: coordinator restarts per run (default: by profile)",
     )
     c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
@@ -145,10 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument(
         "--protocol", default=DEFAULT_PROTOCOL, choices=[k.name for k in KITS.values() if k.explore]
     )
-    ex.add_argument("--members", type=int, default=2)
-    ex.add_argument("--partitions", type=int, default=2)
-    ex.add_argument("--depth", type=int, default=12)
-    ex.add_argument("--budget", type=float, default=600.0, help="seconds")
+    ex.add_argument("--members", type=integer("members"), default=2)
+    ex.add_argument("--partitions", type=integer("partitions"), default=2)
+    ex.add_argument("--depth", type=integer("depth"), default=12)
+    ex.add_argument("--budget", type=number("budget"), default=600.0, help="seconds")
     ex.add_argument("--ops", help="comma-separated op alphabet (default step,advance,stall,resume)")
     ex.add_argument("--variant", action="append", default=[])
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
@@ -178,11 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance.designs.command import add_parsers as add_design_parsers  # the design review
 
     add_design_parsers(sub)
+    from conformance.serve.command import add_parser as add_serve_parser  # the model served on loopback
+
+    add_serve_parser(sub)
     texts.complete(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args: argparse.Namespace | None = None
     try:
         parser = build_parser()
         if not (sys.argv[1:] if argv is None else list(argv)):  # bare `groupcheck`: what it can do
@@ -192,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as done:  # --help, --version
             return int(done.code or 0)
+        from conformance.cli.arguments import preflight
+
+        preflight(args)
         from conformance.cli import trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}
@@ -209,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from conformance.designs.command import HANDLERS as design_handlers
 
         handler |= design_handlers
+        from conformance.serve.command import cmd_serve
+
+        handler["serve"] = cmd_serve
         from conformance.cli.progress import progress
 
         drawn = (
@@ -222,6 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `groupcheck ... | head`: the reader left before the verdict was written
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_TOOL
+    except Exception as exc:  # a bug or an unforeseen input: one line and a log, never a traceback
+        from conformance.cli.arguments import unexpected
+
+        print(f"groupcheck: error: {unexpected(exc, argv, args)}", file=sys.stderr)
         return EXIT_TOOL
 
 

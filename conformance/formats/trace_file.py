@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance import schema_check, strict
 from conformance.errors import ToolError
+from conformance.formats import trace_limits
 from conformance.formats.codec import CodecError, decode, dumps
 
 FORMAT = "groupcheck-trace"
@@ -50,6 +52,8 @@ STEP_KEYS = {
     "checks": dict,
     "state": (dict, type(None)),
 }
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+MAX_LINE_CHARS = 8 * 1024 * 1024
 VERDICT_KEYS = {"kind": str, "verdict": str, "violated": list, "violations": list, "steps": int}
 
 
@@ -265,15 +269,7 @@ def counterexample_path(trace: Trace, directory: Path) -> Path:
 # ---------------------------------------------------------------------------------- read
 def read_trace(path: Path) -> Trace:
     """Parse and validate a trace file; any problem is a TraceError naming file:line."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise TraceError(f"{path}:{line}: not UTF-8 text") from None
+    text = strict.utf8(strict.read_bytes(path, MAX_TRACE_BYTES, TraceError), path, TraceError)
     if not text:
         raise TraceError(f"{path}:1: empty file (truncated: no header line)")
     lines = text.split("\n")
@@ -282,16 +278,19 @@ def read_trace(path: Path) -> Trace:
         lines.pop()
     trace: Trace | None = None
     seen_verdict = False
+    ticks = 0
     for number, line in enumerate(lines, 1):
         where = f"{path}:{number}"
         if truncated_tail and number == len(lines):
             raise TraceError(f"{where}: truncated: the last line has no newline")
         if seen_verdict:
             raise TraceError(f"{where}: content after the verdict line")
+        if len(line) > MAX_LINE_CHARS:
+            raise TraceError(f"{where}: a line of {len(line)} characters (limit {MAX_LINE_CHARS})")
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+            obj = strict.json_value(line)
+        except strict.Malformed as exc:
+            raise TraceError(exc.at(where)) from None
         if not isinstance(obj, dict):
             raise TraceError(f"{where}: each line must be a JSON object")
         kind = obj.get("kind")
@@ -301,6 +300,11 @@ def read_trace(path: Path) -> Trace:
         assert trace is not None
         if kind == "step":
             trace.steps.append(_read_step(obj, where, len(trace.steps) + 1))
+            ticks += trace_limits.ticks(trace.protocol, trace.header["setup"], trace.steps[-1].action)
+            if ticks > strict.MAX_TICKS:
+                raise TraceError(
+                    f"{where}: replaying the trace up to here takes more than {strict.MAX_TICKS} ticks"
+                )
         elif kind == "verdict":
             _read_verdict(obj, where, trace)
             seen_verdict = True
@@ -347,6 +351,10 @@ def _read_header(obj: dict[str, Any], where: str) -> dict[str, Any]:
     for k, v in obj["variants"].items():
         if not isinstance(v, str):
             raise TraceError(f"{where}: variant {k!r} must be a string")
+    try:
+        schema_check.check(obj, "trace-header")
+    except strict.Malformed as exc:
+        raise TraceError(exc.at(f"{where}: header field")) from None
     return obj
 
 
@@ -357,6 +365,10 @@ def _read_step(obj: dict[str, Any], where: str, expected_n: int) -> Step:
     action = obj["action"]
     if not isinstance(action.get("op"), str):
         raise TraceError(f"{where}: step action needs a string 'op'")
+    try:
+        trace_limits.check_action(action)
+    except strict.Malformed as exc:
+        raise TraceError(exc.at(where)) from None
     checks = obj["checks"]
     _keys(checks, {"checked": list, "violated": list, "sometimes": list}, where, "checks")
     violated = []
@@ -403,6 +415,8 @@ def _read_verdict(obj: dict[str, Any], where: str, trace: Trace) -> None:
     for v in obj["violations"]:
         if not isinstance(v, dict) or not isinstance(v.get("id"), str):
             raise TraceError(f"{where}: each violation needs a string 'id'")
+        if type(v.get("step", 0)) is not int:
+            raise TraceError(f"{where}: violations: 'step' must be an integer")
         violations.append((v["id"], str(v.get("message", "")), int(v.get("step", 0))))
     if any(not isinstance(i, str) for i in obj["violated"]):
         raise TraceError(f"{where}: 'violated' must list invariant ids")

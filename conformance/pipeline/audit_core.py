@@ -3,9 +3,11 @@
 Used as it is by the Spark grouped-map UDF (`conformance.pipeline.jobs`), by the plain-Python
 audit and by the tests, so the Spark audit and the Hypothesis suite share one definition of every
 invariant (docs/invariants.md): the predicates come from `model.invariants.REGISTRY` through
-`conformance.engine.checker.Checker`. Bad rows are quarantined with a reason, never dropped silently:
-a row that does not decode, a protocol without a registry, and gaps in a trace's steps (a
-truncated trace: transition checks across a gap would be meaningless, so checking restarts after it).
+`conformance.engine.checker.Checker`. Bad rows are quarantined with a reason, never dropped silently
+and never checked: a row that does not decode, a protocol without a registry, a step number out of
+range or seen before. Each quarantined row is one entry, so counts by reason are exact. Gaps in a
+trace's steps (a truncated trace) are noted apart (`gaps`): the rows around them are fine and are
+checked, but transition checks across a gap would be meaningless, so checking restarts after it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from model.observation import Observation
 #: the lake's protocols (the kits that offer swarm runs) and the world class each row must hold
 WORLD_TYPES = {kit.name: kit.require("swarm")().world_type for kit in swarm_kits()}
 KNOWN_PROTOCOLS = tuple(WORLD_TYPES)
+MAX_STEP = 1_000_000  # a swarm run has at most 100,000 steps (`pipeline swarm --steps`)
 
 
 @dataclass
@@ -30,7 +33,8 @@ class TraceAudit:
     trace_id: str
     steps: int = 0
     violations: list[tuple[int, str, str]] = field(default_factory=list)  # (step, invariant, message)
-    quarantined: list[tuple[int | None, str]] = field(default_factory=list)  # (step, reason)
+    quarantined: list[tuple[int | None, str]] = field(default_factory=list)  # (step, reason): one per row
+    gaps: list[tuple[int, str]] = field(default_factory=list)  # (first step after the gap, what is missing)
     sometimes: dict[str, int] = field(default_factory=dict)
 
 
@@ -47,18 +51,21 @@ def audit_trace(trace_id: str, rows: Iterable[Mapping[str, Any]]) -> TraceAudit:
             out.quarantined.append((None, "malformed row: null step"))
             continue
         step = int(step)
-        protocol = row.get("protocol")
-        if protocol not in KNOWN_PROTOCOLS:
-            out.quarantined.append((step, f"unknown protocol: {protocol!r}"))
-            before = None
+        if not 1 <= step <= MAX_STEP:
+            out.quarantined.append((step, f"step out of range: {step} (1..{MAX_STEP})"))
             continue
         if step != expected_step:
             if step < expected_step:
                 out.quarantined.append((step, "duplicate step: already seen"))
                 continue
-            out.quarantined.append((step, f"truncated trace: steps {expected_step}..{step - 1} missing"))
+            out.gaps.append((step, f"truncated trace: steps {expected_step}..{step - 1} missing"))
             before = None
         expected_step = step + 1
+        protocol = row.get("protocol")
+        if protocol not in KNOWN_PROTOCOLS:
+            out.quarantined.append((step, f"unknown protocol: {str(protocol)[:40]!r}"))
+            before = None
+            continue
         try:
             if step == 1 and row.get("before"):
                 before = codec.loads(str(row["before"]))

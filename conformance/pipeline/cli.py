@@ -13,13 +13,14 @@ from typing import Any
 
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATION, UsageError
 from conformance.pipeline.swarm import swarm_kits
+from conformance.strict import integer, number
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("pipeline", help="Spark pipeline: swarm exploration, trace lake, audits")
     psub = p.add_subparsers(dest="pipeline_command", required=True, parser_class=type(p))
     s = psub.add_parser("swarm", help="N seeded model runs on Spark into a Parquet trace lake")
-    s.add_argument("--runs", type=int, required=True)
+    s.add_argument("--runs", type=integer("runs"), required=True)
     s.add_argument(
         "--protocol", default="classic", choices=[*(k.name for k in swarm_kits()), "both"],
         help="both: even runs classic, odd runs consumer",
@@ -29,8 +30,8 @@ def add_parser(sub: Any) -> None:
         help="also draw each assignor's alternative variants (sticky v0, cooperative-sticky without "
         "adjustment, ConsumerGroupHeartbeat v0): a distribution for metrics over every assignor and variant",
     )  # fmt: skip
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--steps", type=int, default=80, help="steps per run")
+    s.add_argument("--seed", type=integer("seed"), default=0)
+    s.add_argument("--steps", type=integer("steps"), default=80, help="steps per run")
     s.add_argument("--variant", action="append", default=[], help="pin a variant for every run (KEY=VALUE)")
     s.add_argument("--master", help="Spark master URL (default local[*])")
     s.add_argument("--out", type=Path, default=Path("reports/runs/lake"))
@@ -47,8 +48,8 @@ def add_parser(sub: Any) -> None:
     a.add_argument("path")
     a.add_argument("--master")
     a.add_argument("--out", type=Path, help="report directory (default: <path>-audit)")
-    a.add_argument("--ownerless-bound-ms", type=int, default=None)
-    a.add_argument("--max-counterexamples", type=int, default=20)
+    a.add_argument("--ownerless-bound-ms", type=integer("ownerless_bound_ms"), default=None)
+    a.add_argument("--max-counterexamples", type=integer("max_counterexamples"), default=20)
     m = psub.add_parser("metrics", help="rebalance length, partitions moved, time without owner, coverage")
     m.add_argument("path")
     m.add_argument("--master")
@@ -72,7 +73,7 @@ def add_parser(sub: Any) -> None:
         "--topic", default="groupcheck-orders", help="topic of the workload (created with --start)"
     )
     c.add_argument("--group", action="append", default=None, help="audit only these groups (default: all)")
-    c.add_argument("--pace", type=float, default=3.0, help="seconds between workload phases")
+    c.add_argument("--pace", type=number("pace"), default=3.0, help="seconds between workload phases")
     c.add_argument("--out", type=Path, default=Path("reports/runs/coordlog"))
 
 
@@ -147,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {inv}: {n} trace(s)")
     for reason, n in sorted(summary.quarantine_reasons.items()):
         print(f"  quarantined ({reason}): {n} row(s)")
+    if summary.gaps:
+        print(
+            f"  truncated traces: {summary.gaps} gap(s) in step numbers (windows of those traces not judged)"
+        )
+    for note in summary.unreadable:
+        print(f"  left out (not read): {note}")
     if summary.vacuous:
         print(f"  never exercised: {', '.join(summary.vacuous)}")
     if summary.counterexamples:
@@ -170,6 +177,8 @@ def write_audit_report(summary: Any, out: Path) -> None:
         "steps": summary.steps,
         "quarantined": summary.quarantined,
         "quarantine_reasons": summary.quarantine_reasons,
+        "gaps": summary.gaps,
+        "unreadable": summary.unreadable,
         "violating_traces": summary.violating_traces,
         "sometimes": summary.sometimes,
         "ownerless_bound_ms": summary.bound_ms,
@@ -189,6 +198,13 @@ def write_audit_report(summary: Any, out: Path) -> None:
     if summary.quarantine_reasons:
         lines += ["", "| quarantine reason | rows |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in sorted(summary.quarantine_reasons.items())]
+    if summary.gaps:
+        lines += [
+            "",
+            f"{summary.gaps} gap(s) in step numbers (truncated traces; their windows are not judged).",
+        ]
+    if summary.unreadable:
+        lines += ["", "Files left out (not Parquet):", ""] + [f"- `{note}`" for note in summary.unreadable]
     lines += ["", "| sometimes | steps where it happened |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in summary.sometimes.items()]
     if summary.counterexamples:

@@ -50,6 +50,9 @@ def run_coordlog(args: argparse.Namespace) -> int:
         finally:
             target.stop()
     else:
+        from conformance.pipeline.coordrun import probe
+
+        probe(args.bootstrap)  # a closed, hanging or garbage peer: exit 2 in seconds
         result = _export_and_audit(args.bootstrap, args, args.group)
     records, quarantined, audit, topics = result
     write_coord_report(args.out, target_desc, notes, records, quarantined, audit, topics)
@@ -67,12 +70,17 @@ def run_coordlog(args: argparse.Namespace) -> int:
 
 
 def _export_and_audit(bootstrap: str, args: argparse.Namespace, groups: list[str] | None) -> tuple[Any, ...]:
+    from confluent_kafka import KafkaException
+
     from conformance.pipeline.coordaudit import audit_records
     from conformance.pipeline.coordrun import read_log, topic_metadata
 
     records, quarantined = [], []
-    for item in read_log(bootstrap):
-        (quarantined if isinstance(item, tuple) else records).append(item)
+    try:
+        for item in read_log(bootstrap):
+            (quarantined if isinstance(item, tuple) else records).append(item)
+    except KafkaException as exc:  # the client library gave up (timeouts are its own)
+        raise TargetError(f"{bootstrap}: reading the coordinator log failed: {exc}") from None
     topics = sorted({str(r.key["topic"]) for r in records if r.name == "OffsetCommit"} | {args.topic})
     try:
         names, counts = topic_metadata(bootstrap, topics)

@@ -173,6 +173,22 @@ def run_workload(bootstrap: str, topic: str, pace_s: float = 3.0) -> list[str]:
     return notes
 
 
+def probe(bootstrap: str, timeout_s: float = 5.0) -> None:
+    """One ApiVersions exchange under a total deadline before the client library takes over: a
+    closed, hanging or garbage peer is a TargetError within ``timeout_s`` (twice that when the
+    peer asks for the v0 retry), not a library's retry loop."""
+    from conformance.wire.requests import WireGarbage, WireRetry, api_versions, split_bootstrap
+
+    try:
+        host, port = split_bootstrap(bootstrap)
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
+    try:
+        api_versions(host, port, timeout_s)
+    except (WireRetry, WireGarbage) as exc:
+        raise TargetError(f"{bootstrap}: no Kafka broker answers there ({exc})") from None
+
+
 def read_log(bootstrap: str, timeout_s: float = 30.0) -> Iterator[CoordinatorRecord | tuple[int, str]]:
     """Every record of `__consumer_offsets` (decoded), or (offset, reason) for one that does not decode."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition

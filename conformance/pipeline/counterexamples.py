@@ -17,15 +17,16 @@ File name: `<invariant-id>_<fingerprint>.ndjson` in the audit's `counterexamples
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance import schema_check, strict
 from conformance.engine.checker import Checker
 from conformance.engine.swarm import config_from_json, sim_seed
 from conformance.errors import UsageError
 from conformance.formats import lake as codec
+from conformance.formats import trace_limits
 from conformance.formats.trace_file import (
     Check,
     Step,
@@ -41,7 +42,27 @@ from model.observation import Observation
 
 
 def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any]:
-    config = json.loads(first["config"])
+    """The trace header a lake trace's `config` cell describes, under the trace header's schema:
+    a cell that does not make one is a UsageError naming the lake trace (the strict discipline of
+    `conformance.strict`; the lake is input like any file)."""
+    where = f"lake trace {str(first.get('trace_id'))[:80]}"
+    try:
+        config = strict.json_value(str(first["config"]))
+        if not isinstance(config, dict):
+            raise strict.Malformed("config is not a JSON object")
+        head = _make_header(first, config, lake)
+        schema_check.check(head, "trace-header")
+    except strict.Malformed as exc:
+        raise UsageError(exc.at(f"{where}: config")) from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(
+            f"{where}: config does not describe a run ({type(exc).__name__}: {str(exc)[:80]})"
+        ) from None
+    head["origin"]["ownerless_bound_ms"] = bound_ms
+    return head
+
+
+def _make_header(first: Mapping[str, Any], config: dict[str, Any], lake: str) -> dict[str, Any]:
     origin: dict[str, Any] = {"kind": "swarm", "lake": lake, "trace_id": first["trace_id"]}
     if "source" in config:  # imported from a project trace: its header is kept in the config
         src = config["header"]
@@ -67,7 +88,6 @@ def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any
             origin=origin,
             setup=trace_setup(cfg),
         )
-    head["origin"]["ownerless_bound_ms"] = bound_ms
     return head
 
 
@@ -105,7 +125,7 @@ def trace_from_rows(
             raise UsageError(
                 f"{where}: the lake has no `ops` column (written by an older swarm): run the swarm again"
             )
-        ops = json.loads(str(r["ops"]))
+        ops = _ops(r["ops"], where)
         for op in ops[:-1]:  # ops that changed only a client: a step without an event
             steps.append(Step(len(steps) + 1, now, op))
         event, deliveries = codec.loads(str(r["event"])), tuple(codec.loads(str(r["deliveries"])))
@@ -130,6 +150,21 @@ def trace_from_rows(
     violated = tuple(sorted({i for i, _, _ in violations}))
     violations.sort(key=lambda v: (v[2], v[0]))
     return Trace(head, steps, "FAILED" if violated else "PASSED", violated, tuple(violations))
+
+
+def _ops(cell: Any, where: str) -> list[dict[str, Any]]:
+    """A row's `ops` cell: a non-empty JSON list of step actions within the trace format's bounds."""
+    try:
+        ops = strict.json_value(str(cell))
+        if not isinstance(ops, list) or not ops:
+            raise strict.Malformed("not a non-empty JSON list")
+        for op in ops:
+            if not isinstance(op, dict) or not isinstance(op.get("op"), str):
+                raise strict.Malformed("an entry is not an action with a string 'op'")
+            trace_limits.check_action(op)
+    except strict.Malformed as exc:
+        raise UsageError(exc.at(f"{where}: ops")) from None
+    return ops
 
 
 def write_counterexample(trace: Trace, directory: Path, invariant: str | None = None) -> Path:

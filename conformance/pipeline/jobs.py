@@ -93,8 +93,10 @@ class AuditSummary:
     steps: int = 0
     violations: list[tuple[str, int, str, str]] = field(default_factory=list)
     violating_traces: dict[str, int] = field(default_factory=dict)
-    quarantined: int = 0
+    quarantined: int = 0  # rows left out, one per row (`quarantine.parquet`)
     quarantine_reasons: dict[str, int] = field(default_factory=dict)
+    gaps: int = 0  # truncated traces: steps missing (their rows are checked, their windows are not)
+    unreadable: list[str] = field(default_factory=list)  # lake files that are not Parquet, and why
     sometimes: dict[str, int] = field(default_factory=dict)
     counterexamples: list[str] = field(default_factory=list)
     unwritten: list[str] = field(default_factory=list)  # violations whose rows do not make a trace
@@ -105,7 +107,7 @@ class AuditSummary:
     def verdict(self) -> str:
         if self.violations:
             return "FAILED"
-        if self.quarantined or self.vacuous:
+        if self.quarantined or self.gaps or self.unreadable or self.vacuous:
             return "INCONCLUSIVE"
         return "PASSED"
 
@@ -140,13 +142,23 @@ def _audit_group(pdf: Any) -> Any:
                 first[inv] = (step, msg)
         out.extend(("violation", tid, s, inv, m) for inv, (s, m) in sorted(first.items()))
         out.extend(("quarantine", tid, s, None, reason) for s, reason in result.quarantined)
+        out.extend(("gap", tid, s, None, reason) for s, reason in result.gaps)
         out.append(("summary", tid, result.steps, json.dumps(result.sometimes, sort_keys=True), None))
     return pd.DataFrame(out, columns=["kind", "trace_id", "step", "invariant", "message"])
 
 
-def read_lake(spark: SparkSession, path: str) -> DataFrame:
+def read_lake(spark: SparkSession, path: str, unreadable: list[str] | None = None) -> DataFrame:
+    """The lake's readable Parquet files as one DataFrame; files that are not Parquet are left out
+    and listed in ``unreadable`` (a usage error when there is no such list)."""
+    from conformance.pipeline.lake_files import split_files
+
+    good, bad = split_files(path)
+    if bad:
+        if unreadable is None:
+            raise UsageError(f"{bad[0][0]}: {bad[0][1]}")
+        unreadable.extend(f"{name}: {why}" for name, why in bad)
     try:
-        df = spark.read.parquet(path)
+        df = spark.read.parquet(*good)
     except AnalysisException as exc:
         raise UsageError(f"{path}: cannot read as a Parquet trace lake: {str(exc).splitlines()[0]}") from exc
     present = {f.name: _spark_kind(f.dataType.typeName()) for f in df.schema.fields}
@@ -171,19 +183,23 @@ def audit(
     max_counterexamples: int = 20,
 ) -> AuditSummary:
     start = time.perf_counter()
-    df = read_lake(spark, path)
     summary = AuditSummary(path, bound_ms=bound_ms)
+    df = read_lake(spark, path, summary.unreadable)
     per_trace = (
         df.select(*schema.AUDIT_COLUMNS, "action").groupBy("trace_id").applyInPandas(_audit_group, RESULT_DDL)
     )
     results = per_trace.collect()
     sometimes: Counter[str] = Counter()
     quarantine_rows = []
+    tainted: set[str] = set()  # traces with a quarantined row or a gap: their windows are not judged
     for r in results:
         if r.kind == "violation":
             summary.violations.append((r.trace_id, r.step, r.invariant, r.message))
         elif r.kind == "quarantine":
             quarantine_rows.append((r.trace_id, r.step, r.message))
+        elif r.kind == "gap":
+            summary.gaps += 1
+            tainted.add(r.trace_id)
         else:
             summary.traces += 1
             summary.steps += r.step
@@ -191,7 +207,11 @@ def audit(
             for k, n in hits.items():
                 sometimes[k] += n
     summary.sometimes = dict(sorted(sometimes.items()))
+    tainted |= {t for t, _s, _m in quarantine_rows if t is not None}
     valid = df.where("trace_id IS NOT NULL AND step IS NOT NULL AND now IS NOT NULL")
+    if tainted:  # a window over a trace with rows left out or missing would judge a different trace
+        excluded = spark.createDataFrame([(t,) for t in sorted(tainted)], "trace_id string")
+        valid = valid.join(excluded, on="trace_id", how="left_anti")
     valid.createOrReplaceTempView("lake")
     for check in CHECKS:
         for r in spark.sql(window_sql(check, "spark", bound_ms)).collect():

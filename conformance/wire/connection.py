@@ -12,6 +12,7 @@ they arrive. Capabilities come from ApiVersions (docs/protocol-reference.md#d) p
 from __future__ import annotations
 
 import contextlib
+import itertools
 import socket
 import struct
 import time
@@ -81,26 +82,45 @@ _SHOWN = (
 
 
 def _blocking_exchange(host: str, port: int, payload: Any, timeout: float, client_id: str) -> bytes:
-    """One request on a fresh connection; the raw response frame (without size)."""
-    data = encode_frame(payload, 1, client_id)
+    """One request on a fresh connection; the raw response frame (without size).
+
+    ``timeout`` bounds the whole exchange (connect, send and every byte of the answer), not each
+    read: a peer that drips a valid frame one byte at a time still times out (TimeoutError). An
+    answer under another correlation id than the request's is a TargetError."""
+    deadline = time.monotonic() + timeout
+    correlation_id = next(_CORRELATION)
+    data = encode_frame(payload, correlation_id, client_id)
     with socket.create_connection((host, port), timeout=timeout) as s:
-        s.settimeout(timeout)
+        s.settimeout(max(0.001, deadline - time.monotonic()))
         s.sendall(data)
-        head = _recv(s, 4)
+        head = _recv(s, 4, deadline)
         (size,) = struct.unpack(">i", head)
         if size < 4 or size > 100 * 1024 * 1024:
             raise TargetError(f"{host}:{port}: response frame size {size} is not plausible")
-        return _recv(s, size)
+        frame = _recv(s, size, deadline)
+    (got,) = struct.unpack_from(">i", frame, 0)
+    if got != correlation_id:
+        raise TargetError(
+            f"{host}:{port}: answer under correlation id {got}, the request had {correlation_id}"
+        )
+    return frame
 
 
-def _recv(s: socket.socket, n: int) -> bytes:
-    out = b""
+_CORRELATION = itertools.count(1)
+
+
+def _recv(s: socket.socket, n: int, deadline: float) -> bytes:
+    out = bytearray()
     while len(out) < n:
-        chunk = s.recv(n - len(out))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no complete answer before the deadline ({len(out)} of {n} bytes)")
+        s.settimeout(left)
+        chunk = s.recv(min(n - len(out), 1 << 16))
         if not chunk:
             raise ConnectionError("connection closed")
         out += chunk
-    return out
+    return bytes(out)
 
 
 @dataclass
@@ -143,11 +163,12 @@ class KafkaAdapter:
                 # Kafka < 0.10 neither answers nor closes on an unknown API key: a v0 request it knows
                 # (FindCoordinator v0) tells a broker without ApiVersions from one that hangs.
                 probe = build(payload_class(API_FIND_COORDINATOR, 0, True), {"key": "groupcheck-probe"})
+                wait = min(3.0, self.timeout_s)  # a 0.9 broker answers at once; a hung peer waits 2 x 3 s
                 try:
-                    _blocking_exchange(self.host, self.port, probe, self.timeout_s, self.client_id)
+                    _blocking_exchange(self.host, self.port, probe, wait, self.client_id)
                 except (OSError, ConnectionError):
                     raise TargetError(
-                        f"{where}: no answer to ApiVersions v{v} nor to FindCoordinator v0 within {self.timeout_s:g}s"
+                        f"{where}: no answer to ApiVersions v{v} nor to FindCoordinator v0 within {wait:g} s each"
                     ) from e
                 versions = None
                 break

@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.wire import dial
+
 Address = tuple[str, int]
 #: correlation ids the proxy gives to duplicated requests (clients count up from 1; this is far away)
 COPY_CORRELATION_BASE = 0x7E000000
@@ -66,6 +68,7 @@ class _Link:
     swallow: set[int] = field(default_factory=set)  # response correlation ids nobody will hear
     answered: set[int] = field(default_factory=set)  # response correlation ids already forwarded
     closed: bool = False
+    connecting: float = 0.0  # deadline of the upstream connect under way (0: connected)
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class ProxyEvent:
     detail: str = ""
 
 
-class FaultProxy:
+class FaultProxy(dial.Dialer):
     """See the module docstring. ``route(upstream)`` gives the address the adapter should dial."""
 
     def __init__(self, *, connect_timeout_s: float = 5.0, name: str = "groupcheck-proxy") -> None:
@@ -112,6 +115,11 @@ class FaultProxy:
         if known is not None:
             return known[1]
 
+        try:
+            numeric = dial.resolve(upstream)  # a lookup blocks: never on the proxy's thread
+        except OSError as e:
+            raise ProxyError(f"upstream {upstream[0]}:{upstream[1]} does not resolve: {e}") from e
+
         def listen() -> Address:
             if upstream in self._listeners:
                 return self._listeners[upstream][1]
@@ -121,7 +129,7 @@ class FaultProxy:
             srv.listen(64)
             srv.setblocking(False)
             addr: Address = srv.getsockname()
-            self.sel.register(srv, selectors.EVENT_READ, ("listen", upstream))
+            self.sel.register(srv, selectors.EVENT_READ, ("listen", numeric))
             with self._lock:
                 self._listeners[upstream] = (srv, addr)
             return addr
@@ -299,6 +307,7 @@ class FaultProxy:
                         self._io(data, kind, mask)
                 self._run_calls()
                 self._release_held()
+                self._expire_connects(time.monotonic())
         except BaseException as e:  # noqa: BLE001 - reported by close()
             self._error = e
             self._run_calls()
@@ -316,32 +325,16 @@ class FaultProxy:
 
     def _next_due(self) -> float | None:
         dues = [h.due for link in self._links.values() for h in link.held[:1]]
+        dues += [link.connecting for link in self._links.values() if link.connecting]
         if not dues:
             return None
         return max(0.0, min(dues) - time.monotonic())
 
-    def _accept(self, srv: socket.socket, upstream: Address) -> None:
-        try:
-            client, peer = srv.accept()
-        except BlockingIOError:
-            return
-        try:
-            up = socket.create_connection(upstream, timeout=self.connect_timeout_s)
-        except OSError as e:
-            self._event(ProxyEvent("upstream-refused", peer, detail=f"{upstream[0]}:{upstream[1]}: {e}"))
-            client.close()
-            return
-        for s in (client, up):
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            s.setblocking(False)
-        link = _Link(client, up, peer)
-        with self._lock:
-            self._links[peer] = link
-        self.sel.register(client, selectors.EVENT_READ, ("client", link))
-        self.sel.register(up, selectors.EVENT_READ, ("upstream", link))
-
     def _io(self, link: _Link, side: str, mask: int) -> None:
         if link.closed:
+            return
+        if side == "upstream" and link.connecting:
+            self._connected(link, None)
             return
         sock = link.client if side == "client" else link.upstream
         if mask & selectors.EVENT_READ:
@@ -440,7 +433,8 @@ class FaultProxy:
             (link.client, link.to_client, "client"),
             (link.upstream, link.to_upstream, "upstream"),
         ):
-            if buf:
+            waiting = side == "upstream" and bool(link.connecting)  # nothing goes out before the connect
+            if buf and not waiting:
                 try:
                     sent = sock.send(buf)
                     del buf[:sent]
@@ -449,7 +443,11 @@ class FaultProxy:
                 except OSError:
                     self._cut(link.peer, f"{side} write failed")
                     return
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if buf else 0)
+            events = (
+                selectors.EVENT_WRITE
+                if waiting
+                else selectors.EVENT_READ | (selectors.EVENT_WRITE if buf else 0)
+            )
             with contextlib.suppress(KeyError, ValueError):
                 self.sel.modify(sock, events, (side, link))
 

@@ -17,6 +17,7 @@ import io
 import itertools
 import socket
 import struct
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -96,10 +97,16 @@ def _encode(payload: Any, correlation_id: int) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+    """``n`` bytes before ``deadline`` (monotonic): the deadline is the whole answer's, so a peer
+    that sends a byte now and then cannot hold the caller past it."""
     chunks = []
     while n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WireRetry("timed out waiting for the answer (deadline of the whole exchange)")
         try:
+            sock.settimeout(left)
             chunk = sock.recv(min(n, 1 << 16))
         except TimeoutError as e:
             raise WireRetry("timed out waiting for the answer") from e
@@ -113,7 +120,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 def exchange(host: str, port: int, payload: Any, timeout: float) -> bytes:
-    """Send one request on a fresh connection, return the response frame (without its size)."""
+    """Send one request on a fresh connection, return the response frame (without its size).
+    ``timeout`` bounds the whole exchange: connect, send and the complete answer."""
+    deadline = time.monotonic() + max(timeout, 0.05)
     correlation_id = next(_correlation) & 0x7FFFFFFF
     data = _encode(payload, correlation_id)
     try:
@@ -123,15 +132,15 @@ def exchange(host: str, port: int, payload: Any, timeout: float) -> bytes:
     except OSError as e:
         raise WireRetry(f"connect failed: {e.strerror or e}") from e
     with sock:
-        sock.settimeout(max(timeout, 0.05))
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
             sock.sendall(data)
         except OSError as e:
             raise WireRetry(f"send failed: {e}") from e
-        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4, deadline))
         if size < 4 or size > MAX_FRAME:
             raise WireGarbage(f"response frame size {size} is not plausible")
-        frame = _recv_exact(sock, size)
+        frame = _recv_exact(sock, size, deadline)
     (got,) = struct.unpack_from(">i", frame, 0)
     if got != correlation_id:
         raise WireGarbage(f"response correlation id {got} != request's {correlation_id}")

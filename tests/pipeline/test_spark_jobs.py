@@ -84,14 +84,21 @@ def test_quarantine_counts_bad_rows_and_wrong_schema_is_a_tool_error(spark, tmp_
     rows[3]["world"] = rows[3]["world"][:50]  # truncated
     del rows[10]  # a gap
     rows[90]["trace_id"] = None
+    rows[100]["step"] = 2**31 - 1  # far out of range, with an old world: no window may judge it
+    rows[100]["generation"], rows[100]["world"] = 0, rows[82]["world"]
+    rows[110]["event"] = "[" * 100_000 + "]" * 100_000  # a 100,000-deep JSON value
     lake = tmp_path / "bad"
     lake.mkdir()
     null_ok = pa.schema([f.with_nullable(True) for f in schema.LAKE_SCHEMA])
     pq.write_table(pa.Table.from_pylist(rows, schema=null_ok), lake / "part-0.parquet")
+    (lake / "part-1.parquet").write_text("not a Parquet file")
     summary = audit(spark, str(lake), tmp_path / "audit")
-    # the row without a trace id also leaves a gap in its own trace
-    assert summary.quarantined == 4 and summary.verdict == "INCONCLUSIVE"
-    assert summary.quarantine_reasons == {"malformed row": 1, "truncated trace": 2, "null trace_id": 1}
+    # one entry per row left out; the gaps (the deleted row, and the rows without a trace id or
+    # with an out-of-range step in their own traces) are counted apart
+    assert summary.quarantined == 4 and summary.verdict == "INCONCLUSIVE" and not summary.violations
+    assert summary.quarantine_reasons == {"malformed row": 2, "null trace_id": 1, "step out of range": 1}
+    assert summary.gaps == 3
+    assert [Path(u.split(":")[0]).name for u in summary.unreadable] == ["part-1.parquet"]
     q = pq.read_table(tmp_path / "audit" / "quarantine.parquet").to_pylist()
     assert len(q) == 4 and all(r["reason"] for r in q)
     wrong = tmp_path / "wrong"

@@ -1,0 +1,338 @@
+"""The JSON Schemas of the files people write or hand over: `specs/schemas/` (docs/hostile-input.md).
+
+`invariants.schema.json` (specs/invariants.yaml), `scenario.schema.json` (specs/scenarios/*.yaml)
+and `trace-header.schema.json` (line 1 of a trace file). They are generated here from the code's
+own registries (variant keys and values, invariant kinds, checkers, the model's settings) and the
+bounds of `conformance.strict`, so they cannot drift; `python -m conformance.schemas` rewrites them
+and a test checks the committed files. The loaders check every file against them
+(`conformance.schema_check`); editors can use them too (docs/scenarios.md#editor-support).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import typing
+from typing import Any
+
+from conformance import strict
+from conformance.schema_check import SCHEMA_DIR
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+NAME = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"}  # client and assignor names
+TOPIC = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,249}$"}  # Kafka's legal topic names
+TEXT = {"type": "string", "minLength": 1, "maxLength": 20_000}
+ID = {"type": "string", "pattern": "^[a-z0-9_-]+(\\.[a-z0-9_]+)+$", "maxLength": 128}
+
+
+def integer(lo: int, hi: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": lo, "maximum": hi}
+
+
+def strings(item: dict[str, Any], most: int) -> dict[str, Any]:
+    return {"type": "array", "items": item, "maxItems": most}
+
+
+def mapping(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+MS = integer(0, strict.MAX_VIRTUAL_MS)
+TIMEOUT = integer(0, strict.MAX_TIMEOUT_MS)
+OPTIONAL_TEXT = {"type": ["string", "null"], "maxLength": 256}
+
+
+# ---------------------------------------------------------------------------------- shared parts
+def variants() -> dict[str, Any]:
+    """Variant keys and values of `--variant` (mutant names are checked when the mutant is looked up)."""
+    from conformance.engine.variants import variant_keys
+    from conformance.protocols import KITS
+
+    props: dict[str, Any] = {}
+    for key, spec in sorted(variant_keys(KITS.values()).items()):
+        if key in ("mutant", "mixed_mutant"):
+            props[key] = {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,79}$"}
+        else:
+            props[key] = {"enum": list(spec.values)}
+    return mapping(props)
+
+
+def client() -> dict[str, Any]:
+    """A virtual member of any protocol (each protocol's runner accepts its own subset)."""
+    return mapping(
+        {
+            "name": NAME,
+            "protocol": {"enum": ["classic", "consumer"]},
+            "start": {"type": "boolean"},
+            "topics": strings(TOPIC, strict.MAX_TOPICS),
+            "assignors": strings(NAME, 8),
+            "instance_id": OPTIONAL_TEXT,
+            "group_id": {"type": "string", "maxLength": 256},
+            "client_id": {"type": "string", "maxLength": 256},
+            "join_version": integer(0, 9),
+            "sync_version": integer(0, 5),
+            "version": integer(0, 1),
+            "session_timeout_ms": TIMEOUT,
+            "rebalance_timeout_ms": TIMEOUT,
+            "server_assignor": OPTIONAL_TEXT,
+            "regex": {"type": ["string", "null"], "maxLength": 64},
+        },
+        ("name",),
+    )
+
+
+def _setting(hint: Any) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if hint is bool:
+        return {"type": "boolean"}
+    if hint is int:
+        return TIMEOUT
+    if hint is str:
+        return {"type": "string", "maxLength": 256}
+    if origin in (tuple, frozenset):
+        return strings({"type": "string", "maxLength": 256}, 64)
+    raise TypeError(f"no schema for setting type {hint!r}")
+
+
+def config() -> dict[str, Any]:
+    """Coordinator settings: the fields of the classic and consumer models' configs, and the mixed
+    run's `policy` and `tick_ms`."""
+    from model.classic.state import ClassicConfig
+    from model.consumer.txn import ConsumerCoordinatorConfig
+    from model.mixed.state import MigrationPolicy
+
+    props: dict[str, Any] = {}
+    for cls in (ClassicConfig, ConsumerCoordinatorConfig):
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            props.setdefault(f.name, _setting(hints[f.name]))
+    props["policy"] = {"enum": [p.value for p in MigrationPolicy]}
+    props["tick_ms"] = integer(strict.MIN_EVERY_MS, strict.MAX_TICK_MS)
+    return mapping(dict(sorted(props.items())))
+
+
+def topics() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "propertyNames": TOPIC,
+        "additionalProperties": integer(1, strict.MAX_PARTITIONS),
+        "maxProperties": strict.MAX_TOPICS,
+    }
+
+
+# ---------------------------------------------------------------------------------- scenarios
+def steps() -> dict[str, Any]:
+    """One verb per step; the argument of each verb (the union over the protocols' runners)."""
+    nothing = {"anyOf": [{"type": ["null", "boolean"]}, {"type": "object", "maxProperties": 0}]}
+    topic_size = mapping(
+        {"topic": TOPIC, "partitions": integer(1, strict.MAX_PARTITIONS)}, ("topic", "partitions")
+    )
+    verbs: dict[str, Any] = {
+        "settle": {
+            "anyOf": [
+                {"type": "null"},
+                strings(NAME, strict.MAX_CLIENTS),
+                mapping({"bound_ms": MS}),
+            ]
+        },
+        "run_for": {
+            "anyOf": [
+                integer(1, strict.MAX_VIRTUAL_MS),
+                mapping(
+                    {
+                        "ms": integer(1, strict.MAX_VIRTUAL_MS),
+                        "every": integer(strict.MIN_EVERY_MS, strict.MAX_VIRTUAL_MS),
+                        "clients": strings(NAME, strict.MAX_CLIENTS),
+                    },
+                    ("ms",),
+                ),
+            ]
+        },
+        "advance": MS,
+        "failover": nothing,
+        "append_failure": nothing,
+        "create_topic": topic_size,
+        "add_partitions": topic_size,
+        "delete_topic": TOPIC,
+        "subscribe": mapping(
+            {"client": NAME, "topics": strings(TOPIC, strict.MAX_TOPICS)}, ("client", "topics")
+        ),
+        "protocols": mapping({"client": NAME, "assignors": strings(NAME, 8)}, ("client", "assignors")),
+        "send": mapping(
+            {
+                "client": NAME,
+                "request": {"enum": ["heartbeat", "sync", "join"]},
+                "generation": {"anyOf": [integer(-1, 2**31 - 1), {"const": "stale"}]},
+                "member_id": {"type": "string", "maxLength": 256},
+                "instance_id": OPTIONAL_TEXT,
+                "version": integer(0, 9),
+            },
+            ("client", "request"),
+        ),
+        "stale_heartbeat": mapping({"client": NAME, "delta": integer(-(2**31), 2**31 - 1)}, ("client",)),
+        "expect": {"type": "object", "maxProperties": 64},
+    }
+    for verb in (
+        "step", "stall", "resume", "lose_response", "commit", "leave", "restart", "rejoin", "unsubscribe",
+        "stale_subscription", "slow", "reconcile", "duplicate", "start", "stop", "crash",
+    ):  # fmt: skip
+        verbs[verb] = NAME
+    step = {
+        "title": "step verb",
+        "type": "object",
+        "properties": dict(sorted(verbs.items())),
+        "additionalProperties": False,
+        "minProperties": 1,
+        "maxProperties": 1,
+    }
+    return {"type": "array", "items": step, "minItems": 1, "maxItems": strict.MAX_STEPS}
+
+
+def scenario() -> dict[str, Any]:
+    expectation = mapping(
+        {
+            "variants": {"$ref": "#/$defs/variants"},
+            "violated": strings(ID, 64),
+            "passes": {"type": "boolean"},
+        },
+        ("variants",),
+    )
+    body = mapping(
+        {
+            "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,79}$"},
+            "title": TEXT,
+            "source": TEXT,
+            "protocol": {"enum": ["classic", "consumer", "mixed"]},
+            "notes": TEXT,
+            "topics": topics(),
+            "clients": {"type": "array", "items": {"$ref": "#/$defs/client"}, "maxItems": strict.MAX_CLIENTS},
+            "config": {"$ref": "#/$defs/config"},
+            "variants": {"$ref": "#/$defs/variants"},
+            "steps": steps(),
+            "expect": {"type": ["array", "null"], "items": expectation, "maxItems": 64},
+        },
+        ("id", "title", "source", "protocol", "steps"),
+    )
+    return _document(
+        "scenario", "A groupcheck scenario (specs/scenarios/*.yaml, docs/scenarios.md)", body,
+        {"variants": variants(), "client": client(), "config": config()},
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- invariants
+def invariants() -> dict[str, Any]:
+    from conformance.specs import CHECKERS
+    from model.invariants import KINDS
+
+    entry = mapping(
+        {
+            "id": ID,
+            "kind": {"enum": list(KINDS)},
+            "protocol": {"type": "string", "pattern": "^[a-z0-9]+$"},
+            "statement": TEXT,
+            "source": TEXT,
+            "checkers": {
+                "type": "array",
+                "items": {"enum": sorted(CHECKERS)},
+                "minItems": 1,
+                "uniqueItems": True,
+            },  # fmt: skip
+            "lemmas": strings(ID, 32),
+            "bound": integer(0, 1_000_000),
+        },
+        ("id", "kind", "protocol", "statement", "source", "checkers"),
+    )
+    lemma = mapping({"id": ID, "statement": TEXT, "source": TEXT}, ("id", "statement", "source"))
+    body = mapping(
+        {
+            "version": {"const": 1},
+            "invariants": {"type": "array", "items": entry, "maxItems": 5000},
+            "lemmas": {"type": "array", "items": lemma, "maxItems": 5000},
+        },
+        ("version", "invariants"),
+    )
+    return _document("invariants", "The groupcheck invariant catalogue (specs/invariants.yaml)", body, {})
+
+
+# ---------------------------------------------------------------------------------- trace header
+def trace_header() -> dict[str, Any]:
+    from conformance.formats.trace_file import FORMAT, PROTOCOLS, VERSION
+    from model.mixed.state import MigrationPolicy
+
+    group_setup = mapping(
+        {
+            "topics": topics(),
+            "clients": {"type": "array", "items": {"$ref": "#/$defs/client"}, "maxItems": strict.MAX_CLIENTS},
+            "config": {"$ref": "#/$defs/config"},
+        }
+    )
+    mixed_setup = mapping(
+        {
+            "policy": {"enum": [p.value for p in MigrationPolicy]},
+            "seed": integer(strict.INT_MIN, strict.INT_MAX),
+            "tick_ms": integer(strict.MIN_EVERY_MS, strict.MAX_TICK_MS),
+        }
+    )
+    short_text = {"type": "string", "maxLength": 256}
+    body = mapping(
+        {
+            "kind": {"const": "header"},
+            "format": {"const": FORMAT},
+            "version": integer(1, VERSION),
+            "groupcheck": short_text,
+            "target": mapping({"name": short_text, "version": short_text}, ("name", "version")),
+            "protocol": {"enum": list(PROTOCOLS)},
+            "variants": {"$ref": "#/$defs/variants"},
+            "seed": integer(strict.INT_MIN, strict.INT_MAX),
+            "origin": {"type": "object", "properties": {"kind": short_text}, "required": ["kind"]},
+            "setup": {"type": "object"},
+        },
+        (
+            "kind",
+            "format",
+            "version",
+            "groupcheck",
+            "target",
+            "protocol",
+            "variants",
+            "seed",
+            "origin",
+            "setup",
+        ),
+    )
+    body["if"] = {"properties": {"protocol": {"const": "mixed"}}}
+    body["then"] = {"properties": {"setup": mixed_setup}}
+    body["else"] = {"properties": {"setup": group_setup}}
+    return _document(
+        "trace-header", f"Line 1 of a groupcheck trace, format version {VERSION} (docs/traces.md#format)", body,
+        {"variants": variants(), "client": client(), "config": config()},
+    )  # fmt: skip
+
+
+def _document(name: str, title: str, body: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    out = {"$schema": DRAFT, "$id": f"https://groupcheck.invalid/schemas/{name}.schema.json", "title": title}
+    out.update(body)
+    if defs:
+        out["$defs"] = defs
+    return out
+
+
+SCHEMAS = {"invariants": invariants, "scenario": scenario, "trace-header": trace_header}
+
+
+def render(name: str) -> str:
+    return json.dumps(SCHEMAS[name](), indent=1, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+    for schema_name in SCHEMAS:
+        path = SCHEMA_DIR / f"{schema_name}.schema.json"
+        path.write_text(render(schema_name), encoding="utf-8")
+        sys.stdout.write(f"wrote {path}\n")
