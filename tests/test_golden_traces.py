@@ -86,8 +86,9 @@ class Case:
 
 
 def _mutant_check(protocol: str, target: tuple[str, ...], examples: int) -> tuple[str, ...]:
+    # --no-minimise: the Hypothesis-shrunk trace as recorded; ddmin and polish have tests of their own
     return ("check", *target, "--protocol", protocol, "--profile", "ci", "--seed", "0",
-            "--max-examples", str(examples), "--report-dir", "out")  # fmt: skip
+            "--max-examples", str(examples), "--report-dir", "out", "--no-minimise")  # fmt: skip
 
 
 MODEL_REPLAY = ("replay", "input.ndjson", "--target", "model", "--output", "out")
