@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
+from conformance.resources import specs_dir
 from conformance.strict import Malformed, field_path, short
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "specs" / "schemas"
+SCHEMA_DIR = specs_dir() / "schemas"  # specs/schemas, installed in conformance._specs
 
 
 @functools.cache

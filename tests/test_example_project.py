@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.mutants import get_mutant
+from conformance.specs import load_invariants
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "broker-ci"
 
@@ -49,7 +50,14 @@ def test_every_item_passes_on_the_model(tmp_path: Path) -> None:
     assert ("groupcheck.consumer", "consumer.no_ghost_member") in passed
     assert ("groupcheck.scenarios", "kafka-7026") in passed
     assert ("tests.test_our_coordinator", "test_a_new_member_is_asked_for_its_member_id") in passed
-    assert not _cases(root, "failed") and not _cases(root, "skipped")
+    assert not _cases(root, "failed")
+    # a skip is only ever a `sometimes` behaviour the dev profile's runs did not reach (inconclusive)
+    sometimes = {i for i, spec in load_invariants().items() if spec.kind == "sometimes"}
+    for case in root.iter("testcase"):
+        skipped = case.find("skipped")
+        if skipped is not None:
+            assert case.get("name") in sometimes, case.get("name")
+            assert "inconclusive" in (skipped.get("message") or ""), skipped.get("message")
 
 
 @pytest.mark.slow

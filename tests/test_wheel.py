@@ -5,6 +5,7 @@ from the package through importlib.resources)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -37,13 +38,43 @@ def _run(
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def _data_files() -> list[str]:
+    """Every file the installed package reads that is not Python: specs/, the regression traces,
+    and the launchers' and harnesses' sources beside the code."""
+    out = [f"conformance/_specs/{p.relative_to(ROOT / 'specs').as_posix()}" for p in _files(ROOT / "specs")]
+    out += [f"conformance/_regressions/{p.name}" for p in (ROOT / "tests" / "regressions").glob("*.ndjson")]
+    for pkg in ("conformance", "model"):
+        out += [p.relative_to(ROOT).as_posix() for p in _files(ROOT / pkg)]
+    return out
+
+
+def _files(root: Path) -> list[Path]:
+    return [
+        p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    ]
+
+
+def _clean_copy(dest: Path) -> Path:
+    """What the build reads, copied without caches or build leftovers."""
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+    dest.mkdir(parents=True)
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    for folder in ("model", "conformance", "specs", "tests/regressions"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=skip)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
     """(venv bin, empty working directory, environment) with the freshly built wheel installed."""
     base = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    source = _clean_copy(base / "src")  # no build/ left over from an older tree, none left behind
     built = _run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(base / "dist"), str(source)],
         base,
         env,
     )
@@ -51,7 +82,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     assert "BuildBackendWarning" not in built.stderr, built.stderr  # e.g. the license metadata
     (wheel,) = (base / "dist").glob("groupcheck-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    missing = [n for n in SHIPPED if n not in names]
+    missing = [n for n in (*SHIPPED, *_data_files()) if n not in names]
     assert not missing, missing
     venv = _run([sys.executable, "-m", "venv", str(base / "venv")], base, env)
     assert venv.returncode == 0, venv.stderr
