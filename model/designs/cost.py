@@ -28,6 +28,7 @@ from model.designs import broker_wire as bw
 from model.designs import joinall as ja
 from model.designs import sync_join as sj
 from model.designs import wire as w
+from model.designs.cost_marker import local_marker
 from model.designs.metadata import metadata_hash, subscription_hash
 from model.embedded import Assignment, Subscription, encode_assignment, encode_subscription
 from model.errors import ErrorCode
@@ -41,6 +42,7 @@ COST_DESIGNS = (
     "compressed",
     "sync-in-join",
     "broker-coordinator",
+    "kip341-local-marker",
 )
 
 
@@ -170,6 +172,11 @@ def broker(n: int, t: int, partitions: int) -> Cost:
     return Cost("broker-coordinator", n, t, 2 + 4 * n, size)
 
 
+def marker(n: int, t: int, partitions: int) -> Cost:
+    """The shipped round with the sticky assignor's local marker (``model.designs.cost_marker``)."""
+    return Cost("kip341-local-marker", n, t, *local_marker(n, t, partitions))
+
+
 FORMULAS = {
     "shipped": shipped,
     "independent-hash": independent,
@@ -178,6 +185,7 @@ FORMULAS = {
     "compressed": compressed,
     "sync-in-join": sync_in_join,
     "broker-coordinator": broker,
+    "kip341-local-marker": marker,
 }
 
 
