@@ -220,10 +220,14 @@ _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 def yaml_document(path: Path, error: type[ToolError] = ToolError) -> tuple[Any, Any]:
     """(data, node) of a YAML file under the discipline; the node gives each value's line."""
     text = utf8(read_bytes(path, MAX_YAML_BYTES, error), path, error)
-    loader = _Loader(text)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control characters)
+        line = text[: exc.position].count("\n") + 1
+        raise error(f"{path}:{line}: invalid YAML: character 0x{exc.character:02x} is not allowed") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else f"{path}:1"
@@ -234,7 +238,8 @@ def yaml_document(path: Path, error: type[ToolError] = ToolError) -> tuple[Any, 
     except ValueError as exc:  # a constructor's own conversion (dates, base64) of a bad scalar
         raise error(f"{path}:1: invalid YAML: {str(exc)[:100]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, node
 
 

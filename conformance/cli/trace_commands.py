@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     shown = ", ".join(f"{k}={v}" for k, v in sorted(result.variants.items())) or "none"
     recorded = ", ".join(trace.violated) or "nothing"
     print(f"replay {args.file} on {args.target} (variants {shown}; recorded: {recorded}): {result.verdict}")
-    if result.error:
-        print(f"error: {result.error}")
+    if result.error:  # exit 2: the one line of a tool error, on stderr like every other
+        print(f"groupcheck: error: {result.error}", file=sys.stderr)
         return result.exit_code
     print(
         f"  {len(trace.steps)} steps, {'exact' if result.exact else 'diverged'}"

@@ -23,6 +23,7 @@ from conformance import schema_check, strict
 from conformance.errors import ToolError
 from conformance.formats import trace_limits
 from conformance.formats.codec import CodecError, decode, dumps
+from model.result import Delivery
 
 FORMAT = "groupcheck-trace"
 VERSION = 1
@@ -52,6 +53,7 @@ STEP_KEYS = {
     "checks": dict,
     "state": (dict, type(None)),
 }
+DELIVERIES = tuple[Delivery, ...]  # a step's expected and actual answers
 MAX_TRACE_BYTES = 64 * 1024 * 1024
 MAX_LINE_CHARS = 8 * 1024 * 1024
 VERDICT_KEYS = {"kind": str, "verdict": str, "violated": list, "violations": list, "steps": int}
@@ -381,9 +383,11 @@ def _read_step(obj: dict[str, Any], where: str, expected_n: int) -> Step:
             raise TraceError(f"{where}: checks.violated entries need string 'id' and 'message'")
         violated.append(Check(v["id"], v["message"]))
     try:
+        if obj["event"] is not None and not isinstance(obj["event"], dict):
+            raise CodecError("event: expected an object with a 'type'")
         event = None if obj["event"] is None else decode(obj["event"], path="event")
-        expected = None if obj["expected"] is None else decode(obj["expected"], path="expected")
-        actual = None if obj["actual"] is None else decode(obj["actual"], path="actual")
+        expected = None if obj["expected"] is None else decode(obj["expected"], DELIVERIES, "expected")
+        actual = None if obj["actual"] is None else decode(obj["actual"], DELIVERIES, "actual")
         if "request" in action:
             decode(action["request"], path="action.request")
     except CodecError as exc:

@@ -28,8 +28,36 @@ ACTION_BOUNDS: dict[str, tuple[int, int]] = {
 }
 
 
+#: action field -> the JSON types it may hold ("str[]": a list of strings); the simulators' ops
+#: take these as they are, so a list where a client name belongs must stop here
+ACTION_TYPES: dict[str, tuple[str, ...]] = {
+    "op": ("str",), "client": ("str",), "topic": ("str",), "name": ("str",), "action": ("str",),
+    "group_id": ("str",), "member_id": ("str",), "instance_id": ("str", "null"), "assignor": ("str", "null"),
+    "assignors": ("str[]",), "topics": ("str[]", "null"), "owned": ("list", "null"), "request": ("dict",),
+    "slow": ("bool",), "stalled": ("bool",), "delta": ("int",), "member_epoch": ("int",),
+}  # fmt: skip
+_KINDS = {"str": str, "list": list, "dict": dict, "bool": bool, "null": type(None)}
+
+
+def _fits(value: Any, kinds: tuple[str, ...]) -> bool:
+    for kind in kinds:
+        if kind == "str[]" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return True
+        if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if kind in _KINDS and type(value) is _KINDS[kind]:
+            return True
+    return False
+
+
 def check_action(action: dict[str, Any]) -> None:
-    """Each bounded field of ``action`` is an integer within its range (Malformed names the field)."""
+    """Each known field of ``action`` has its type, and each bounded one is an integer within its
+    range (Malformed names the field)."""
+    for name, kinds in ACTION_TYPES.items():
+        if name in action and not _fits(action[name], kinds):
+            raise Malformed(
+                f"expected {' or '.join(kinds)}, got {type(action[name]).__name__}", f"action.{name}"
+            )
     for name, (lo, hi) in ACTION_BOUNDS.items():
         if name not in action:
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import struct
 import threading
@@ -25,13 +26,21 @@ settings.register_profile(
     max_examples=40,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 settings.register_profile(
     "fuzz-long",
     max_examples=400,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 PROFILE = "fuzz-long" if os.environ.get("GROUPCHECK_FUZZ") == "long" else "fuzz-ci"
 
@@ -186,3 +195,12 @@ def blackhole() -> tuple[socket.socket, list[socket.socket], str]:
     filler = socket.create_connection(srv.getsockname(), timeout=2)
     host, port = srv.getsockname()
     return srv, [filler], f"{host}:{port}"
+
+
+def unforeseen(err: str) -> bool:
+    """The CLI's last-resort line (`conformance.cli.arguments.unexpected`) or a traceback: either
+    means an input got past the checks that should have named it."""
+    return (
+        "Traceback" in err
+        or re.search(r"^groupcheck: error: [\w-]+: unexpected [A-Z]\w*", err, re.M) is not None
+    )
