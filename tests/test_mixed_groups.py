@@ -1112,11 +1112,11 @@ def test_rolling_upgrade_scenario_cli(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("clients: [{name: c1, protocol: classic, colour: red}]", "client c1: unknown key(s) ['colour']"),
-        ("clients: [{name: c1}]", "each client needs a name and protocol"),
-        ("config: {policy: sideways}", "policy 'sideways'"),
-        ("steps: [{dance: c1}]", "unknown step verb 'dance'"),
-        ("steps: [{stop: nobody}]", "unknown client 'nobody'"),
+        ("clients: [{name: c1, protocol: classic, colour: red}]", "colour"),
+        ("clients: [{name: c1}]", "protocol"),
+        ("config: {policy: sideways}", "sideways"),
+        ("steps: [{dance: c1}]", "dance"),
+        ("steps: [{stop: nobody}]", "nobody"),
     ],
 )
 def test_mixed_scenario_errors_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
@@ -1131,9 +1131,9 @@ def test_mixed_scenario_errors_name_file_and_line(tmp_path: Path, text: str, mes
     path.write_text(
         "id: bad\ntitle: t\nsource: s\nprotocol: mixed\ntopics: {t: 2}\n" + "\n".join(body.values()) + "\n"
     )
-    scenario = load_scenario(path)
+    # the strict loader rejects what its schema can see; the runner what only a run can
     with pytest.raises(SpecError, match=re.escape(message)) as err:
-        run_scenario(scenario, {})
+        run_scenario(load_scenario(path), {})
     assert str(path) in str(err.value)
 
 
