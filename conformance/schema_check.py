@@ -80,6 +80,8 @@ def describe(error: ValidationError) -> str:
         size = len(value) if hasattr(value, "__len__") else "?"
         return f"has {size} {'characters' if 'Length' in kind else 'entries'} ({kind} {want})"
     if kind == "pattern":
+        if isinstance(schema, dict) and "title" in schema:
+            return f"{short(value)} is not a {schema['title']}"
         return f"{short(value)} does not match {want}"
     if kind == "uniqueItems":
         return "has repeated entries"

@@ -79,7 +79,12 @@ def client() -> dict[str, Any]:
             "session_timeout_ms": TIMEOUT,
             "rebalance_timeout_ms": TIMEOUT,
             "server_assignor": OPTIONAL_TEXT,
-            "regex": {"type": ["string", "null"], "maxLength": 64},
+            "regex": {
+                "title": "topic regex of the safe shape (at most two quantifiers, none on a group)",
+                "type": ["string", "null"],
+                "maxLength": strict.MAX_REGEX,
+                "pattern": strict.SAFE_REGEX,
+            },
         },
         ("name",),
     )
@@ -176,7 +181,7 @@ def steps() -> dict[str, Any]:
             ("client", "request"),
         ),
         "stale_heartbeat": mapping({"client": NAME, "delta": integer(-(2**31), 2**31 - 1)}, ("client",)),
-        "expect": {"type": "object", "maxProperties": 64},
+        "expect": expectations(),
     }
     for verb in (
         "step", "stall", "resume", "lose_response", "commit", "leave", "restart", "rejoin", "unsubscribe",
@@ -192,6 +197,27 @@ def steps() -> dict[str, Any]:
         "maxProperties": 1,
     }
     return {"type": "array", "items": step, "minItems": 1, "maxItems": strict.MAX_STEPS}
+
+
+def expectations() -> dict[str, Any]:
+    """What an `expect` step may assert (the union over the protocols' runners)."""
+    text, count = {"type": ["string", "null"], "maxLength": 256}, {"type": ["integer", "null"]}
+
+    def per_client(value: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object", "propertyNames": NAME, "additionalProperties": value, "maxProperties": 64}
+
+    names = strings(NAME, strict.MAX_CLIENTS)
+    return mapping(
+        {
+            "state": text, "protocol": text, "leader": text, "group_type": text,
+            "generation": count, "group_epoch": count, "assignment_epoch": count, "members": count,
+            "classic_members": count,
+            "last_error": per_client(text), "phase": per_client(text), "client_state": per_client(text),
+            "member_state": per_client(text), "epoch": per_client(count),
+            "owned": per_client(strings({"type": "string", "maxLength": 256}, 4096)),
+            "converged": names, "owns_nothing": names,
+        }
+    )  # fmt: skip
 
 
 def scenario() -> dict[str, Any]:
@@ -315,6 +341,85 @@ def trace_header() -> dict[str, Any]:
     )  # fmt: skip
 
 
+# ---------------------------------------------------------------------------------- design scenarios
+#: the virtual time one design scenario may run: its `advance` and `settle` ops together
+#: (the driver judges every 100 ms tick; the committed scenarios use at most 150 s)
+DESIGN_SCENARIO_MAX_MS = 1_800_000
+
+
+def design_op(name: str, cls: Any) -> dict[str, Any]:
+    """One op of the design-neutral workload (model/designs/ops.py), field by field."""
+    from model.designs import ops as o
+
+    label = {"type": "string", "minLength": 1, "maxLength": o.MAX_NAME, "pattern": "^[^\\x00-\\x1f]+$"}
+    field_schema = {
+        "member": label, "topic": label,
+        "topics": {"type": "array", "items": label, "minItems": 1, "maxItems": 64},
+        "regex": {"type": "boolean"},
+        "ms": integer(0, o.MAX_MS),
+        "partitions": integer(0, o.MAX_PARTITIONS),
+        "version": integer(1, max(o.STRATEGIES)),
+    }  # fmt: skip
+    props: dict[str, Any] = {"op": {"const": name}}
+    required = ["op"]
+    for f in dataclasses.fields(cls):
+        props[f.name] = field_schema[f.name]
+        if f.default is dataclasses.MISSING:
+            required.append(f.name)
+    return mapping(props, tuple(required))
+
+
+def design_scenario() -> dict[str, Any]:
+    """A failure case of a weighed design (specs/scenarios/designs/, docs/designs.md)."""
+    from model.designs import ops as o
+    from model.designs.invariants import DESIGN_REGISTRY
+
+    expectation = mapping(
+        {
+            "design": {"type": "string", "minLength": 1, "maxLength": 256},
+            "violated": {"type": "array", "items": {"enum": sorted(DESIGN_REGISTRY)}, "minItems": 1},
+            "passes": {"const": True},
+        },
+        ("design",),
+    )
+    expectation["oneOf"] = [{"required": ["violated"]}, {"required": ["passes"]}]
+    body = mapping(
+        {
+            "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,79}$"},
+            "title": TEXT,
+            "source": TEXT,
+            "notes": TEXT,
+            "seed": integer(strict.INT_MIN, strict.INT_MAX),
+            "topics": {
+                "type": "object",
+                "propertyNames": TOPIC,
+                "additionalProperties": integer(1, o.MAX_PARTITIONS),
+                "minProperties": 1,
+                "maxProperties": strict.MAX_TOPICS,
+            },
+            "steps": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 500,
+                "items": {
+                    "title": "design op",
+                    "type": "object",
+                    "required": ["op"],
+                    "properties": {"op": {"enum": sorted(o.OP_TYPES)}},
+                    "allOf": [
+                        {"if": {"properties": {"op": {"const": n}}}, "then": {"$ref": f"#/$defs/{n}"}}
+                        for n in sorted(o.OP_TYPES)
+                    ],
+                },
+            },
+            "expect": {"type": "array", "minItems": 1, "maxItems": 64, "items": expectation},
+        },
+        ("id", "title", "source", "topics", "steps", "expect"),
+    )
+    defs = {n: design_op(n, cls) for n, cls in sorted(o.OP_TYPES.items())}
+    return _document("design-scenario", "A design scenario (docs/designs.md#scenarios)", body, defs)
+
+
 def _document(name: str, title: str, body: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     out = {"$schema": DRAFT, "$id": f"https://groupcheck.invalid/schemas/{name}.schema.json", "title": title}
     out.update(body)
@@ -323,7 +428,12 @@ def _document(name: str, title: str, body: dict[str, Any], defs: dict[str, Any])
     return out
 
 
-SCHEMAS = {"invariants": invariants, "scenario": scenario, "trace-header": trace_header}
+SCHEMAS = {
+    "invariants": invariants,
+    "scenario": scenario,
+    "trace-header": trace_header,
+    "design-scenario": design_scenario,
+}
 
 
 def render(name: str) -> str:

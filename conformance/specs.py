@@ -1,7 +1,9 @@
 """Loading `specs/`: the invariant catalogue and named scenarios (docs/invariants.md, docs/scenarios.md).
 
-Data is read with `yaml.safe_load`; positions come from composing the same text with the safe
-loader, so every error names file:line. The catalogue must match the model's registry exactly.
+Files are read under the strict discipline (`conformance.strict`: bounded size, nesting and
+integers, safe loader, no aliases) and checked against `specs/schemas/` (docs/hostile-input.md);
+positions come from the composed document, so every error names file:line and field. The
+catalogue must match the model's registry exactly.
 """
 
 from __future__ import annotations

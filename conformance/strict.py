@@ -271,6 +271,25 @@ def field_path(path: Any) -> str:
     return out
 
 
+# ---------------------------------------------------------------------------------- regexes
+MAX_REGEX = 64
+#: The shape of a topic regex the model may be asked to match (Python's ``re`` backtracks, Kafka's
+#: RE2J does not): no groups with a quantifier after them, no back-references or look-arounds,
+#: at most two quantifiers, so matching a topic name stays polynomial and small.
+SAFE_REGEX = r"^(?!.*\)[*+?{])(?!.*\(\?)(?!.*\\[1-9])[^*+?{]*([*+?{][^*+?{]*){0,2}$"
+
+
+def check_regex(text: str) -> None:
+    """Malformed unless ``text`` is a topic regex of the safe shape (`SAFE_REGEX`)."""
+    import re
+
+    if len(text) > MAX_REGEX or re.match(SAFE_REGEX, text, re.S) is None:
+        raise Malformed(
+            f"regex {short(text, 40)} is not of the safe shape (at most {MAX_REGEX} characters, two "
+            "quantifiers, no quantified group, back-reference or look-around)"
+        )
+
+
 # ---------------------------------------------------------------------------------- command line
 #: option -> (lowest, highest); the parsers name their options' ranges from here
 RANGES: dict[str, tuple[float, float]] = {

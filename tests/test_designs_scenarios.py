@@ -39,10 +39,36 @@ def test_a_bad_scenario_names_file_line_and_field(tmp_path: Path) -> None:
     path.write_text(
         "id: x\ntitle: t\nsource: s\ntopics: {t: 1}\nsteps:\n  - {op: join}\nexpect:\n  - {design: shipped, passes: true}\n"
     )
-    with pytest.raises(SpecError, match=r"bad.yaml:6: steps\[0\]: op join: missing field 'member'"):
+    with pytest.raises(SpecError, match=r"bad.yaml:6: steps\[0\]: lacks field 'member'"):
         scn.load(path)
     path.write_text(
         "id: x\ntitle: t\nsource: s\ntopics: {t: 1}\nsteps:\n  - {op: join, member: A}\nexpect:\n  - {design: nowhere, passes: true}\n"
     )
     with pytest.raises(SpecError, match="unknown design"):
+        scn.load(path)
+
+
+BAD_DESIGN_SCENARIOS = [
+    # (steps and expect lines, where, what)
+    ("  - {op: join, member: A, version: 9}\n", 6, r"steps\[0\]\.version: 9 is out of range"),
+    ("  - {op: settle, ms: -1000}\n", 6, r"steps\[0\]\.ms: -1000 is out of range"),
+    ("  - {op: warp, member: A}\n", 6, r"steps\[0\]\.op"),
+    ("  - {op: join, member: [A]}\n", 6, r"steps\[0\]\.member: expected a string, got a list"),
+    (
+        "  - {op: settle, ms: 3600000}\n" * 3,
+        1,
+        r"steps: advance and settle run 10800000 ms in all, at most 1800000",
+    ),
+]
+
+
+@pytest.mark.parametrize(("steps", "line", "what"), BAD_DESIGN_SCENARIOS)
+def test_design_scenarios_are_checked_against_their_schema_and_bounds(
+    tmp_path: Path, steps: str, line: int, what: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        f"id: x\ntitle: t\nsource: s\ntopics: {{t: 1}}\nsteps:\n{steps}expect:\n  - {{design: shipped, passes: true}}\n"
+    )
+    with pytest.raises(SpecError, match=rf"bad.yaml:{line}: {what}"):
         scn.load(path)

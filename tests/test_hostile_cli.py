@@ -39,6 +39,8 @@ def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
             "--pace: 'nan' is not a finite number",
         ),
         (["pipeline", "swarm", "--runs", "0"], "--runs: 0 is out of range"),
+        (["check", "--max-examples=--"], "--max-examples: expected one value"),
+        (["check", "--target=--"], "--target: expected one value"),
     ],
 )
 def test_out_of_range_numbers_are_usage_errors(

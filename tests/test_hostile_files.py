@@ -167,6 +167,7 @@ def test_a_hostile_trace_is_one_line_naming_file_line_and_field(
         ),
         ({"op": "settle", "bound_ms": 1000, "tick_ms": 0}, "action.tick_ms: 0 is out of range"),
         ({"op": "advance", "ms": "soon"}, "action.ms: expected an integer"),
+        ({"op": "step", "client": ["c1"]}, "action.client: expected str, got list"),
     ],
 )
 def test_a_step_that_would_loop_without_end_is_refused(
@@ -209,3 +210,89 @@ def test_every_committed_spec_scenario_and_trace_fits_its_schema() -> None:
     traces = [p for d in ("tests", "reports") for p in (ROOT / d).rglob("*.ndjson")]
     read = [read_trace(p) for p in traces if '"format":"groupcheck-trace"' in p.read_text()[:400]]
     assert len(read) > 40
+
+
+# ---------------------------------------------------------------------------------- other readers
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("text", [DEEP, '{"graph": ' + "9" * 5000 + "}", "[1, 2]", '{"graph": {"nodes": 5}}'])
+def test_a_hostile_explore_graph_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    graph = tmp_path / "graph.json"
+    graph.write_text(text)
+    assert main(["replay", str(TRACE), "--coverage", str(graph)]) == 2
+    assert str(graph) in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    ("reader", "error"),
+    [
+        ("conformance.designs.trace:read", "DesignTraceError"),
+        ("conformance.clients.traces:read_trace", "UsageError"),
+    ],
+)
+def test_design_and_assignor_trace_readers_bound_their_lines(tmp_path: Path, reader: str, error: str) -> None:
+    import importlib
+
+    module, name = reader.split(":")
+    path = tmp_path / "t.ndjson"
+    path.write_text(DEEP + "\n" + "{}\n" + "{}\n")
+    with pytest.raises(Exception, match=r"t.ndjson:1: nested deeper than 64 levels") as info:
+        getattr(importlib.import_module(module), name)(path)
+    assert type(info.value).__name__ == error
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ({"clients": 5}, "state.clients: expected a mapping"),
+        ({"clients": {"c1": {"member_id": 7}}}, "state.clients: member_id must be a string"),
+        ({"group": {"generation": 1}}, "state.group: a group with a generation needs a string 'state'"),
+    ],
+)
+def test_a_state_summary_of_the_wrong_shape_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], state: dict[str, object], message: str
+) -> None:
+    step = json.loads(TRACE.read_text().splitlines()[1])
+    step["state"] = state
+    path = _with_line(tmp_path, TRACE, 1, json.dumps(step))
+    assert main(["show", str(path)]) == 2
+    assert f"hostile.ndjson:2: {message}" in _one_line_error(capsys)
+
+
+CONSUMER = ROOT / "tests" / "regressions" / "consumer.assign_only_free_9ff9d75ee9ce.ndjson"
+
+
+def test_a_backtracking_topic_regex_in_a_request_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model matches topic regexes with Python's backtracking engine (Kafka uses RE2J)."""
+    lines = CONSUMER.read_text().splitlines()
+    at = next(i for i, x in enumerate(lines) if '"subscribed_topic_regex":null' in x)
+    path = _with_line(
+        tmp_path,
+        CONSUMER,
+        at,
+        lines[at].replace('"subscribed_topic_regex":null', '"subscribed_topic_regex":"(a+)+$"', 1),
+    )
+    assert main(["replay", str(path)]) == 2
+    assert (
+        f"hostile.ndjson:{at + 1}: event: subscribed_topic_regex: regex '(a+)+$' is not of the safe shape"
+        in _one_line_error(capsys)
+    )
+
+
+def test_a_backtracking_regex_in_a_scenario_client_is_refused(
+    spec_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = SCENARIO.replace("protocol: classic", "protocol: consumer").replace(
+        "{name: c1}", "{name: c1, regex: '(a|a)*x'}"
+    )
+    (spec_dir / "scenarios" / "broken.yaml").write_text(text)
+    assert main(["specs", "validate"]) == 2
+    assert (
+        "broken.yaml:6: clients[0].regex: '(a|a)*x' is not a topic regex of the safe shape"
+        in _one_line_error(capsys)
+    )

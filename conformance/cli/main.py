@@ -28,6 +28,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"usage: {message}")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """``--opt=--`` leaves argparse no value and it stores an empty list: refuse it."""
+        value = super()._get_values(action, arg_strings)
+        if action.nargs is None and action.option_strings and isinstance(value, list):
+            raise argparse.ArgumentError(action, "expected one value")
+        return value
+
 
 class _Version(argparse.Action):
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance import strict
 from conformance.errors import UsageError
 
 FORMAT = "groupcheck-assignors-trace"
@@ -77,9 +78,9 @@ def read_trace(path: Path) -> AssignorTrace:
     values = []
     for number, line in enumerate(lines, 1):
         try:
-            value = json.loads(line)
-        except ValueError as e:
-            raise UsageError(f"{path}:{number}: not JSON ({e})") from None
+            value = strict.json_value(line)  # bounded nesting and integers (docs/hostile-input.md)
+        except strict.Malformed as e:
+            raise UsageError(e.at(f"{path}:{number}")) from None
         if not isinstance(value, dict):
             raise UsageError(f"{path}:{number}: not a JSON object")
         values.append(value)

@@ -2,7 +2,9 @@
 
 A scenario is topics, a list of design-neutral ops and expectations per design (``name`` or
 ``name:key=value,...``): ``violated: [ids]`` (at least these predicates fail) or ``passes: true``
-(none does). Files are read with the safe loader through a fixed field list; a bad file is a
+(none does). Files are read with the strict loader, checked against
+specs/schemas/design-scenario.schema.json and decoded through the fixed op registry; their advance
+and settle ops together run at most `DESIGN_SCENARIO_MAX_MS` of virtual time. A bad file is a
 `SpecError` naming file:line and field.
 """
 
@@ -15,7 +17,8 @@ from typing import Any
 import yaml
 
 from conformance.errors import SpecError
-from conformance.specs import SPECS_DIR, read_yaml
+from conformance.schemas import DESIGN_SCENARIO_MAX_MS
+from conformance.specs import SPECS_DIR, check_schema, read_yaml
 from model.designs import make_engine, parse_design
 from model.designs import ops as o
 from model.designs.driver import Run, run
@@ -69,6 +72,7 @@ def load(path: Path) -> DesignScenario:
     data, node = read_yaml(path)
     if not isinstance(data, dict):
         raise SpecError(f"{path}:1: a scenario is a mapping")
+    check_schema(data, node, "design-scenario", path)
     unknown = sorted(set(data) - FIELDS)
     missing = sorted({"id", "title", "source", "topics", "steps", "expect"} - set(data))
     if unknown or missing:
@@ -87,6 +91,11 @@ def load(path: Path) -> DesignScenario:
             ops.append(o.from_dict(step))
         except o.OpError as exc:
             raise SpecError(f"{path}:{lines[i] if i < len(lines) else 1}: steps[{i}]: {exc}") from None
+    virtual = sum(op.ms for op in ops if isinstance(op, o.Advance | o.Settle))
+    if virtual > DESIGN_SCENARIO_MAX_MS:
+        raise SpecError(
+            f"{path}:1: steps: advance and settle run {virtual} ms in all, at most {DESIGN_SCENARIO_MAX_MS}"
+        )
     expect, elines = [], _lines(node, "expect")
     if not isinstance(data["expect"], list) or not data["expect"]:
         raise SpecError(f"{path}:1: field 'expect' must list expectations")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance import strict
 from conformance.errors import ToolError
 from model.designs import DESIGNS, check_options, make_engine
 from model.designs import ops as o
@@ -126,9 +127,9 @@ def read(path: Path) -> DesignTrace:
     objs = []
     for i, line in enumerate(lines, 1):
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DesignTraceError(f"{path}:{i}: not JSON ({exc.msg})") from None
+            obj = strict.json_value(line)  # bounded nesting and integers (docs/hostile-input.md)
+        except strict.Malformed as exc:
+            raise DesignTraceError(exc.at(f"{path}:{i}")) from None
         if not isinstance(obj, dict):
             raise DesignTraceError(f"{path}:{i}: expected an object")
         objs.append(obj)

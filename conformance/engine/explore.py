@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 from networkx.readwrite import json_graph
 
+from conformance import strict
 from conformance.errors import UsageError
 
 
@@ -80,12 +81,20 @@ def save_graph(result: ExploreResult, path: Path) -> Path:
     return path
 
 
+MAX_GRAPH_BYTES = 512 * 1024 * 1024  # an explore graph of a few million states
+
+
 def load_graph(path: Path) -> tuple[dict[str, Any], Any]:
     """(settings, graph) of a graph `save_graph` wrote; a usage error naming the file otherwise."""
+    text = strict.utf8(strict.read_bytes(path, MAX_GRAPH_BYTES, UsageError), path, UsageError)
     try:
-        data = json.loads(path.read_text())
+        data = strict.json_value(text)  # bounded nesting and integers (docs/hostile-input.md)
         graph = json_graph.node_link_graph(data["graph"], directed=True, edges="edges")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path}: not an explore graph ({exc})") from None
+    except strict.Malformed as exc:
+        raise UsageError(exc.at(f"{path}:1")) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path}: not an explore graph ({type(exc).__name__}: {str(exc)[:100]})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not an explore graph (not a JSON object)")
     meta = {k: v for k, v in data.items() if k != "graph"}
     return meta, graph

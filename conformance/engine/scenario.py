@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine.checker import Violation
+from conformance.errors import SpecError
 from conformance.specs import Scenario
 from model.observation import Observation
 
@@ -45,6 +46,13 @@ def run_steps(runner: Any) -> ScenarioResult:
     for index, (step, line) in enumerate(zip(sc.steps, sc.step_lines or [1] * len(sc.steps), strict=False)):
         verb, arg = next(iter(step.items()))
         before = len(result.observations)
-        runner.do(verb, arg, f"{sc.path}:{line}")
+        where = f"{sc.path}:{line}"
+        try:
+            runner.do(verb, arg, where)
+        except (ValueError, KeyError, TypeError) as exc:  # the model refuses the step (a topic that
+            # exists, a client it does not know): the scenario asks for something impossible
+            raise SpecError(
+                f"{where}: steps[{index}].{verb}: cannot be done: {type(exc).__name__}: {exc}"
+            ) from None
         result.log.append(StepLog(index, line, verb, f"{arg!r} -> {len(result.observations) - before} steps"))
     return result

@@ -369,6 +369,9 @@ def _read_step(obj: dict[str, Any], where: str, expected_n: int) -> Step:
         raise TraceError(f"{where}: step action needs a string 'op'")
     try:
         trace_limits.check_action(action)
+        trace_limits.check_state(obj["state"])
+        trace_limits.check_regexes(action, "action")
+        trace_limits.check_regexes(obj["event"], "event")
     except strict.Malformed as exc:
         raise TraceError(exc.at(where)) from None
     checks = obj["checks"]

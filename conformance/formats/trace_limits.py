@@ -78,3 +78,49 @@ def ticks(protocol: str, setup: dict[str, Any], action: dict[str, Any]) -> int:
     if op == "settle" and "bound_ms" in action:
         return -(-int(action["bound_ms"]) // max(int(action.get("tick_ms", 250)), 1))
     return 0
+
+
+def check_state(state: Any) -> None:
+    """A step's ``state`` summary has the shape its readers (`show`) rely on: ``clients`` maps
+    names to views whose ``member_id`` is a string, ``group`` is a mapping with a string ``state``
+    beside its ``generation`` and a string ``leader``, ``groups`` maps ids to mappings."""
+    if state is None:
+        return
+    clients, group, groups = state.get("clients"), state.get("group"), state.get("groups")
+    if clients is not None:
+        if not isinstance(clients, dict) or not all(isinstance(v, dict) for v in clients.values()):
+            raise Malformed("expected a mapping of client name -> mapping", "state.clients")
+        if not all(isinstance(v.get("member_id"), str | None) for v in clients.values()):
+            raise Malformed("member_id must be a string", "state.clients")
+    if group is not None:
+        if not isinstance(group, dict):
+            raise Malformed("expected a mapping", "state.group")
+        if "generation" in group and not isinstance(group.get("state"), str):
+            raise Malformed("a group with a generation needs a string 'state'", "state.group")
+        if not isinstance(group.get("leader"), str | None):
+            raise Malformed("leader must be a string", "state.group")
+    if groups is not None and (
+        not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values())
+    ):
+        raise Malformed("expected a mapping of group id -> mapping", "state.groups")
+
+
+REGEX_FIELDS = ("subscribed_topic_regex", "regex")
+
+
+def check_regexes(value: Any, field: str) -> None:
+    """Every topic regex in ``value`` (a request or action as decoded JSON) is of the safe shape
+    (`strict.check_regex`): the model matches it with a backtracking engine."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, v in item.items():
+                if key in REGEX_FIELDS and isinstance(v, str):
+                    try:
+                        strict.check_regex(v)
+                    except Malformed as exc:
+                        raise Malformed(exc.reason, f"{field}: {key}") from None
+                stack.append(v)
+        elif isinstance(item, list):
+            stack.extend(item)

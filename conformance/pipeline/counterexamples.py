@@ -18,6 +18,7 @@ File name: `<invariant-id>_<fingerprint>.ndjson` in the audit's `counterexamples
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from conformance.formats.trace_file import (
 from conformance.pipeline.swarm import hooks, trace_setup
 from conformance.protocols import get_kit
 from model.observation import Observation
+from model.result import Delivery
 
 
 def _header(first: Mapping[str, Any], lake: str, bound_ms: int) -> dict[str, Any]:
@@ -102,7 +104,25 @@ def trace_from_rows(
     """The project trace of one lake trace's rows (steps 1..`upto`, all if None).
 
     `window_violations` are (lake step, invariant, message) from the SQL window checks; registry
-    violations are found again by the checker while the steps are rebuilt."""
+    violations are found again by the checker while the steps are rebuilt. Rows that do not make
+    a trace (the audit quarantines them) are a UsageError naming the lake trace: the file written
+    from the result must read back (`read_trace`)."""
+    rows = list(rows)
+    try:
+        return _trace(rows, window_violations, upto, lake, bound_ms)
+    except (UsageError, codec.LakeFormatError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed row of any kind: no replayable trace
+        tid = str(rows[0].get("trace_id") if rows else None)[:80]
+        raise UsageError(
+            f"lake trace {tid}: rows do not make a trace ({type(exc).__name__}: {str(exc)[:100]})"
+        ) from None
+
+
+def _trace(
+    rows: list[Mapping[str, Any]], window_violations: Iterable[tuple[int, str, str]], upto: int | None,
+    lake: str, bound_ms: int,
+) -> Trace:  # fmt: skip
     ordered = sorted(rows, key=lambda r: int(r["step"]))
     if upto is not None:
         ordered = [r for r in ordered if int(r["step"]) <= upto]
@@ -129,6 +149,8 @@ def trace_from_rows(
         for op in ops[:-1]:  # ops that changed only a client: a step without an event
             steps.append(Step(len(steps) + 1, now, op))
         event, deliveries = codec.loads(str(r["event"])), tuple(codec.loads(str(r["deliveries"])))
+        if not is_dataclass(event) or not all(isinstance(d, Delivery) for d in deliveries):
+            raise UsageError(f"{where}: the event or the deliveries are not the model's")
         world, now = codec.loads(str(r["world"])), int(r["now"])
         obs = Observation(before, event, deliveries, world, now)
         n = len(steps) + 1

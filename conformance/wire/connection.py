@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.errors import TargetError
+from conformance.wire import dial
 from conformance.wire.codec import (
     API_API_VERSIONS,
     API_DESCRIBE_GROUPS,
@@ -90,7 +91,7 @@ def _blocking_exchange(host: str, port: int, payload: Any, timeout: float, clien
     deadline = time.monotonic() + timeout
     correlation_id = next(_CORRELATION)
     data = encode_frame(payload, correlation_id, client_id)
-    with socket.create_connection((host, port), timeout=timeout) as s:
+    with dial.connect((host, port), timeout) as s:
         s.settimeout(max(0.001, deadline - time.monotonic()))
         s.sendall(data)
         head = _recv(s, 4, deadline)

@@ -3,14 +3,18 @@
 The proxy's loop serves every connection, so it must never wait on one: a connect to the upstream
 is started here and finished when the socket becomes writable (its ``SO_ERROR`` says how it
 ended), with a deadline the loop enforces. Names are resolved before, on the caller's thread
-(`resolve`), because a lookup cannot be made non-blocking.
+(`resolve`): a lookup cannot be made non-blocking, so it runs on a daemon thread the caller waits
+for under a deadline (`getaddrinfo` itself has none). `connect` is the blocking connect every
+exchange uses, its lookup bounded the same way.
 """
 
 from __future__ import annotations
 
 import errno
+import ipaddress
 import selectors
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,14 +23,47 @@ Address = tuple[str, int]
 IN_PROGRESS = (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY)
 
 
-def resolve(address: Address) -> Address:
-    """The numeric IPv4/IPv6 address of ``address`` (OSError when it does not resolve)."""
+RESOLVE_DEADLINE_S = 5.0
+
+
+def _numeric(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve(address: Address, deadline_s: float = RESOLVE_DEADLINE_S) -> Address:
+    """The numeric IPv4/IPv6 address of ``address``; socket.gaierror when it does not resolve in time."""
     host, port = address
-    info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    if not info:
-        raise OSError(f"{host}:{port} does not resolve")
-    family, _, _, _, sockaddr = info[0]
+    if _numeric(host):
+        return host, port
+    found: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as e:
+            found.append(e)
+
+    worker = threading.Thread(target=lookup, name="groupcheck-resolve", daemon=True)
+    worker.start()
+    worker.join(deadline_s)
+    if not found:
+        raise socket.gaierror(f"{host}:{port} did not resolve within {deadline_s:g} s")
+    if isinstance(found[0], OSError):
+        raise found[0]
+    if not found[0]:
+        raise socket.gaierror(f"{host}:{port} does not resolve")
+    _family, _, _, _, sockaddr = found[0][0]
     return str(sockaddr[0]), int(sockaddr[1])
+
+
+def connect(address: Address, timeout_s: float) -> socket.socket:
+    """A connected blocking socket; the name lookup and the connect each bounded by ``timeout_s``."""
+    numeric = resolve(address, min(timeout_s, RESOLVE_DEADLINE_S))
+    return socket.create_connection(numeric, timeout=timeout_s)
 
 
 def start(address: Address) -> socket.socket:

@@ -25,6 +25,7 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
+from conformance.wire import dial
 from conformance.wire.codec import API_NAMES, payload_class
 
 MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default is 100 MiB
@@ -126,7 +127,7 @@ class Network:
 
     def open(self, host: str, port: int, timeout: float, name: str = "") -> Connection:
         try:
-            sock = socket.create_connection((host, port), timeout=max(0.05, timeout))
+            sock = dial.connect((host, port), max(0.05, timeout))
         except OSError as e:
             raise ConnectionError(f"connect to {host}:{port} failed: {e.strerror or e}") from e
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

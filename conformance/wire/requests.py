@@ -27,6 +27,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta
 
+from conformance.wire import dial
+
 CLIENT_ID = "groupcheck-targets"
 MAX_FRAME = 64 * 1024 * 1024
 
@@ -126,7 +128,7 @@ def exchange(host: str, port: int, payload: Any, timeout: float) -> bytes:
     correlation_id = next(_correlation) & 0x7FFFFFFF
     data = _encode(payload, correlation_id)
     try:
-        sock = socket.create_connection((host, port), timeout=max(timeout, 0.05))
+        sock = dial.connect((host, port), max(timeout, 0.05))
     except TimeoutError as e:
         raise WireRetry("connect timed out") from e
     except OSError as e:

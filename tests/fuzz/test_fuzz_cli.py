@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
+from conformance.cli.arguments import preflight
 from conformance.cli.main import build_parser, main
 from conformance.errors import ToolError
 from conformance.strict import RANGES
@@ -49,8 +50,11 @@ def test_an_out_of_range_number_is_never_accepted(command: str, values: list[tup
         argv += [f"--{name.replace('_', '-')}={value}"]
     try:
         args = build_parser().parse_args(argv)
+        preflight(args)
     except ToolError:
+        event("refused (exit 2)")
         return
+    event("accepted")
     for name in names:
         got = getattr(args, name)
         if got is None:
@@ -99,6 +103,7 @@ def test_any_command_line_ends_in_the_contract(
     took = time.monotonic() - start
     err = capsys.readouterr().err
     assert code in (0, 1, 2, 3), argv
+    event(f"{kind}: exit {code}")
     assert not unforeseen(err), (argv, err)
     assert took < DEADLINE_S, argv
     if code == 2:

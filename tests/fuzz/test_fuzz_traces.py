@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from conformance import schema_check, strict
@@ -129,6 +129,7 @@ def test_a_hostile_trace_is_refused_by_line_or_kept_within_bounds(
         trace = read_trace(path)
     except TraceError as exc:
         assert str(exc).startswith(f"{path}:"), str(exc)
+        event("read: refused with file:line")
         trace = None
     ticks = _accepted_is_within_bounds(trace) if trace is not None else 0
     commands = [["show"], ["show", "--format", "mermaid"]] + ([["replay"]] if ticks <= REPLAY_TICKS else [])
@@ -139,6 +140,7 @@ def test_a_hostile_trace_is_refused_by_line_or_kept_within_bounds(
         took = time.monotonic() - start
         err = capsys.readouterr().err
         assert code in (0, 1, 2), (verb, code)
+        event(f"{verb}: exit {code}")
         assert not unforeseen(err), err
         assert took < DEADLINE_S
         if code == 2:
