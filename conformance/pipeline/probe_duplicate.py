@@ -17,6 +17,14 @@ to the target and to the model, divergences are findings):
    arrives. Kafka 4.0 fences it (FENCED_MEMBER_EPOCH, the model's rule); KAFKA-19233
    (apache/kafka PR #21305, merged 2026-01-14) lets any epoch-0 heartbeat of an existing member
    rejoin, so a newer broker accepts it: the oracle reports that as a divergence from the model.
+3. *a late incremental copy after the target moved* (the thorough profile's seed-0
+   `consumer.eventual_convergence` finding, reports/findings/stale-heartbeat-copy.md): c2 is
+   told its partition and has not yet acknowledged it; c1 leaves, so c2's target grows; a late
+   copy of c2's last heartbeat moves its member to the new epoch with the grown assignment, in an
+   answer nobody reads. c2's acknowledgement (previous epoch, owning a subset of the assignment)
+   is accepted, and as neither is it a full request nor did the member's assignment change on it,
+   the answer carries no assignment (GMM ``isFullRequest || hasAssignedPartitionsChanged``): the
+   client never learns of the freed partition.
 
     python -m conformance.pipeline.probe_duplicate --target apache-kafka [--out FILE]
 """
@@ -44,6 +52,51 @@ def _summary(obs: Any, name: str) -> dict[str, Any]:
         out["client_epoch"] = client.member_epoch
         out["client_owns"] = sorted(f"{t}-{p}" for t, p in client.owned)
     return out
+
+
+def _new_sim(handle: Any, topic: str) -> tuple[Any, int]:
+    from conformance.engine.profiles import PROFILES
+    from conformance.protocols import get_kit
+    from conformance.protocols.consumer.build import make_consumer_sim
+    from conformance.protocols.consumer.realtime import RealTimeConsumerSim
+
+    port_factory, config, _profile = get_kit("consumer").require("real_setup")(handle, PROFILES["ci"])
+    clients = [{"name": "c1", "topics": [topic]}, {"name": "c2", "topics": [topic]}]
+    sim = make_consumer_sim(
+        {topic: 2}, clients, config, {"heartbeat_version": "1"},
+        port_factory=port_factory, sim_class=RealTimeConsumerSim,
+    )  # fmt: skip
+    return sim, int(config.get("heartbeat_interval_ms", 5000)) + 100
+
+
+def stale_copy(sim: Any, wait_ms: int) -> list[dict[str, Any]]:
+    """Shape 3 on a fresh ``sim`` (clients c1 and c2 on a 2-partition topic; the model or a target)."""
+    steps: list[dict[str, Any]] = []
+
+    def note(what: str, obs: Any, name: str) -> None:
+        row = {"step": what, **_summary(obs, name)}
+        findings = getattr(sim.port, "take_findings", list)()  # the model's port has no oracle
+        row["findings"] = [f"{f.level} {f.rule}: {f.message}" for f in findings]
+        steps.append(row)
+
+    def beat(name: str) -> Any:
+        sim.advance(wait_ms)
+        return sim.client_step(name)
+
+    note("3. c1 joins (epoch 0)", sim.client_step("c1"), "c1")
+    note("3. c1 acknowledges", sim.client_step("c1"), "c1")
+    note("3. c2 joins (c1 must give up a partition)", sim.client_step("c2"), "c2")
+    note("3. c1 heartbeats: told to revoke", beat("c1"), "c1")
+    note("3. c1 acknowledges the revocation", sim.client_step("c1"), "c1")
+    note("3. c2 heartbeats: told its partition", beat("c2"), "c2")
+    sim.stall("c2", True)  # c2 has taken its partition; its acknowledgement waits
+    note("3. c1 leaves (c2's target grows)", sim.leave("c1"), "c1")
+    note("3. a late copy of c2's last heartbeat", sim.duplicate("c2"), "c2")
+    sim.stall("c2", False)
+    note("3. c2 acknowledges (previous epoch, owns a subset)", sim.client_step("c2"), "c2")
+    for k in range(3):
+        note(f"3. c2 heartbeats ({k + 1})", beat("c2"), "c2")
+    return steps
 
 
 def probe(target: str) -> dict[str, Any]:
@@ -101,13 +154,14 @@ def probe(target: str) -> dict[str, Any]:
             sim.heartbeat_as(member, 0, owned=[], topics=["t"]),
             "c1",
         )
+        steps += stale_copy(*_new_sim(handle, "t3"))
         version = handle.version
     return {"target": target, "version": version, "steps": steps}
 
 
 def render(result: dict[str, Any]) -> str:
     lines = [
-        f"# Late duplicate of an epoch-0 ConsumerGroupHeartbeat on {result['target']} {result['version']}",
+        f"# Late duplicates of a ConsumerGroupHeartbeat on {result['target']} {result['version']}",
         "",
         "Command: `python -m conformance.pipeline.probe_duplicate --target " + result["target"] + "`",
         "",
