@@ -306,7 +306,11 @@ def test_a_trace_event_naming_a_callable_runs_nothing(
     """The trace codec's counterpart of the lake row that named os.system (tests/pipeline/test_lake_model.py)."""
     marker = tmp_path / "ran"
     step = json.loads(TRACE.read_text().splitlines()[1])
-    step["event"] = {tag: "model.choice:random._os.system", "v": f"touch {marker}", "command": f"touch {marker}"}
+    step["event"] = {
+        tag: "model.choice:random._os.system",
+        "v": f"touch {marker}",
+        "command": f"touch {marker}",
+    }
     path = _with_line(tmp_path, TRACE, 1, json.dumps(step))
     assert main([verb, str(path)]) == 2
     assert "hostile.ndjson:2: event" in _one_line_error(capsys)
