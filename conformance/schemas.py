@@ -253,13 +253,14 @@ def scenario() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- invariants
 def invariants() -> dict[str, Any]:
-    from conformance.specs import CHECKERS
+    from conformance.specs import CHECKERS, NATURES
     from model.invariants import KINDS
 
     entry = mapping(
         {
             "id": ID,
             "kind": {"enum": list(KINDS)},
+            "nature": {"enum": list(NATURES)},
             "protocol": {"type": "string", "pattern": "^[a-z0-9]+$"},
             "statement": TEXT,
             "source": TEXT,
@@ -272,7 +273,7 @@ def invariants() -> dict[str, Any]:
             "lemmas": strings(ID, 32),
             "bound": integer(0, 1_000_000),
         },
-        ("id", "kind", "protocol", "statement", "source", "checkers"),
+        ("id", "kind", "nature", "protocol", "statement", "source", "checkers"),
     )
     lemma = mapping({"id": ID, "statement": TEXT, "source": TEXT}, ("id", "statement", "source"))
     body = mapping(

@@ -21,7 +21,9 @@ from model.invariants import KINDS, load_all
 
 SPECS_DIR = specs_dir()  # the repository's specs/, installed as conformance._specs
 CHECKERS = frozenset({"hypothesis", "z3", "trace", "spark", "scenario", "explore"})
-INVARIANT_FIELDS = ("id", "kind", "protocol", "statement", "source", "checkers")
+INVARIANT_FIELDS = ("id", "kind", "nature", "protocol", "statement", "source", "checkers")
+#: promise: what a client may rely on, from the protocol's documents; restatement: a rule of Kafka's code
+NATURES = ("promise", "restatement")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class InvariantSpec:
     checkers: tuple[str, ...]
     line: int
     extra: dict[str, Any] = field(default_factory=dict)
+    nature: str = "restatement"
 
 
 def read_yaml(path: Path) -> tuple[Any, Any]:
@@ -102,6 +105,7 @@ def load_invariants(path: Path | None = None, *, check_registry: bool = True) ->
             tuple(checkers),
             line,
             extra,
+            str(entry["nature"]),
         )
     if check_registry:
         check_against_registry(specs, path)

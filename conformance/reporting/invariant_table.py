@@ -64,16 +64,18 @@ def render_table(specs_path: Path | None = None) -> str:
     if not isinstance(lemmas, list):
         raise SpecError(f"{path}:1: 'lemmas' must be a list")
     lines = [
-        f"{len(specs)} invariants, sorted by id.",
+        f"{len(specs)} invariants, sorted by id: "
+        f"{sum(s.nature == 'promise' for s in specs.values())} promises, "
+        f"{sum(s.nature == 'restatement' for s in specs.values())} restatements.",
         "",
-        "| id | kind | statement | source | checked by |",
-        "|---|---|---|---|---|",
+        "| id | kind | nature | statement | source | checked by |",
+        "|---|---|---|---|---|---|",
     ]
     for inv_id in sorted(specs):
         spec = specs[inv_id]
         anchor = f'<a id="{inv_id}"></a>`{inv_id}`'
         lines.append(
-            f"| {anchor} | {spec.kind} | {_cell(spec.statement)} | {_source_cell(spec.source)} "
+            f"| {anchor} | {spec.kind} | {spec.nature} | {_cell(spec.statement)} | {_source_cell(spec.source)} "
             f"| {', '.join(spec.checkers)} |"
         )
     if lemmas:
