@@ -19,6 +19,7 @@ from conformance.designs.search import TOPICS, Counterexample, search
 from conformance.designs.shrink import distinguishes, shrink
 from model.designs import DESIGNS, make_engine, parse_design
 from model.designs.cost import COST_DESIGNS, Cost, cost
+from model.designs.cost_kip848 import JOIN_COST_DESIGNS, JoinCost, first_join
 from model.designs.driver import run
 
 PROPERTIES = (
@@ -98,6 +99,8 @@ class Comparison:
     figures: dict[str, Path] = field(default_factory=dict)
     #: every design scenario and what each of its expectations gave: (scenario, outcomes)
     scenarios: list[tuple[scn.DesignScenario, list[scn.Outcome]]] = field(default_factory=list)
+    #: KIP-848 designs: the joining member's exchange until it is in the group, per group size
+    join_costs: dict[str, list[JoinCost]] = field(default_factory=dict)
 
     def replays_ok(self) -> bool:
         return all(
@@ -209,8 +212,10 @@ def compare(
     names = [r.design for r in rows if r.design in COST_DESIGNS and not r.options]
     costs = {d: [cost(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(names)}
     sweep = {d: [cost(d, SWEEP_MEMBERS, t) for t in topics] for d in dict.fromkeys(names)}
+    joins = [r.design for r in rows if r.design in JOIN_COST_DESIGNS and not r.options]
+    join_costs = {d: [first_join(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(joins)}
     outcomes = [(sc, scn.run_scenario(sc)) for sc in scn.load_all().values()] if scenarios else []
-    return Comparison(rows, costs, sweep, seed, workloads, scenarios=outcomes)
+    return Comparison(rows, costs, sweep, seed, workloads, scenarios=outcomes, join_costs=join_costs)
 
 
 def figures(comparison: Comparison, out_dir: Path) -> dict[str, Path]:

@@ -37,7 +37,7 @@ DECIDES = {
     "sync-in-join": ("design.members_survive", "design.eventually_owned"),
     "broker-coordinator": ("design.upgrade_completes", "design.single_owner", "liveness"),
     "kip341-local-marker": ("design.generation_monotonic",),
-    "kip1082-server-id": ("design.leave_accepted",),
+    "kip1082-server-id": ("design.leave_accepted", "join-cost"),
 }
 
 
@@ -63,6 +63,13 @@ def _cost_at(comp: Comparison, design: str, members: int) -> tuple[int, int] | N
     for c in comp.costs.get(design, []):
         if c.members == members:
             return c.messages, c.bytes
+    return None
+
+
+def _join_at(comp: Comparison, design: str, members: int) -> tuple[int, int, int] | None:
+    for c in comp.join_costs.get(design, []):
+        if c.members == members:
+            return c.messages, c.bytes, c.round_trips
     return None
 
 
@@ -96,6 +103,12 @@ def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> 
             if mine and ship:
                 reasons.append(
                     f"one rebalance of 500 members costs {mine[1]:,} bytes in {mine[0]:,} messages (shipped: {ship[1]:,} bytes in {ship[0]:,})"
+                )
+        elif what == "join-cost":
+            mine, ship = _join_at(comp, row.design, 500), _join_at(comp, "shipped-kip848", 500)
+            if mine and ship:
+                reasons.append(
+                    f"a member joining a group of 499 needs {mine[2]} round trips, {mine[0]} messages and {mine[1]:,} bytes before the coordinator adds it (shipped-kip848: {ship[2]}, {ship[0]}, {ship[1]:,})"
                 )
         elif what == "balance" and row.balance is not None:
             reasons.append(
@@ -161,9 +174,12 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
     figure = _link(comp.figures["bytes"], base) if "bytes" in comp.figures else ""
     for r in comp.rows:
         c = _cost_at(comp, r.design, 500) if not r.options else None
+        j = _join_at(comp, r.design, 500) if not r.options else None
         cost_text = "as its design" if r.options else "-"
         if c:
             cost_text = f"[{c[1]:,} / {c[0]:,}]({figure})" if figure else f"{c[1]:,} / {c[0]:,}"
+        elif j:
+            cost_text = f"first join: {j[1]:,} / {j[0]:,} ({j[2]} round trips)"
         cells = " | ".join(_cell(r, inv, base) for inv, _ in PROPERTIES)
         lines.append(f"| `{r.label}` | {DESIGNS[r.design].source} | {cells} | {cost_text} |")
     lines += ["", "## Figures", ""]
@@ -187,6 +203,24 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
         for design, costs in comp.costs.items():
             lines.append(
                 f"| `{design}` | " + " | ".join(f"{c.messages:,} / {c.bytes:,}" for c in costs) + " |"
+            )
+        lines.append("")
+    if comp.join_costs:
+        sizes = [c.members for c in next(iter(comp.join_costs.values()))]
+        lines += [
+            "## Cost of a first join under KIP-848",
+            "",
+            "KIP-848 has no rebalance round; the designs differ in the joining member's own heartbeats until",
+            "the coordinator adds it (`model/designs/cost_kip848.py`, 10 topics subscribed).",
+            "",
+            "| design | " + " | ".join(f"{n} members: msgs / bytes / round trips" for n in sizes) + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
+        for design, joins in comp.join_costs.items():
+            lines.append(
+                f"| `{design}` | "
+                + " | ".join(f"{c.messages:,} / {c.bytes:,} / {c.round_trips}" for c in joins)
+                + " |"
             )
         lines.append("")
     measured = [r for r in comp.rows if r.measures]
