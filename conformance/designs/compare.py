@@ -49,6 +49,7 @@ DEFAULT_ROWS = (
     "sync-in-join:choice=max-version",
     "broker-coordinator",
     "broker-coordinator:max_ping_retries=3",
+    "broker-coordinator:failover=zombie",
     "kip341-local-marker",
     "kip1082-server-id",
     "shipped-kip848",

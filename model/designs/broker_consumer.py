@@ -124,10 +124,12 @@ class BrokerEngine(NetEngine):
                 startup_wait_ms=self.timing.session_timeout_ms,
             )
             self.zk_session_ms = int(self.options.get("zk_session_ms", "6000"))
+            self.zombie_ms = int(self.options.get("zombie_ms", "20000"))
         except ValueError as exc:
             raise DesignError(f"broker-coordinator: {exc}") from None
         if self.options.get("rebalance", "fetchers") not in ("fetchers", "sockets"):
             raise DesignError("broker-coordinator: rebalance must be fetchers or sockets")
+        self.zombie = self.options.get("failover", "crash") == "zombie"
         self.zk: dict[str, Any] = {"log": [], "owner": ""}
         self.past = 0
         for name in bw.BROKERS:
@@ -150,7 +152,7 @@ class BrokerEngine(NetEngine):
 
     def rebalances(self) -> int:
         return self.past + sum(
-            a.s.rebalances for a in self.net.actors.values() if isinstance(a, BrokerCoordinator)
+            a.s.rebalances + a.retired for a in self.net.actors.values() if isinstance(a, BrokerCoordinator)
         )
 
     def coordinator_entries(self) -> int:
@@ -160,16 +162,23 @@ class BrokerEngine(NetEngine):
     def failover(self) -> None:
         """The coordinator's broker dies; its ZooKeeper session expires after ``zk_session_ms`` and
         the other broker's elector wins (seed 001 section 10). The dead broker comes back as a
-        standby with empty memory (handleNewSession)."""
+        standby with empty memory (handleNewSession). ``failover=zombie``: the broker does not die,
+        only its ZooKeeper session expires; it goes on pinging and rebalancing the consumers it
+        knows until its client reconnects, ``zombie_ms`` later, and learns of the expiry."""
         owner = self.zk.get("owner")
         if not owner:
             return
         old = self.net.actors[owner]
         assert isinstance(old, BrokerCoordinator)
-        self.past += old.s.rebalances
+        standby = next(b for b in bw.BROKERS if b != owner)
+        if self.zombie:
+            old.depose(self.net.now + self.zombie_ms)
+            self.zk["owner"] = ""
+            self.net.actors[standby].arm("elect", self.net.now + self.zk_session_ms)
+            return
+        self.past += old.s.rebalances + old.retired
         self.net.kill(owner)
         self.zk["owner"] = ""
-        standby = next(b for b in bw.BROKERS if b != owner)
         self.net.actors[standby].arm("elect", self.net.now + self.zk_session_ms)
         self.net.add(BrokerCoordinator(owner, self.cfg, self.brokers.truth, self.zk))
 

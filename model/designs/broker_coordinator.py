@@ -286,11 +286,17 @@ class BrokerCoordinator(Actor):
         super().__init__()
         self.name, self.cfg, self.topics, self.zk = name, cfg, topics, zk
         self.s = BState()
+        #: lost its ZooKeeper session but does not know yet (a zombie): it acts on its old state
+        #: over the connections it has, and its ZooKeeper writes fail
+        self.deposed = False
+        #: rebalances done before a session reset cleared the state
+        self.retired = 0
 
     def _take(self, tx: Tx) -> list[Msg]:
-        self.zk["log"].extend(r for r in tx.records if getattr(r, "durable", False))
+        if not self.deposed:
+            self.zk["log"].extend(r for r in tx.records if getattr(r, "durable", False))
         s = self.s
-        self.timers = {k: v for k, v in self.timers.items() if k == "elect"}
+        self.timers = {k: v for k, v in self.timers.items() if k in ("elect", "session")}
         if not s.active:
             return tx.out
         for cid, r in s.consumers.items():
@@ -368,7 +374,10 @@ class BrokerCoordinator(Actor):
     def on_timer(self, key: str, now: int) -> list[Msg]:
         s, tx = self.s, Tx(self.s, self.name, now)
         if key == "elect":
-            return self.elect(now)
+            owner = self.zk.get("owner")
+            return self.elect(now) if not owner or owner == self.name else []
+        if key == "session":
+            return self.new_session(now)
         kind, _, cid = key.partition(":")
         r = s.consumers.get(cid)
         if kind == "ping" and r is not None:
@@ -412,6 +421,19 @@ class BrokerCoordinator(Actor):
             fail_consumer(tx, r.consumer_id, self.cfg, self.topics)
         else:
             tx.emit(PingState(r.consumer_id, failures, r.seq, r.next_ping, None))
+
+    def depose(self, reconnect_at: int) -> None:
+        """Its ZooKeeper session expired (a long pause, a partition from ZooKeeper) while the broker
+        runs on: nothing tells it until its client reconnects at ``reconnect_at`` (seed 001 §10)."""
+        self.deposed = True
+        self.arm("session", reconnect_at)
+
+    def new_session(self, now: int) -> list[Msg]:
+        """Seed 001 §10 handleNewSession: clear the in-memory state, then try to be elected again."""
+        self.retired += self.s.rebalances
+        self.s, self.deposed = BState(), False
+        self.timers.clear()
+        return self.elect(now) if not self.zk.get("owner") else []
 
     def conn_lost(self, conn: int, now: int) -> list[Msg]:
         """The socket server lost this connection (the consumer's side may not know)."""
