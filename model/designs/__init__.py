@@ -111,6 +111,8 @@ DESIGNS: dict[str, DesignSpec] = {
                 "zk_session_ms": ("int",),
                 "failover": ("crash", "zombie"),
                 "zombie_ms": ("int",),
+                "threads": ("int",),
+                "commit_ms": ("int",),
             },
         ),
         DesignSpec(

@@ -24,8 +24,12 @@ from model.designs.broker_state import (
     Acked,
     Activated,
     BState,
+    CommitterArmed,
     ConnLost,
+    Consumed,
     Dirty,
+    OffsetsStored,
+    Ownership,
     OwnershipStored,
     PhaseSet,
     PingState,
@@ -49,6 +53,8 @@ class Config:
     strategy: str = "range"
     #: how long a new coordinator waits for known consumers to re-register (their session timeout)
     startup_wait_ms: int = 6_000
+    #: the committer's period (seed 001 §4 'Offset committing (to ZK) interval'; the seed gives no value)
+    commit_ms: int = 10_000
 
 
 class Tx:
@@ -65,13 +71,31 @@ class Tx:
         self.out.append(bw.msg(self.me, reg.name, body, reg.conn))
 
 
-def plan(s: BState, topics: dict[str, int], strategy: str) -> dict[str, tuple[TopicPartition, ...]]:
-    """Ownership by the broker's own strategy (the old consumer's range, per topic)."""
-    ids = sorted(s.consumers)
-    subs = {c: Subscription(tuple(t for t in s.consumers[c].topics if t in topics)) for c in ids}
+Plan = dict[str, tuple[TopicPartition, ...]]
+
+
+def plan(s: BState, topics: dict[str, int], strategy: str) -> tuple[Plan, dict[str, Ownership]]:
+    """Ownership by the broker's own strategy (the old consumer's range, per topic), computed over
+    consumer threads (seed 001 §9 step 1.2); per consumer the union, and the threads that got any."""
+    threads = {f"{c}-{k}": c for c in sorted(s.consumers) for k in range(max(1, s.consumers[c].threads))}
+    subs = {
+        tid: Subscription(tuple(t for t in s.consumers[c].topics if t in topics))
+        for tid, c in threads.items()
+    }
     wanted = {t for sub in subs.values() for t in sub.topics}
     result = get_assignor(strategy).assign({t: topics[t] for t in wanted}, subs)
-    return {c: result[c].partitions for c in ids}
+    union: Plan = {c: () for c in sorted(s.consumers)}
+    split: dict[str, list[tuple[str, tuple[TopicPartition, ...]]]] = {c: [] for c in union}
+    for tid, c in threads.items():
+        parts = result[tid].partitions
+        union[c] = tuple(sorted((*union[c], *parts)))
+        if parts and s.consumers[c].threads > 1:
+            split[c].append((tid, parts))
+    return union, {c: tuple(v) for c, v in split.items() if v}
+
+
+def _offsets(s: BState, parts: tuple[TopicPartition, ...]) -> tuple[int, ...]:
+    return tuple(s.committed.get(tp, 0) for tp in parts)
 
 
 def fail_consumer(tx: Tx, cid: str, cfg: Config, topics: dict[str, int]) -> None:
@@ -99,7 +123,7 @@ def maybe_rebalance(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
     tx.emit(Dirty(False))
     if not s.consumers:
         return
-    target = plan(s, topics, cfg.strategy)
+    target, split = plan(s, topics, cfg.strategy)
     if target == {c: s.ownership.get(c, ()) for c in s.consumers} and set(s.ownership) <= set(s.consumers):
         return  # seed 001 step 3: ownership already as computed, no rebalance needed
     session = min(r.session_timeout_ms for r in s.consumers.values())
@@ -118,6 +142,7 @@ def maybe_rebalance(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
             tuple(sorted(target.items())),
             tx.now + 2 * session // 3,
             s.retries,
+            split=tuple(sorted(split.items())),
         )
     )
     for cid in sorted(s.consumers):
@@ -129,6 +154,7 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
     s = tx.s
     if s.phase == "stopping":
         session = min(r.session_timeout_ms for r in s.consumers.values())
+        tx.emit(OffsetsStored(tuple(sorted(s.committed.items()))))  # step 4.3: commit before starting
         tx.emit(
             PhaseSet(
                 "starting",
@@ -137,10 +163,13 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
                 tuple(sorted(s.plan.items())),
                 tx.now + 2 * session // 3,
                 s.retries,
+                split=tuple(sorted(s.split.items())),
             )
         )
         for cid in sorted(s.pending):
-            tx.send(s.consumers[cid], bw.StartFetcher(cid, s.round, s.plan[cid]))
+            parts = s.plan[cid]
+            start = bw.StartFetcher(cid, s.round, parts, _offsets(s, parts), s.split.get(cid, ()))
+            tx.send(s.consumers[cid], start)
     elif s.phase == "starting":
         tx.emit(OwnershipStored(tuple(sorted(s.plan.items()))))
         tx.emit(PhaseSet("idle", s.round))
@@ -149,9 +178,9 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
         if not s.consumers:
             tx.emit(PhaseSet("idle", s.round))
             return
-        target = plan(s, topics, cfg.strategy)
+        target, _ = plan(s, topics, cfg.strategy)
         for cid in sorted(s.consumers):
-            tx.send(s.consumers[cid], bw.RegisterResp("NONE", target[cid]))
+            tx.send(s.consumers[cid], bw.RegisterResp("NONE", target[cid], _offsets(s, target[cid])))
         tx.emit(OwnershipStored(tuple(sorted(target.items()))))
         tx.emit(PhaseSet("idle", s.round))
         maybe_rebalance(tx, cfg, topics)
@@ -185,6 +214,8 @@ class BrokerCoordinator(Actor):
             self.timers["phase"] = s.deadline
         if s.backoff is not None and s.phase == "idle" and s.dirty:
             self.timers["backoff"] = s.backoff
+        if s.next_commit is not None:
+            self.timers["commit"] = s.next_commit
         return tx.out
 
     def elect(self, now: int) -> list[Msg]:
@@ -192,6 +223,7 @@ class BrokerCoordinator(Actor):
         self.s = load(self.zk["log"])
         tx = Tx(self.s, self.name, now)
         tx.emit(Activated())
+        tx.emit(CommitterArmed(now + self.cfg.commit_ms))
         known = frozenset(self.s.consumers)
         for cid in sorted(known):
             tx.emit(Unregistered(cid))  # known, but their sockets were with the old coordinator
@@ -213,9 +245,13 @@ class BrokerCoordinator(Actor):
             r = s.consumers.get(body.consumer_id)
             if r is not None and r.conn == m.conn and body.seq == r.seq:
                 tx.emit(PingState(r.consumer_id, 0, r.seq, r.next_ping, None))
+                if body.owned:  # seed 001 §11 handlePingResponse: record the offsets
+                    tx.emit(Consumed(tuple(zip(body.owned, body.offsets, strict=True))))
         elif isinstance(body, bw.StopFetcherResp | bw.StartFetcherResp):
             wanted = "stopping" if isinstance(body, bw.StopFetcherResp) else "starting"
             if s.phase == wanted and body.round == s.round and body.consumer_id in s.pending:
+                if isinstance(body, bw.StopFetcherResp) and body.owned:
+                    tx.emit(Consumed(tuple(zip(body.owned, body.offsets, strict=True))))
                 tx.emit(Acked(body.consumer_id))
                 if not s.pending:
                     phase_done(tx, self.cfg, self.topics)
@@ -238,6 +274,7 @@ class BrokerCoordinator(Actor):
                 req.session_timeout_ms,
                 m.conn,
                 tx.now + req.session_timeout_ms // 3,
+                threads=req.threads,
             )
         )
         if s.phase == "waiting":
@@ -291,6 +328,9 @@ class BrokerCoordinator(Actor):
             tx.emit(Dirty(not failed))
         elif key == "backoff":
             maybe_rebalance(tx, self.cfg, self.topics)
+        elif key == "commit":  # the committer thread (seed 001 §5 item 7)
+            tx.emit(OffsetsStored(tuple(sorted(s.committed.items()))))
+            tx.emit(CommitterArmed(now + self.cfg.commit_ms))
         return self._take(tx)
 
     def _failed(self, tx: Tx, r: Reg) -> None:

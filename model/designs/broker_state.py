@@ -14,6 +14,9 @@ from typing import Any
 from model.embedded import TopicPartition
 
 Ownership = tuple[tuple[str, tuple[TopicPartition, ...]], ...]
+#: per consumer, the consumer threads that get partitions and theirs (seed 001 StartFetcher ownership_info)
+Split = tuple[tuple[str, Ownership], ...]
+Offsets = tuple[tuple[TopicPartition, int], ...]
 
 
 @dataclass
@@ -27,6 +30,7 @@ class Reg:
     seq: int = 0
     next_ping: int = 0
     watch: int | None = None
+    threads: int = 1
 
 
 @dataclass
@@ -44,6 +48,11 @@ class BState:
     dirty: bool = False
     lost: frozenset[int] = frozenset()
     rebalances: int = 0
+    split: dict[str, Ownership] = field(default_factory=dict)
+    #: consumed offsets the coordinator holds (from ping and StopFetcher answers, seed 001 §11)
+    committed: dict[TopicPartition, int] = field(default_factory=dict)
+    #: when the committer next writes them to ZooKeeper (seed 001 §5 item 7)
+    next_commit: int | None = None
 
 
 # ---------------------------------------------------------------------- records
@@ -56,6 +65,7 @@ class Registered:
     conn: int
     next_ping: int
     durable: bool = True
+    threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class PhaseSet:
     deadline: int | None = None
     retries: int = 0
     backoff: int | None = None
+    split: Split = ()
 
 
 @dataclass(frozen=True)
@@ -110,10 +121,36 @@ class ConnLost:
     conn: int
 
 
+@dataclass(frozen=True)
+class Consumed:
+    """Offsets a consumer reported in a ping or StopFetcher answer, kept in memory."""
+
+    offsets: Offsets
+
+
+@dataclass(frozen=True)
+class OffsetsStored:
+    """The committer (or a rebalance, seed 001 §9 step 4.3) wrote the offsets to ZooKeeper."""
+
+    offsets: Offsets
+    durable: bool = True
+
+
+@dataclass(frozen=True)
+class CommitterArmed:
+    at: int
+
+
 def apply(s: BState, rec: Any) -> None:
     if isinstance(rec, Registered):
         s.consumers[rec.consumer_id] = Reg(
-            rec.consumer_id, rec.name, rec.topics, rec.session_timeout_ms, rec.conn, next_ping=rec.next_ping
+            rec.consumer_id,
+            rec.name,
+            rec.topics,
+            rec.session_timeout_ms,
+            rec.conn,
+            next_ping=rec.next_ping,
+            threads=rec.threads,
         )
         s.ownership.pop(rec.consumer_id, None)  # a consumer registers with its fetchers stopped
     elif isinstance(rec, Unregistered):
@@ -126,6 +163,7 @@ def apply(s: BState, rec: Any) -> None:
     elif isinstance(rec, PhaseSet):
         s.phase, s.round, s.pending, s.plan = rec.phase, rec.round, rec.pending, dict(rec.plan)
         s.deadline, s.retries, s.backoff = rec.deadline, rec.retries, rec.backoff
+        s.split = dict(rec.split)
     elif isinstance(rec, Acked):
         s.pending = s.pending - {rec.consumer_id}
     elif isinstance(rec, Dirty):
@@ -137,15 +175,19 @@ def apply(s: BState, rec: Any) -> None:
         s.active = True
     elif isinstance(rec, ConnLost):
         s.lost = s.lost | {rec.conn}
+    elif isinstance(rec, Consumed | OffsetsStored):
+        s.committed.update(rec.offsets)
+    elif isinstance(rec, CommitterArmed):
+        s.next_commit = rec.at
     else:
         raise TypeError(f"unknown record {type(rec).__name__}")
 
 
 def load(durable: list[Any]) -> BState:
-    """What a newly elected coordinator reads from the store: registrations and ownership."""
+    """What a newly elected coordinator reads from the store: registrations, ownership, offsets."""
     s = BState()
     for rec in durable:
-        if isinstance(rec, Registered | Unregistered | OwnershipStored):
+        if isinstance(rec, Registered | Unregistered | OwnershipStored | OffsetsStored):
             apply(s, rec)
     s.rebalances = 0
     return s
