@@ -29,6 +29,10 @@ NOTES = {
     "kip341-local-marker": "It does fix KAFKA-7026's double assignment (scenario `kafka-7026-local-marker` passes): it was rejected for what the marker is, a second, resettable generation.",
     "kip1082-server-id": "It removes ghost members as KIP-1082's shipped design does (scenario `server-id-lost-first-response` passes on both), at one more round trip per join.",
 }
+VARIANT_NOTES = {
+    "broker-coordinator:failover=zombie": "The coordinator's ZooKeeper session expires while its broker runs on (seed 001 section 10: only a reconnecting ZooKeeper client learns of the expiry and calls handleNewSession). Until then it pings its consumers, so they never look for the new coordinator, which hands the same partitions to whoever registers with it.",
+    "broker-coordinator:threads=2": "Ownership computed over two fetcher threads per consumer (seed 001 section 9 step 1.2, StartFetcher's ownership_info per consumer_thread_id). The granularity changes who idles and StartFetcher's size, not the lost-socket hazard (scenario `broker-socket-lost` fails with threads=2 too).",
+}
 DECIDES = {
     "independent-hash": ("design.single_owner", "design.eventually_owned", "cost"),
     "consistent-hash": ("design.eventually_owned", "balance", "cost"),
@@ -134,6 +138,9 @@ def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> 
         out += ["", "Held in this run: " + ", ".join(held) + "."]
     if row.design in NOTES and not row.options:
         out += ["", NOTES[row.design]]
+    if row.label in VARIANT_NOTES:
+        out += ["", VARIANT_NOTES[row.label]]
+    out += _seed001(row, comp)
     other = [
         inv
         for inv, _ in PROPERTIES
@@ -144,6 +151,28 @@ def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> 
     if other:
         out += ["", "Also violated: " + "; ".join(_evidence(row, inv, base) for inv in other) + "."]
     return out + [""]
+
+
+def _seed001(row: Row, comp: Comparison) -> list[str]:
+    """Seed 001's offsets in ping answers and per-thread ownership, as this run measured them."""
+    out = []
+    m = row.measures
+    if row.design == "broker-coordinator" and m and m["crash"].reread_ms is not None:
+        out.append(
+            "Offsets travel only in ping and StopFetcher answers (seed 001 section 11): in the liveness runs the "
+            f"new owners read again {m['crash'].reread_ms / 1000:.1f} s of consumption after a crash, "
+            f"{(m['leave'].reread_ms or 0) / 1000:.1f} s after a clean shutdown (which waits for a second ping, "
+            f"converging in {_secs(m['leave'].converged_ms)}) and {(m['failover'].reread_ms or 0) / 1000:.1f} s after "
+            "a coordinator failover (summed over partitions; scenario `broker-offsets-in-ping-answers`)."
+        )
+    if row.label == "broker-coordinator" and comp.threads:
+        one, two = comp.threads[1], comp.threads[2]
+        out.append(
+            f"Per-thread ownership: one rebalance of {one.members} members, {one.topics} topics of "
+            f"{2 * one.members} partitions, costs {two.bytes:,} bytes with 2 threads per consumer and "
+            f"{one.bytes:,} with 1 (`model/designs/cost.py`, `broker`)."
+        )
+    return [x for line in out for x in ("", line)]
 
 
 def write(comp: Comparison, path: Path, command: str) -> Path:
