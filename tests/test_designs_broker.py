@@ -137,3 +137,17 @@ def test_ownership_is_computed_per_consumer_thread() -> None:
     view = engine.view()  # type: ignore[attr-defined]
     assert not view.member("C").holds  # 6 threads, 4 partitions: the newest consumer's threads idle
     assert view.member("A").holds and view.member("B").holds
+
+
+def test_bad_thread_counts_and_committer_periods_are_named() -> None:
+    import pytest
+
+    from model.designs.net import DesignError
+
+    for options, word in (
+        ({"threads": "0"}, "threads"),
+        ({"threads": "65"}, "threads"),
+        ({"commit_ms": "0"}, "commit_ms"),
+    ):
+        with pytest.raises(DesignError, match=word):
+            make_engine("broker-coordinator", {"t": 4}, options)

@@ -27,6 +27,9 @@ from model.designs.net import DesignError, Msg
 from model.designs.ops import Join
 from model.embedded import TopicPartition
 
+MAX_THREADS = 64
+MIN_COMMIT_MS = 100
+
 
 class BrokerConsumer(MemberActor):
     def __init__(self, engine: BrokerEngine, op: Join) -> None:
@@ -193,10 +196,14 @@ class BrokerEngine(NetEngine):
                 commit_ms=int(self.options.get("commit_ms", "10000")),
             )
             self.zk_session_ms = int(self.options.get("zk_session_ms", "6000"))
-            self.threads = max(1, min(64, int(self.options.get("threads", "1"))))
+            self.threads = int(self.options.get("threads", "1"))
             self.zombie_ms = int(self.options.get("zombie_ms", "20000"))
         except ValueError as exc:
             raise DesignError(f"broker-coordinator: {exc}") from None
+        if not 1 <= self.threads <= MAX_THREADS:
+            raise DesignError(f"broker-coordinator: threads must be 1..{MAX_THREADS}")
+        if self.cfg.commit_ms < MIN_COMMIT_MS:
+            raise DesignError(f"broker-coordinator: commit_ms must be at least {MIN_COMMIT_MS}")
         if self.options.get("rebalance", "fetchers") not in ("fetchers", "sockets"):
             raise DesignError("broker-coordinator: rebalance must be fetchers or sockets")
         self.zombie = self.options.get("failover", "crash") == "zombie"
