@@ -208,7 +208,8 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
         if c:
             cost_text = f"[{c[1]:,} / {c[0]:,}]({figure})" if figure else f"{c[1]:,} / {c[0]:,}"
         elif j:
-            cost_text = f"first join: {j[1]:,} / {j[0]:,} ({j[2]} round trips)"
+            trips = "round trip" if j[2] == 1 else "round trips"
+            cost_text = f"first join: {j[1]:,} / {j[0]:,} ({j[2]} {trips})"
         cells = " | ".join(_cell(r, inv, base) for inv, _ in PROPERTIES)
         lines.append(f"| `{r.label}` | {DESIGNS[r.design].source} | {cells} | {cost_text} |")
     lines += ["", "## Figures", ""]
