@@ -69,3 +69,18 @@ def test_bad_input_exits_2(tmp_path: Path, capsys) -> None:  # type: ignore[no-u
 def test_design_labels_keep_their_options() -> None:
     assert split_labels("a,b:x=1,y=2,c") == ["a", "b:x=1,y=2", "c"]
     assert split_labels("a:x=1;b") == ["a:x=1", "b"]
+
+
+def test_compare_reports_first_join_costs_and_the_zombie_coordinator(tmp_path: Path) -> None:
+    out = tmp_path / "review.md"
+    args = ["compare", "--designs", "kip1082-server-id,shipped-kip848,broker-coordinator:failover=zombie"]
+    args += ["--members", "5", "500", "--workloads", "1", "--no-liveness", "--no-scenarios", "--out", str(out)]
+    assert main(args) == 0
+    text = out.read_text()
+    assert "## Cost of a first join under KIP-848" in text
+    assert "| `kip1082-server-id` | 4 / " in text and "| `shipped-kip848` | 2 / " in text
+    assert "needs 2 round trips, 4 messages" in text and "(shipped-kip848: 1, 2," in text
+    trace = tmp_path / "review" / "traces" / "broker-coordinator-failover-zombie--single_owner.ndjson"
+    assert "origin" in trace.read_text() and "broker-zombie-coordinator" in trace.read_text()
+    assert main(["design", "replay", str(trace)]) == 1
+    assert main(["design", "replay", str(trace), "--design", "shipped"]) == 0

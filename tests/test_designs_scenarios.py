@@ -20,6 +20,9 @@ def test_the_named_failure_cases_are_there() -> None:
         "broker-socket-lost",
         "server-id-leave",
         "local-marker-reset",
+        "broker-zombie-coordinator",
+        "broker-offsets-in-ping-answers",
+        "broker-per-thread-ownership",
     ):
         assert sid in ALL
     assert all(any(e.passes for e in sc.expect) for sc in ALL.values())

@@ -19,6 +19,8 @@ from conformance.designs.search import TOPICS, Counterexample, search
 from conformance.designs.shrink import distinguishes, shrink
 from model.designs import DESIGNS, make_engine, parse_design
 from model.designs.cost import COST_DESIGNS, Cost, cost
+from model.designs.cost import broker as broker_cost
+from model.designs.cost_kip848 import JOIN_COST_DESIGNS, JoinCost, first_join
 from model.designs.driver import run
 
 PROPERTIES = (
@@ -48,6 +50,8 @@ DEFAULT_ROWS = (
     "sync-in-join:choice=max-version",
     "broker-coordinator",
     "broker-coordinator:max_ping_retries=3",
+    "broker-coordinator:failover=zombie",
+    "broker-coordinator:threads=2",
     "kip341-local-marker",
     "kip1082-server-id",
     "shipped-kip848",
@@ -98,6 +102,10 @@ class Comparison:
     figures: dict[str, Path] = field(default_factory=dict)
     #: every design scenario and what each of its expectations gave: (scenario, outcomes)
     scenarios: list[tuple[scn.DesignScenario, list[scn.Outcome]]] = field(default_factory=list)
+    #: KIP-848 designs: the joining member's exchange until it is in the group, per group size
+    join_costs: dict[str, list[JoinCost]] = field(default_factory=dict)
+    #: seed 001 per-thread ownership: one rebalance with 1 and with 2 threads per consumer
+    threads: dict[int, Cost] = field(default_factory=dict)
 
     def replays_ok(self) -> bool:
         return all(
@@ -170,7 +178,7 @@ def evaluate(label: str, *, seed: int, workloads: int, traces: Path, measure_liv
     found = search(design, options, seed=seed, workloads=workloads)
     row.workloads = found.workloads
     counterexamples = list(found.found.values())
-    counterexamples += _scenario_counterexamples(row, set(found.found))
+    counterexamples += _scenario_counterexamples(row, set())  # a named failure case explains best
     by_inv = {ce.invariant: ce for ce in counterexamples}
     for inv, _ in PROPERTIES:
         if (design, inv) in NOT_APPLICABLE:
@@ -209,8 +217,16 @@ def compare(
     names = [r.design for r in rows if r.design in COST_DESIGNS and not r.options]
     costs = {d: [cost(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(names)}
     sweep = {d: [cost(d, SWEEP_MEMBERS, t) for t in topics] for d in dict.fromkeys(names)}
+    threads: dict[int, Cost] = {}
+    if "broker-coordinator" in names:  # per-thread ownership: 2 threads, partitions for every thread
+        n = max(members)
+        threads = {k: broker_cost(n, SCALING_TOPICS, 2 * n, k) for k in (1, 2)}
+    joins = [r.design for r in rows if r.design in JOIN_COST_DESIGNS and not r.options]
+    join_costs = {d: [first_join(d, n, SCALING_TOPICS) for n in members] for d in dict.fromkeys(joins)}
     outcomes = [(sc, scn.run_scenario(sc)) for sc in scn.load_all().values()] if scenarios else []
-    return Comparison(rows, costs, sweep, seed, workloads, scenarios=outcomes)
+    return Comparison(
+        rows, costs, sweep, seed, workloads, scenarios=outcomes, join_costs=join_costs, threads=threads
+    )
 
 
 def figures(comparison: Comparison, out_dir: Path) -> dict[str, Path]:

@@ -4,7 +4,8 @@ Time runs in 100 ms ticks from the trigger on; the group has converged at the fi
 which every subscribed partition is owned and nobody's partitions change again until the window
 (after the trigger's own time) ends; the time reported counts from the trigger.
 Rebalances are the design's own count (generations formed, ownership stored, epochs bumped).
-Availability is the share of ticks at which every subscribed partition was owned.
+Availability is the share of ticks at which every subscribed partition was owned. Designs that model
+offsets (seed 001's) also report what new owners read again.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Measure:
     double_owned_ticks: int
     final_strategy: str = ""
     fatal: int = 0
+    #: consumption new owners read again (ms, summed over partitions); None: the design has no offsets
+    reread_ms: int | None = None
 
 
 def _owned(view: DesignView) -> bool:
@@ -47,6 +50,7 @@ def _holds(view: DesignView) -> tuple[Any, ...]:
 def observe(engine: Any, trigger: list[Any], window_ms: int = WINDOW_MS, label: str = "") -> Measure:
     """Apply ``trigger`` (the ops that disturb the group, time included), then watch ``window_ms``."""
     start = engine.view()
+    reread = getattr(engine, "reread_ms", None)
     seen: list[tuple[bool, tuple[Any, ...]]] = []
     double = 0
 
@@ -76,8 +80,9 @@ def observe(engine: Any, trigger: list[Any], window_ms: int = WINDOW_MS, label: 
     ms = None if converged is None or not seen[-1][0] else (converged + 1) * TICK_MS
     available = sum(1 for ok, _ in seen if ok) / max(1, len(seen))
     fatal = sum(1 for m in end.members if m.alive and m.fatal)
+    again = None if reread is None else engine.reread_ms - reread
     return Measure(
-        label, ms, end.rebalances - start.rebalances, round(available, 3), double, end.strategy, fatal
+        label, ms, end.rebalances - start.rebalances, round(available, 3), double, end.strategy, fatal, again
     )
 
 

@@ -29,6 +29,10 @@ NOTES = {
     "kip341-local-marker": "It does fix KAFKA-7026's double assignment (scenario `kafka-7026-local-marker` passes): it was rejected for what the marker is, a second, resettable generation.",
     "kip1082-server-id": "It removes ghost members as KIP-1082's shipped design does (scenario `server-id-lost-first-response` passes on both), at one more round trip per join.",
 }
+VARIANT_NOTES = {
+    "broker-coordinator:failover=zombie": "The coordinator's ZooKeeper session expires while its broker runs on (seed 001 section 10: only a reconnecting ZooKeeper client learns of the expiry and calls handleNewSession). Until then it pings its consumers, so they never look for the new coordinator, which hands the same partitions to whoever registers with it.",
+    "broker-coordinator:threads=2": "Ownership computed over two fetcher threads per consumer (seed 001 section 9 step 1.2, StartFetcher's ownership_info per consumer_thread_id). The granularity changes who idles and StartFetcher's size, not the lost-socket hazard (scenario `broker-socket-lost` fails with threads=2 too).",
+}
 DECIDES = {
     "independent-hash": ("design.single_owner", "design.eventually_owned", "cost"),
     "consistent-hash": ("design.eventually_owned", "balance", "cost"),
@@ -37,7 +41,7 @@ DECIDES = {
     "sync-in-join": ("design.members_survive", "design.eventually_owned"),
     "broker-coordinator": ("design.upgrade_completes", "design.single_owner", "liveness"),
     "kip341-local-marker": ("design.generation_monotonic",),
-    "kip1082-server-id": ("design.leave_accepted",),
+    "kip1082-server-id": ("design.leave_accepted", "join-cost"),
 }
 
 
@@ -63,6 +67,13 @@ def _cost_at(comp: Comparison, design: str, members: int) -> tuple[int, int] | N
     for c in comp.costs.get(design, []):
         if c.members == members:
             return c.messages, c.bytes
+    return None
+
+
+def _join_at(comp: Comparison, design: str, members: int) -> tuple[int, int, int] | None:
+    for c in comp.join_costs.get(design, []):
+        if c.members == members:
+            return c.messages, c.bytes, c.round_trips
     return None
 
 
@@ -97,6 +108,12 @@ def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> 
                 reasons.append(
                     f"one rebalance of 500 members costs {mine[1]:,} bytes in {mine[0]:,} messages (shipped: {ship[1]:,} bytes in {ship[0]:,})"
                 )
+        elif what == "join-cost":
+            mine, ship = _join_at(comp, row.design, 500), _join_at(comp, "shipped-kip848", 500)
+            if mine and ship:
+                reasons.append(
+                    f"a member joining a group of 499 needs {mine[2]} round trips, {mine[0]} messages and {mine[1]:,} bytes before the coordinator adds it (shipped-kip848: {ship[2]}, {ship[0]}, {ship[1]:,})"
+                )
         elif what == "balance" and row.balance is not None:
             reasons.append(
                 f"with 5 members and 20 partitions the busiest member holds {row.balance}x its even share"
@@ -121,6 +138,9 @@ def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> 
         out += ["", "Held in this run: " + ", ".join(held) + "."]
     if row.design in NOTES and not row.options:
         out += ["", NOTES[row.design]]
+    if row.label in VARIANT_NOTES:
+        out += ["", VARIANT_NOTES[row.label]]
+    out += _seed001(row, comp)
     other = [
         inv
         for inv, _ in PROPERTIES
@@ -131,6 +151,28 @@ def _paragraph(row: Row, comp: Comparison, base: Path, rows: dict[str, Row]) -> 
     if other:
         out += ["", "Also violated: " + "; ".join(_evidence(row, inv, base) for inv in other) + "."]
     return out + [""]
+
+
+def _seed001(row: Row, comp: Comparison) -> list[str]:
+    """Seed 001's offsets in ping answers and per-thread ownership, as this run measured them."""
+    out = []
+    m = row.measures
+    if row.design == "broker-coordinator" and m and m["crash"].reread_ms is not None:
+        out.append(
+            "Offsets travel only in ping and StopFetcher answers (seed 001 section 11): in the liveness runs the "
+            f"new owners read again {m['crash'].reread_ms / 1000:.1f} s of consumption after a crash, "
+            f"{(m['leave'].reread_ms or 0) / 1000:.1f} s after a clean shutdown (which waits for a second ping, "
+            f"converging in {_secs(m['leave'].converged_ms)}) and {(m['failover'].reread_ms or 0) / 1000:.1f} s after "
+            "a coordinator failover (summed over partitions; scenario `broker-offsets-in-ping-answers`)."
+        )
+    if row.label == "broker-coordinator" and comp.threads:
+        one, two = comp.threads[1], comp.threads[2]
+        out.append(
+            f"Per-thread ownership: one rebalance of {one.members} members, {one.topics} topics of "
+            f"{2 * one.members} partitions, costs {two.bytes:,} bytes with 2 threads per consumer and "
+            f"{one.bytes:,} with 1 (`model/designs/cost.py`, `broker`)."
+        )
+    return [x for line in out for x in ("", line)]
 
 
 def write(comp: Comparison, path: Path, command: str) -> Path:
@@ -161,9 +203,13 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
     figure = _link(comp.figures["bytes"], base) if "bytes" in comp.figures else ""
     for r in comp.rows:
         c = _cost_at(comp, r.design, 500) if not r.options else None
+        j = _join_at(comp, r.design, 500) if not r.options else None
         cost_text = "as its design" if r.options else "-"
         if c:
             cost_text = f"[{c[1]:,} / {c[0]:,}]({figure})" if figure else f"{c[1]:,} / {c[0]:,}"
+        elif j:
+            trips = "round trip" if j[2] == 1 else "round trips"
+            cost_text = f"first join: {j[1]:,} / {j[0]:,} ({j[2]} {trips})"
         cells = " | ".join(_cell(r, inv, base) for inv, _ in PROPERTIES)
         lines.append(f"| `{r.label}` | {DESIGNS[r.design].source} | {cells} | {cost_text} |")
     lines += ["", "## Figures", ""]
@@ -187,6 +233,24 @@ def write(comp: Comparison, path: Path, command: str) -> Path:
         for design, costs in comp.costs.items():
             lines.append(
                 f"| `{design}` | " + " | ".join(f"{c.messages:,} / {c.bytes:,}" for c in costs) + " |"
+            )
+        lines.append("")
+    if comp.join_costs:
+        sizes = [c.members for c in next(iter(comp.join_costs.values()))]
+        lines += [
+            "## Cost of a first join under KIP-848",
+            "",
+            "KIP-848 has no rebalance round; the designs differ in the joining member's own heartbeats until",
+            "the coordinator adds it (`model/designs/cost_kip848.py`, 10 topics subscribed).",
+            "",
+            "| design | " + " | ".join(f"{n} members: msgs / bytes / round trips" for n in sizes) + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
+        for design, joins in comp.join_costs.items():
+            lines.append(
+                f"| `{design}` | "
+                + " | ".join(f"{c.messages:,} / {c.bytes:,} / {c.round_trips}" for c in joins)
+                + " |"
             )
         lines.append("")
     measured = [r for r in comp.rows if r.measures]

@@ -105,7 +105,15 @@ DESIGNS: dict[str, DesignSpec] = {
             "A broker-side coordinator assigns and pushes ownership (RegisterConsumer, pings)",
             "seed 001 (sections 2, 5, 8-10)",
             _net("model.designs.broker_consumer.BrokerEngine"),
-            {"max_ping_retries": ("int",), "rebalance": ("fetchers", "sockets"), "zk_session_ms": ("int",)},
+            {
+                "max_ping_retries": ("int",),
+                "rebalance": ("fetchers", "sockets"),
+                "zk_session_ms": ("int",),
+                "failover": ("crash", "zombie"),
+                "zombie_ms": ("int",),
+                "threads": ("int",),
+                "commit_ms": ("int",),
+            },
         ),
         DesignSpec(
             "kip341-local-marker",

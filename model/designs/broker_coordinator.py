@@ -15,150 +15,32 @@ store and waits one session timeout for known consumers to re-register. Handlers
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from model.assignors import get_assignor
 from model.designs import broker_wire as bw
+from model.designs.broker_state import (
+    Acked,
+    Activated,
+    BState,
+    CommitterArmed,
+    ConnLost,
+    Consumed,
+    Dirty,
+    OffsetsStored,
+    Ownership,
+    OwnershipStored,
+    PhaseSet,
+    PingState,
+    Reg,
+    Registered,
+    Unregistered,
+    apply,
+    load,
+)
 from model.designs.net import Actor, Msg
 from model.embedded import Subscription, TopicPartition
-
-Ownership = tuple[tuple[str, tuple[TopicPartition, ...]], ...]
-
-
-@dataclass
-class Reg:
-    consumer_id: str
-    name: str
-    topics: tuple[str, ...]
-    session_timeout_ms: int
-    conn: int
-    failures: int = 0
-    seq: int = 0
-    next_ping: int = 0
-    watch: int | None = None
-
-
-@dataclass
-class BState:
-    active: bool = False
-    consumers: dict[str, Reg] = field(default_factory=dict)
-    ownership: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
-    phase: str = "idle"  # idle | stopping | starting | waiting
-    round: int = 0
-    pending: frozenset[str] = frozenset()
-    plan: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
-    deadline: int | None = None
-    retries: int = 0
-    backoff: int | None = None
-    dirty: bool = False
-    lost: frozenset[int] = frozenset()
-    rebalances: int = 0
-
-
-# ---------------------------------------------------------------------- records
-@dataclass(frozen=True)
-class Registered:
-    consumer_id: str
-    name: str
-    topics: tuple[str, ...]
-    session_timeout_ms: int
-    conn: int
-    next_ping: int
-    durable: bool = True
-
-
-@dataclass(frozen=True)
-class Unregistered:
-    consumer_id: str
-    durable: bool = True
-
-
-@dataclass(frozen=True)
-class PingState:
-    consumer_id: str
-    failures: int
-    seq: int
-    next_ping: int
-    watch: int | None
-
-
-@dataclass(frozen=True)
-class PhaseSet:
-    phase: str
-    round: int
-    pending: frozenset[str] = frozenset()
-    plan: Ownership = ()
-    deadline: int | None = None
-    retries: int = 0
-    backoff: int | None = None
-
-
-@dataclass(frozen=True)
-class Acked:
-    consumer_id: str
-
-
-@dataclass(frozen=True)
-class Dirty:
-    dirty: bool
-
-
-@dataclass(frozen=True)
-class OwnershipStored:
-    ownership: Ownership
-    durable: bool = True
-
-
-@dataclass(frozen=True)
-class Activated:
-    pass
-
-
-@dataclass(frozen=True)
-class ConnLost:
-    conn: int
-
-
-def apply(s: BState, rec: Any) -> None:
-    if isinstance(rec, Registered):
-        s.consumers[rec.consumer_id] = Reg(
-            rec.consumer_id, rec.name, rec.topics, rec.session_timeout_ms, rec.conn, next_ping=rec.next_ping
-        )
-        s.ownership.pop(rec.consumer_id, None)  # a consumer registers with its fetchers stopped
-    elif isinstance(rec, Unregistered):
-        s.consumers.pop(rec.consumer_id, None)
-        s.ownership.pop(rec.consumer_id, None)
-        s.pending = s.pending - {rec.consumer_id}
-    elif isinstance(rec, PingState):
-        r = s.consumers[rec.consumer_id]
-        r.failures, r.seq, r.next_ping, r.watch = rec.failures, rec.seq, rec.next_ping, rec.watch
-    elif isinstance(rec, PhaseSet):
-        s.phase, s.round, s.pending, s.plan = rec.phase, rec.round, rec.pending, dict(rec.plan)
-        s.deadline, s.retries, s.backoff = rec.deadline, rec.retries, rec.backoff
-    elif isinstance(rec, Acked):
-        s.pending = s.pending - {rec.consumer_id}
-    elif isinstance(rec, Dirty):
-        s.dirty = rec.dirty
-    elif isinstance(rec, OwnershipStored):
-        s.ownership = {c: parts for c, parts in rec.ownership}
-        s.rebalances += 1
-    elif isinstance(rec, Activated):
-        s.active = True
-    elif isinstance(rec, ConnLost):
-        s.lost = s.lost | {rec.conn}
-    else:
-        raise TypeError(f"unknown record {type(rec).__name__}")
-
-
-def load(durable: list[Any]) -> BState:
-    """What a newly elected coordinator reads from the store: registrations and ownership."""
-    s = BState()
-    for rec in durable:
-        if isinstance(rec, Registered | Unregistered | OwnershipStored):
-            apply(s, rec)
-    s.rebalances = 0
-    return s
 
 
 @dataclass
@@ -171,6 +53,8 @@ class Config:
     strategy: str = "range"
     #: how long a new coordinator waits for known consumers to re-register (their session timeout)
     startup_wait_ms: int = 6_000
+    #: the committer's period (seed 001 §4 'Offset committing (to ZK) interval'; the seed gives no value)
+    commit_ms: int = 10_000
 
 
 class Tx:
@@ -187,13 +71,31 @@ class Tx:
         self.out.append(bw.msg(self.me, reg.name, body, reg.conn))
 
 
-def plan(s: BState, topics: dict[str, int], strategy: str) -> dict[str, tuple[TopicPartition, ...]]:
-    """Ownership by the broker's own strategy (the old consumer's range, per topic)."""
-    ids = sorted(s.consumers)
-    subs = {c: Subscription(tuple(t for t in s.consumers[c].topics if t in topics)) for c in ids}
+Plan = dict[str, tuple[TopicPartition, ...]]
+
+
+def plan(s: BState, topics: dict[str, int], strategy: str) -> tuple[Plan, dict[str, Ownership]]:
+    """Ownership by the broker's own strategy (the old consumer's range, per topic), computed over
+    consumer threads (seed 001 §9 step 1.2); per consumer the union, and the threads that got any."""
+    threads = {f"{c}-{k}": c for c in sorted(s.consumers) for k in range(max(1, s.consumers[c].threads))}
+    subs = {
+        tid: Subscription(tuple(t for t in s.consumers[c].topics if t in topics))
+        for tid, c in threads.items()
+    }
     wanted = {t for sub in subs.values() for t in sub.topics}
     result = get_assignor(strategy).assign({t: topics[t] for t in wanted}, subs)
-    return {c: result[c].partitions for c in ids}
+    union: Plan = {c: () for c in sorted(s.consumers)}
+    split: dict[str, list[tuple[str, tuple[TopicPartition, ...]]]] = {c: [] for c in union}
+    for tid, c in threads.items():
+        parts = result[tid].partitions
+        union[c] = tuple(sorted((*union[c], *parts)))
+        if parts and s.consumers[c].threads > 1:
+            split[c].append((tid, parts))
+    return union, {c: tuple(v) for c, v in split.items() if v}
+
+
+def _offsets(s: BState, parts: tuple[TopicPartition, ...]) -> tuple[int, ...]:
+    return tuple(s.committed.get(tp, 0) for tp in parts)
 
 
 def fail_consumer(tx: Tx, cid: str, cfg: Config, topics: dict[str, int]) -> None:
@@ -221,7 +123,7 @@ def maybe_rebalance(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
     tx.emit(Dirty(False))
     if not s.consumers:
         return
-    target = plan(s, topics, cfg.strategy)
+    target, split = plan(s, topics, cfg.strategy)
     if target == {c: s.ownership.get(c, ()) for c in s.consumers} and set(s.ownership) <= set(s.consumers):
         return  # seed 001 step 3: ownership already as computed, no rebalance needed
     session = min(r.session_timeout_ms for r in s.consumers.values())
@@ -240,6 +142,7 @@ def maybe_rebalance(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
             tuple(sorted(target.items())),
             tx.now + 2 * session // 3,
             s.retries,
+            split=tuple(sorted(split.items())),
         )
     )
     for cid in sorted(s.consumers):
@@ -251,6 +154,7 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
     s = tx.s
     if s.phase == "stopping":
         session = min(r.session_timeout_ms for r in s.consumers.values())
+        tx.emit(OffsetsStored(tuple(sorted(s.committed.items()))))  # step 4.3: commit before starting
         tx.emit(
             PhaseSet(
                 "starting",
@@ -259,10 +163,13 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
                 tuple(sorted(s.plan.items())),
                 tx.now + 2 * session // 3,
                 s.retries,
+                split=tuple(sorted(s.split.items())),
             )
         )
         for cid in sorted(s.pending):
-            tx.send(s.consumers[cid], bw.StartFetcher(cid, s.round, s.plan[cid]))
+            parts = s.plan[cid]
+            start = bw.StartFetcher(cid, s.round, parts, _offsets(s, parts), s.split.get(cid, ()))
+            tx.send(s.consumers[cid], start)
     elif s.phase == "starting":
         tx.emit(OwnershipStored(tuple(sorted(s.plan.items()))))
         tx.emit(PhaseSet("idle", s.round))
@@ -271,9 +178,9 @@ def phase_done(tx: Tx, cfg: Config, topics: dict[str, int]) -> None:
         if not s.consumers:
             tx.emit(PhaseSet("idle", s.round))
             return
-        target = plan(s, topics, cfg.strategy)
+        target, _ = plan(s, topics, cfg.strategy)
         for cid in sorted(s.consumers):
-            tx.send(s.consumers[cid], bw.RegisterResp("NONE", target[cid]))
+            tx.send(s.consumers[cid], bw.RegisterResp("NONE", target[cid], _offsets(s, target[cid])))
         tx.emit(OwnershipStored(tuple(sorted(target.items()))))
         tx.emit(PhaseSet("idle", s.round))
         maybe_rebalance(tx, cfg, topics)
@@ -286,11 +193,17 @@ class BrokerCoordinator(Actor):
         super().__init__()
         self.name, self.cfg, self.topics, self.zk = name, cfg, topics, zk
         self.s = BState()
+        #: lost its ZooKeeper session but does not know yet (a zombie): it acts on its old state
+        #: over the connections it has, and its ZooKeeper writes fail
+        self.deposed = False
+        #: rebalances done before a session reset cleared the state
+        self.retired = 0
 
     def _take(self, tx: Tx) -> list[Msg]:
-        self.zk["log"].extend(r for r in tx.records if getattr(r, "durable", False))
+        if not self.deposed:
+            self.zk["log"].extend(r for r in tx.records if getattr(r, "durable", False))
         s = self.s
-        self.timers = {k: v for k, v in self.timers.items() if k == "elect"}
+        self.timers = {k: v for k, v in self.timers.items() if k in ("elect", "session")}
         if not s.active:
             return tx.out
         for cid, r in s.consumers.items():
@@ -301,6 +214,8 @@ class BrokerCoordinator(Actor):
             self.timers["phase"] = s.deadline
         if s.backoff is not None and s.phase == "idle" and s.dirty:
             self.timers["backoff"] = s.backoff
+        if s.next_commit is not None:
+            self.timers["commit"] = s.next_commit
         return tx.out
 
     def elect(self, now: int) -> list[Msg]:
@@ -308,6 +223,7 @@ class BrokerCoordinator(Actor):
         self.s = load(self.zk["log"])
         tx = Tx(self.s, self.name, now)
         tx.emit(Activated())
+        tx.emit(CommitterArmed(now + self.cfg.commit_ms))
         known = frozenset(self.s.consumers)
         for cid in sorted(known):
             tx.emit(Unregistered(cid))  # known, but their sockets were with the old coordinator
@@ -329,9 +245,13 @@ class BrokerCoordinator(Actor):
             r = s.consumers.get(body.consumer_id)
             if r is not None and r.conn == m.conn and body.seq == r.seq:
                 tx.emit(PingState(r.consumer_id, 0, r.seq, r.next_ping, None))
+                if body.owned:  # seed 001 §11 handlePingResponse: record the offsets
+                    tx.emit(Consumed(tuple(zip(body.owned, body.offsets, strict=True))))
         elif isinstance(body, bw.StopFetcherResp | bw.StartFetcherResp):
             wanted = "stopping" if isinstance(body, bw.StopFetcherResp) else "starting"
             if s.phase == wanted and body.round == s.round and body.consumer_id in s.pending:
+                if isinstance(body, bw.StopFetcherResp) and body.owned:
+                    tx.emit(Consumed(tuple(zip(body.owned, body.offsets, strict=True))))
                 tx.emit(Acked(body.consumer_id))
                 if not s.pending:
                     phase_done(tx, self.cfg, self.topics)
@@ -354,6 +274,7 @@ class BrokerCoordinator(Actor):
                 req.session_timeout_ms,
                 m.conn,
                 tx.now + req.session_timeout_ms // 3,
+                threads=req.threads,
             )
         )
         if s.phase == "waiting":
@@ -368,7 +289,10 @@ class BrokerCoordinator(Actor):
     def on_timer(self, key: str, now: int) -> list[Msg]:
         s, tx = self.s, Tx(self.s, self.name, now)
         if key == "elect":
-            return self.elect(now)
+            owner = self.zk.get("owner")
+            return self.elect(now) if not owner or owner == self.name else []
+        if key == "session":
+            return self.new_session(now)
         kind, _, cid = key.partition(":")
         r = s.consumers.get(cid)
         if kind == "ping" and r is not None:
@@ -404,6 +328,9 @@ class BrokerCoordinator(Actor):
             tx.emit(Dirty(not failed))
         elif key == "backoff":
             maybe_rebalance(tx, self.cfg, self.topics)
+        elif key == "commit":  # the committer thread (seed 001 §5 item 7)
+            tx.emit(OffsetsStored(tuple(sorted(s.committed.items()))))
+            tx.emit(CommitterArmed(now + self.cfg.commit_ms))
         return self._take(tx)
 
     def _failed(self, tx: Tx, r: Reg) -> None:
@@ -412,6 +339,19 @@ class BrokerCoordinator(Actor):
             fail_consumer(tx, r.consumer_id, self.cfg, self.topics)
         else:
             tx.emit(PingState(r.consumer_id, failures, r.seq, r.next_ping, None))
+
+    def depose(self, reconnect_at: int) -> None:
+        """Its ZooKeeper session expired (a long pause, a partition from ZooKeeper) while the broker
+        runs on: nothing tells it until its client reconnects at ``reconnect_at`` (seed 001 §10)."""
+        self.deposed = True
+        self.arm("session", reconnect_at)
+
+    def new_session(self, now: int) -> list[Msg]:
+        """Seed 001 §10 handleNewSession: clear the in-memory state, then try to be elected again."""
+        self.retired += self.s.rebalances
+        self.s, self.deposed = BState(), False
+        self.timers.clear()
+        return self.elect(now) if not self.zk.get("owner") else []
 
     def conn_lost(self, conn: int, now: int) -> list[Msg]:
         """The socket server lost this connection (the consumer's side may not know)."""

@@ -2,8 +2,8 @@
 
 Seed 001 sections 7 and 11 list the fields: every message starts with a size (int32) and a
 request type id (int16); strings carry an int16 length. Ownership in StartFetcherRequest lists one
-entry per consumer thread (one thread per consumer here) with topic, partition (a string in the
-seed) and offset, followed by the broker list. A closed socket is a message of size 0.
+entry per consumer thread that gets partitions, each with topic, partition (a string in the seed)
+and offset, followed by the broker list. A closed socket is a message of size 0.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ class RegisterReq:
     consumer_id: str
     topics: tuple[str, ...]
     session_timeout_ms: int
+    #: streams (fetcher threads) per topic, the topic_count's numbers
+    threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class RegisterResp:
     error: str
     #: the sockets variant (seed 001 section 2): ownership comes back in the registration answer
     ownership: tuple[TopicPartition, ...] | None = None
+    #: the offset to start each of them from
+    offsets: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class PingResp:
     consumer_id: str
     seq: int
     owned: tuple[TopicPartition, ...] = ()
+    #: the consumed offset of each (seed 001 §11 offset_info, sent with auto_commit)
+    offsets: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ class StopFetcherResp:
     consumer_id: str
     round: int
     owned: tuple[TopicPartition, ...] = ()
+    offsets: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,10 @@ class StartFetcher:
     consumer_id: str
     round: int
     ownership: tuple[TopicPartition, ...]
+    #: the starting offset of each partition (from the StopFetcher answers, seed 001 §11)
+    offsets: tuple[int, ...] = ()
+    #: ownership per consumer thread that gets partitions; () = one thread ``<id>-0`` holds all
+    split: tuple[tuple[str, tuple[TopicPartition, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ def size(body: object) -> int:
     if isinstance(body, MetadataResp):
         return HEAD + w.I16 + w.I32 + _broker_list()
     if isinstance(body, RegisterReq):
-        topic_count = "{" + ",".join(f'"{t}":1' for t in body.topics) + "}"
+        topic_count = "{" + ",".join(f'"{t}":{body.threads}' for t in body.topics) + "}"
         body_size = w.s("g") + w.s(body.consumer_id) + w.s(topic_count) + 1 + w.s("largest") + w.I32
         return HEAD + body_size
     if isinstance(body, RegisterResp):
@@ -113,8 +124,9 @@ def size(body: object) -> int:
     if isinstance(body, StopFetcher):
         return HEAD + w.s(body.consumer_id)
     if isinstance(body, StartFetcher):
-        thread = w.s(f"{body.consumer_id}-0") + _offsets(body.ownership)
-        return HEAD + w.s(body.consumer_id) + w.I16 + thread + _broker_list()
+        split = body.split or ((f"{body.consumer_id}-0", body.ownership),)
+        threads = sum(w.s(tid) + _offsets(parts) for tid, parts in split)
+        return HEAD + w.s(body.consumer_id) + w.I16 + threads + _broker_list()
     if isinstance(body, StartFetcherResp):
         return HEAD + w.I16 + w.s(body.consumer_id)
     if isinstance(body, Close):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 from model.assignors import get_assignor
 from model.classic.messages import (
@@ -160,15 +161,29 @@ def sync_in_join(n: int, t: int, partitions: int) -> Cost:
     return Cost("sync-in-join", n, t, 2 * n + 2, size)
 
 
-def broker(n: int, t: int, partitions: int) -> Cost:
-    """RegisterConsumer of the new one, then StopFetcher and StartFetcher (each answered) to all."""
+def _threads(members: list[str], threads: int, topics: tuple[str, ...], partitions: int) -> dict[str, Any]:
+    """Range over consumer threads ``<id>-<k>`` (seed 001 §9 step 1.2); per consumer its threads' shares."""
+    ids = [f"{m}-{k}" for m in members for k in range(threads)]
+    per_thread = _range(ids, topics, partitions)
+    return {m: [(tid, per_thread[tid]) for tid in ids if tid.rsplit("-", 1)[0] == m] for m in members}
+
+
+def broker(n: int, t: int, partitions: int, threads: int = 1) -> Cost:
+    """RegisterConsumer of the new one, then StopFetcher and StartFetcher (each answered) to all;
+    ``threads`` fetcher threads per consumer: StartFetcher lists the threads that got partitions."""
     topics = topic_names(t)
-    old = _range(names(n)[:-1], topics, partitions) if n > 1 else {}
-    new = _range(names(n), topics, partitions)
-    size = bw.size(bw.RegisterReq(names(n)[-1], topics, 6000)) + bw.size(bw.RegisterResp("NONE"))
+    old = _threads(names(n)[:-1], threads, topics, partitions)
+    new = _threads(names(n), threads, topics, partitions)
+    size = bw.size(bw.RegisterReq(names(n)[-1], topics, 6000, threads)) + bw.size(bw.RegisterResp("NONE"))
+    owned = {m: sorted(tp for _, parts in shares for tp in parts) for m, shares in old.items()}
+    if all(sorted(tp for _, parts in new[m] for tp in parts) == owned.get(m, []) for m in names(n)):
+        return Cost("broker-coordinator", n, t, 2, size)  # seed 001 §9 step 3: nothing moves, no rebalance
     for m in names(n):
-        size += bw.size(bw.StopFetcher(m, 1)) + bw.size(bw.StopFetcherResp(m, 1, old.get(m, ())))
-        size += bw.size(bw.StartFetcher(m, 1, new[m])) + bw.size(bw.StartFetcherResp(m, 1))
+        held = tuple(sorted(tp for _, parts in old.get(m, []) for tp in parts))
+        size += bw.size(bw.StopFetcher(m, 1)) + bw.size(bw.StopFetcherResp(m, 1, held))
+        union = tuple(sorted(tp for _, parts in new[m] for tp in parts))
+        split = tuple((tid, parts) for tid, parts in new[m] if parts) if threads > 1 else ()
+        size += bw.size(bw.StartFetcher(m, 1, union, split=split)) + bw.size(bw.StartFetcherResp(m, 1))
     return Cost("broker-coordinator", n, t, 2 + 4 * n, size)
 
 

@@ -141,6 +141,8 @@ class ConsumerEngine:
         self.refused: list[str] = []
         self.failed_over = False
         self.messages = [0, 0]
+        #: per member: messages, bytes, and the first epoch above 0 it was answered (0 = not yet)
+        self.by_member: dict[str, list[int]] = {}
 
     def _running(self, name: str) -> bool:
         return name in self.sim.clients and name not in self.gone
@@ -152,12 +154,13 @@ class ConsumerEngine:
         if obs is None:
             return
         req = getattr(obs.event, "request", None)
+        mine = self.by_member.setdefault(name, [0, 0, 0])
         if req is not None:
-            self.messages[0] += 1
-            self.messages[1] += heartbeat_size(req)
+            self._count(mine, heartbeat_size(req))
         for d in obs.deliveries:
-            self.messages[0] += 1
-            self.messages[1] += response_size(d.response)
+            self._count(mine, response_size(d.response))
+            if not mine[2] and d.response.member_epoch > 0:
+                mine[2] = d.response.member_epoch
             if (
                 req is not None
                 and req.member_epoch < 0
@@ -165,6 +168,13 @@ class ConsumerEngine:
                 and before
             ):
                 self.refused.append(name)
+
+    def _count(self, mine: list[int], size: int) -> None:
+        self.messages[0] += 1
+        self.messages[1] += size
+        if not mine[2]:
+            mine[0] += 1
+            mine[1] += size
 
     def _run(self, ms: int) -> None:
         end = self.sim.now + ms
