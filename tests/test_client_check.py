@@ -171,3 +171,31 @@ def test_replay_refuses_bad_logs_naming_the_line(tmp_path: Path, capsys: Any) ->
     assert main(["check", "--client", "librdkafka", "--replay", str(path)]) == 2
     assert main(["check", "--client", "cobol"]) == 2
     assert main(["check", "--client", "java:2.2.2"]) == 2  # no group.protocol before 3.7
+
+
+def test_a_commit_pipelined_behind_a_fenced_heartbeat_is_not_blamed_but_one_after_the_rejoin_is() -> None:
+    log = Log().beat("c1", "m1", 0, [], assigned=["t:1"]).beat("c1", "m1", 1, ["t:1"], error=25, new_epoch=0)
+    log.commit("c1", "m1", 1, ["t:1"])  # may have left the client before the answer arrived
+    assert ids(log) == []
+    log.beat("c1", "m1", 0, [])  # the rejoin: the client has given t:1 up
+    log.commit("c1", "m1", 1, ["t:1"])
+    assert ids(log) == ["client.revoked_not_committed"]
+
+
+def test_a_cooperative_rejoin_keeps_only_the_partitions_it_claims() -> None:
+    log = Log().add(
+        kind="response", api="SyncGroup", client="c1", ref=1, member="m1", error=0, assignment=["t:0", "t:1"]
+    )
+    log.add(
+        kind="request",
+        api="JoinGroup",
+        client="c1",
+        ref=2,
+        member="m1",
+        protocols=["cooperative-sticky"],
+        owned=["t:0"],
+    )
+    log.commit("c1", "m1", 1, ["t:0"])
+    assert ids(log) == []
+    log.commit("c1", "m1", 1, ["t:1"])
+    assert ids(log) == ["client.revoked_not_committed"]

@@ -8,8 +8,9 @@ towards stricter judgement (soundness before completeness).
 * ``client.released_before_acknowledged`` (KIP-848): a heartbeat that reports new partitions as owned
   holds nothing outside one target the member was given: revoked partitions are released first.
 * ``client.revoked_not_committed``: a commit names only partitions the member holds: for KIP-848 its
-  last reported owned set or its latest target; for the classic protocol its last SyncGroup
-  assignment, emptied by an eager rejoin (KIP-429) or a lost membership.
+  last reported owned set or its latest target, emptied by its rejoin at epoch 0; for the classic
+  protocol its last SyncGroup assignment, emptied by an eager rejoin (KIP-429) and narrowed to the
+  owned partitions a cooperative rejoin claims.
 * ``client.fenced_rejoins_same_member_id`` (KIP-1082): after FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID,
   a v1 member's next heartbeat rejoins at epoch 0 with the member id it had.
 * ``client.takes_only_released`` (KIP-848): a member reports a partition newly owned only when no
@@ -32,7 +33,6 @@ from model.embedded import Assignment, Subscription
 from model.errors import ErrorCode
 
 LOST_MEMBERSHIP = (int(ErrorCode.UNKNOWN_MEMBER_ID), int(ErrorCode.FENCED_MEMBER_EPOCH))
-CLASSIC_LOST = (int(ErrorCode.UNKNOWN_MEMBER_ID), int(ErrorCode.ILLEGAL_GENERATION))
 CLIENT_SIDE = (
     "client.released_before_acknowledged",
     "client.revoked_not_committed",
@@ -126,9 +126,13 @@ def _kip848(log: list[dict[str, Any]], j: Judgement) -> None:
 
 
 def _commits(log: list[dict[str, Any]], j: Judgement) -> None:
-    holding: dict[str, set[str]] = {}  # client -> partitions it holds
+    """A client may pipeline a commit behind a request whose answer is still on its way, so what it
+    holds shrinks only through its own later requests: a KIP-848 join or owned report, a classic
+    JoinGroup (an eager one gives everything up, a cooperative one claims its owned partitions, a
+    new member's claims nothing)."""
+    holding: dict[str, set[str]] = {}  # client -> partitions it holds (classic)
     owned: dict[str, set[str]] = {}  # client -> last KIP-848 owned report
-    target: dict[str, set[str]] = {}
+    target: dict[str, set[str]] = {}  # client -> latest KIP-848 target received
     for e in log:
         client, api = e.get("client", ""), e.get("api")
         if e["kind"] == "request" and api == "OffsetCommit":
@@ -147,19 +151,13 @@ def _commits(log: list[dict[str, Any]], j: Judgement) -> None:
             elif e["owned"] is not None:
                 owned[client] = set(e["owned"])
         elif e["kind"] == "request" and api == "JoinGroup":
-            if "cooperative-sticky" not in e["protocols"][:1]:
-                holding[client] = set()  # an eager member gives everything up before it rejoins
-        elif _delivered(e) and api == "ConsumerGroupHeartbeat":
-            if e["error"] in LOST_MEMBERSHIP:
-                owned[client], target[client] = set(), set()
-            elif e["error"] == 0 and e.get("assigned") is not None:
+            cooperative = e["protocols"][:1] == ["cooperative-sticky"]
+            holding[client] = set(e.get("owned", [])) if cooperative and e["member"] else set()
+        elif e["kind"] == "response" and api == "ConsumerGroupHeartbeat":
+            if e["error"] == 0 and e.get("assigned") is not None:
                 target[client] = set(e["assigned"])
-        elif _delivered(e) and api in ("SyncGroup", "Heartbeat", "OffsetCommit", "JoinGroup"):
-            errors = e.get("errors", [e.get("error", 0)])
-            if any(x in CLASSIC_LOST for x in errors):
-                holding[client] = set()
-            elif api == "SyncGroup" and e["error"] == 0:
-                holding[client] = set(e.get("assignment", []))
+        elif e["kind"] == "response" and api == "SyncGroup" and e["error"] == 0:
+            holding[client] = set(e.get("assignment", []))
 
 
 def _leader_assignments(log: list[dict[str, Any]], partitions: dict[str, int], j: Judgement) -> None:
