@@ -129,7 +129,7 @@ def _commits(log: list[dict[str, Any]], j: Judgement) -> None:
     """A client may pipeline a commit behind a request whose answer is still on its way, so what it
     holds shrinks only through its own later requests: a KIP-848 join or owned report, a classic
     JoinGroup (an eager one gives everything up, a cooperative one claims its owned partitions, a
-    new member's claims nothing)."""
+    new member's claims nothing). A lost answer gives nothing."""
     holding: dict[str, set[str]] = {}  # client -> partitions it holds (classic)
     owned: dict[str, set[str]] = {}  # client -> last KIP-848 owned report
     target: dict[str, set[str]] = {}  # client -> latest KIP-848 target received
@@ -156,8 +156,10 @@ def _commits(log: list[dict[str, Any]], j: Judgement) -> None:
         elif e["kind"] == "response" and api == "ConsumerGroupHeartbeat":
             if e["error"] == 0 and e.get("assigned") is not None:
                 target[client] = set(e["assigned"])
-        elif e["kind"] == "response" and api == "SyncGroup" and e["error"] == 0:
-            holding[client] = set(e.get("assignment", []))
+        elif e["kind"] == "response" and api == "SyncGroup" and e["error"] == 0 and e.get("fault") != "lose":
+            # grows only: a cooperative member keeps what the new assignment revokes until its
+            # rejoin says what it still owns (KIP-429); an eager one held nothing since its JoinGroup
+            holding[client] = holding.get(client, set()) | set(e.get("assignment", []))
 
 
 def _leader_assignments(log: list[dict[str, Any]], partitions: dict[str, int], j: Judgement) -> None:
