@@ -199,3 +199,13 @@ def test_a_cooperative_rejoin_keeps_only_the_partitions_it_claims() -> None:
     assert ids(log) == []
     log.commit("c1", "m1", 1, ["t:1"])
     assert ids(log) == ["client.revoked_not_committed"]
+
+
+def test_replay_of_a_folder_tables_every_run(tmp_path: Path, capsys: Any) -> None:
+    clean = Log().beat("c1", "m1", 0, [], assigned=["t:0"]).beat("c1", "m1", 1, ["t:0"], error=0)
+    for name, log in (("a", clean), ("b", Log().commit("c1", "m1", 1, ["t:2"]))):
+        (tmp_path / name).mkdir()
+        _saved(tmp_path / name, log)
+    assert main(["check", "--client", "librdkafka", "--replay", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "| `a` |" in out and "| `b` |" in out and "`client.revoked_not_committed` (entry 1)" in out

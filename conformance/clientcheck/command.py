@@ -29,7 +29,9 @@ def add_arguments(c: Any) -> None:
     )
     c.add_argument("--assignor", default="range", choices=ASSIGNORS, help="--client, classic: the assignor")
     c.add_argument("--duration", type=float, default=30.0, help="--client: seconds of adversarial running")
-    c.add_argument("--replay", type=Path, help="--client: judge a saved log.ndjson again")
+    c.add_argument(
+        "--replay", type=Path, help="--client: judge a saved log.ndjson (or every run in a folder) again"
+    )
 
 
 def cmd_check_client(args: argparse.Namespace) -> int:
@@ -79,9 +81,16 @@ def print_findings(findings: list[dict[str, Any]], limit: int = 20) -> None:
 
 
 def replay(path: Path) -> int:
-    """Judge a saved log again; the same findings come back (judging is a pure function of the log)."""
+    """Judge a saved log again; the same findings come back (judging is a pure function of the log).
+    A folder: every run's log below it, as a Markdown verdict table (conformance/clientcheck/report.py)."""
     from conformance.clientcheck.invariants import judge
 
+    if path.is_dir():
+        from conformance.clientcheck.report import table
+
+        text, failed = table(path, load_log)
+        print(text, end="")
+        return EXIT_VIOLATION if failed else EXIT_OK
     header, log = load_log(path)
     topics = header["config"]["topics"]
     judgement = judge(log, topics)
