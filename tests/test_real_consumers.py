@@ -133,3 +133,47 @@ def test_real_consumer_joins_commits_survives_rebalance_and_failover_and_leaves(
         consumer.stop(1)
         server.stop()
     assert server.error is None, server.error
+
+
+#: KIP-1082: ConsumerGroupHeartbeat v1's member id is kept for the consumer's lifetime. franz-go
+#: v1.22.3 rejoins with a fresh one after UNKNOWN_MEMBER_ID (pkg/kgo/consumer_group_848.go,
+#: reports/clients/kgo.md); librdkafka and the Java consumer keep theirs.
+KEEPS_MEMBER_ID = {"librdkafka": True, "kgo": False, "java": True}
+
+
+@pytest.mark.parametrize("kind", sorted(KEEPS_MEMBER_ID))
+def test_fenced_kip848_member_rejoins_and_its_member_id_is_judged(kind: str, tmp_path: Path) -> None:
+    from conformance.clientcheck.invariants import judge
+    from conformance.clientcheck.observe import Recorder
+
+    missing = [tool for tool in TOOLS[kind] if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"{kind}: {', '.join(missing)} not installed")
+    command = provision(parse_client(kind))
+    server = Server(ServeConfig(topics={"t": 3}, initial_rebalance_delay_ms=0, heartbeat_interval_ms=500))
+    recorder = Recorder()
+    server.observer = recorder
+    server.start()
+    consumer = Consumer(
+        command, "c1", tmp_path / "c1.log", bootstrap=f"127.0.0.1:{server.address[1]}", group="g", topic="t",
+        protocol="consumer", assignor="range", client_id="c1", seconds="90",
+    )  # fmt: skip
+    held = Held(consumer)
+    try:
+        assert held.until(lambda: held.parts == ALL, 45), consumer.events
+        assert server.force("fence", "g") != "no KIP-848 member to fence"
+        fenced_at = [x.get("action") for x in recorder.log].index("fence")
+
+        def rejoined() -> bool:
+            beats = [e for e in recorder.log[fenced_at:] if e.get("api") == "ConsumerGroupHeartbeat"]
+            return any(e["kind"] == "request" and e["epoch"] == 0 for e in beats)
+
+        assert held.until(lambda: rejoined() and held.parts == ALL, 45), consumer.events
+        assert consumer.stop(30) == 0
+    finally:
+        consumer.stop(1)
+        server.stop()
+    judgement = judge(recorder.log, {"t": 3})
+    assert judgement.exercised["client.fenced_rejoins_same_member_id"] >= 1
+    found = [f for f in judgement.findings if f["invariant"] == "client.fenced_rejoins_same_member_id"]
+    assert bool(found) is not KEEPS_MEMBER_ID[kind], found
