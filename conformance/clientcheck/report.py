@@ -33,11 +33,10 @@ def table(root: Path, load_log: Any) -> tuple[str, bool]:
             notes = list(json.loads(result.read_text()).get("notes", []))[:5]
         verdict = "**FAILED**" if judgement.findings else ("INCONCLUSIVE" if notes else "PASSED")
         failed |= bool(judgement.findings)
-        found = sorted({f"`{f['invariant']}` (entry {f['seq']})" for f in judgement.findings})
+        ordered = sorted(judgement.findings, key=lambda f: (f["invariant"], f["seq"]))
+        found = list(dict.fromkeys(f"`{f['invariant']}` (entry {f['seq']})" for f in ordered))
         found += [f"inconclusive: {n}" for n in notes]
-        assignor = (
-            config.get("assignor", "") if config.get("protocol") == "classic" else "server-side"
-        )
+        assignor = config.get("assignor", "") if config.get("protocol") == "classic" else "server-side"
         rows.append(
             f"| `{log_path.parent.name}` | {config.get('protocol')} | {assignor} | {config.get('seed')} | {verdict} "
             f"| {sum(judgement.exercised.values())} | {'; '.join(found) or '-'} |"
