@@ -5,6 +5,7 @@ the consumer reports, never for a fixed time."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import time
@@ -177,3 +178,23 @@ def test_fenced_kip848_member_rejoins_and_its_member_id_is_judged(kind: str, tmp
     assert judgement.exercised["client.fenced_rejoins_same_member_id"] >= 1
     found = [f for f in judgement.findings if f["invariant"] == "client.fenced_rejoins_same_member_id"]
     assert bool(found) is not KEEPS_MEMBER_ID[kind], found
+
+
+def test_check_client_finds_the_kgo_kip1082_rejoin_and_the_saved_log_replays(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """`check --client` end to end: its forced fence always meets franz-go's fresh member id after
+    UNKNOWN_MEMBER_ID (reports/clients/kgo.md), exit 1; the saved log judges the same again."""
+    from conformance.cli.main import main
+
+    if shutil.which("go") is None:
+        pytest.skip("kgo: go not installed")
+    argv = ["check", "--client", "kgo", "--protocol", "consumer", "--seed", "5", "--duration", "8"]
+    assert main([*argv, "--report-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "client.fenced_rejoins_same_member_id" in out
+    (log,) = tmp_path.glob("*/log.ndjson")
+    result = json.loads((log.parent / "result.json").read_text())
+    assert result["verdict"] == "FAILED" and sorted(result["forced"]) == ["failover", "fence", "rebalance"]
+    assert main(["check", "--client", "kgo", "--replay", str(log)]) == 1
+    assert "client.fenced_rejoins_same_member_id" in capsys.readouterr().out
