@@ -115,7 +115,7 @@ def provision(client: ClientSpec, timeout_s: float = PROVISION_TIMEOUT_S) -> lis
         if not cached():
             try:
                 (_build_java if client.kind == "java" else _build_go)(client, where, deadline)
-            except (TargetError, TimeoutError) as e:
+            except (process.TargetError, TimeoutError) as e:
                 raise TargetError(f"{client.spec}: building the consumer failed: {e}") from e
             stamp.write_text(json.dumps({"key": key, "client": client.spec}, sort_keys=True))
     return command
@@ -140,10 +140,10 @@ def _build_java(client: ClientSpec, where: Path, deadline: Deadline) -> None:
     what = f"mvn package (kafka-clients {client.version})"
     try:
         run_tool([mvn, "-o", *goals], deadline=deadline, log_path=log, what=what + " offline")
-    except TargetError:  # the local repository lacks something: fetch it from Maven Central
+    except process.TargetError:  # the local repository lacks something: fetch it from Maven Central
         run_tool([mvn, *goals], deadline=deadline, log_path=log, what=what)
     if not (staging / f"kafka-clients-{client.version}.jar").exists():
-        raise TargetError(f"Maven gave no kafka-clients-{client.version}.jar")
+        raise process.TargetError(f"Maven gave no kafka-clients-{client.version}.jar")
     shutil.rmtree(where / "libs", ignore_errors=True)
     staging.replace(where / "libs")
     (build / "target" / "consumer-harness-1.jar").replace(where / "harness.jar")
