@@ -150,7 +150,13 @@ def _check_entry(item: dict[str, Any], path: Path, number: int) -> None:
     for name in KINDS[kind]:
         if name not in item:
             raise UsageError(f"{path}:{number}: field {name}: missing")
-    wanted = {"epoch": int, "member": str, "owned": (list, type(None)), "partitions": list, "error": int}
+    wanted: dict[str, type | tuple[type, ...]] = {
+        "epoch": int,
+        "member": str,
+        "owned": (list, type(None)),
+        "partitions": list,
+        "error": int,
+    }
     for name, types in wanted.items():
         if name in item and not isinstance(item[name], types):
             raise UsageError(f"{path}:{number}: field {name}: wrong type")
