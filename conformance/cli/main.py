@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="how a restart stops the target: kill (SIGKILL, a crash; default) or term (clean shutdown)",
     )
 
+    from conformance.clientcheck.command import add_arguments as add_client_arguments  # real consumers
+
+    add_client_arguments(c)
     # real targets (conformance/cli/check.py)
     tg = sub.add_parser("target", help="start, stop or look at a real target (detached)")
     tgsub = tg.add_subparsers(dest="target_command", required=True, parser_class=_Parser)
@@ -264,6 +267,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from conformance.reporting.run_report import write_check_report
     from conformance.targets.open import in_process
 
+    if args.client:  # a real consumer library on the served model (conformance/clientcheck)
+        from conformance.clientcheck.command import cmd_check_client
+
+        return cmd_check_client(args)
     if args.design:  # the designs the seeds weighed (conformance/designs/command.py)
         from conformance.designs.command import cmd_check_design
 

@@ -18,6 +18,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,8 @@ class Server:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        #: called inside the loop with each group request, answer and action (conformance/clientcheck)
+        self.observer: Callable[..., None] | None = None
         for name in sorted(config.topics):
             self.port_model.create_topic(name, config.topics[name])
 
@@ -347,6 +350,10 @@ class Server:
         self.next_ref += 1
         self.parked[ref] = Parked(conn, req, fault)
         self.trace.request(conn.ident, conn.client_id, NAMES[req.api_key], req.version, ref, model_req)
+        if self.observer is not None:
+            self.observer(
+                "request", ref=ref, client=conn.client_id, request=model_req, state=self.port_model.state
+            )
         self._deliver(self.port_model.send(model_req, ref, self.now_ms()).deliveries)
         if fault is not None and fault.kind in ("fence", "rebalance", "bump", "failover"):
             self._inject(fault.kind, getattr(model_req, "group_id", ""), "adversary")
@@ -367,6 +374,9 @@ class Server:
                 summary,
                 None if action is None else action.kind,
             )
+            if self.observer is not None:
+                kind = None if action is None else action.kind
+                self.observer("response", ref=d.ref, client=conn.client_id, response=d.response, fault=kind)
             values = translate.to_wire(d.response, req.version, self.topics)
             frame = encode_response(req.api_key, req.version, req.correlation_id, values)
             if action is not None and action.kind == "lose":
@@ -428,6 +438,8 @@ class Server:
         else:
             raise ValueError(f"unknown action {kind!r}")
         self.events.append({"kind": kind, "group": group_id, "detail": what, "source": source})
+        if self.observer is not None:
+            self.observer("action", action=kind, group=group_id, detail=what, state=self.port_model.state)
         self.trace.adversary(kind, group_id, what)
         return what
 
