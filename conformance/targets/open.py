@@ -148,9 +148,11 @@ def _learn_settings(handle: TargetHandle) -> None:
 
     started: dict[str, Any] | None = None
     asked: dict[str, str | None] = {}
-    if handle.launcher is not None:
-        started = {**ASSUMED, **(getattr(handle.launcher, "settings", {}) or {})}
-    elif handle.session is not None:
+    launcher = handle.launcher
+    if launcher is not None:  # what it does not set is ASSUMED, unless it runs Kafka's own defaults
+        unset = {} if getattr(launcher, "kafka_defaults", False) else ASSUMED
+        started = {**unset, **(getattr(launcher, "settings", {}) or {})}
+    if handle.session is not None and (launcher is None or getattr(launcher, "kafka_defaults", False)):
         adapter = handle.session.adapter
         asked, why = ask(adapter.host, adapter.port, handle.capabilities, 10.0)
         if why is not None:
