@@ -29,7 +29,10 @@ def test_origins_given_over_started_over_asked_over_default() -> None:
         {"group.consumer.heartbeat.interval.ms": 600},
     )
     assert (got["group.min.session.timeout.ms"], got.origin("group.min.session.timeout.ms")) == (500, STARTED)
-    assert (got["group.initial.rebalance.delay.ms"], got.origin("group.initial.rebalance.delay.ms")) == (0, ASKED)
+    assert (got["group.initial.rebalance.delay.ms"], got.origin("group.initial.rebalance.delay.ms")) == (
+        0,
+        ASKED,
+    )
     assert got.origin("group.consumer.heartbeat.interval.ms") == GIVEN
     assert (got["group.max.session.timeout.ms"], got.origin("group.max.session.timeout.ms")) == (
         1_800_000,
@@ -62,12 +65,15 @@ def test_launched_settings_are_started_with() -> None:
     got = launched_settings({"group.consumer.session.timeout.ms": 2000})
     assert got.origin("group.consumer.session.timeout.ms") == STARTED
     assert got.origin("group.min.session.timeout.ms") == STARTED  # what the launchers assume
-    assert got.origin("group.consumer.assignment.interval.ms") == DEFAULT
+    assert got["group.consumer.assignment.interval.ms"] == 0  # launched coordinators do not batch
+    assert got.origin("group.consumer.heartbeat.interval.ms") == DEFAULT
 
 
 def test_given_from_file_and_key_value(tmp_path: Path) -> None:
     f = tmp_path / "broker.properties"
-    f.write_text("# a comment\n\ngroup.min.session.timeout.ms = 6000\ngroup.consumer.migration.policy=UPGRADE\n")
+    f.write_text(
+        "# a comment\n\ngroup.min.session.timeout.ms = 6000\ngroup.consumer.migration.policy=UPGRADE\n"
+    )
     given = parse_given([str(f), "group.initial.rebalance.delay.ms=3000"])
     assert given == {
         "group.min.session.timeout.ms": 6000,

@@ -101,6 +101,8 @@ class TargetAssignmentEpochRecord:
     durable: ClassVar[bool] = True
     group_id: str
     assignment_epoch: int
+    timestamp: int | None = None
+    """When the target was computed (Kafka 4.3+, KAFKA-20266); None where it is not recorded."""
 
 
 @dataclass(frozen=True)
@@ -328,8 +330,10 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
             group.target[member_id] = frozenset(partitions)
         case TargetAssignmentMemberTombstone(member_id=member_id):
             group.target.pop(member_id, None)
-        case TargetAssignmentEpochRecord(assignment_epoch=epoch):
+        case TargetAssignmentEpochRecord(assignment_epoch=epoch, timestamp=timestamp):
             group.assignment_epoch = epoch
+            if timestamp is not None:
+                group.assignment_timestamp = timestamp
         case CurrentAssignmentRecord():
             old = group.members.get(record.member_id) or ConsumerMember(record.member_id)
             _update_member(

@@ -65,6 +65,12 @@ class ConsumerCoordinatorConfig:
     `groupcheck check --target apache-kafka --protocol consumer --profile ci --seed 1`): a member
     leaving UNREVOKED_PARTITIONS keeps its member epoch while it must revoke again, instead of
     taking member epoch + 1. True: Kafka 4.0/4.1 (docs/protocol-reference.md#b5)."""
+    assignment_interval_ms: int = 0
+    """group.consumer.assignment.interval.ms: 0 computes a new target in the heartbeat that finds the
+    group epoch ahead of the assignment epoch (Kafka 4.0/4.1); above 0, not before this long after
+    the last computation, so members meanwhile get the last target at its epoch (Kafka 4.2+ default
+    1000: KAFKA-20291, apache/kafka PR #21720; GroupMetadataManager.maybeUpdateTargetAssignment and
+    canComputeNextTargetAssignment in Apache Kafka 4.4.0)."""
     initial_group_epoch: Literal[0, 1] = 0
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,

@@ -117,6 +117,12 @@ KIT = ProtocolKit(
             ("kafka", "kip"),
             "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (as KIP-1082 proposes)",
         ),
+        VariantKey(
+            "assignment_interval",
+            ("0", "1000"),
+            "group.consumer.assignment.interval.ms: 0 = a target per epoch bump (Kafka 4.0/4.1), "
+            "1000 = targets batched (the Kafka 4.2+ default)",
+        ),
     ),
     oracle_rules=("ConsumerGroupHeartbeat", "OffsetCommit"),
     replay=replay,

@@ -18,6 +18,7 @@ CONSUMER_KEYS = {
     "group.consumer.session.timeout.ms": "session_timeout_ms",
     "group.consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
     "group.consumer.max.size": "max_size",
+    "group.consumer.assignment.interval.ms": "assignment_interval_ms",
 }
 #: Real-time consumer runs: fewer examples than classic (members wait for session and rebalance
 #: timeouts on a real clock); names match the model's profiles.
