@@ -111,3 +111,33 @@ def test_a_target_without_describe_configs_is_not_asked() -> None:
     caps = SimpleNamespace(api_versions={18: (0, 3)})
     asked, why = ask("127.0.0.1", 1, caps, 0.1)
     assert asked == {} and why is not None and "DescribeConfigs" in why
+
+
+def test_a_divergence_names_the_settings_it_depends_on() -> None:
+    from conformance.targets.settings import depends
+
+    got = learn(None, {}, {"group.min.session.timeout.ms": 6000})
+    said = depends("oracle.JoinGroup: error NONE, model INVALID_SESSION_TIMEOUT", got)
+    assert said.endswith(
+        "[depends on group.max.session.timeout.ms=1800000 (Kafka default), "
+        "group.min.session.timeout.ms=6000 (given)]"
+    )
+    assert depends("error NONE, model UNKNOWN_MEMBER_ID", got) == "error NONE, model UNKNOWN_MEMBER_ID"
+
+
+@pytest.mark.target
+def test_wrong_target_config_is_a_divergence_naming_the_setting() -> None:
+    """Apache Kafka started with a 500 ms minimum session, told it is 6000 ms: the run fails with a
+    `target.config` divergence naming the setting, and the report header shows it as given."""
+    from conformance.cli.check import run_protocols_on_target
+
+    runs, skipped = run_protocols_on_target(
+        "apache-kafka", ["classic"], "dev", max_examples=1, seed=0, variants={}, level="protocol",
+        restarts=0, given={"group.min.session.timeout.ms": 6000},
+    )  # fmt: skip
+    assert skipped == []
+    found = [v for v in runs[0].result.violations if v.invariant == "target.config"]
+    assert (
+        len(found) == 1 and "group.min.session.timeout.ms" in found[0].message and "6000" in found[0].message
+    )
+    assert "group.min.session.timeout.ms=6000 (given)" in runs[0].handle.settings.lines()

@@ -196,10 +196,15 @@ def _run_one(
 
             result.violations.append(Violation("target.crash", str(e), len(result.steps)))
     learned = getattr(h, "settings", None)
-    if learned is not None and learned.conflicts:  # a stated setting the target contradicts
-        from conformance.engine.checker import Violation
+    if learned is not None:  # divergences name the settings they depend on; contradicted ones first
+        import dataclasses
 
-        result.violations[:0] = [Violation("target.config", c, 0) for c in learned.conflicts]
+        from conformance.engine.checker import Violation
+        from conformance.targets.settings import depends
+
+        result.violations = [Violation("target.config", c, 0) for c in learned.conflicts] + [
+            dataclasses.replace(v, message=depends(v.message, learned)) for v in result.violations
+        ]
     faults = None if faults_since is None else summary(session, faults_since)
     return TargetRun(result, handle, time.monotonic() - t0, rtt, faults)
 

@@ -348,3 +348,33 @@ CONSUMER_MUTANT_LIST += (
         variants=_BATCHING,
     ),
 )
+
+
+# -- KIP-1251 commit epochs (Kafka 4.3+) ------------------------------------------------------------
+
+
+class CommitEpochsExactOnly(ConsumerCoordinator):
+    """Generic: a coordinator that should accept KIP-1251 commits keeps Kafka 4.0's exact-epoch rule,
+    so a member whose epoch moved on while its answer was in flight is fenced."""
+
+    def older_epoch_member(self, state: Any, request: Any) -> Any:
+        return None
+
+
+_KIP_1251 = (("offset_commit_epochs", "assignment"),)
+_KIP_1251_SOURCE = (
+    "KIP-1251; KAFKA-20066 / apache/kafka PRs #21508, #21692; "
+    "ConsumerGroup.validateOffsetCommit / createAssignmentEpochValidator in Apache Kafka 4.4.0"
+)
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "commit-epochs-exact-only",
+        "consumer",
+        "generic",
+        "a KIP-1251 coordinator rejects a commit whose older epoch still covers the partition",
+        _KIP_1251_SOURCE,
+        ("consumer.offset_commit_exact_epoch",),
+        coordinator=CommitEpochsExactOnly,
+        variants=_KIP_1251,
+    ),
+)

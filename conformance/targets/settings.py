@@ -171,3 +171,21 @@ def ask(host: str, port: int, caps: Any, timeout: float) -> tuple[dict[str, str 
         return describe_broker_configs(host, port, sorted(KAFKA_DEFAULTS), timeout, min(hi, 4)), None
     except (WireGarbage, WireRetry, LookupError, OSError) as e:
         return {}, f"DescribeConfigs failed ({e}): the group settings are not asked"
+
+
+#: what an oracle finding mentions -> the settings its verdict depends on
+DEPENDS = {
+    "INVALID_SESSION_TIMEOUT": ("group.min.session.timeout.ms", "group.max.session.timeout.ms"),
+    "heartbeat interval": ("group.consumer.heartbeat.interval.ms",),
+    "GROUP_MAX_SIZE_REACHED": ("group.max.size", "group.consumer.max.size"),
+    "member epoch": ("group.consumer.assignment.interval.ms",),
+    "assignment epoch": ("group.consumer.assignment.interval.ms",),
+}
+
+
+def depends(message: str, settings: TargetSettings) -> str:
+    """``message`` with the settings its verdict depends on, each with its value and origin."""
+    keys = sorted({k for word, ks in DEPENDS.items() if word in message for k in ks if k in settings.values})
+    if not keys:
+        return message
+    return f"{message} [depends on {', '.join(settings.said(k) for k in keys)}]"

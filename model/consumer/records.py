@@ -117,6 +117,19 @@ class CurrentAssignmentRecord:
     state: MemberState
     assigned: tuple[TopicPartition, ...]
     pending_revocation: tuple[TopicPartition, ...]
+    assignment_epochs: tuple[tuple[TopicPartition, int], ...] | None = None
+    """KIP-1251 AssignmentEpochs (Kafka 4.3+); None: derived from the member's previous record."""
+
+
+def derive_assignment_epochs(
+    old: ConsumerMember | None, record: CurrentAssignmentRecord
+) -> tuple[tuple[TopicPartition, int], ...]:
+    """A held partition keeps the epoch it was given at; a new one takes the record's member epoch
+    (never below 0: KIP-1251 default for records written without epochs)."""
+    known = dict(old.assignment_epochs) if old is not None else {}
+    epoch = max(record.member_epoch, 0)
+    held = set(record.assigned) | set(record.pending_revocation)
+    return tuple(sorted((tp, known.get(tp, epoch)) for tp in held))
 
 
 @dataclass(frozen=True)
@@ -336,6 +349,7 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
                 group.assignment_timestamp = timestamp
         case CurrentAssignmentRecord():
             old = group.members.get(record.member_id) or ConsumerMember(record.member_id)
+            epochs = record.assignment_epochs
             _update_member(
                 group,
                 replace(
@@ -345,6 +359,7 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
                     state=record.state,
                     assigned=frozenset(record.assigned),
                     pending_revocation=frozenset(record.pending_revocation),
+                    assignment_epochs=derive_assignment_epochs(old, record) if epochs is None else epochs,
                 ),
             )
         case CurrentAssignmentTombstone(member_id=member_id):

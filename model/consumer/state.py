@@ -94,6 +94,13 @@ class ConsumerMember:
     pending_revocation: frozenset[TopicPartition] = frozenset()
     classic: ClassicMemberMetadata | None = None
     """Set iff the member uses the classic protocol (docs/protocol-reference.md#b13, CoGM ``useClassicProtocol``)."""
+    assignment_epochs: tuple[tuple[TopicPartition, int], ...] = ()
+    """KIP-1251: for each held partition, the member epoch at which the member was given it
+    (kept while it stays assigned or pending revocation)."""
+
+    def assignment_epoch(self, tp: TopicPartition) -> int | None:
+        """The epoch ``tp`` was assigned to this member at, or None when it does not hold it."""
+        return dict(self.assignment_epochs).get(tp)
 
     @property
     def held(self) -> frozenset[TopicPartition]:

@@ -139,6 +139,8 @@ class ConsumerWorld:
     """Every member id some client process has ever known (None: not tracked, not checked)."""
     assignment_interval_ms: int = 0
     """The coordinator's ``group.consumer.assignment.interval.ms`` (0: no batching, Kafka 4.0/4.1)."""
+    offset_commit_epochs: str = "exact"
+    """The coordinator's commit-epoch rule: "exact" (Kafka 4.0-4.2) or "assignment" (KIP-1251, 4.3+)."""
 
     def group(self, group_id: str) -> GroupView | None:
         return self.groups.get(group_id)
@@ -162,6 +164,7 @@ def capture_world(
         max_size=2**31 - 1 if config is None else config.max_size,
         topic_describe_denied=frozenset() if config is None else config.topic_describe_denied,
         assignment_interval_ms=0 if config is None else config.assignment_interval_ms,
+        offset_commit_epochs="exact" if config is None else config.offset_commit_epochs,
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,

@@ -29,6 +29,8 @@ def consumer_config(overrides: Mapping[str, Any], variants: Mapping[str, str], w
         settings["heartbeat_version"] = int(variants["heartbeat_version"])
     if "member_id_validation" in variants:
         settings["member_id_validation"] = variants["member_id_validation"]
+    if "offset_commit_epochs" in variants:
+        settings["offset_commit_epochs"] = variants["offset_commit_epochs"]
     if "assignment_interval" in variants:
         settings["assignment_interval_ms"] = int(variants["assignment_interval"])
     return ConsumerCoordinatorConfig(**settings)

@@ -123,6 +123,12 @@ KIT = ProtocolKit(
             "group.consumer.assignment.interval.ms: 0 = a target per epoch bump (Kafka 4.0/4.1), "
             "1000 = targets batched (the Kafka 4.2+ default)",
         ),
+        VariantKey(
+            "offset_commit_epochs",
+            ("exact", "assignment"),
+            "OffsetCommit member epochs: exact = the current epoch only (Kafka 4.0-4.2), "
+            "assignment = also an older epoch not below the partition's assignment epoch (KIP-1251, 4.3+)",
+        ),
     ),
     oracle_rules=("ConsumerGroupHeartbeat", "OffsetCommit"),
     replay=replay,

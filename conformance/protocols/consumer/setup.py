@@ -60,17 +60,35 @@ def consumer_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], 
     )
 
 
-def consumer_model_config(handle: Any) -> dict[str, int]:
+def consumer_model_config(handle: Any) -> dict[str, Any]:
     """The consumer model's settings from the target's learned settings (`handle.settings`); a
     setting the target did not tell is Kafka's default, and a note says so."""
     from conformance.targets.settings import DEFAULT
 
     learned = handle.settings
-    config = {}
+    config: dict[str, Any] = {}
     for key, model_key in CONSUMER_KEYS.items():
         config[model_key] = learned.int(key)
         if learned.origin(key) == DEFAULT and key != "group.consumer.max.size":
             note = f"{key} unknown for this target; the model uses Kafka's default {learned[key]}"
             if note not in handle.notes:
                 handle.notes.append(note)
+    config["offset_commit_epochs"] = commit_epochs_rule(handle)
     return config
+
+
+def commit_epochs_rule(handle: Any) -> str:
+    """KIP-1251 commit epochs for Apache Kafka 4.3+ (its version known: a launcher's), else Kafka
+    4.0's exact rule with a note (a commit with an older epoch may then be a false alarm)."""
+    import re
+
+    if getattr(handle, "launcher", None) is not None and "kafka" in str(getattr(handle, "name", "")):
+        m = re.match(r"^(\d+)\.(\d+)", str(getattr(handle, "version", "")))
+        if m and (int(m.group(1)), int(m.group(2))) >= (4, 3):
+            return "assignment"
+        if m:
+            return "exact"
+    note = "commit epochs: the target's version is unknown; the model uses the exact-epoch rule (KIP-1251 is Kafka 4.3+)"
+    if note not in handle.notes:
+        handle.notes.append(note)
+    return "exact"
