@@ -11,6 +11,7 @@ from model.consumer.messages import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    TopicPartition,
 )
 from model.consumer.records import (
     MetadataRefreshRecord,
@@ -23,7 +24,6 @@ from model.consumer.state import (
     ConsumerCoordinatorState,
     ConsumerGroup,
     ConsumerMember,
-    TopicPartition,
 )
 from model.consumer.txn import _effective_regex, _Txn
 from model.errors import ErrorCode
