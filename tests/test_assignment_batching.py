@@ -67,3 +67,37 @@ def test_interval_survives_failover_from_the_recorded_timestamp() -> None:
     loaded, _ = coord.failover(records, 400)
     assert loaded.groups["g"].timers[(ASSIGNMENT_INTERVAL, "")].deadline == 1000
     assert rebuild(records).groups["g"].assignment_timestamp == 0
+
+
+def test_a_batched_tie_is_adoptable_when_the_target_only_bounds_the_member() -> None:
+    """Seen on a stock Kafka 4.4: a static member holds every partition, three members join within
+    the interval, the topic grows; the next target gives the new partition to c3 where the model
+    gives it to c2, and c2 is answered nothing. Bounded by that answer (it lacks the free t-3), c2's
+    target has a legal completion: a partition the static member still holds."""
+    from conformance.protocols.build import make_consumer_sim
+    from conformance.protocols.consumer.adoption import free_partitions, install_target
+    from conformance.protocols.consumer.assignment import Pin
+
+    clients = [{"name": "c4", "topics": ["t"], "instance_id": "i4"}] + [
+        {"name": n, "topics": ["t"]} for n in ("c1", "c2", "c3")
+    ]
+    config = {"assignment_interval_ms": 1000, "session_timeout_ms": 45000, "heartbeat_interval_ms": 5000}
+    sim = make_consumer_sim({"t": 3}, clients, {**config, "initial_group_epoch": 1}, {})
+    sim.client_step("c4")
+    sim.advance(100)
+    for name in ("c1", "c2", "c3"):
+        sim.client_step(name)
+    sim.topic("add_partitions", "t", 4)
+    sim.advance(5000)
+    sim.client_step("c1")
+    state, coord = sim.port.state, sim.port.coordinator
+    ids = {n: c.member_id for n, c in sim.clients.items()}
+    group = state.groups["g"]
+    assert group.target_of(ids["c2"]) == {("t", 3)}  # the model's tie
+    free = free_partitions(state, group, "g", ids["c2"])
+    assert free == {("t", 3)}
+    assert install_target(coord, state.copy(), "g", {ids["c2"]: frozenset()}, {}) is None
+    bounded = state.copy()
+    assert install_target(coord, bounded, "g", {}, {ids["c2"]: Pin(frozenset(), free, False)}) is not None
+    got = bounded.groups["g"]
+    assert ("t", 3) not in got.target_of(ids["c2"]) and len(got.target_of(ids["c2"])) == 1
