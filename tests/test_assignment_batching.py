@@ -101,3 +101,17 @@ def test_a_batched_tie_is_adoptable_when_the_target_only_bounds_the_member() -> 
     assert install_target(coord, bounded, "g", {}, {ids["c2"]: Pin(frozenset(), free, False)}) is not None
     got = bounded.groups["g"]
     assert ("t", 3) not in got.target_of(ids["c2"]) and len(got.target_of(ids["c2"])) == 1
+
+
+@pytest.mark.parametrize("name", ["assignment-interval-doubled", "assignment-interval-ignored"])
+def test_the_consumer_machine_catches_batching_mutants_from_scratch(name: str) -> None:
+    """`--target mutant:NAME` brings the mutant's batching variant to the simulator."""
+    from conformance.engine.profiles import get_profile
+    from conformance.engine.run import run_check
+    from conformance.protocols import get_kit
+
+    result = run_check(
+        get_kit("consumer"), target="model", profile=get_profile("dev"), max_examples=50, seed_value=0,
+        variants={"mutant": name},
+    )  # fmt: skip
+    assert "consumer.target_computed_on_next_heartbeat" in {v.invariant for v in result.violations}
