@@ -25,7 +25,7 @@ from conformance.formats.codec import decode
 from conformance.protocols.mixed.assignor_ties import NOTE, member_orders, tie_breaks
 from conformance.protocols.mixed.oracle import mixed_config
 from conformance.targets.apache_kafka import ApacheKafkaTarget
-from conformance.targets.open import _model_config_from
+from conformance.targets.open import _model_config_from, launched_settings
 from model.choice import SeededChooser
 from model.classic.messages import HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, SyncGroupRequest
 from model.classic.state import ClassicConfig
@@ -71,6 +71,7 @@ def _feed(lines: list[dict[str, Any]]) -> _Wireless:
     handle = SimpleNamespace(
         launcher=SimpleNamespace(settings=settings),
         model_config=_model_config_from(settings, []),
+        settings=launched_settings(settings),
         notes=[],
         session=None,
     )

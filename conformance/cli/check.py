@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.engine.profiles import REAL_PROFILES, Profile, real_profile
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, TargetError, UsageError
@@ -67,6 +68,7 @@ def run_protocols_on_target(
     examples: dict[str, int] | None = None,
     restarts: int | None = None,
     restart_signal: str = "kill",
+    given: dict[str, Any] | None = None,
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
     does not offer (ApiVersions) is skipped with its reason instead of being an error; ``examples``
@@ -99,6 +101,7 @@ def run_protocols_on_target(
             skipped,
             n_restarts,
             restart_signal,
+            given,
         )
     except TargetError as e:
         # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
@@ -123,10 +126,11 @@ def _run_all(
     skipped: list[tuple[str, str]],
     restarts: int,
     restart_signal: str = "kill",
+    given: dict[str, Any] | None = None,
 ) -> None:
     from conformance.targets.open import open_target
 
-    with open_target(spec) as handle:
+    with open_target(spec, given=given) as handle:
         if handle.session is not None:  # coordinator restarts (conformance/protocols/classic/faults.py)
             handle.session.max_restarts = restarts
             handle.session.restart_signal = restart_signal
@@ -191,6 +195,16 @@ def _run_one(
             from conformance.engine.checker import Violation
 
             result.violations.append(Violation("target.crash", str(e), len(result.steps)))
+    learned = getattr(h, "settings", None)
+    if learned is not None:  # divergences name the settings they depend on; contradicted ones first
+        import dataclasses
+
+        from conformance.engine.checker import Violation
+        from conformance.targets.settings import depends
+
+        result.violations = [Violation("target.config", c, 0) for c in learned.conflicts] + [
+            dataclasses.replace(v, message=depends(v.message, learned)) for v in result.violations
+        ]
     faults = None if faults_since is None else summary(session, faults_since)
     return TargetRun(result, handle, time.monotonic() - t0, rtt, faults)
 

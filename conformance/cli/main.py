@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--publish", action="store_true", help="real targets: write reports/conformance/<target>.md"
     )
+    c.add_argument(  # the target's group settings (conformance/targets/settings.py)
+        "--target-config",
+        action="append",
+        default=[],
+        metavar="FILE|KEY=VALUE",
+        help="real targets: a group setting the target runs with (repeatable; a file of KEY=VALUE lines)",
+    )
     c.add_argument(  # faults on real targets (conformance/protocols/classic/faults.py)
         "--restarts",
         type=integer("restarts"),
@@ -342,16 +349,21 @@ def cmd_target(args: argparse.Namespace) -> int:
 def cmd_check_target(args: argparse.Namespace) -> int:
     from conformance.cli.check import print_result, run_protocols_on_target
     from conformance.reporting.target_report import write_target_report
+    from conformance.targets.settings import parse_given
 
     variants = parse_variants(args.variant)
     protocols = list(KITS) if args.protocol == "all" else [args.protocol]
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
         variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
-        restart_signal=args.restart_signal,
+        restart_signal=args.restart_signal, given=parse_given(args.target_config),
     )  # fmt: skip
     args.not_run = skipped
     codes = []
+    if runs and getattr(runs[0].handle, "settings", None) is not None:
+        print("settings the oracle used:")
+        for line in runs[0].handle.settings.lines():
+            print(f"  {line}")
     for run in runs:
         protocol = run.result.protocol
         codes.append(print_result(run))

@@ -58,6 +58,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a model variant for the stateful runs (groupcheck check --help lists them)",
     )
     group.addoption(
+        "--groupcheck-target-config",
+        action="append",
+        default=[],
+        metavar="FILE|KEY=VALUE",
+        help="a group setting the target runs with, as groupcheck check --target-config (repeatable)",
+    )
+    group.addoption(
         "--groupcheck-report-dir",
         default="groupcheck-reports",
         metavar="DIR",
@@ -128,6 +135,7 @@ def _suite(config: pytest.Config) -> Any:
             step_count=steps,
             variants=parse_variants(config.getoption("--groupcheck-variant")),
             report_dir=Path(config.getoption("--groupcheck-report-dir")),
+            target_config=config.getoption("--groupcheck-target-config"),
         )
         config.stash[SUITE_KEY] = suite
     return suite

@@ -63,6 +63,7 @@ class Suite:
         step_count: int | None = None,
         variants: dict[str, str] | None = None,
         report_dir: Path = Path("groupcheck-reports"),
+        target_config: list[str] | None = None,
     ) -> None:
         from conformance.engine.profiles import get_profile
 
@@ -71,6 +72,9 @@ class Suite:
         self.max_examples, self.step_count = max_examples, step_count
         self.variants = dict(variants or {})
         self.report_dir = report_dir
+        from conformance.targets.settings import parse_given
+
+        self.given = parse_given(target_config or [])  # the target's settings as the user states them
         self._stack = contextlib.ExitStack()
         self._handle: Any = None
         self._runs: dict[str, Any] = {}  # protocol -> CheckResult, or str: why it was not run
@@ -81,7 +85,7 @@ class Suite:
     def target(self) -> Any:
         """The open `TargetHandle` (started on first use, stopped by `close`)."""
         if self._handle is None:
-            self._handle = self._stack.enter_context(open_target(self.spec))
+            self._handle = self._stack.enter_context(open_target(self.spec, given=self.given))
         return self._handle
 
     def close(self) -> None:

@@ -300,3 +300,81 @@ CONSUMER_MUTANT_LIST += (
         coordinator=ForgetsPendingRevocationOnLoad,
     ),
 )
+
+
+# -- assignment batching (Kafka 4.2+, group.consumer.assignment.interval.ms) ----------------------
+
+
+class BatchesTwiceTheInterval(ConsumerCoordinator):
+    """Generic: a batching coordinator that waits twice ``group.consumer.assignment.interval.ms``
+    before the next target, so heartbeats after the interval still get the old target."""
+
+    def schedule_assignment_interval(self, txn: Any, deadline: int) -> None:
+        super().schedule_assignment_interval(txn, deadline + self.config.assignment_interval_ms)
+
+
+class IgnoresAssignmentInterval(ConsumerCoordinator):
+    """Generic: a coordinator configured to batch that computes a target at every epoch bump (the
+    Kafka 4.0/4.1 rule) while still recording when it did."""
+
+    def target_assignment_due(self, group: Any) -> bool:
+        return bool(group.group_epoch > group.assignment_epoch)
+
+
+_BATCHING = (("assignment_interval", "1000"),)
+_BATCHING_SOURCE = (
+    "KAFKA-20291 / apache/kafka PR #21720 (group.consumer.assignment.interval.ms, Kafka 4.2+); "
+    "GroupMetadataManager.maybeUpdateTargetAssignment in Apache Kafka 4.4.0"
+)
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "assignment-interval-doubled",
+        "consumer",
+        "generic",
+        "a batching coordinator computes the next target only after twice the assignment interval",
+        _BATCHING_SOURCE,
+        ("consumer.target_computed_on_next_heartbeat",),
+        coordinator=BatchesTwiceTheInterval,
+        variants=_BATCHING,
+    ),
+    Mutant(
+        "assignment-interval-ignored",
+        "consumer",
+        "generic",
+        "a coordinator configured to batch computes a target at every group epoch bump",
+        _BATCHING_SOURCE,
+        ("consumer.target_computed_on_next_heartbeat",),
+        coordinator=IgnoresAssignmentInterval,
+        variants=_BATCHING,
+    ),
+)
+
+
+# -- KIP-1251 commit epochs (Kafka 4.3+) ------------------------------------------------------------
+
+
+class CommitEpochsExactOnly(ConsumerCoordinator):
+    """Generic: a coordinator that should accept KIP-1251 commits keeps Kafka 4.0's exact-epoch rule,
+    so a member whose epoch moved on while its answer was in flight is fenced."""
+
+    def older_epoch_member(self, state: Any, request: Any) -> Any:
+        return None
+
+
+_KIP_1251 = (("offset_commit_epochs", "assignment"),)
+_KIP_1251_SOURCE = (
+    "KIP-1251; KAFKA-20066 / apache/kafka PRs #21508, #21692; "
+    "ConsumerGroup.validateOffsetCommit / createAssignmentEpochValidator in Apache Kafka 4.4.0"
+)
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "commit-epochs-exact-only",
+        "consumer",
+        "generic",
+        "a KIP-1251 coordinator rejects a commit whose older epoch still covers the partition",
+        _KIP_1251_SOURCE,
+        ("consumer.offset_commit_exact_epoch",),
+        coordinator=CommitEpochsExactOnly,
+        variants=_KIP_1251,
+    ),
+)

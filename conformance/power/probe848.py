@@ -10,6 +10,9 @@ answers and the oracle's findings (a finding = the target disagreed with the mod
   (c2 joined, c1 revoked), a heartbeat with epoch 0, c1's member id and no partitions: the rejoin
   of a fenced c1 while the coordinator still holds it at the higher epoch (neither its epoch nor
   its previous one). Fixed: NONE; before: FENCED_MEMBER_EPOCH.
+* ``batching`` (Kafka 4.2+ ``group.consumer.assignment.interval.ms``, KAFKA-20291): on a target that
+  batches, a member joining within the interval gets the old target; under ``--rule 4.0`` the
+  model computes the new target at once and the oracle reports the difference.
 * ``give-back`` (row 6, KAFKA-19449 / PR #20781): c1 revokes t-1 for c2 slowly; c2 leaves; when c1
   acknowledges, the target gives t-1 back. Fixed: c1 gets both at once; before: t-0 only (waiting
   one more heartbeat for its own pending revocation).
@@ -70,7 +73,23 @@ def _give_back(sim: Any) -> None:
     sim.client_step("c1")
 
 
-PROBES = {"rejoin": _rejoin, "give-back": _give_back}
+def _batching(sim: Any) -> None:
+    """c2 joins 100 ms after c1's first target: with batching (Kafka 4.2+) it waits, at the old
+    assignment epoch with nothing, until a heartbeat after the assignment interval computes the
+    next target."""
+    sim.client_step("c1")
+    sim.advance(100)
+    sim.client_step("c2")
+    sim.client_step("c1")
+    sim.advance(1300)
+    sim.client_step("c1")
+    sim.client_step("c2")
+    sim.advance(300)
+    sim.client_step("c1")
+    sim.client_step("c2")
+
+
+PROBES = {"rejoin": _rejoin, "give-back": _give_back, "batching": _batching}
 
 
 def run_probe(handle: Any, name: str, config_overrides: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -103,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from conformance.targets.open import open_target
 
-    overrides = {} if args.rule == "fixed" else {"own_pending_is_free": False, "epoch_zero_rejoin": False}
+    overrides = (
+        {}
+        if args.rule == "fixed"
+        else {"own_pending_is_free": False, "epoch_zero_rejoin": False, "assignment_interval_ms": 0}
+    )
     agreed = True
     with open_target(args.target) as handle:
         print(f"target {handle.name} {handle.version}; model rule {args.rule}")

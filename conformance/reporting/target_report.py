@@ -23,6 +23,14 @@ def levels(result: Any) -> dict[str, str]:
     return {"protocol": proto, "kafka-compat": compat}
 
 
+def settings_lines(handle: Any) -> list[str]:
+    """The settings the oracle used, each with its origin (started-with / asked / given / Kafka default)."""
+    learned = getattr(handle, "settings", None)
+    if learned is None:
+        return []
+    return ["Settings the oracle used (origin):", ""] + [f"- `{line}`" for line in learned.lines()] + [""]
+
+
 def write_target_report(run: Any, directory: Path, counterexample: Any = None) -> Path:
     result = run.result
     out = write_check_report(result, directory, counterexample)
@@ -34,7 +42,8 @@ def write_target_report(run: Any, directory: Path, counterexample: Any = None) -
     data["compat"] = [f.__dict__ for f in result.compat]
     (out / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     lines = (out / "summary.md").read_text().splitlines()
-    extra = ["", "## Levels", ""] + [f"- {k}: **{v}**" for k, v in levels(result).items()]
+    extra = [""] + settings_lines(run.handle)
+    extra += ["## Levels", ""] + [f"- {k}: **{v}**" for k, v in levels(result).items()]
     extra += ["", "| rule | protocol | kafka-compat |", "|---|---|---|"]
     extra += [f"| {r['rule']} | {r['protocol']} | {r['kafka-compat']} |" for r in rule_rows(result)]
     (out / "summary.md").write_text("\n".join(lines + extra) + "\n")
@@ -79,6 +88,7 @@ def write_published(
     caps = getattr(handle, "capabilities", None)
     if caps is not None:
         lines += [f"Capabilities (ApiVersions): {caps.summary()}.", ""]
+    lines += settings_lines(handle)
     notes = [n for n in getattr(handle, "notes", []) if not n.startswith("run id")]
     if notes:
         lines += ["Notes from the adapter:", ""] + [f"- {n}" for n in notes] + [""]

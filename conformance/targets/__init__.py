@@ -15,11 +15,19 @@ from conformance.targets.base import Target, target_for_bootstrap
 from conformance.targets.cache import CACHE_ENV, cache_root
 from conformance.targets.process import Deadline, TargetCrashed, TargetError
 
-TARGETS: list[str] = ["apache-kafka", "librdkafka-mock", "tansu", "kfake", "kafka-0.9"]
+TARGETS: list[str] = [
+    "apache-kafka",
+    "apache-kafka-defaults",
+    "librdkafka-mock",
+    "tansu",
+    "kfake",
+    "kafka-0.9",
+]
 
 
 _MODULES: dict[str, str] = {
     "apache-kafka": "apache_kafka",
+    "apache-kafka-defaults": "apache_kafka_defaults",
     "librdkafka-mock": "librdkafka_mock",
     "tansu": "tansu",
     "kfake": "kfake",

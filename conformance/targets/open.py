@@ -57,6 +57,10 @@ class TargetHandle:
     startup_s: float = 0.0
     #: model variants an in-process target is made of (``mutant:NAME`` -> {"mutant": NAME})
     variants: dict[str, str] = field(default_factory=dict)
+    #: the group settings the oracle uses, each with its origin (`conformance.targets.settings`)
+    settings: Any = None
+    #: what the user stated (``--target-config``), applied when the target is connected
+    given: dict[str, Any] = field(default_factory=dict)
 
     def close(self) -> None:
         if self.session is not None:
@@ -93,11 +97,14 @@ ASSUMED = {
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 500,
     "group.max.session.timeout.ms": 1_800_000,
+    # the other launched coordinators compute a target in the heartbeat that bumps the epoch
+    "group.consumer.assignment.interval.ms": 0,
 }
 _MODEL_KEYS = {
     "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
     "group.min.session.timeout.ms": "min_session_timeout_ms",
     "group.max.session.timeout.ms": "max_session_timeout_ms",
+    "group.max.size": "max_size",
 }
 
 
@@ -105,6 +112,8 @@ def _model_config_from(settings: dict[str, Any], notes: list[str] | None = None)
     """The model's broker settings that match what a target was started with (reference, top section)."""
     out = {}
     for key, model_key in _MODEL_KEYS.items():
+        if key not in ASSUMED and key not in settings:
+            continue
         if key in settings:
             out[model_key] = int(settings[key])
         else:
@@ -122,11 +131,48 @@ def _seed_topics(run_id: str) -> dict[str, int]:
     return {f"gc-{run_id}-{n}-{p}": p for n in TOPIC_NAMES for p in range(1, MAX_PARTITIONS + 1)}
 
 
+def classic_model_config(settings: Any) -> dict[str, int]:
+    """The classic model's broker settings from learned `TargetSettings`."""
+    return {model_key: settings.int(key) for key, model_key in _MODEL_KEYS.items()}
+
+
+def launched_settings(settings: dict[str, Any]) -> Any:
+    """`TargetSettings` of a target a launcher starts with ``settings`` (what it does not set: `ASSUMED`)."""
+    from conformance.targets.settings import learn
+
+    return learn({**ASSUMED, **settings}, {}, {})
+
+
+def _learn_settings(handle: TargetHandle) -> None:
+    """The settings the oracle uses (`conformance.targets.settings.learn`): the launcher's, what the
+    target answers to DescribeConfigs (a target we did not start), what the user gave, Kafka's defaults."""
+    from conformance.targets.settings import ask, learn
+
+    started: dict[str, Any] | None = None
+    asked: dict[str, str | None] = {}
+    launcher = handle.launcher
+    if launcher is not None:  # what it does not set is ASSUMED, unless it runs Kafka's own defaults
+        unset = {} if getattr(launcher, "kafka_defaults", False) else ASSUMED
+        started = {**unset, **(getattr(launcher, "settings", {}) or {})}
+    if handle.session is not None and (launcher is None or getattr(launcher, "kafka_defaults", False)):
+        adapter = handle.session.adapter
+        asked, why = ask(adapter.host, adapter.port, handle.capabilities, 10.0)
+        if why is not None:
+            handle.notes.append(why)
+    handle.settings = learn(started, asked, handle.given)
+    handle.model_config = classic_model_config(handle.settings)
+
+
 @contextlib.contextmanager
 def open_target(
-    spec: str, *, start_timeout_s: float = 120.0, provision_timeout_s: float = 900.0
+    spec: str,
+    *,
+    start_timeout_s: float = 120.0,
+    provision_timeout_s: float = 900.0,
+    given: dict[str, Any] | None = None,
 ) -> Iterator[TargetHandle]:
-    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it."""
+    """The target named by ``spec``, ready for a run; stopped again afterwards when we started it.
+    ``given``: the settings the user states (``--target-config``, `conformance.targets.settings`)."""
     if spec == "model":
         yield TargetHandle("model", "reference model", "model", model_config={})
         return
@@ -143,7 +189,6 @@ def open_target(
             "unknown",
             "kafka",
             bootstrap=spec,
-            model_config={"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 500},
         )
     else:
         plugin = _plugin(spec)
@@ -153,9 +198,11 @@ def open_target(
                 f"or an adapter registered under the {ENTRY_POINT_GROUP!r} entry point)"
             )
         handle = plugin(spec)
+    handle.given = dict(given or {})
     try:
         if handle.kind == "kafka":
             _connect(handle)
+            _learn_settings(handle)
         yield handle
     finally:
         handle.close()

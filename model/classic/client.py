@@ -45,7 +45,11 @@ from model.embedded import (
 from model.errors import ErrorCode
 
 E = ErrorCode
-FATAL = frozenset({E.FENCED_INSTANCE_ID, E.INCONSISTENT_GROUP_PROTOCOL, E.GROUP_MAX_SIZE_REACHED})
+#: errors the Java consumer raises to the application instead of retrying (INVALID_SESSION_TIMEOUT:
+#: AbstractCoordinator.JoinGroupResponseHandler, apache/kafka@1eb7644 L704-708)
+FATAL = frozenset(
+    {E.FENCED_INSTANCE_ID, E.INCONSISTENT_GROUP_PROTOCOL, E.GROUP_MAX_SIZE_REACHED, E.INVALID_SESSION_TIMEOUT}
+)
 RETRIABLE = frozenset({E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS})
 
 

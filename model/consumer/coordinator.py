@@ -252,7 +252,7 @@ class ConsumerCoordinator(OffsetsAndTopics):
         self.maybe_update_subscription_metadata(txn, bump)
 
         if self.target_assignment_due(txn.require_group()):
-            self.compute_target_assignment(txn)
+            self.compute_target_assignment(txn, now)
 
         current = txn.require_group().members[member_id]
         reconciled = self.reconcile_member(txn, current, request.owned(), now)
@@ -433,6 +433,10 @@ class ConsumerCoordinator(OffsetsAndTopics):
                 self.schedule_session_timeout(txn, member_id, now)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self.schedule_rebalance_timeout(txn, member, now)
+            interval = self.config.assignment_interval_ms
+            stamp = group.assignment_timestamp
+            if interval > 0 and stamp is not None and stamp + interval > now:  # the recorded interval runs on
+                self.schedule_assignment_interval(txn, stamp + interval)
             txn.commit(result)
         return result
 

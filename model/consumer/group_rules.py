@@ -36,6 +36,7 @@ from model.consumer.records import (
     current_assignment_record,
 )
 from model.consumer.state import (
+    ASSIGNMENT_INTERVAL,
     REBALANCE,
     SESSION,
     ConsumerCoordinatorState,
@@ -158,8 +159,9 @@ class GroupRules:
         return {t: state.topics[t] for t in sorted(wanted) if t in state.topics}
 
     def target_assignment_due(self, group: ConsumerGroup) -> bool:
-        """GMM L1769: computed lazily when the group epoch is ahead of the assignment epoch."""
-        return group.group_epoch > group.assignment_epoch
+        """GMM L1769: computed lazily when the group epoch is ahead of the assignment epoch; with
+        assignment batching (Kafka 4.2+) not while the assignment interval runs (`ASSIGNMENT_INTERVAL`)."""
+        return group.group_epoch > group.assignment_epoch and (ASSIGNMENT_INTERVAL, "") not in group.timers
 
     def select_assignor(self, group: ConsumerGroup) -> str:
         """docs/protocol-reference.md#b11 selection (CoG L597), ties through the Chooser."""
@@ -189,9 +191,10 @@ class GroupRules:
     ) -> GroupAssignment:
         return ASSIGNORS[name](members, topics, homogeneous)
 
-    def compute_target_assignment(self, txn: _Txn) -> None:
+    def compute_target_assignment(self, txn: _Txn, now: int | None = None) -> None:
         """TAB `build` L434-509: run the assignor for the whole group; write only changed members,
-        then the assignment epoch. An assignor failure is UNKNOWN_SERVER_ERROR (row 14)."""
+        then the assignment epoch. An assignor failure is UNKNOWN_SERVER_ERROR (row 14). With
+        assignment batching the epoch record carries ``now`` and the assignment interval starts."""
         group = txn.require_group()
         name = self.select_assignor(group)
         homogeneous = is_homogeneous(self.subscribed_topics(txn.scratch, m) for m in group.members.values())
@@ -207,8 +210,18 @@ class GroupRules:
                         txn.group_id, member_id, tuple(sorted(assignment[member_id]))
                     )
                 )
-        txn.emit(TargetAssignmentEpochRecord(txn.group_id, group.group_epoch))
+        interval = self.config.assignment_interval_ms
+        batching = interval > 0 and now is not None
+        txn.emit(TargetAssignmentEpochRecord(txn.group_id, group.group_epoch, now if batching else None))
         txn.emit(AssignorUsedRecord(txn.group_id, name))
+        if batching:
+            assert now is not None
+            self.schedule_assignment_interval(txn, now + interval)
+
+    def schedule_assignment_interval(self, txn: _Txn, deadline: int) -> None:
+        """No new target before ``deadline`` (`ASSIGNMENT_INTERVAL`; when it fires, nothing else happens:
+        the next heartbeat computes the target, GMM `maybeUpdateTargetAssignment` in Kafka 4.4.0)."""
+        txn.emit(TimerScheduled(txn.group_id, ASSIGNMENT_INTERVAL, "", deadline))
 
     def current_partition_epoch(self, group: ConsumerGroup, tp: TopicPartition) -> int:
         """CoG `currentPartitionEpoch`: the holder's epoch, -1 when free."""

@@ -230,10 +230,11 @@ def max_size(obs: Obs) -> list[str]:
 
 @invariant("consumer.offset_commit_exact_epoch", "transition", "consumer")
 def offset_commit_exact_epoch(obs: Obs) -> list[str]:
-    """A consumer-group offset commit is accepted iff it comes from a member with exactly its current epoch (or with a negative epoch to a group without members).
+    """A consumer-group offset commit is accepted iff it comes from a member with exactly its current epoch (or with a negative epoch to a group without members; under KIP-1251 also an older epoch not below the partition's assignment epoch).
 
     docs/protocol-reference.md#e22 (CoG `validateOffsetCommit` L642-674, L816), #b12; both directions: stale epochs
-    are rejected and the exact epoch is not (KAFKA-20066: not stricter than exact).
+    are rejected and the exact epoch is not (KAFKA-20066: not stricter than exact). Version-aware:
+    the coordinator's rule is `ConsumerWorld.offset_commit_epochs` ("assignment": KIP-1251, Kafka 4.3+).
     """
     event = obs.event
     response = offset_commit_response(obs)
@@ -245,15 +246,27 @@ def offset_commit_exact_epoch(obs: Obs) -> list[str]:
         return []
     epoch = request.generation_id_or_member_epoch
     member = gb.members.get(request.member_id)
-    may_commit = (epoch < 0 and not gb.members) or (member is not None and epoch == member.member_epoch)
+    exact = (epoch < 0 and not gb.members) or (member is not None and epoch == member.member_epoch)
+    older = (
+        obs.after.offset_commit_epochs == "assignment"
+        and request.version >= 9
+        and member is not None
+        and member.classic is None
+        and 0 <= epoch < member.member_epoch
+    )
     group_errors = {ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION}
     out: list[str] = []
     for tp, code in sorted(response.errors().items()):
+        since = None if member is None or not older else member.assignment_epoch(tp)
+        may_commit = exact or (since is not None and since <= epoch)
         if code == ErrorCode.NONE and not may_commit:
             out.append(f"{request.group_id}: commit of {tp} by {request.member_id} epoch {epoch} accepted")
         if may_commit and request.version >= 9 and code in group_errors:
             out.append(
-                f"{request.group_id}: commit of {tp} with the exact epoch {epoch} rejected with {code.name}"
+                f"{request.group_id}: commit of {tp} with the "
+                + ("exact epoch" if exact else f"epoch {epoch} (assigned since epoch {since}, KIP-1251)")
+                + (f" {epoch}" if exact else "")
+                + f" rejected with {code.name}"
             )
     return out
 

@@ -11,6 +11,7 @@ from model.consumer.messages import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    TopicPartition,
 )
 from model.consumer.records import (
     MetadataRefreshRecord,
@@ -22,6 +23,7 @@ from model.consumer.records import (
 from model.consumer.state import (
     ConsumerCoordinatorState,
     ConsumerGroup,
+    ConsumerMember,
 )
 from model.consumer.txn import _effective_regex, _Txn
 from model.errors import ErrorCode
@@ -39,12 +41,17 @@ class OffsetsAndTopics(GroupRules):
         result = Result()
         txn = _Txn(state, request.group_id)
         group_error = self.offset_commit_group_error(state, request)
+        older = (
+            self.older_epoch_member(state, request) if group_error == ErrorCode.STALE_MEMBER_EPOCH else None
+        )
         topics: list[OffsetCommitResponseTopic] = []
         for topic in request.topics:
             parts: list[OffsetCommitResponsePartition] = []
             for p in topic.partitions:
                 code = self.offset_commit_partition_precheck(state, request, topic.name, p.partition_index)
-                if code is None:
+                if code is None and older is not None:  # KIP-1251: per partition
+                    code = self.assignment_epoch_error(older, request, (topic.name, p.partition_index))
+                elif code is None:
                     code = group_error
                 if (
                     code is None
@@ -105,6 +112,31 @@ class OffsetsAndTopics(GroupRules):
         if request.version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
+    def older_epoch_member(
+        self, state: ConsumerCoordinatorState, request: OffsetCommitRequest
+    ) -> ConsumerMember | None:
+        """Under KIP-1251 (``offset_commit_epochs="assignment"``), the consumer-protocol member whose
+        commit carries an epoch older than its current one: each partition is then judged alone."""
+        if self.config.offset_commit_epochs != "assignment" or request.version < 9:
+            return None
+        group = state.groups.get(request.group_id)
+        member = None if group is None else group.members.get(request.member_id)
+        epoch = request.generation_id_or_member_epoch
+        if member is None or member.classic is not None or not 0 <= epoch < member.member_epoch:
+            return None
+        return member
+
+    @staticmethod
+    def assignment_epoch_error(
+        member: ConsumerMember, request: OffsetCommitRequest, tp: TopicPartition
+    ) -> ErrorCode | None:
+        """KIP-1251: accepted iff the member holds ``tp`` (assigned or pending revocation) since an
+        epoch not after the commit's; else STALE_MEMBER_EPOCH."""
+        since = member.assignment_epoch(tp)
+        if since is None or request.generation_id_or_member_epoch < since:
             return ErrorCode.STALE_MEMBER_EPOCH
         return None
 

@@ -91,9 +91,13 @@ def static_leave_expires(obs: Obs) -> list[str]:
 
 @invariant("consumer.target_computed_on_next_heartbeat", "liveness", "consumer")
 def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
-    """After a successful heartbeat the target assignment is computed for the current group epoch.
+    """After a successful heartbeat the target is computed for the current group epoch, unless a batching coordinator's assignment interval still runs (then it is not).
 
-    docs/protocol-reference.md#e28 (GMM L1769; #b1: the target is recomputed lazily on the next heartbeat of any member).
+    The interval runs for ``group.consumer.assignment.interval.ms`` after the last computation.
+
+    docs/protocol-reference.md#e28 (GMM L1769; #b1: the target is recomputed lazily on the next
+    heartbeat of any member). Kafka 4.2+ batching: ``group.consumer.assignment.interval.ms``
+    (KAFKA-20291, apache/kafka PR #21720; `ConsumerWorld.assignment_interval_ms`).
     """
     request = _heartbeat_request(obs)
     response = heartbeat_response(obs)
@@ -105,9 +109,25 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     ):
         return []
     g = obs.after.groups.get(request.group_id)
-    if g is not None and g.assignment_epoch != g.group_epoch:
+    if g is None:
+        return []
+    interval = obs.after.assignment_interval_ms
+    gb = None if obs.before is None else obs.before.groups.get(request.group_id)
+    last = None if gb is None else gb.assignment_timestamp
+    batching = interval > 0 and last is not None and obs.now < last + interval
+    if g.assignment_epoch != g.group_epoch and not batching:
         return [
             f"{request.group_id}: heartbeat answered with assignment epoch {g.assignment_epoch} < {g.group_epoch}"
+            + (
+                f" ({obs.now - last} ms after the last target, interval {interval} ms)"
+                if interval > 0 and last is not None
+                else ""
+            )
+        ]
+    if batching and gb is not None and g.assignment_epoch > gb.assignment_epoch:
+        return [
+            f"{request.group_id}: target computed {obs.now - last} ms after the last one "  # type: ignore[operator]
+            f"(group.consumer.assignment.interval.ms={interval})"
         ]
     return []
 

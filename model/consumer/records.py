@@ -101,6 +101,8 @@ class TargetAssignmentEpochRecord:
     durable: ClassVar[bool] = True
     group_id: str
     assignment_epoch: int
+    timestamp: int | None = None
+    """When the target was computed (Kafka 4.3+, KAFKA-20266); None where it is not recorded."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,19 @@ class CurrentAssignmentRecord:
     state: MemberState
     assigned: tuple[TopicPartition, ...]
     pending_revocation: tuple[TopicPartition, ...]
+    assignment_epochs: tuple[tuple[TopicPartition, int], ...] | None = None
+    """KIP-1251 AssignmentEpochs (Kafka 4.3+); None: derived from the member's previous record."""
+
+
+def derive_assignment_epochs(
+    old: ConsumerMember | None, record: CurrentAssignmentRecord
+) -> tuple[tuple[TopicPartition, int], ...]:
+    """A held partition keeps the epoch it was given at; a new one takes the record's member epoch
+    (never below 0: KIP-1251 default for records written without epochs)."""
+    known = dict(old.assignment_epochs) if old is not None else {}
+    epoch = max(record.member_epoch, 0)
+    held = set(record.assigned) | set(record.pending_revocation)
+    return tuple(sorted((tp, known.get(tp, epoch)) for tp in held))
 
 
 @dataclass(frozen=True)
@@ -328,10 +343,13 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
             group.target[member_id] = frozenset(partitions)
         case TargetAssignmentMemberTombstone(member_id=member_id):
             group.target.pop(member_id, None)
-        case TargetAssignmentEpochRecord(assignment_epoch=epoch):
+        case TargetAssignmentEpochRecord(assignment_epoch=epoch, timestamp=timestamp):
             group.assignment_epoch = epoch
+            if timestamp is not None:
+                group.assignment_timestamp = timestamp
         case CurrentAssignmentRecord():
             old = group.members.get(record.member_id) or ConsumerMember(record.member_id)
+            epochs = record.assignment_epochs
             _update_member(
                 group,
                 replace(
@@ -341,6 +359,7 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
                     state=record.state,
                     assigned=frozenset(record.assigned),
                     pending_revocation=frozenset(record.pending_revocation),
+                    assignment_epochs=derive_assignment_epochs(old, record) if epochs is None else epochs,
                 ),
             )
         case CurrentAssignmentTombstone(member_id=member_id):

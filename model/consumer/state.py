@@ -24,6 +24,10 @@ SESSION = "session"
 """Timer kind: the member's session timeout (docs/protocol-reference.md#b8)."""
 REBALANCE = "rebalance"
 """Timer kind: the member's rebalance (revocation) timeout (docs/protocol-reference.md#b8)."""
+ASSIGNMENT_INTERVAL = "assignment-interval"
+"""Timer kind (member id ""): armed for ``group.consumer.assignment.interval.ms`` after a target
+assignment is computed; while it is armed no new target is computed (Kafka 4.2+ assignment batching,
+KAFKA-20291, apache/kafka PR #21720)."""
 JOIN = "join"
 """Timer kind: a classic-protocol member must rejoin within its rebalance timeout (docs/protocol-reference.md#b13; `model.mixed.coordinator`)."""
 SYNC = "sync"
@@ -90,6 +94,13 @@ class ConsumerMember:
     pending_revocation: frozenset[TopicPartition] = frozenset()
     classic: ClassicMemberMetadata | None = None
     """Set iff the member uses the classic protocol (docs/protocol-reference.md#b13, CoGM ``useClassicProtocol``)."""
+    assignment_epochs: tuple[tuple[TopicPartition, int], ...] = ()
+    """KIP-1251: for each held partition, the member epoch at which the member was given it
+    (kept while it stays assigned or pending revocation)."""
+
+    def assignment_epoch(self, tp: TopicPartition) -> int | None:
+        """The epoch ``tp`` was assigned to this member at, or None when it does not hold it."""
+        return dict(self.assignment_epochs).get(tp)
 
     @property
     def held(self) -> frozenset[TopicPartition]:
@@ -166,6 +177,9 @@ class ConsumerGroup:
     state: GroupState = GroupState.EMPTY
     metadata_refresh_due: bool = True
     last_assignor: str | None = None
+    assignment_timestamp: int | None = None
+    """When the target was last computed (ConsumerGroupTargetAssignmentMetadata, KAFKA-20266);
+    None: never, or written by a coordinator that does not record it."""
 
     def clone(self) -> ConsumerGroup:
         """An independent copy (members, sets and timers are immutable values, so copying maps suffices)."""
@@ -182,6 +196,7 @@ class ConsumerGroup:
             state=self.state,
             metadata_refresh_due=self.metadata_refresh_due,
             last_assignor=self.last_assignor,
+            assignment_timestamp=self.assignment_timestamp,
         )
 
     def target_of(self, member_id: str) -> frozenset[TopicPartition]:

@@ -6,11 +6,13 @@ Kafka's coordinator likewise builds a list of records per request and replays th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from model.consumer.records import (
+    CurrentAssignmentRecord,
     apply,
+    derive_assignment_epochs,
 )
 from model.consumer.state import (
     ConsumerCoordinatorState,
@@ -65,6 +67,17 @@ class ConsumerCoordinatorConfig:
     `groupcheck check --target apache-kafka --protocol consumer --profile ci --seed 1`): a member
     leaving UNREVOKED_PARTITIONS keeps its member epoch while it must revoke again, instead of
     taking member epoch + 1. True: Kafka 4.0/4.1 (docs/protocol-reference.md#b5)."""
+    assignment_interval_ms: int = 0
+    """group.consumer.assignment.interval.ms: 0 computes a new target in the heartbeat that finds the
+    group epoch ahead of the assignment epoch (Kafka 4.0/4.1); above 0, not before this long after
+    the last computation, so members meanwhile get the last target at its epoch (Kafka 4.2+ default
+    1000: KAFKA-20291, apache/kafka PR #21720; GroupMetadataManager.maybeUpdateTargetAssignment and
+    canComputeNextTargetAssignment in Apache Kafka 4.4.0)."""
+    offset_commit_epochs: Literal["exact", "assignment"] = "exact"
+    """Which member epochs an OffsetCommit may carry: "exact" = only the member's current epoch
+    (Kafka 4.0-4.2, CoG validateOffsetCommit); "assignment" = also an older epoch not below the
+    epoch each committed partition was assigned to the member at (KIP-1251, Kafka 4.3+: KAFKA-20066,
+    apache/kafka PRs #21508, #21692; ConsumerGroup.createAssignmentEpochValidator in Apache Kafka 4.4.0)."""
     initial_group_epoch: Literal[0, 1] = 0
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,
@@ -107,6 +120,10 @@ class _Txn:
         return group
 
     def emit(self, record: object) -> None:
+        if isinstance(record, CurrentAssignmentRecord) and record.assignment_epochs is None:
+            group = self.scratch.groups.get(self.group_id)
+            old = None if group is None else group.members.get(record.member_id)
+            record = replace(record, assignment_epochs=derive_assignment_epochs(old, record))
         apply(self.scratch, record)
         self.records.append(record)
 

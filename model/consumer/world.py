@@ -98,6 +98,7 @@ class GroupView:
     static_members: Mapping[str, str]
     timers: Mapping[tuple[str, str], Timer]
     last_assignor: str | None = None
+    assignment_timestamp: int | None = None
 
     @staticmethod
     def of(group: ConsumerGroup) -> GroupView:
@@ -113,6 +114,7 @@ class GroupView:
             static_members=MappingProxyType(dict(group.static_members)),
             timers=MappingProxyType(dict(group.timers)),
             last_assignor=group.last_assignor,
+            assignment_timestamp=group.assignment_timestamp,
         )
 
     def target_of(self, member_id: str) -> frozenset[TopicPartition]:
@@ -135,6 +137,10 @@ class ConsumerWorld:
     """How long after the last perturbation every active client must have converged."""
     known_member_ids: frozenset[str] | None = None
     """Every member id some client process has ever known (None: not tracked, not checked)."""
+    assignment_interval_ms: int = 0
+    """The coordinator's ``group.consumer.assignment.interval.ms`` (0: no batching, Kafka 4.0/4.1)."""
+    offset_commit_epochs: str = "exact"
+    """The coordinator's commit-epoch rule: "exact" (Kafka 4.0-4.2) or "assignment" (KIP-1251, 4.3+)."""
 
     def group(self, group_id: str) -> GroupView | None:
         return self.groups.get(group_id)
@@ -157,6 +163,8 @@ def capture_world(
         topics=MappingProxyType(dict(state.topics)),
         max_size=2**31 - 1 if config is None else config.max_size,
         topic_describe_denied=frozenset() if config is None else config.topic_describe_denied,
+        assignment_interval_ms=0 if config is None else config.assignment_interval_ms,
+        offset_commit_epochs="exact" if config is None else config.offset_commit_epochs,
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,

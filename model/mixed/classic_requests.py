@@ -97,7 +97,7 @@ class MixedConsumerCoordinator(MixedConsumerBase):
         bump = self.group_epoch_bump_due(txn.require_group(), member, updated)
         self.maybe_update_subscription_metadata(txn, bump)
         if self.target_assignment_due(txn.require_group()):
-            self.compute_target_assignment(txn)
+            self.compute_target_assignment(txn, now)
         current = txn.require_group().members[member_id]
         reconciled = self.reconcile_member(txn, current, frozenset(subscription.owned_partitions), now)
         replaced = None if req.group_instance_id is None else before.static_member(req.group_instance_id)

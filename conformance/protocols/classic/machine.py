@@ -27,7 +27,7 @@ from conformance.engine.machine import (
 from conformance.engine.rules import MEMBER, FaultRules, TimeRules, WireFaultRules, Wording
 from conformance.protocols.classic.build import make_classic_sim, settle_round
 from conformance.protocols.classic.machine_targeted import TargetedRules
-from conformance.protocols.classic.realtime import MODEL_TIMING, REAL_TIMING, MemberTiming, RealTimeSim
+from conformance.protocols.classic.realtime import MODEL_TIMING, MemberTiming, RealTimeSim, real_timing
 from conformance.protocols.classic.trace import TracedClassicSim
 from model.classic.client import Phase
 from model.classic.messages import (
@@ -77,6 +77,8 @@ def _setup_arguments(settings: MachineSettings, timing: MemberTiming) -> dict[st
         "assignor": st.sampled_from(ASSIGNORS),
         "static": st.lists(st.booleans(), min_size=settings.max_members, max_size=settings.max_members),
         "join_version": st.sampled_from((9, 9, 4, 3)),
+        # real targets: now and then the last member asks for a session the target rejects
+        **({"outside": st.sampled_from((False,) * 5 + (True,))} if timing.outside_session_ms else {}),
     }
 
 
@@ -88,7 +90,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
 
     @staticmethod
     def timing_of(settings: MachineSettings) -> MemberTiming:
-        return REAL_TIMING if settings.real_time else MODEL_TIMING
+        return real_timing(settings.config) if settings.real_time else MODEL_TIMING
 
     def __init__(self, settings: MachineSettings, checker: Any = None) -> None:
         super().__init__(settings, checker)
@@ -107,6 +109,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         assignor: str,
         static: list[bool],
         join_version: int,
+        outside: bool = False,
     ) -> None:
         cfg, timing = self.settings, self.timing
         variants = dict(cfg.variants)
@@ -128,6 +131,8 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
             }
             if static[i]:
                 spec["instance_id"] = f"i{i + 1}"
+            if outside and i == members - 1 and timing.outside_session_ms:
+                spec["session_timeout_ms"] = timing.outside_session_ms  # INVALID_SESSION_TIMEOUT
             clients.append(spec)
         if cfg.coverage is not None:  # on the explored graph's set-up, so its states can be reached
             topics, clients = cfg.coverage.setup_of()
@@ -147,6 +152,8 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
             cfg.coverage.start(self.sim)
         self.note(
             f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}"
+            f", session {timing.session_timeout_ms} ms"
+            + (f" (c{members}: {timing.outside_session_ms} ms, outside the legal range)" if outside else "")
         )
 
     # ------------------------------------------------------------ plumbing

@@ -9,8 +9,10 @@ timeouts the virtual members use are small (`REAL_TIMING`) so a run takes second
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from conformance.engine.legal import LegalRange, stretch
 from conformance.protocols.classic.trace import TracedClassicSim
 from model.classic.messages import Request
 from model.classic.sim import Advance, Send
@@ -27,12 +29,36 @@ class MemberTiming:
     advances: tuple[int, ...] = (100, 1000, 3000, 6500, 10_500, 31_000)
     max_settle_rounds: int = 40
     request_timeout_ms: int = 30_000
+    #: a session timeout the target rejects (just outside its legal range), or None: never drawn
+    outside_session_ms: int | None = None
 
 
 MODEL_TIMING = MemberTiming()
 #: Against real coordinators: session 1.5 s (targets are configured with a 500 ms minimum), join
 #: and sync phases bounded by 2 s, steps that cross those bounds, and a request timeout above them.
 REAL_TIMING = MemberTiming(1500, 2000, (50, 300, 800, 1600, 2300), 6, 4000)
+
+
+def real_timing(config: Mapping[str, int]) -> MemberTiming:
+    """`REAL_TIMING` inside the target's legal session range (its learned model settings
+    ``min/max_session_timeout_ms``): the session moved into the range, the rebalance timeout and
+    the time steps stretched by the same factor, a request timeout above a parked join (rebalance
+    timeout plus the initial rebalance delay), and the value just outside the range."""
+    legal = LegalRange(
+        int(config.get("min_session_timeout_ms", 500)), int(config.get("max_session_timeout_ms", 1_800_000))
+    )
+    session = legal.clamp(REAL_TIMING.session_timeout_ms)
+    factor = session / REAL_TIMING.session_timeout_ms
+    rebalance = int(REAL_TIMING.rebalance_timeout_ms * max(factor, 1))
+    delay = int(config.get("initial_rebalance_delay_ms", 0))
+    return MemberTiming(
+        session,
+        rebalance,
+        stretch(REAL_TIMING.advances, factor),
+        REAL_TIMING.max_settle_rounds,
+        max(REAL_TIMING.request_timeout_ms, rebalance + delay + 2000),
+        legal.outside(),
+    )
 
 
 class RealTimeSim(TracedClassicSim):

@@ -129,15 +129,24 @@ class AssignmentAdoption:
             before.groups.get(gid) is None
             or before.groups[gid].assignment_epoch != after_group.assignment_epoch
         )
+        # last: the member's target only bounded (it holds ``got``; a free partition it lacks is not
+        # in it), when its target is still held by others: what it will get is not revealed yet
+        free = free_partitions(before, after_group, gid, request.member_id)
+        tries: list[tuple[frozenset[TopicPartition], bool]] = [(w, False) for w in options] + [(got, True)]
         out: list[tuple[CHypo, str | None]] = []
-        for want in options:
+        for want, bounded in tries:
+            if bounded and any(w is None for _, w in out):
+                break
             d = CHypo(before.copy(), c.origin, c.now, c.pins, c.pin_epoch, c.adoptions + 1, c.fired, c.notes)
             g = d.state.groups.get(gid)
             key = adoption_key(g, request.member_id, request.instance_id)
             fixed, pins = adoption_constraints(d.pins, d.pin_epoch, g, key, want, recomputed)
+            if bounded:
+                del fixed[key]
+                pins = {**pins, key: Pin(want, free - want, False)}
             try:
                 if recomputed:
-                    coord.adopt, coord.adopt_pins = fixed, {}  # type: ignore[attr-defined]
+                    coord.adopt, coord.adopt_pins = fixed, (pins if bounded else {})  # type: ignore[attr-defined]
                     try:
                         answer = self._run(d, request, ref, at)
                     finally:
@@ -183,6 +192,22 @@ class AssignmentAdoption:
         g = c.state.groups.get(request.group_id)
         if g is not None:
             c.pins, c.pin_epoch = pin_revealed(c.pins, c.pin_epoch, g, request.member_id)
+
+
+def free_partitions(
+    before: ConsumerCoordinatorState, after_group: ConsumerGroup | None, gid: str, member_id: str
+) -> frozenset[TopicPartition]:
+    """The group's subscribed partitions no other member holds before the request: one in the
+    member's target would have been given to it at once."""
+    if after_group is None:
+        return frozenset()
+    g = before.groups.get(gid)
+    held: set[TopicPartition] = set()
+    for mid, m in g.members.items() if g is not None else ():
+        if mid != member_id:
+            held |= m.held
+    every = {(t, p) for t, n in after_group.subscription_metadata.items() for p in range(n)}
+    return frozenset(every - held)
 
 
 def install_target(

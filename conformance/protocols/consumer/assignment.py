@@ -9,7 +9,7 @@ docs/protocol-reference.md#b11). Shared by the consumer and the mixed oracle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from model.consumer.assignors import AssignmentMember, GroupAssignment
@@ -65,6 +65,31 @@ def legal_assignment(
         if max(sizes) - min(sizes) > 1:
             return f"uniform: target sizes {sorted(sizes)} differ by more than one on a homogeneous group"
     return None
+
+
+def _lift_under_quota(
+    out: dict[str, set[TopicPartition]],
+    free_members: list[str],
+    floors: Mapping[str, frozenset[TopicPartition]],
+    allowed: Callable[[str, TopicPartition], bool],
+    quota_lo: int,
+) -> None:
+    """A member left under the uniform quota (its excluded partitions were all that was free) takes
+    a spare partition of a member over it; at most one move per partition."""
+    for _ in range(sum(len(ps) for ps in out.values())):
+        low = sorted(m for m in free_members if len(out[m]) < quota_lo)
+        if not low:
+            return
+        m = low[0]
+        donors = sorted((d for d in free_members if len(out[d]) > quota_lo), key=lambda d: (-len(out[d]), d))
+        for d in donors:
+            spare = sorted(tp for tp in out[d] - floors.get(d, frozenset()) if allowed(m, tp))
+            if spare:
+                out[d].discard(spare[0])
+                out[m].add(spare[0])
+                break
+        else:
+            return
 
 
 def complete_assignment(
@@ -128,6 +153,8 @@ def complete_assignment(
             return None
         owner = min(eligible, key=lambda m: (len(out[m]), m))
         out[owner].add(tp)
+    if assignor == "uniform" and homogeneous and members:
+        _lift_under_quota(out, free_members, floors, allowed, len(every) // len(members))
     result = {m: frozenset(ps) for m, ps in out.items()}
     if legal_assignment(result, members, topics, assignor, homogeneous) is not None:
         return None

@@ -7,7 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from conformance.errors import SpecError
-from conformance.mutants import named_mutant
+from conformance.mutants import named_mutant, with_mutant_variants
 from conformance.mutants.sim import mutant_client_sim
 from conformance.protocols.consumer.trace import TracedConsumerSim
 from model.choice import SeededChooser
@@ -29,6 +29,10 @@ def consumer_config(overrides: Mapping[str, Any], variants: Mapping[str, str], w
         settings["heartbeat_version"] = int(variants["heartbeat_version"])
     if "member_id_validation" in variants:
         settings["member_id_validation"] = variants["member_id_validation"]
+    if "offset_commit_epochs" in variants:
+        settings["offset_commit_epochs"] = variants["offset_commit_epochs"]
+    if "assignment_interval" in variants:
+        settings["assignment_interval_ms"] = int(variants["assignment_interval"])
     return ConsumerCoordinatorConfig(**settings)
 
 
@@ -64,8 +68,10 @@ def make_consumer_sim(
     from model.consumer.coordinator import ConsumerCoordinator
     from model.consumer.port import ModelConsumerPort
 
-    cfg = consumer_config(config, variants, where)
     mutant = named_mutant(variants, "consumer")
+    if mutant is not None:  # the model variants the mutant is made of (e.g. a batching coordinator)
+        variants = with_mutant_variants(variants)
+    cfg = consumer_config(config, variants, where)
     cls = mutant.coordinator if mutant and mutant.coordinator else ConsumerCoordinator
     coord = cls(cfg, SeededChooser(seed))
     port_cls = mutant.port if mutant and mutant.port else ModelConsumerPort

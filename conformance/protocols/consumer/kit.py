@@ -117,6 +117,18 @@ KIT = ProtocolKit(
             ("kafka", "kip"),
             "KIP-1082 member id check: kafka = used verbatim, kip = must be a UUID (as KIP-1082 proposes)",
         ),
+        VariantKey(
+            "assignment_interval",
+            ("0", "1000"),
+            "group.consumer.assignment.interval.ms: 0 = a target per epoch bump (Kafka 4.0/4.1), "
+            "1000 = targets batched (the Kafka 4.2+ default)",
+        ),
+        VariantKey(
+            "offset_commit_epochs",
+            ("exact", "assignment"),
+            "OffsetCommit member epochs: exact = the current epoch only (Kafka 4.0-4.2), "
+            "assignment = also an older epoch not below the partition's assignment epoch (KIP-1251, 4.3+)",
+        ),
     ),
     oracle_rules=("ConsumerGroupHeartbeat", "OffsetCommit"),
     replay=replay,

@@ -61,6 +61,9 @@ class ConsumerScenarioRunner:
         for d in obs.deliveries:
             if client is not None and d.ref == ref and isinstance(d.response, ConsumerGroupHeartbeatResponse):
                 self.last_error[client] = ErrorCode.of(d.response.error_code)
+            elif client is not None and d.ref == ref and hasattr(d.response, "errors"):  # OffsetCommit
+                codes = sorted({ErrorCode.of(c) for c in d.response.errors().values()} - {ErrorCode.NONE})
+                self.last_error[client] = codes[0] if codes else ErrorCode.NONE
 
     def _client(self, name: Any, where: str) -> VirtualConsumer:
         client = self.sim.clients.get(str(name))

@@ -17,11 +17,8 @@ from conformance.engine.profiles import Profile
 CONSUMER_KEYS = {
     "group.consumer.session.timeout.ms": "session_timeout_ms",
     "group.consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
-}
-#: Kafka's defaults (GroupCoordinatorConfig), assumed for a target that was not started by us.
-CONSUMER_DEFAULTS = {
-    "group.consumer.session.timeout.ms": 45_000,
-    "group.consumer.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.size": "max_size",
+    "group.consumer.assignment.interval.ms": "assignment_interval_ms",
 }
 #: Real-time consumer runs: fewer examples than classic (members wait for session and rebalance
 #: timeouts on a real clock); names match the model's profiles.
@@ -54,21 +51,44 @@ def consumer_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], 
 
     port_class = faulty_port_class()  # the oracle port plus the fault proxy's wire faults
 
-    settings = dict(getattr(handle.launcher, "settings", {}) or {})
-    config = {}
-    for key, model_key in CONSUMER_KEYS.items():
-        if key in settings:
-            config[model_key] = int(settings[key])
-        else:
-            config[model_key] = CONSUMER_DEFAULTS[key]
-            note = (
-                f"{key} unknown for this target; the model assumes Kafka's default {CONSUMER_DEFAULTS[key]}"
-            )
-            if note not in handle.notes:
-                handle.notes.append(note)
+    config = consumer_model_config(handle)
     session = handle.session
     return (
         lambda coord: port_class(coord, session),
         config,
         CONSUMER_REAL_PROFILES[profile.name],
     )
+
+
+def consumer_model_config(handle: Any) -> dict[str, Any]:
+    """The consumer model's settings from the target's learned settings (`handle.settings`); a
+    setting the target did not tell is Kafka's default, and a note says so."""
+    from conformance.targets.settings import DEFAULT
+
+    learned = handle.settings
+    config: dict[str, Any] = {}
+    for key, model_key in CONSUMER_KEYS.items():
+        config[model_key] = learned.int(key)
+        if learned.origin(key) == DEFAULT and key != "group.consumer.max.size":
+            note = f"{key} unknown for this target; the model uses Kafka's default {learned[key]}"
+            if note not in handle.notes:
+                handle.notes.append(note)
+    config["offset_commit_epochs"] = commit_epochs_rule(handle)
+    return config
+
+
+def commit_epochs_rule(handle: Any) -> str:
+    """KIP-1251 commit epochs for Apache Kafka 4.3+ (its version known: a launcher's), else Kafka
+    4.0's exact rule with a note (a commit with an older epoch may then be a false alarm)."""
+    import re
+
+    if getattr(handle, "launcher", None) is not None and "kafka" in str(getattr(handle, "name", "")):
+        m = re.match(r"^(\d+)\.(\d+)", str(getattr(handle, "version", "")))
+        if m and (int(m.group(1)), int(m.group(2))) >= (4, 3):
+            return "assignment"
+        if m:
+            return "exact"
+    note = "commit epochs: the target's version is unknown; the model uses the exact-epoch rule (KIP-1251 is Kafka 4.3+)"
+    if note not in handle.notes:
+        handle.notes.append(note)
+    return "exact"

@@ -26,6 +26,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from conformance.engine.legal import LegalRange
 from conformance.engine.machine import MachineSettings, bind
 from conformance.engine.rules import MEMBER
 from conformance.protocols.mixed.machine_base import MixedGroupMachine
@@ -49,7 +50,8 @@ class RealMixedMachine(MixedGroupMachine):
 
     classic_session_ms = CLASSIC_SESSION_MS
     classic_rebalance_ms = CLASSIC_REBALANCE_MS
-    consumer_rebalance_ms = CLASSIC_REBALANCE_MS
+    consumer_rebalance_ms: int | None = CLASSIC_REBALANCE_MS
+    settle_ms = first_settle_ms = SETTLE_MS
 
     def __init__(self, settings: MachineSettings, checker: Any = None) -> None:
         super().__init__(settings, checker)
@@ -69,8 +71,20 @@ class RealMixedMachine(MixedGroupMachine):
     def _classic_live(self) -> list[str]:
         return [n for n in self._live() if n.startswith("c")]
 
-    def _settle(self, ms: int = SETTLE_MS) -> None:
+    def _settle(self, ms: int | None = None) -> None:
+        ms = self.settle_ms if ms is None else ms
         self._do(f"run {ms} ms", lambda: self.run.run_for(ms) if self.run else None)
+
+    def _fit_timeouts(self, classic: Any) -> None:
+        """Classic members' timeouts inside the target's legal session range (its learned
+        ``group.min/max.session.timeout.ms``, `conformance.engine.legal`), the settle periods
+        stretched with them; the first settle also waits out the initial rebalance delay."""
+        legal = LegalRange(classic.min_session_timeout_ms, classic.max_session_timeout_ms)
+        self.classic_session_ms = legal.clamp(CLASSIC_SESSION_MS)
+        factor = max(1.0, self.classic_session_ms / CLASSIC_SESSION_MS)
+        self.classic_rebalance_ms = self.consumer_rebalance_ms = int(CLASSIC_REBALANCE_MS * factor)
+        self.settle_ms = int(SETTLE_MS * factor)
+        self.first_settle_ms = self.settle_ms + classic.initial_rebalance_delay_ms
 
     @property
     def anchored(self) -> bool:
@@ -87,11 +101,12 @@ class RealMixedMachine(MixedGroupMachine):
         assert cfg.port_factory is not None
         port = cfg.port_factory(seed, cfg.variants)
         self.run = real_mixed_run(port, {"seed": seed}, cfg.variants)
+        self._fit_timeouts(port.coordinator.config.classic)
         self.assignor = assignor
         self.steps.append(f"setup classic assignor {assignor}, t:{partitions}, seed {seed}")
         self._do("topic t", lambda: self.run.topic("t", partitions) if self.run else None)
         self._add(True)
-        self._settle()  # a classic group of one, Stable
+        self._settle(self.first_settle_ms)  # a classic group of one, Stable
         self.anchor = self._add(False)
         self._settle()  # upgraded online by the anchor's first heartbeat
         self._add(True)

@@ -214,15 +214,13 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
 
 
 def mixed_config(handle: Any) -> MixedConfig:
-    """The mixed model with the target's group settings (launcher settings, else Kafka's defaults)."""
-    from conformance.engine.profiles import real_profile
+    """The mixed model with the target's learned group settings (`conformance.targets.settings`)."""
     from conformance.protocols.build import classic_config, consumer_config
-    from conformance.protocols.consumer.setup import consumer_setup
+    from conformance.protocols.consumer.setup import consumer_model_config
     from model.mixed.state import MigrationPolicy
 
-    _factory, consumer_keys, _ = consumer_setup(handle, real_profile("ci"))
-    settings = dict(getattr(handle.launcher, "settings", {}) or {})
-    policy = MigrationPolicy(str(settings.get("group.consumer.migration.policy", "bidirectional")).lower())
+    consumer_keys = consumer_model_config(handle)
+    policy = MigrationPolicy(str(handle.settings["group.consumer.migration.policy"]))
     # (the oracle keeps every policy as a hypothesis unless the launcher states it: mixed_check)
     return MixedConfig(
         policy=policy,

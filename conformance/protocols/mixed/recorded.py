@@ -170,7 +170,7 @@ def recorded_port(trace: Trace) -> RecordedMixedPort:
     launcher's default settings; the recorded migration policy stated)."""
     from conformance.protocols.mixed.oracle import mixed_config
     from conformance.targets import _target_class
-    from conformance.targets.open import _model_config_from
+    from conformance.targets.open import _model_config_from, launched_settings
     from model.choice import SeededChooser
     from model.mixed.coordinator import MixedCoordinator
 
@@ -187,6 +187,7 @@ def recorded_port(trace: Trace) -> RecordedMixedPort:
     handle = SimpleNamespace(
         launcher=SimpleNamespace(settings=settings),
         model_config=_model_config_from(settings, []),
+        settings=launched_settings(settings),
         notes=[],
         session=None,
     )

@@ -37,6 +37,7 @@ def not_run_reason(handle: Any) -> str | None:
 def mixed_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Profile]:
     """(port factory taking the example's seed and the variants, model config, real-time profile)."""
     from conformance.protocols.mixed.oracle import MixedOraclePort, mixed_config
+    from conformance.targets.settings import DEFAULT
     from model.choice import SeededChooser
     from model.mixed.coordinator import MixedCoordinator
 
@@ -60,7 +61,7 @@ def mixed_setup(handle: Any, profile: Profile) -> tuple[Any, dict[str, Any], Pro
             if name not in MIXED_MUTANTS:
                 raise UsageError(f"unknown mixed mutant {name!r} (known: {', '.join(sorted(MIXED_MUTANTS))})")
             cls = MIXED_MUTANTS[name]
-        stated = "group.consumer.migration.policy" in (getattr(handle.launcher, "settings", {}) or {})
+        stated = handle.settings.origin("group.consumer.migration.policy") != DEFAULT
         return port_class(cls(config, SeededChooser(seed)), session, policy_known=stated)
 
     return factory, {}, MIXED_REAL_PROFILES[profile.name]
