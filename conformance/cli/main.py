@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.cli import keep_going
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
 from conformance.protocols import KITS, get_kit, parse_variants
 
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--coverage", type=Path, help="an explore graph: report coverage (and picture with --report-dir)"
     )
+    keep_going.add_arguments(c)  # --keep-going, --max-findings, --baseline, --write-baseline, --groups
 
     s = sub.add_parser("scenario", help="list or run named scenarios")
     ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
@@ -263,6 +265,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return cmd_check_design(args)
     if not in_process(args.target):
         return cmd_check_target(args)
+    if keep_going.wanted(args):
+        return cmd_check_kept(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = list(KITS) if args.protocol == "all" else [args.protocol]
@@ -319,6 +323,35 @@ def cmd_check(args: argparse.Namespace) -> int:
     return worst
 
 
+def cmd_check_kept(args: argparse.Namespace) -> int:
+    """--keep-going, --baseline, --groups on the model or a mutant (conformance/cli/keep_going.py)."""
+    from conformance.engine.profiles import get_profile
+    from conformance.trace.emit import default_run_dir
+
+    if args.baseline:  # a malformed baseline is a tool error before anything runs
+        from conformance.engine.baseline import load_baseline
+
+        load_baseline(args.baseline)
+    variants, protocols = (
+        parse_variants(args.variant),
+        list(KITS) if args.protocol == "all" else [args.protocol],
+    )
+    if args.target != "model":
+        from conformance.targets.mutant import check_setup
+
+        variants, protocols = check_setup(args.target, variants, args.protocol)
+    runs = []
+    for protocol in protocols:
+        result = keep_going.run_in_process(args, get_kit(protocol), variants, get_profile(args.profile))
+        run_dir = (
+            args.report_dir / protocol
+            if args.report_dir
+            else default_run_dir("check", args.target, protocol, args.seed)
+        )
+        runs.append((protocol, result, run_dir))
+    return keep_going.conclude(args, runs)
+
+
 def cmd_target(args: argparse.Namespace) -> int:
     from conformance.cli.check import cmd_target as run
 
@@ -331,12 +364,19 @@ def cmd_check_target(args: argparse.Namespace) -> int:
 
     variants = parse_variants(args.variant)
     protocols = list(KITS) if args.protocol == "all" else [args.protocol]
+    kept = keep_going.options(args) if keep_going.wanted(args) else None
+    if args.baseline:  # a malformed baseline is a tool error before the target starts
+        from conformance.engine.baseline import load_baseline
+
+        load_baseline(args.baseline)
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
         variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
-        restart_signal=args.restart_signal,
+        restart_signal=args.restart_signal, keep=kept,
     )  # fmt: skip
     args.not_run = skipped
+    if kept is not None:
+        return keep_going.on_target_done(args, runs, skipped)
     codes = []
     for run in runs:
         protocol = run.result.protocol

@@ -44,12 +44,12 @@ def write_target_report(run: Any, directory: Path, counterexample: Any = None) -
 PUBLISHED = Path("reports") / "conformance"
 
 
-def publish(runs: list[Any], args: Any) -> Path:
+def publish(runs: list[Any], args: Any, command: str | None = None) -> Path:
     """reports/conformance/<target>.md (and its counterexample traces) from the runs of one target."""
     first = runs[0].result
     safe = first.target.replace(":", "_").replace("/", "_")
     path = PUBLISHED / f"{safe}.md"
-    command = (
+    command = command or (
         f"groupcheck check --target {first.target} --protocol {args.protocol} --profile {args.profile} "
         f"--seed {args.seed}" + (f" --max-examples {args.max_examples}" if args.max_examples else "")
     )

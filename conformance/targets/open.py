@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -247,3 +248,37 @@ def _connect(handle: TargetHandle) -> None:
         created.add(real)
 
     handle.session = TargetSession(adapter, run_id, ensure_topic, launcher)
+
+
+_TOPICS = threading.Lock()
+
+
+def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
+    """``--groups N``: a copy of an opened ``handle`` for group ``group``, with a session of its own
+    (its own connections, fault proxy, counters and findings; group names tagged ``-x<group>``)
+    beside the same target, launcher and topics (topic creation serialised between groups)."""
+    import copy
+
+    from conformance.wire.connection import KafkaAdapter
+    from conformance.wire.session import TargetSession
+
+    base = handle.session
+    assert base is not None and handle.bootstrap is not None
+    adapter = KafkaAdapter(handle.bootstrap)
+    if base.adapter.proxy is not None:
+        from conformance.wire.proxy import FaultProxy
+
+        adapter.proxy = FaultProxy()
+    adapter.connect()
+
+    def ensure_topic(real: str) -> None:
+        with _TOPICS:
+            base.ensure_topic(real)
+
+    session = TargetSession(adapter, base.run_id, ensure_topic, base.launcher, base.timing)
+    session.group_tag = f"-x{group}"
+    session.max_restarts = 0  # a restart would fail every other group's requests at once
+    out = copy.copy(handle)
+    out.session = session
+    out.notes = handle.notes
+    return out
