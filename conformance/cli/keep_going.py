@@ -81,6 +81,36 @@ def options(args: argparse.Namespace) -> KeepGoing:
 
 
 # ---------------------------------------------------------------------------------- running
+def cmd_check_in_process(args: argparse.Namespace) -> int:
+    """--keep-going, --baseline, --groups on the model or a mutant (conformance/cli/py)."""
+    from conformance.engine.profiles import get_profile
+    from conformance.protocols import KITS, get_kit, parse_variants
+    from conformance.trace.emit import default_run_dir
+
+    if args.baseline:  # a malformed baseline is a tool error before anything runs
+        from conformance.engine.baseline import load_baseline
+
+        load_baseline(args.baseline)
+    variants, protocols = (
+        parse_variants(args.variant),
+        list(KITS) if args.protocol == "all" else [args.protocol],
+    )
+    if args.target != "model":
+        from conformance.targets.mutant import check_setup
+
+        variants, protocols = check_setup(args.target, variants, args.protocol)
+    runs = []
+    for protocol in protocols:
+        result = run_in_process(args, get_kit(protocol), variants, get_profile(args.profile))
+        run_dir = (
+            args.report_dir / protocol
+            if args.report_dir
+            else default_run_dir("check", args.target, protocol, args.seed)
+        )
+        runs.append((protocol, result, run_dir))
+    return conclude(args, runs)
+
+
 def run_in_process(args: argparse.Namespace, kit: Any, variants: dict[str, str], profile: Any) -> Any:
     """One protocol on the model or a mutant, every group on its own seed; the merged result."""
     from conformance.engine.divergences import DivergenceLog
@@ -181,7 +211,7 @@ def shown(protocol: str, result: Any, run_dir: Path, *, shrink: bool) -> list[An
 
 def conclude(args: argparse.Namespace, runs: list[tuple[str, Any, Path]]) -> int:
     """Print every distinct divergence of (protocol, result, run directory) runs, compare with and
-    write baselines, write the report; the exit code."""
+    write baselines, write the report; the exit code (the divergences shown go to ``args.shown``)."""
     from conformance.engine.baseline import compare, load_baseline, write_baseline
     from conformance.reporting.divergences import write_report
 
@@ -197,6 +227,7 @@ def conclude(args: argparse.Namespace, runs: list[tuple[str, Any, Path]]) -> int
             replace(i, status="new" if (i.protocol, i.divergence.signature) in new_keys else "known")
             for i in items
         ]
+    args.shown = items
     for protocol, result, _ in runs:
         n = len(result.divergences)
         limit = " (stopped at --max-findings)" if result.stopped_at_limit else ""
@@ -290,5 +321,5 @@ def on_target_done(args: argparse.Namespace, runs: list[Any], skipped: list[tupl
     if args.publish and runs:
         from conformance.reporting.target_report import publish
 
-        print(f"published: {publish(runs, args, _command(args))}")
+        print(f"published: {publish(runs, args, _command(args), args.shown)}")
     return code

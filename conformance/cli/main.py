@@ -266,7 +266,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not in_process(args.target):
         return cmd_check_target(args)
     if keep_going.wanted(args):
-        return cmd_check_kept(args)
+        return keep_going.cmd_check_in_process(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = list(KITS) if args.protocol == "all" else [args.protocol]
@@ -321,35 +321,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
             report_coverage(coverage, args.report_dir / protocol if args.report_dir else None)
     return worst
-
-
-def cmd_check_kept(args: argparse.Namespace) -> int:
-    """--keep-going, --baseline, --groups on the model or a mutant (conformance/cli/keep_going.py)."""
-    from conformance.engine.profiles import get_profile
-    from conformance.trace.emit import default_run_dir
-
-    if args.baseline:  # a malformed baseline is a tool error before anything runs
-        from conformance.engine.baseline import load_baseline
-
-        load_baseline(args.baseline)
-    variants, protocols = (
-        parse_variants(args.variant),
-        list(KITS) if args.protocol == "all" else [args.protocol],
-    )
-    if args.target != "model":
-        from conformance.targets.mutant import check_setup
-
-        variants, protocols = check_setup(args.target, variants, args.protocol)
-    runs = []
-    for protocol in protocols:
-        result = keep_going.run_in_process(args, get_kit(protocol), variants, get_profile(args.profile))
-        run_dir = (
-            args.report_dir / protocol
-            if args.report_dir
-            else default_run_dir("check", args.target, protocol, args.seed)
-        )
-        runs.append((protocol, result, run_dir))
-    return keep_going.conclude(args, runs)
 
 
 def cmd_target(args: argparse.Namespace) -> int:
