@@ -172,11 +172,23 @@ def test_signatures_drop_values_and_keep_shapes() -> None:
     )
     b = (
         "at t=99, c1 sends Heartbeat v4 (ref 17): no model hypothesis explains the target (1 tried): "
-        "ref 17 (c1 Heartbeat v4): error REBALANCE_IN_PROGRESS, model UNKNOWN_MEMBER_ID"
+        "ref 17 (c1 Heartbeat v4): error REBALANCE_IN_PROGRESS, model ILLEGAL_GENERATION | other"
     )
     c = b.replace("error REBALANCE_IN_PROGRESS", "error GROUP_ID_NOT_FOUND")
     assert signature("oracle.Heartbeat", a) == signature("oracle.Heartbeat", b)
     assert signature("oracle.Heartbeat", a) != signature("oracle.Heartbeat", c)
+    assert (
+        signature("oracle.Heartbeat", a)
+        == "oracle.Heartbeat Heartbeat error REBALANCE_IN_PROGRESS (model ILLEGAL_GENERATION)"
+    )
+    late = (
+        "at t=2212, time passes: no model hypothesis explains the target (1 tried): ref 3 (c2 SyncGroup v4): "
+        "the model answered SyncGroup(UNKNOWN_MEMBER_ID) at t=69; the target gave no answer within 8000 ms"
+    )
+    assert signature("oracle.SyncGroup", late) == signature(
+        "oracle.SyncGroup",
+        late.replace("time passes", "c1 sends SyncGroup v4 (ref 6)").replace("t=69", "t=7"),
+    )
     epoch = (
         "at t=2027, c4 sends ConsumerGroupHeartbeat v1 (ref 17): the target answered NONE epoch 5 "
         "assignment {t-1}; no model hypothesis explains it (2 tried): adopted {t-1}: member epoch 5, model 4"

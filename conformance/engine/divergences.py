@@ -20,44 +20,54 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: the request an oracle finding names ("c2 sends Heartbeat v0 (ref 2)")
-_SENDS = re.compile(r"sends ([A-Z][A-Za-z]+)")
+#: the request an oracle finding names ("c2 sends Heartbeat v0 (ref 2)"), or "time passes"
+_SENDS = re.compile(r"sends ([A-Z][A-Za-z]+)|(time passes)")
+#: where an oracle finding lists why each hypothesis fails ("... (2 tried): why | why")
+_TRIED = re.compile(r"\(\d+ tried\): ")
+#: the answer a reason is about ("ref 2 (c2 Heartbeat v0): ...")
+_REF = re.compile(r"^ref \d+ \(\S+ ([A-Z][A-Za-z]+) v\d+\): ")
 #: an error code the target answered where the model's differs ("error REBALANCE_IN_PROGRESS, model X")
 _ERROR = re.compile(r"error ([A-Z][A-Z_]+), model ([A-Z][A-Z_]+)")
 #: another field that differs ("member epoch 5, model 4", "generation_id 4, model 2")
-_FIELD = re.compile(r"([a-z][a-z_ ]*[a-z]) [^\s,;|]+, model ")
-#: the target's answer when it is named whole ("the target answered NONE epoch 5 ...")
-_ANSWERED = re.compile(r"(?:the target answered|target answered) ([A-Z][A-Za-z]*(?: [A-Z][A-Z_]+)?)")
+_FIELD = re.compile(r"([a-z][a-z_]*) [^\s,;|]+, model ")
 #: what is left of a message once values are gone: Kafka names and words, no numbers or ids
-_VALUE = re.compile(r"[A-Za-z0-9]*[0-9][A-Za-z0-9._:-]*|\{[^}]*\}|\[[^\]]*\]|'[^']*'")
+_VALUE = re.compile(r"[A-Za-z0-9]*[0-9][A-Za-z0-9._:#-]*|\{[^}]*\}|\[[^\]]*\]|'[^']*'")
 _SPACE = re.compile(r"\s+")
 #: at most this much of a normalised message goes into a signature
 SHAPE_CHARS = 160
 
 
+def _shape(text: str) -> str:
+    return _SPACE.sub(" ", _VALUE.sub("#", text)).strip()[:SHAPE_CHARS]
+
+
 def signature(rule: str, message: str) -> str:
-    """The rule with the shape of what diverged. An oracle finding is named by the request, the
-    error codes the target answered (with the model's) and the names of the other fields that
-    differ; any other finding (an invariant, a wire problem) by its message with values removed."""
+    """The rule with the shape of what diverged. An oracle finding is named by the request whose
+    answer the first hypothesis' reason is about (else the request sent, or "time passes") and by
+    that reason: the error code
+    the target gave with the model's, or the names of the other fields that differ, or else the
+    reason with every value removed. Any other finding (an invariant, a wire problem) is named by
+    its message with values removed. Clocks, member ids, references, versions and how many
+    hypotheses were tried never count."""
     sends = _SENDS.search(message)
-    errors = sorted({f"{t}!={m}" for t, m in _ERROR.findall(message)})
-    fields = sorted(
-        {f.strip().split(" ")[-1] if " " in f.strip() else f.strip() for f in _FIELD.findall(message)}
-    )
-    fields = [f for f in fields if f != "error"]
-    if sends is not None or errors:
-        parts = [rule]
-        if sends is not None:
-            parts.append(sends.group(1))
-        if errors:
-            parts.append("error " + ",".join(dict.fromkeys(e.split("!=")[0] for e in errors)))
-        elif (answered := _ANSWERED.search(message)) is not None:
-            parts.append("answered " + answered.group(1).split(" ")[-1])
-        if fields:
-            parts.append("fields " + ",".join(fields))
-        return " ".join(parts)
-    shape = _SPACE.sub(" ", _VALUE.sub("#", message)).strip()[:SHAPE_CHARS]
-    return f"{rule} {shape}".strip()
+    tried = _TRIED.search(message)
+    if sends is None or tried is None:
+        return f"{rule} {_shape(message)}".strip()
+    request = sends.group(1) or "time"
+    reason = message[tried.end() :].split(" | ")[0]
+    about = _REF.match(reason)
+    if about is not None:  # the reason is about one answer: its request names the divergence
+        reason, request = reason[about.end() :], about.group(1)
+    parts = [rule, request]
+    errors = _ERROR.findall(reason)
+    fields = sorted({f for f in _FIELD.findall(reason) if f != "error"})
+    if errors:
+        parts.append(", ".join(f"error {t} (model {m})" for t, m in dict.fromkeys(errors)))
+    if fields:
+        parts.append("fields " + ",".join(fields))
+    if not errors and not fields:
+        parts.append(_shape(reason))
+    return " ".join(parts)
 
 
 @dataclass
