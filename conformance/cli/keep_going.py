@@ -314,6 +314,10 @@ def on_target_done(args: argparse.Namespace, runs: list[Any], skipped: list[tupl
             if args.report_dir
             else default_run_dir("check", r.target, r.protocol, args.seed)
         )
+        if args.publish:  # the published page's traces sit beside it
+            from conformance.reporting.target_report import published_dir
+
+            run_dir = published_dir(r.target) / r.protocol
         kept.append((r.protocol, r, run_dir))
     for protocol, why in skipped:
         print(f"{protocol} on {args.target}: {why}")
