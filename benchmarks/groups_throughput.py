@@ -82,13 +82,17 @@ def main() -> None:
     for what, groups, seed, ops, wall, ops_s, found in rows:
         print(f"| {what} | {groups} | {seed} | {ops} | {wall:.1f} | {ops_s:.1f} | {found} |")
     anchor = max(rows[0][5], 1e-9)
-    print(f"\nspeed-up at {args.groups} groups: {rows[1][5] / anchor:.1f}x over the anchor ({anchor:.1f} ops/s)")
+    print(
+        f"\nspeed-up at {args.groups} groups: {rows[1][5] / anchor:.1f}x over the anchor ({anchor:.1f} ops/s)"
+    )
     print(f"false alarms over {args.runs} runs at {args.groups} groups: {false_alarms}")
 
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         return "?"
 
