@@ -37,8 +37,13 @@ _SPACE = re.compile(r"\s+")
 SHAPE_CHARS = 160
 
 
+#: an opaque id without digits (a base64 member id such as "OMksVyFcSNqv_mZm-"): mixed case and a
+#: "_" or "-", ten characters or more
+_OPAQUE = re.compile(r"(?=[A-Za-z_-]*[a-z])(?=[A-Za-z_-]*[A-Z])(?=[A-Za-z_-]*[_-])[A-Za-z_-]{10,}")
+
+
 def _shape(text: str) -> str:
-    return _SPACE.sub(" ", _VALUE.sub("#", text)).strip()[:SHAPE_CHARS]
+    return _SPACE.sub(" ", _VALUE.sub("#", _OPAQUE.sub("#", text))).strip()[:SHAPE_CHARS]
 
 
 def signature(rule: str, message: str) -> str:
