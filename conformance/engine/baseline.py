@@ -87,7 +87,7 @@ def write_baseline(
     """Write every divergence of ``found`` as a baseline entry (the reasons of ``keep``, an older
     baseline's, are kept for the signatures it already listed); returns how many were written."""
     reasons = {e.key: e.reason for e in keep}
-    items = []
+    items: list[dict[str, str]] = []
     for protocol, d in found:
         key = (protocol, d.signature)
         if any((i["protocol"], i["signature"]) == key for i in items):

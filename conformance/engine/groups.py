@@ -82,7 +82,7 @@ def _serial_parser() -> Iterator[None]:
         with _PARSE_LOCK:
             return original(*args, **kwargs)
 
-    ast.parse = parse  # type: ignore[assignment]
+    ast.parse = parse
     try:
         yield
     finally:
