@@ -14,6 +14,7 @@ session (`conformance.wire.session.TargetSession`); the kits build their ports o
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import threading
@@ -251,11 +252,13 @@ def _connect(handle: TargetHandle) -> None:
 
 
 _TOPICS = threading.Lock()
+#: numbers the sessions `group_handle` makes in this process
+_BATCH = itertools.count(1)
 
 
 def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
     """``--groups N``: a copy of an opened ``handle`` for group ``group``, with a session of its own
-    (its own connections, fault proxy, counters and findings; group names tagged ``-x<group>``)
+    (its own connections, fault proxy, counters and findings; group names tagged ``-b<n>x<group>``, n fresh per session)
     beside the same target, launcher and topics (topic creation serialised between groups)."""
     import copy
 
@@ -276,7 +279,8 @@ def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
             base.ensure_topic(real)
 
     session = TargetSession(adapter, base.run_id, ensure_topic, base.launcher, base.timing)
-    session.group_tag = f"-x{group}"
+    # a fresh tag per session: a later run on the same target never reuses an earlier run's groups
+    session.group_tag = f"-b{next(_BATCH)}x{group}"
     session.max_restarts = 0  # a restart would fail every other group's requests at once
     out = copy.copy(handle)
     out.session = session

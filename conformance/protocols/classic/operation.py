@@ -139,6 +139,11 @@ class ClassicOperation:
                 )
         return None
 
+    def _rank(self, c: Hypo) -> tuple[int, int, int]:
+        """Candidates that explain every answer the target gave and wait for none of their own come
+        first (the simulator then sees a world consistent with the answers delivered so far)."""
+        return (sum(1 for r in self.answers if r not in c.matched), len(c.outstanding), len(c.compat))
+
     def _adopt(self, cands: list[Hypo], now: int, horizon: int) -> list[Hypo]:
         """``--keep-going``: the answers the target gave so far are taken as they are (a known
         deviation), and the last candidates that explained the rest go on; [] when not adopting."""
@@ -192,7 +197,13 @@ class ClassicOperation:
                 break
             cands = keep
             settled = [c for c in cands if not c.outstanding]
-            if len(settled) == len(cands) or (settled and now >= soft) or now >= hard:
+            # past the soft deadline, stop once the candidate that will be shown waits for nothing:
+            # one that explains more of the answers but still waits for another answer of the
+            # same completion (a join answered on several connections) is waited for up to the
+            # hard deadline, or the observation would show the completion with an answer missing
+            if len(settled) == len(cands) or (now >= soft and not min(cands, key=self._rank).outstanding):
+                break
+            if now >= hard:
                 break
             if any(f.rule in ("wire.closed", "wire.truncated") for f in self.findings):
                 self._crash(t, "the target closed a connection with requests outstanding")
@@ -209,13 +220,7 @@ class ClassicOperation:
             # prefer the hypotheses that already explain every answer the target gave
             # prefer hypotheses that explain every answer the target gave and wait for none of its own
             # (the simulator then sees a world consistent with the answers delivered so far)
-            cands.sort(
-                key=lambda c: (
-                    sum(1 for r in self.answers if r not in c.matched),
-                    len(c.outstanding),
-                    len(c.compat),
-                )
-            )
+            cands.sort(key=self._rank)
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
             self.pre_split, self.post_split = h0.pre, h0.post
