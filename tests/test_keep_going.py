@@ -208,3 +208,24 @@ def test_the_log_counts_and_keeps_the_smallest_untainted_occurrence() -> None:
     (d,) = log.distinct()
     assert d.count == 3 and d.smallest.step == 5 and d.trace == 5 and d.first.example == 1
     assert taken == [9, 5]
+
+
+def test_merging_groups_does_not_depend_on_their_order() -> None:
+    from conformance.engine.checker import Violation
+    from conformance.engine.groups import merge_divergences
+
+    logs = []
+    for g in range(3):
+        log = DivergenceLog()
+        for step in (7 - g, 9):
+            v = Violation(
+                "oracle.X", f"at t={step}, c1 sends X v1 (ref {step}): (1 tried): error E, model F", step
+            )
+            log.record(v, Occurrence(g, 1, step, v.message, step == 9), None)
+        logs.append(log.distinct())
+    forward, backward = merge_divergences(logs), merge_divergences(reversed(logs))
+    assert [(d.count, d.first, d.smallest) for d in forward] == [
+        (d.count, d.first, d.smallest) for d in backward
+    ]
+    (d,) = forward
+    assert d.count == 6 and d.first.group == 0 and d.smallest.step == 5 and d.smallest.group == 2

@@ -118,16 +118,19 @@ def run_in_process(args: argparse.Namespace, kit: Any, variants: dict[str, str],
     from conformance.engine.run import run_check
 
     opts = options(args)
-    log = DivergenceLog(max_findings=opts.limit)
-    start = time.perf_counter()
-    results = run_groups(
-        opts.groups,
-        lambda g: run_check(
+
+    def one(g: int) -> Any:
+        result = run_check(
             kit, target=args.target, profile=profile, max_examples=args.max_examples,
-            seed_value=group_seed(args.seed, g), variants=variants, keep_going=log, group=g,
-        ),
-    )  # fmt: skip
-    return merge(results, log, time.perf_counter() - start)
+            seed_value=group_seed(args.seed, g), variants=variants,
+            keep_going=DivergenceLog(max_findings=opts.limit), group=g,
+        )  # fmt: skip
+        result.observations = []  # handed back from the group's process: what the report needs
+        return result
+
+    start = time.perf_counter()
+    results = run_groups(opts.groups, one)
+    return merge(results, time.perf_counter() - start, opts.limit)
 
 
 def run_on_target(
@@ -140,39 +143,40 @@ def run_on_target(
     from conformance.engine.run import run_check
     from conformance.targets.open import group_handle
 
-    handles = [handle] if opts.groups == 1 else [group_handle(handle, g) for g in range(opts.groups)]
-    sessions = [h.session for h in handles if h.session is not None]
-    before = [(len(s.rtt_ms), len(s.compat)) for s in sessions]
-    log = DivergenceLog(max_findings=opts.limit)
     seed = run_kw.pop("seed_value")
 
-    def one(g: int) -> Any:
-        port_factory, config, prof = kit.require("real_setup")(handles[g], profile)
-        return run_check(
-            kit, profile=prof, port_factory=port_factory, config=config, real_time=True,
-            seed_value=group_seed(seed, g), keep_going=log, group=g, **run_kw,
-        )  # fmt: skip
+    def one(g: int) -> tuple[Any, list[float], list[Any]]:
+        h = handle if opts.groups == 1 else group_handle(handle, g)
+        session = h.session
+        rtt0, compat0 = len(session.rtt_ms), len(session.compat)
+        try:
+            port_factory, config, prof = kit.require("real_setup")(h, profile)
+            result = run_check(
+                kit, profile=prof, port_factory=port_factory, config=config, real_time=True,
+                seed_value=group_seed(seed, g), keep_going=DivergenceLog(max_findings=opts.limit), group=g,
+                **run_kw,
+            )  # fmt: skip
+        finally:
+            if opts.groups > 1:
+                session.adapter.close()
+        result.observations = []  # handed back from the group's process: what the report needs
+        return result, session.rtt_ms[rtt0:], session.compat[compat0:]
 
     start = time.perf_counter()
-    try:
-        results = run_groups(opts.groups, one)
-    finally:
-        for h in handles[1:] if opts.groups > 1 else []:
-            h.session.adapter.close()
-    result = merge(results, log, time.perf_counter() - start)
-    rtt: list[float] = []
-    result.compat = []
-    for s, (r0, c0) in zip(sessions, before, strict=True):
-        rtt += s.rtt_ms[r0:]
-        result.compat += s.compat[c0:]
+    outcomes = run_groups(opts.groups, one)
+    result = merge([r for r, _, _ in outcomes], time.perf_counter() - start, opts.limit)
+    rtt = [x for _, times, _ in outcomes for x in times]
+    result.compat = [f for _, _, found in outcomes for f in found]
     return result, rtt, len(rtt)
 
 
-def merge(results: list[Any], log: Any, seconds: float) -> Any:
+def merge(results: list[Any], seconds: float, limit: int) -> Any:
     """Group 0's result carrying every group's divergences (first seen by group, example, step)."""
+    from conformance.engine.groups import merge_divergences
+
     out = results[0]
     out.seconds = seconds
-    out.divergences = log.distinct()
+    out.divergences = merge_divergences((r.divergences for r in results), limit)
     errors = [r.error for r in results if r.error]
     out.error = errors[0] if errors else out.error
     out.stopped_at_limit = any(r.stopped_at_limit for r in results)

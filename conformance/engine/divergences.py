@@ -166,6 +166,22 @@ class DivergenceLog:
             raise FindingsLimit(f"{len(self.by_signature)} distinct divergences")
         return d
 
+    def absorb(self, d: Divergence) -> None:
+        """Add another log's divergence (another group's): counts add up; the first and the
+        smallest occurrence, with its trace, are the earlier and the smaller of the two."""
+        with self._lock:
+            mine = self.by_signature.get(d.signature)
+            if mine is None:
+                self.by_signature[d.signature] = Divergence(
+                    d.signature, d.rule, d.count, d.first, d.smallest, d.trace, d.safety
+                )
+                return
+            mine.count += d.count
+            if _earlier(d.first, mine.first):
+                mine.first = d.first
+            if _smaller(d.smallest, mine.smallest):
+                mine.smallest, mine.trace = d.smallest, d.trace
+
     def distinct(self) -> list[Divergence]:
         """Every distinct divergence, in the order first seen (group, example, step): the same
         whatever the threads' scheduling."""
