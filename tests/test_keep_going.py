@@ -229,3 +229,20 @@ def test_merging_groups_does_not_depend_on_their_order() -> None:
     ]
     (d,) = forward
     assert d.count == 6 and d.first.group == 0 and d.smallest.step == 5 and d.smallest.group == 2
+
+
+def test_writing_over_a_baseline_keeps_its_entries_and_reasons(
+    two_faults: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "grow.yaml"
+    assert main(["check", "--target", f"mutant:{ONE}", "--write-baseline", str(path), *RUN]) == 1
+    first = load_baseline(path)
+    path.write_text(path.read_text().replace(first[0].reason, "accepted, the catalogued KAFKA-8500"))
+    args = ["--baseline", str(path), "--write-baseline", str(path)]
+    assert main(["check", "--target", f"mutant:{two_faults}", *args, *RUN]) == 1
+    grown = load_baseline(path)
+    assert [e.signature for e in grown[: len(first)]] == [e.signature for e in first]
+    assert grown[0].reason == "accepted, the catalogued KAFKA-8500"
+    assert any(e.signature.startswith("classic.generation_bump_once") for e in grown[len(first) :])
+    capsys.readouterr()
+    assert main(["check", "--target", f"mutant:{two_faults}", "--baseline", str(path), *RUN]) == 0

@@ -84,10 +84,12 @@ def compare(entries: Iterable[Entry], found: Iterable[tuple[str, Any]]) -> Compa
 def write_baseline(
     path: Path, found: Iterable[tuple[str, Any]], target: str, keep: Iterable[Entry] = ()
 ) -> int:
-    """Write every divergence of ``found`` as a baseline entry (the reasons of ``keep``, an older
-    baseline's, are kept for the signatures it already listed); returns how many were written."""
+    """Write the entries of ``keep`` (an older baseline's, with their reasons, seen or not: a
+    baseline only grows unless edited by hand), then every divergence of ``found`` they do not
+    list; returns how many entries were written."""
+    keep = list(keep)
     reasons = {e.key: e.reason for e in keep}
-    items: list[dict[str, str]] = []
+    items = [{"protocol": e.protocol, "signature": e.signature, "reason": e.reason} for e in keep]
     for protocol, d in found:
         key = (protocol, d.signature)
         if any((i["protocol"], i["signature"]) == key for i in items):
