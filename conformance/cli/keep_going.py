@@ -144,6 +144,10 @@ def run_on_target(
     from conformance.targets.open import group_handle
 
     seed = run_kw.pop("seed_value")
+    if opts.groups > 1:
+        from conformance.targets.open import prepare_groups
+
+        prepare_groups(handle)
 
     def one(g: int) -> tuple[Any, list[float], list[Any]]:
         h = handle if opts.groups == 1 else group_handle(handle, g)

@@ -278,7 +278,8 @@ def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
         with _TOPICS:
             base.ensure_topic(real)
 
-    session = TargetSession(adapter, base.run_id, ensure_topic, base.launcher, base.timing)
+    launcher = None if base.launcher is None else _Forked(base.launcher)
+    session = TargetSession(adapter, base.run_id, ensure_topic, launcher, base.timing)
     # a fresh tag per session: a later run on the same target never reuses an earlier run's groups
     session.group_tag = f"-b{next(_BATCH)}x{group}"
     session.max_restarts = 0  # a restart would fail every other group's requests at once
@@ -286,3 +287,29 @@ def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
     out.session = session
     out.notes = handle.notes
     return out
+
+
+def prepare_groups(handle: TargetHandle) -> None:
+    """Before ``--groups`` forks: every topic a group may name exists, so no group process needs
+    the launcher to create one (`_Forked`)."""
+    session = handle.session
+    if session is None:
+        return
+    for name in TOPIC_NAMES:
+        for partitions in range(1, MAX_PARTITIONS + 1):
+            session.ensure_topic(session.real_topic(name, partitions))
+
+
+class _Forked:
+    """The launcher as a group's process sees it: the same settings and capabilities, but no
+    liveness check, since the target is the parent's child (waiting on it from a forked process
+    reads as "exited with status 0"). The parent checks the target after the groups end."""
+
+    def __init__(self, launcher: Any) -> None:
+        self._launcher = launcher
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._launcher, name)
+
+    def check_alive(self) -> None:
+        return None
