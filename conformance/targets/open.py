@@ -14,7 +14,6 @@ session (`conformance.wire.session.TargetSession`); the kits build their ports o
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import re
 import threading
@@ -252,13 +251,11 @@ def _connect(handle: TargetHandle) -> None:
 
 
 _TOPICS = threading.Lock()
-#: numbers the sessions `group_handle` makes in this process
-_BATCH = itertools.count(1)
 
 
 def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
     """``--groups N``: a copy of an opened ``handle`` for group ``group``, with a session of its own
-    (its own connections, fault proxy, counters and findings; group names tagged ``-b<n>x<group>``, n fresh per session)
+    (its own connections, fault proxy, counters and findings; group names tagged ``-<random>x<group>``, fresh per session)
     beside the same target, launcher and topics (topic creation serialised between groups)."""
     import copy
 
@@ -280,8 +277,9 @@ def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
 
     launcher = None if base.launcher is None else _Forked(base.launcher)
     session = TargetSession(adapter, base.run_id, ensure_topic, launcher, base.timing)
-    # a fresh tag per session: a later run on the same target never reuses an earlier run's groups
-    session.group_tag = f"-b{next(_BATCH)}x{group}"
+    # a fresh tag per session (made in the group's own process): a later run on the same target
+    # never reuses an earlier run's groups
+    session.group_tag = f"-{uuid.uuid4().hex[:6]}x{group}"
     session.max_restarts = 0  # a restart would fail every other group's requests at once
     out = copy.copy(handle)
     out.session = session
