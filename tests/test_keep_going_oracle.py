@@ -60,3 +60,16 @@ def test_an_unexplained_answer_is_a_finding_and_adopted_only_when_keeping_going(
     # an explained answer afterwards is followed as usual, from the adopted state
     cands, _ = port._explain(0, 1, "sync", 2, "ok", None)
     assert [c.state for c in cands] == (["s0+join+sync"] if keep_going else ["s0+sync"])
+
+
+def test_a_slow_target_is_seen_past_a_deadline_only_by_a_request_sent_later_than_its_lag() -> None:
+    from conformance.engine.oracle.windows import answer_lag, seen_running
+
+    sent = {1: 0, 2: 1000, 3: 1900}
+    answers = {1: ("a", 700), 2: ("b", 1100), 3: ("c", 1950)}  # the target lately answers 700 ms late
+    lag = answer_lag(answers, sent.__getitem__)
+    assert lag == 700
+    # a request sent 100 ms after the deadline, answered: running, but maybe before it queued the timer
+    assert seen_running(1800, 2500, 30, 2000, answers, sent.__getitem__)
+    assert not seen_running(1800, 2500, 30, 2000, answers, sent.__getitem__, lag)
+    assert seen_running(1800, 3800, 30, 2000, answers, sent.__getitem__, lag)  # the cap still holds
