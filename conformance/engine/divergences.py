@@ -124,7 +124,7 @@ class FindingsLimit(BaseException):  # noqa: N818 - a stop, not an error: Hypoth
 
 @dataclass
 class DivergenceLog:
-    """The distinct divergences of one run (all of its groups), safe to share between threads.
+    """The distinct divergences of one group's run (`absorb` merges other groups' logs into one).
 
     ``snapshot(sim, violation, occurrence, signature)`` records the trace of an occurrence; it is called only when the
     occurrence may become its signature's smallest, so a divergence met a thousand times costs one
@@ -184,7 +184,7 @@ class DivergenceLog:
 
     def distinct(self) -> list[Divergence]:
         """Every distinct divergence, in the order first seen (group, example, step): the same
-        whatever the threads' scheduling."""
+        whatever order they were recorded or absorbed in."""
         with self._lock:
             out = list(self.by_signature.values())
         return sorted(out, key=lambda d: (_order(d.first), d.signature))
