@@ -175,9 +175,15 @@ def _run_one(
             target=h.name, target_version=h.version, max_examples=max_examples, seed_value=seed,
             variants=variants, level=level,
         )  # fmt: skip
+        since = None
+        if keep.groups == 1 and h.session is not None and hasattr(h.session, "wire_drops"):
+            from conformance.protocols.classic.faults import snapshot, summary
+
+            since = snapshot(h.session)  # one group runs on the target's own session
         kept, rtt, ops = run_on_target(h, kit, profile, run_kw, keep)
         kept.target_version = h.version
-        return TargetRun(kept, handle, time.monotonic() - t0, rtt, None, ops)
+        faults = None if since is None else summary(h.session, since)
+        return TargetRun(kept, handle, time.monotonic() - t0, rtt, faults, ops)
     session = h.session
     compat_before = len(session.compat) if session is not None else 0
     rtt_before = len(session.rtt_ms) if session is not None else 0
