@@ -41,7 +41,9 @@ def main() -> None:
     ap.add_argument("targets", nargs="+")
     ap.add_argument("--all", action="store_true", help="tainted traces too")
     ap.add_argument("--timeout", type=float, default=240.0)
-    ap.add_argument("--on", default="both", choices=["both", "own", "kafka"], help="which targets to replay on")
+    ap.add_argument(
+        "--on", default="both", choices=["both", "own", "kafka"], help="which targets to replay on"
+    )
     args = ap.parse_args()
     print("| target | trace | on the target | on apache-kafka |")
     print("|---|---|---|---|")
