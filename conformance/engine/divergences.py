@@ -33,6 +33,8 @@ _FIELD = re.compile(r"([a-z][a-z_]*) [^\s,;|]+, model ")
 #: what is left of a message once values are gone: Kafka names and words, no numbers or ids
 _VALUE = re.compile(r"[A-Za-z0-9]*[0-9][A-Za-z0-9._:#-]*|\{[^}]*\}|\[[^\]]*\]|'[^']*'")
 _SPACE = re.compile(r"\s+")
+#: a value cut in two by the patterns above ("ab#cd" -> "##") is one value
+_HASHES = re.compile(r"#+")
 #: at most this much of a normalised message goes into a signature
 SHAPE_CHARS = 160
 
@@ -43,7 +45,8 @@ _OPAQUE = re.compile(r"(?=[A-Za-z_-]*[a-z])(?=[A-Za-z_-]*[A-Z])(?=[A-Za-z_-]*[_-
 
 
 def _shape(text: str) -> str:
-    return _SPACE.sub(" ", _VALUE.sub("#", _OPAQUE.sub("#", text))).strip()[:SHAPE_CHARS]
+    shape = _VALUE.sub("#", _OPAQUE.sub("#", text))
+    return _SPACE.sub(" ", _HASHES.sub("#", shape)).strip()[:SHAPE_CHARS]
 
 
 def signature(rule: str, message: str) -> str:

@@ -271,11 +271,24 @@ def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
         adapter.proxy = FaultProxy()
     adapter.connect()
 
-    def ensure_topic(real: str) -> None:
-        with _TOPICS:
-            base.ensure_topic(real)
-
     launcher = None if base.launcher is None else _Forked(base.launcher)
+    created: set[str] = set()
+
+    def ensure_topic(real: str) -> None:
+        """``base.ensure_topic`` without the launcher's liveness check (`_Forked`): the launcher's own
+        way of making a topic, or a plain CreateTopics for a target someone else runs."""
+        with _TOPICS:
+            partitions = int(real.rsplit("-", 1)[1])
+            if real in created or (launcher is not None and launcher.topics.get(real) == partitions):
+                return
+            if launcher is not None:
+                launcher.create_topic(real, partitions, 60)
+            else:
+                from conformance.targets import create_topic
+
+                create_topic(handle.bootstrap or "", real, partitions, 60)
+            created.add(real)
+
     session = TargetSession(adapter, base.run_id, ensure_topic, launcher, base.timing)
     # a fresh tag per session (made in the group's own process): a later run on the same target
     # never reuses an earlier run's groups
@@ -311,3 +324,8 @@ class _Forked:
 
     def check_alive(self) -> None:
         return None
+
+    def create_topic(self, name: str, partitions: int = 1, timeout_s: float = 30.0) -> None:
+        from conformance.targets.process import Deadline
+
+        self._launcher._create_topic(name, partitions, Deadline(timeout_s))
