@@ -1,7 +1,7 @@
 """The JSON Schemas of the files people write or hand over: `specs/schemas/` (docs/hostile-input.md).
 
 `invariants.schema.json` (specs/invariants.yaml), `scenario.schema.json` (specs/scenarios/*.yaml)
-and `trace-header.schema.json` (line 1 of a trace file). They are generated here from the code's
+`trace-header.schema.json` (line 1 of a trace file) and `baseline.schema.json` (``--baseline``). They are generated here from the code's
 own registries (variant keys and values, invariant kinds, checkers, the model's settings) and the
 bounds of `conformance.strict`, so they cannot drift; `python -m conformance.schemas` rewrites them
 and a test checks the committed files. The loaders check every file against them
@@ -421,6 +421,29 @@ def design_scenario() -> dict[str, Any]:
     return _document("design-scenario", "A design scenario (docs/designs.md#scenarios)", body, defs)
 
 
+# ---------------------------------------------------------------------------------- baselines
+def baseline() -> dict[str, Any]:
+    from conformance.formats.trace_file import PROTOCOLS
+
+    entry = mapping(
+        {
+            "protocol": {"enum": list(PROTOCOLS)},
+            "signature": {"type": "string", "minLength": 1, "maxLength": 512},
+            "reason": TEXT,
+        },
+        ("protocol", "signature", "reason"),
+    )
+    body = mapping(
+        {
+            "version": {"const": 1},
+            "target": {"type": "string", "maxLength": 256},
+            "divergences": {"type": "array", "items": entry, "maxItems": 10_000},
+        },
+        ("version", "divergences"),
+    )
+    return _document("baseline", "Known divergences of a target (--baseline, docs/keep-going.md)", body, {})
+
+
 def _document(name: str, title: str, body: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     out = {"$schema": DRAFT, "$id": f"https://groupcheck.invalid/schemas/{name}.schema.json", "title": title}
     out.update(body)
@@ -434,6 +457,7 @@ SCHEMAS = {
     "scenario": scenario,
     "trace-header": trace_header,
     "design-scenario": design_scenario,
+    "baseline": baseline,
 }
 
 

@@ -304,6 +304,8 @@ RANGES: dict[str, tuple[float, float]] = {
     "steps": (1, 100_000),
     "pace": (0.0, 3600.0),
     "max_counterexamples": (0, 100_000),
+    "max_findings": (0, 100_000),
+    "groups": (1, 256),
     "ownerless_bound_ms": (0, 3_600_000),
 }
 

@@ -74,7 +74,17 @@ def test_design_labels_keep_their_options() -> None:
 def test_compare_reports_first_join_costs_and_the_zombie_coordinator(tmp_path: Path) -> None:
     out = tmp_path / "review.md"
     args = ["compare", "--designs", "kip1082-server-id,shipped-kip848,broker-coordinator:failover=zombie"]
-    args += ["--members", "5", "500", "--workloads", "1", "--no-liveness", "--no-scenarios", "--out", str(out)]
+    args += [
+        "--members",
+        "5",
+        "500",
+        "--workloads",
+        "1",
+        "--no-liveness",
+        "--no-scenarios",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     text = out.read_text()
     assert "## Cost of a first join under KIP-848" in text

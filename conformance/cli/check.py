@@ -32,6 +32,8 @@ class TargetRun:
     #: what the fault proxy and restarts injected in this run alone (`faults.summary`); None
     #: without a fault session
     faults: str | None = None
+    #: requests the target answered in this run (every group's)
+    ops: int = 0
 
 
 def run_on_target(
@@ -69,6 +71,7 @@ def run_protocols_on_target(
     restarts: int | None = None,
     restart_signal: str = "kill",
     given: dict[str, Any] | None = None,
+    keep: Any = None,
 ) -> tuple[list[TargetRun], list[tuple[str, str]]]:
     """Each protocol against one target opened once; with ``only_offered`` a protocol the target
     does not offer (ApiVersions) is skipped with its reason instead of being an error; ``examples``
@@ -102,6 +105,7 @@ def run_protocols_on_target(
             n_restarts,
             restart_signal,
             given,
+            keep,
         )
     except TargetError as e:
         # a target that crashed during a run cannot be stopped cleanly: the crash is already a finding
@@ -127,6 +131,7 @@ def _run_all(
     restarts: int,
     restart_signal: str = "kill",
     given: dict[str, Any] | None = None,
+    keep: Any = None,
 ) -> None:
     from conformance.targets.open import open_target
 
@@ -142,7 +147,9 @@ def _run_all(
                 skipped.append((protocol, why))
                 continue
             t0 = opened if not runs else time.monotonic()  # the first run's wall time includes the start
-            runs.append(_run_one(handle, protocol, profile, counts[protocol], seed, variants, level, t0))
+            runs.append(
+                _run_one(handle, protocol, profile, counts[protocol], seed, variants, level, t0, keep)
+            )
         if handle.session is not None and hasattr(handle.session, "wire_drops"):
             from conformance.protocols.classic.faults import summary
 
@@ -158,11 +165,28 @@ def _run_one(
     variants: dict[str, str],
     level: str,
     t0: float,
+    keep: Any = None,
 ) -> TargetRun:
     from conformance.engine.run import run_check
 
     kit = get_kit(protocol)
     h = handle  # type: Any
+    if keep is not None:  # --keep-going, --baseline, --groups (conformance/cli/keep_going.py)
+        from conformance.cli.keep_going import run_on_target
+
+        run_kw = dict(
+            target=h.name, target_version=h.version, max_examples=max_examples, seed_value=seed,
+            variants=variants, level=level,
+        )  # fmt: skip
+        since = None
+        if keep.groups == 1 and h.session is not None and hasattr(h.session, "wire_drops"):
+            from conformance.protocols.classic.faults import snapshot, summary
+
+            since = snapshot(h.session)  # one group runs on the target's own session
+        kept, rtt, ops = run_on_target(h, kit, profile, run_kw, keep)
+        kept.target_version = h.version
+        faults = None if since is None else summary(h.session, since)
+        return TargetRun(kept, handle, time.monotonic() - t0, rtt, faults, ops)
     session = h.session
     compat_before = len(session.compat) if session is not None else 0
     rtt_before = len(session.rtt_ms) if session is not None else 0

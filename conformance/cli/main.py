@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from conformance.cli import keep_going
 from conformance.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_TOOL, EXIT_VIOLATION, ToolError, UsageError
 from conformance.protocols import KITS, get_kit, parse_variants
 
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--coverage", type=Path, help="an explore graph: report coverage (and picture with --report-dir)"
     )
+    keep_going.add_arguments(c)  # --keep-going, --max-findings, --baseline, --write-baseline, --groups
 
     s = sub.add_parser("scenario", help="list or run named scenarios")
     ssub = s.add_subparsers(dest="scenario_command", required=True, parser_class=_Parser)
@@ -284,6 +286,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return cmd_check_design(args)
     if not in_process(args.target):
         return cmd_check_target(args)
+    if keep_going.wanted(args):
+        return keep_going.cmd_check_in_process(args)
     profile = get_profile(args.profile)
     variants = parse_variants(args.variant)
     protocols = list(KITS) if args.protocol == "all" else [args.protocol]
@@ -353,17 +357,24 @@ def cmd_check_target(args: argparse.Namespace) -> int:
 
     variants = parse_variants(args.variant)
     protocols = list(KITS) if args.protocol == "all" else [args.protocol]
+    kept = keep_going.options(args) if keep_going.wanted(args) else None
+    if args.baseline:  # a malformed baseline is a tool error before the target starts
+        from conformance.engine.baseline import load_baseline
+
+        load_baseline(args.baseline)
     runs, skipped = run_protocols_on_target(
         args.target, protocols, args.profile, max_examples=args.max_examples, seed=args.seed,
         variants=variants, level=args.level, only_offered=args.protocol == "all", restarts=args.restarts,
-        restart_signal=args.restart_signal, given=parse_given(args.target_config),
+        restart_signal=args.restart_signal, given=parse_given(args.target_config), keep=kept,
     )  # fmt: skip
     args.not_run = skipped
-    codes = []
     if runs and getattr(runs[0].handle, "settings", None) is not None:
         print("settings the oracle used:")
         for line in runs[0].handle.settings.lines():
             print(f"  {line}")
+    if kept is not None:
+        return keep_going.on_target_done(args, runs, skipped)
+    codes = []
     for run in runs:
         protocol = run.result.protocol
         codes.append(print_result(run))

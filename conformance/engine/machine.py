@@ -60,6 +60,12 @@ class MachineSettings:
     coverage: Any = None  # conformance.trace.coverage.Coverage: abstract states reached (classic)
     #: the wire-fault rules (cut a connection, duplicate a request): the `faults` profile
     wire_faults: bool = False
+    #: ``--keep-going``: every violation is recorded here and the run goes on
+    #: (`conformance.engine.divergences.DivergenceLog`); None: the first one ends the run
+    keep_going: Any = None
+    #: this run's group among ``--groups N`` (0 without), and the examples started so far
+    group: int = 0
+    examples: int = 0
 
 
 def port_findings(sim: Any, step: int) -> list[Violation]:
@@ -89,6 +95,10 @@ class GroupMachine(RuleBasedStateMachine):
         self.checker = checker or settings.checker or Checker(self.protocol)
         self.steps: list[str] = []
         self.observations: list[Observation[Any]] = []
+        settings.examples += 1
+        self.example = settings.examples
+        #: an earlier deviation of this example was adopted (``--keep-going``)
+        self.tainted = False
 
     def note(self, text: str) -> None:
         self.steps.append(text)
@@ -106,11 +116,22 @@ class GroupMachine(RuleBasedStateMachine):
                 [(v.invariant, v.message) for v in violations],
                 checker.last_sometimes,
             )
-        if violations:
+        if violations and self.settings.keep_going is not None:
+            self._keep_going(violations, step, log)
+        elif violations:
             exc = InvariantViolation(violations, list(self.steps), list(self.observations), log)
             if not self.settings.first:
                 self.settings.first.append(exc)
             raise exc
+
+    def _keep_going(self, violations: list[Violation], step: int, log: Any) -> None:
+        """Record each violation and go on; what follows in this example is tainted."""
+        from conformance.engine.divergences import Occurrence
+
+        for v in violations:
+            occurrence = Occurrence(self.settings.group, self.example, step, v.message, self.tainted)
+            self.settings.keep_going.record(v, occurrence, log)
+        self.tainted = True
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 
 from conformance.engine.checker import Checker, Violation
+from conformance.engine.divergences import DivergenceLog, FindingsLimit, Occurrence
 from conformance.engine.kit import ProtocolKit, resolve
 from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
@@ -40,6 +41,10 @@ class CheckResult:
     compat: list[Any] = field(default_factory=list)
     level: str = "protocol"
     target_version: str = ""
+    #: ``--keep-going``: every distinct divergence (`conformance.engine.divergences.Divergence`)
+    divergences: list[Any] = field(default_factory=list)
+    #: ``--keep-going``: the run stopped at ``--max-findings``
+    stopped_at_limit: bool = False
 
     @property
     def verdict(self) -> str:
@@ -67,6 +72,8 @@ def run_check(
     level: str = "protocol",
     coverage: Any = None,
     shrink: bool = True,
+    keep_going: DivergenceLog | None = None,
+    group: int = 0,
 ) -> CheckResult:
     kit = resolve(protocol)
     variants = dict(variants or {})
@@ -80,6 +87,13 @@ def run_check(
     machine_settings.wire_faults = (
         profile.wire_faults
     )  # the `faults` profile (conformance/engine/profiles.py)
+    machine_settings.group = group
+    if keep_going is not None:
+        machine_settings.keep_going = keep_going
+        if keep_going.snapshot is None:
+            keep_going.snapshot = _snapshotter(kit, result, n, profile, seed_value)
+        if port_factory is not None:
+            machine_settings.port_factory = _adopting(port_factory)
     machine = kit.make_machine(machine_settings)
     watcher = WATCHER.get()
     if watcher is not None:  # examples, steps and findings for a terminal's progress bar
@@ -100,6 +114,8 @@ def run_check(
     start = time.perf_counter()
     try:
         test()
+    except FindingsLimit:
+        result.stopped_at_limit = True
     except InvariantViolation as exc:
         first = machine_settings.first[0] if real_time and machine_settings.first else exc
         _take_violation(kit, result, first, target, n, profile, seed_value)
@@ -111,7 +127,59 @@ def run_check(
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
+    if keep_going is not None:
+        _take_divergences(result, keep_going)
     return result
+
+
+def _adopting(port_factory: Any) -> Any:
+    """The ports ``port_factory`` makes, told to adopt a divergent answer and go on."""
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        port = port_factory(*args, **kwargs)
+        port.keep_going = True
+        return port
+
+    return make
+
+
+def _snapshotter(kit: ProtocolKit, result: CheckResult, n: int, profile: Profile, seed_value: int) -> Any:
+    """Records an occurrence's trace: the example up to the observation that diverged."""
+
+    def snapshot(sim: Any, violation: Violation, occurrence: Occurrence, sig: str) -> Any:
+        if sim is None:
+            return None
+        target = result.target
+        return kit.to_trace(
+            sim,
+            target=target,
+            target_version=groupcheck_version()
+            if target == "model"
+            else (result.target_version or "unknown"),
+            origin={
+                "kind": "keep-going",
+                "max_examples": n,
+                "profile": profile.name,
+                "seed": seed_value,
+                "group": occurrence.group,
+                "example": occurrence.example,
+                "signature": sig,
+                "tainted": occurrence.tainted,
+            },
+            violations=[(violation.invariant, violation.message, violation.step)],
+        )
+
+    return snapshot
+
+
+def _take_divergences(result: CheckResult, log: DivergenceLog) -> None:
+    """The verdict of a keep-going run: one violation per distinct divergence (its first
+    occurrence), the smallest occurrence's trace as the run's trace."""
+    result.divergences = log.distinct()
+    if not result.violations:
+        result.violations = [Violation(d.rule, d.first.message, d.first.step) for d in result.divergences]
+    if result.trace is None and result.divergences:
+        result.trace = result.divergences[0].trace
 
 
 def _take_violation(

@@ -53,28 +53,41 @@ def write_target_report(run: Any, directory: Path, counterexample: Any = None) -
 PUBLISHED = Path("reports") / "conformance"
 
 
-def publish(runs: list[Any], args: Any) -> Path:
-    """reports/conformance/<target>.md (and its counterexample traces) from the runs of one target."""
+def published_dir(target: str) -> Path:
+    """reports/conformance/<target>/: the published page's traces."""
+    return PUBLISHED / target.replace(":", "_").replace("/", "_")
+
+
+def publish(
+    runs: list[Any], args: Any, command: str | None = None, divergences: list[Any] | None = None
+) -> Path:
+    """reports/conformance/<target>.md (and its counterexample traces) from the runs of one target;
+    ``divergences`` (`conformance.reporting.divergences.Shown`) from a keep-going run."""
     first = runs[0].result
     safe = first.target.replace(":", "_").replace("/", "_")
     path = PUBLISHED / f"{safe}.md"
-    command = (
+    command = command or (
         f"groupcheck check --target {first.target} --protocol {args.protocol} --profile {args.profile} "
         f"--seed {args.seed}" + (f" --max-examples {args.max_examples}" if args.max_examples else "")
     )
     traces = []
-    for run in runs:
+    for run in runs if divergences is None else []:  # a keep-going run wrote one trace per divergence
         trace = getattr(run.result, "trace", None)
         if trace is not None:
             from conformance.formats.trace_file import counterexample_path, write_trace
 
             traces.append(write_trace(trace, counterexample_path(trace, PUBLISHED / safe)))
-    write_published(runs, path, command, traces, args)
+    write_published(runs, path, command, traces, args, divergences)
     return path
 
 
 def write_published(
-    runs: list[Any], path: Path, command: str, traces: list[Path], args_for_page: Any = None
+    runs: list[Any],
+    path: Path,
+    command: str,
+    traces: list[Path],
+    args_for_page: Any = None,
+    divergences: list[Any] | None = None,
 ) -> None:
     specs = load_invariants()
     first = runs[0].result
@@ -131,7 +144,12 @@ def write_published(
                 lines.append(f"| `{inv_id}` | {spec.kind} | {v} | {v} |")
         lines += ["", "| rule | protocol | kafka-compat |", "|---|---|---|"]
         lines += [f"| {x['rule']} | {x['protocol']} | {x['kafka-compat']} |" for x in rule_rows(r)]
-        if r.violations:
+        if divergences is not None:
+            from conformance.reporting.divergences import section
+
+            mine = [d for d in divergences if d.protocol == r.protocol]
+            lines += ["", *section(mine, f"Every distinct divergence ({r.protocol}, keep-going)")]
+        elif r.violations:
             lines += ["", "### Divergences and violations", ""]
             lines += [f"- `{v.invariant}` (step {v.step}): {v.message}" for v in r.violations]
             lines += ["", "Steps (replay with the command above and the same seed):", "", "```"]

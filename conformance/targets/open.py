@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -294,3 +295,84 @@ def _connect(handle: TargetHandle) -> None:
         created.add(real)
 
     handle.session = TargetSession(adapter, run_id, ensure_topic, launcher)
+
+
+_TOPICS = threading.Lock()
+
+
+def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
+    """``--groups N``: a copy of an opened ``handle`` for group ``group``, with a session of its own
+    (its own connections, fault proxy, counters and findings; group names tagged ``-<random>x<group>``, fresh per session)
+    beside the same target, launcher and topics (topic creation serialised between groups)."""
+    import copy
+
+    from conformance.wire.connection import KafkaAdapter
+    from conformance.wire.session import TargetSession
+
+    base = handle.session
+    assert base is not None and handle.bootstrap is not None
+    adapter = KafkaAdapter(handle.bootstrap)
+    if base.adapter.proxy is not None:
+        from conformance.wire.proxy import FaultProxy
+
+        adapter.proxy = FaultProxy()
+    adapter.connect()
+
+    launcher = None if base.launcher is None else _Forked(base.launcher)
+    created: set[str] = set()
+
+    def ensure_topic(real: str) -> None:
+        """``base.ensure_topic`` without the launcher's liveness check (`_Forked`): the launcher's own
+        way of making a topic, or a plain CreateTopics for a target someone else runs."""
+        with _TOPICS:
+            partitions = int(real.rsplit("-", 1)[1])
+            if real in created or (launcher is not None and launcher.topics.get(real) == partitions):
+                return
+            if launcher is not None:
+                launcher.create_topic(real, partitions, 60)
+            else:
+                from conformance.targets import create_topic
+
+                create_topic(handle.bootstrap or "", real, partitions, 60)
+            created.add(real)
+
+    session = TargetSession(adapter, base.run_id, ensure_topic, launcher, base.timing)
+    # a fresh tag per session (made in the group's own process): a later run on the same target
+    # never reuses an earlier run's groups
+    session.group_tag = f"-{uuid.uuid4().hex[:6]}x{group}"
+    session.max_restarts = 0  # a restart would fail every other group's requests at once
+    out = copy.copy(handle)
+    out.session = session
+    out.notes = handle.notes
+    return out
+
+
+def prepare_groups(handle: TargetHandle) -> None:
+    """Before ``--groups`` forks: every topic a group may name exists, so no group process needs
+    the launcher to create one (`_Forked`)."""
+    session = handle.session
+    if session is None:
+        return
+    for name in TOPIC_NAMES:
+        for partitions in range(1, MAX_PARTITIONS + 1):
+            session.ensure_topic(session.real_topic(name, partitions))
+
+
+class _Forked:
+    """The launcher as a group's process sees it: the same settings and capabilities, but no
+    liveness check, since the target is the parent's child (waiting on it from a forked process
+    reads as "exited with status 0"). The parent checks the target after the groups end."""
+
+    def __init__(self, launcher: Any) -> None:
+        self._launcher = launcher
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._launcher, name)
+
+    def check_alive(self) -> None:
+        return None
+
+    def create_topic(self, name: str, partitions: int = 1, timeout_s: float = 30.0) -> None:
+        from conformance.targets.process import Deadline
+
+        self._launcher._create_topic(name, partitions, Deadline(timeout_s))

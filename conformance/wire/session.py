@@ -61,10 +61,12 @@ class TargetSession:
     wire_cuts: int = 0
     #: requests the proxy held until released (the consumer machine's delay_request)
     wire_delays: int = 0
+    #: names this session's groups apart from those of other sessions of the same run (``--groups``)
+    group_tag: str = ""
 
     def real_topic(self, name: str, partitions: int) -> str:
         return f"gc-{self.run_id}-{name}-{partitions}"
 
     def next_group(self) -> str:
         self.groups += 1
-        return f"gc-{self.run_id}-g{self.groups}"
+        return f"gc-{self.run_id}{self.group_tag}-g{self.groups}"

@@ -34,10 +34,13 @@ def dedupe(
 
 
 def explained(
-    hypos: Iterable[Any], candidates: Callable[[Any], Iterable[tuple[Any, str | None]]]
+    hypos: Iterable[Any],
+    candidates: Callable[[Any], Iterable[tuple[Any, str | None]]],
+    rejected: list[Any] | None = None,
 ) -> tuple[list[Any], list[str]]:
     """(the candidates that explain the target's answer, why each of the others does not), over
-    every hypothesis' ``candidates`` (each a (candidate, None or why not))."""
+    every hypothesis' ``candidates`` (each a (candidate, None or why not)); the others are added
+    to ``rejected`` when given (``--keep-going`` adopts them after a divergence)."""
     cands: list[Any] = []
     reasons: list[str] = []
     for h in hypos:
@@ -46,6 +49,8 @@ def explained(
                 cands.append(c)
             else:
                 reasons.append(why)
+                if rejected is not None:
+                    rejected.append(c)
     return cands, reasons
 
 

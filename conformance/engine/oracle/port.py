@@ -37,6 +37,10 @@ class OracleBase(SplitPort):
     notes_reported: int = 0
     #: the target crashed: nothing more to wait for (the simulator stops sleeping)
     crashed: bool = False
+    #: ``--keep-going``: a divergent answer is adopted as a known deviation and the run goes on
+    keep_going: bool = False
+    #: divergent answers adopted so far: the hypotheses after the first are tainted
+    adopted: int = 0
 
     def clock(self) -> int:
         return int((time.monotonic() - self.t0) * 1000)
@@ -164,8 +168,12 @@ class ExchangePort(OracleBase):
     def _explain(
         self, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any
     ) -> tuple[list[Any], list[str]]:
-        """(the candidates that explain ``target``, why the others do not)."""
-        return explained(self.hypos, lambda h: self._candidates(h, t, t_ans, request, ref, target, prior))
+        """(the candidates that explain ``target``, why the others do not); the others are kept
+        for `_unexplained` to adopt under ``--keep-going``."""
+        self.rejected: list[Any] = []
+        return explained(
+            self.hypos, lambda h: self._candidates(h, t, t_ans, request, ref, target, prior), self.rejected
+        )
 
     def _unexplained(self, rule: str, t: int, what: str, answered: str, reasons: list[str]) -> None:
         """No hypothesis explains the target's answer: a protocol finding (a crash if it is gone)."""
@@ -177,6 +185,11 @@ class ExchangePort(OracleBase):
         )
         if not self.adapter.alive():
             self._crash(t, "the target stopped answering")
+        elif self.keep_going and self.rejected:
+            # the deviation is adopted: the model's nearest hypotheses, with the request applied,
+            # go on beside the target (the answer the simulator sees is the target's)
+            self.hypos = self._dedupe(self.rejected)
+            self.adopted += 1
 
     def _follow(self, cands: list[Any], rank: Callable[[Any], Any], reported: Any) -> Any:
         """Keep the candidates that explain the answer, best ``rank`` first; the reported one, with

@@ -43,16 +43,27 @@ def seen_running(
     unseen_cap_ms: int,
     answers: Mapping[int, tuple[Any, int]],
     sent_at: Callable[[int], int],
+    lag_ms: int = 0,
 ) -> bool:
     """Has the target shown it was running after ``due``, early enough before ``t``?
 
     ``answers``: ref -> (answer, arrival ms); ``sent_at(ref)``: when that request was sent. True
-    once the target answered a request sent at or after ``due`` and that answer arrived
-    ``early_ms`` before ``t``; or, never seen running, ``unseen_cap_ms`` after ``due``."""
+    once the target answered a request sent at or after ``due`` plus ``lag_ms`` (how late the
+    target has recently been answering: a timer event queues behind the requests as they do) and
+    that answer arrived ``early_ms`` before ``t``; or, never seen running, ``unseen_cap_ms`` after
+    ``due``."""
     if due + unseen_cap_ms <= t:
         return True
     last = t - early_ms
-    return any(at <= last and sent_at(ref) >= due for ref, (_r, at) in answers.items())
+    return any(at <= last and sent_at(ref) >= due + lag_ms for ref, (_r, at) in answers.items())
+
+
+def answer_lag(
+    answers: Mapping[int, tuple[Any, int]], sent_at: Callable[[int], int], recent: int = 32
+) -> int:
+    """The longest answer delay (arrival minus send, ms) of the ``recent`` latest answered refs."""
+    refs = sorted(r for r, (resp, _at) in answers.items() if resp is not None)[-recent:]
+    return max((answers[r][1] - sent_at(r) for r in refs), default=0)
 
 
 def certain_cutoff(

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.engine.oracle.choosers import ScriptChooser, choices_taken, script_alternatives
-from conformance.engine.oracle.windows import due_by, seen_running, widen
+from conformance.engine.oracle.windows import answer_lag, due_by, seen_running, widen
 from conformance.protocols.classic.hypo import Hypo, group_views
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.records import GroupUpdated
@@ -89,9 +89,9 @@ class ClassicCandidates:
         """Has the target shown it was running after ``due``, early enough before ``t``
         (`windows.seen_running`)?"""
         tm = self.timing
-        return seen_running(
-            due, t, tm.early_ms, tm.unseen_cap_ms, self.answers, lambda ref: self.requests[ref][3]
-        )
+        sent = lambda ref: self.requests[ref][3]  # noqa: E731
+        lag = answer_lag(self.answers, sent)
+        return seen_running(due, t, tm.early_ms, tm.unseen_cap_ms, self.answers, sent, lag)
 
     def _uncertain(self, c: Hypo, t: int) -> list[int]:
         tm = self.timing

@@ -101,8 +101,11 @@ class ClassicOperation:
             c.outstanding.items(),
             key=lambda kv: 0 if isinstance(kv[1][0], JoinGroupResponse) and not kv[1][0].members else 1,
         )
+        accepted = self.__dict__.get("accepted", ())
         for ref, (model, mt) in pending:
-            if ref in self.lost:  # in flight when the target restarted: the model's unload answered it
+            if (
+                ref in self.lost or ref in accepted
+            ):  # in flight when the target restarted: the model's unload answered it
                 c.outstanding.pop(ref, None)
                 c.matched.add(ref)
             elif ref in self.answers:
@@ -126,7 +129,7 @@ class ClassicOperation:
                     f"{short(model)} at t={mt}; the target gave no answer within {self.timing.answer_deadline_ms} ms"
                 )
         for ref, (target, at) in self.answers.items():
-            if ref in c.matched or ref in c.outstanding:
+            if ref in c.matched or ref in c.outstanding or ref in accepted:
                 continue
             if at + 2 * self.timing.early_ms < horizon:
                 member, request, version, _sent = self.requests[ref]
@@ -135,6 +138,21 @@ class ClassicOperation:
                     f"{short(target)} at t={at}; the model had not answered it by t={horizon}"
                 )
         return None
+
+    def _rank(self, c: Hypo) -> tuple[int, int, int]:
+        """Candidates that explain every answer the target gave and wait for none of their own come
+        first (the simulator then sees a world consistent with the answers delivered so far)."""
+        return (sum(1 for r in self.answers if r not in c.matched), len(c.outstanding), len(c.compat))
+
+    def _adopt(self, cands: list[Hypo], now: int, horizon: int) -> list[Hypo]:
+        """``--keep-going``: the answers the target gave so far are taken as they are (a known
+        deviation), and the last candidates that explained the rest go on; [] when not adopting."""
+        if not getattr(self, "keep_going", False) or not cands or not self.adapter.alive():
+            return []
+        accepted = self.__dict__.setdefault("accepted", set())
+        accepted.update(self.answers)
+        self.adopted = getattr(self, "adopted", 0) + 1
+        return [c for c in cands if self._evaluate(c, now, horizon) is None]
 
     def _awaits_binding(self, c: Hypo, ref: int, model: Any) -> bool:
         """True while the leader's JoinGroup answer lists a provisional member whose own answer has
@@ -179,7 +197,13 @@ class ClassicOperation:
                 break
             cands = keep
             settled = [c for c in cands if not c.outstanding]
-            if len(settled) == len(cands) or (settled and now >= soft) or now >= hard:
+            # past the soft deadline, stop once the candidate that will be shown waits for nothing:
+            # one that explains more of the answers but still waits for another answer of the
+            # same completion (a join answered on several connections) is waited for up to the
+            # hard deadline, or the observation would show the completion with an answer missing
+            if len(settled) == len(cands) or (now >= soft and not min(cands, key=self._rank).outstanding):
+                break
+            if now >= hard:
                 break
             if any(f.rule in ("wire.closed", "wire.truncated") for f in self.findings):
                 self._crash(t, "the target closed a connection with requests outstanding")
@@ -188,18 +212,15 @@ class ClassicOperation:
         self.pre_split = self.post_split = self.switched = None
         if not cands or not keep:
             self._divergence(t, op, list(reasons.values()))
-            return self._new_deliveries(everything=True)
-        else:
+            keep = self._adopt(cands, now, horizon)
+            if not keep:
+                return self._new_deliveries(everything=True)
+            cands = keep
+        if keep:
             # prefer the hypotheses that already explain every answer the target gave
             # prefer hypotheses that explain every answer the target gave and wait for none of its own
             # (the simulator then sees a world consistent with the answers delivered so far)
-            cands.sort(
-                key=lambda c: (
-                    sum(1 for r in self.answers if r not in c.matched),
-                    len(c.outstanding),
-                    len(c.compat),
-                )
-            )
+            cands.sort(key=self._rank)
             self.hypos = self._dedupe(cands)
             h0 = self.hypos[0]
             self.pre_split, self.post_split = h0.pre, h0.post
