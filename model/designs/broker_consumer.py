@@ -66,7 +66,8 @@ class BrokerConsumer(MemberActor):
 
     def freeze(self, now: int) -> None:
         if self.since is not None:
-            self.fetched_ms, self.since = self._clock(now), None
+            self.fetched_ms = self._clock(now)
+            self.since = None
 
     def thaw(self, now: int) -> None:
         if self.since is None:
