@@ -40,7 +40,8 @@ class BrokerConsumer(MemberActor):
         self.held: tuple[TopicPartition, ...] = ()
         self.threads = engine.threads
         #: ms fetched before ``since`` (the clock positions advance with); ``since`` None: paused
-        self.fetched_ms, self.since = 0, 0
+        self.fetched_ms = 0
+        self.since: int | None = 0
         #: per held partition: the offset it started from and the clock then
         self.base: dict[TopicPartition, tuple[int, int]] = {}
         #: a shutdown under way: the final offsets, and whether a ping answer carried them yet
