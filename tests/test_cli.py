@@ -93,8 +93,8 @@ def test_catalogue_must_match_code(tmp_path: Path) -> None:
     path = _catalogue_with(
         tmp_path,
         good.replace(
-            "kind: safety\n    protocol: classic\n    statement: A non-empty",
-            "kind: liveness\n    protocol: classic\n    statement: A non-empty",
+            "kind: safety\n    nature: promise\n    protocol: classic\n    statement: A non-empty",
+            "kind: liveness\n    nature: promise\n    protocol: classic\n    statement: A non-empty",
             1,
         ),
     )
