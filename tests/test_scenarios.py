@@ -31,7 +31,9 @@ def test_scenario_expectation(scenario, expectation) -> None:  # type: ignore[no
         assert result.passed, f"violations {violated}, failed expectations {result.failed_expectations}"
     else:
         assert not result.passed, "expected the scenario to fail"
-        for inv in expectation["violated"]:
+        if "violated" not in expectation:  # `passes: false`: the scenario's own expectations fail
+            assert result.failed_expectations, f"expected a failed expectation, got violations {violated}"
+        for inv in expectation.get("violated", []):
             assert inv in violated, f"expected {inv} to be violated, got {violated}"
 
 
