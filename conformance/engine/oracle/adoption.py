@@ -22,29 +22,43 @@ from typing import Any
 
 
 def rename(obj: Any, old: str, new: str) -> Any:
-    """Replace member id ``old`` by ``new`` everywhere in a model value (timer keys included)."""
+    """Replace member id ``old`` by ``new`` everywhere in a model value (timer keys included).
+
+    A part that holds no ``old`` comes back as the same object, so a large state with one renamed
+    member is rebuilt only along the paths that lead to it."""
     if isinstance(obj, str):
         if obj == old:
             return new
         if obj.endswith(":" + old):
             return obj[: -len(old)] + new
         return obj
-    if isinstance(obj, Enum | bytes | int | float | bool) or obj is None:
+    if obj is None or isinstance(obj, _ATOMS):
         return obj
     if isinstance(obj, dict):
-        return {rename(k, old, new): rename(v, old, new) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [rename(v, old, new) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(rename(v, old, new) for v in obj)
-    if isinstance(obj, frozenset):
-        return frozenset(rename(v, old, new) for v in obj)
-    if isinstance(obj, set):
-        return {rename(v, old, new) for v in obj}
+        items = [(rename(k, old, new), rename(v, old, new)) for k, v in obj.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(items, obj.items(), strict=True)):
+            return obj
+        return dict(items)
+    if isinstance(obj, list | tuple | frozenset | set):
+        parts = [rename(v, old, new) for v in obj]
+        if all(a is b for a, b in zip(parts, obj, strict=True)):
+            return obj
+        return type(obj)(parts) if not _is_named_tuple(obj) else type(obj)(*parts)
     if dataclasses.is_dataclass(obj):
+        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        changed = {k: r for k, v in values.items() if (r := rename(v, old, new)) is not v}
+        if not changed:
+            return obj
         kind: Any = type(obj)
-        return kind(**{f.name: rename(getattr(obj, f.name), old, new) for f in dataclasses.fields(obj)})
+        return kind(**{**values, **changed})
     return obj
+
+
+_ATOMS = (Enum, bytes, int, float, bool)
+
+
+def _is_named_tuple(obj: Any) -> bool:
+    return isinstance(obj, tuple) and hasattr(obj, "_fields")
 
 
 def derive(coordinator: Any, hook: type, prefix: str) -> Any:

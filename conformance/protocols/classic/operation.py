@@ -251,10 +251,14 @@ class ClassicOperation:
             break
         if not self.adapter.alive():
             self._crash(t, "the target stopped answering")
+        cut = ""
+        if self.candidates_cut:
+            cut = f" ({self.candidates_cut} choice scripts of the model left untried before it: candidate bound)"
+            self.candidates_cut = 0
         self._finding(
             "protocol",
             rule,
-            f"at t={t}, {what}: no model hypothesis explains the target " + tried(uniq),
+            f"at t={t}, {what}: no model hypothesis explains the target " + tried(uniq) + cut,
         )
         # keep going on the hypotheses we had, so the run can stop at the machine's next check
 
