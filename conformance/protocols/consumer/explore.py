@@ -79,20 +79,48 @@ class _Norm:
         return repr(v)
 
 
-def _client(norm: _Norm, c: Any) -> Any:
+def _client(norm: _Norm, c: Any, horizon: int) -> Any:
     skip = {"name", "chooser", "group_id"}
-    return tuple((k, norm.value(v, k)) for k, v in sorted(vars(c).items()) if k not in skip)
+    return tuple(
+        (k, _client_field(norm, c, k, v, horizon)) for k, v in sorted(vars(c).items()) if k not in skip
+    )
+
+
+def _client_field(norm: _Norm, c: Any, name: str, v: Any, horizon: int) -> Any:
+    """A client's times, clamped to what its rules can tell apart (`model.consumer.client`).
+
+    ``next_heartbeat_at`` is only compared with the clock (``now >=``): every past value means
+    "due". ``_sent_at`` is read only to answer the in-flight request, as the base of the next
+    heartbeat time (plus at most ``horizon``): without a request in flight it is dead, and any
+    value ``horizon`` or more in the past yields a due heartbeat.
+    """
+    if name == "next_heartbeat_at":
+        return ("t", max(v - norm.now, 0))
+    if name == "_sent_at":
+        return None if c.inflight is None else ("t", max(v - norm.now, -horizon))
+    return norm.value(v, name)
+
+
+def _horizon(sim: Any) -> int:
+    """The longest delay a response adds to a send time: the heartbeat interval or a backoff."""
+    config = getattr(sim.port, "config", None)
+    interval = int(getattr(config, "heartbeat_interval_ms", 0))
+    clients = sim.clients.values()
+    return max(
+        [interval, *(c.retry_backoff_ms for c in clients), *(c.heartbeat_interval_ms for c in clients)]
+    )
 
 
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
     names = tuple(sorted(sim.clients))
+    horizon = _horizon(sim)
     best = None
     for order in itertools.permutations(names) if symmetry else [names]:
         norm = _Norm(sim, order)
         group = sim.port.coordinator_state().groups.get(sim.group_id)
         structure = (
             None if group is None else norm.value(group),
-            tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n])) for n in order),
+            tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n], horizon)) for n in order),
             tuple(sorted(norm.index[n] for n in sim.lose_next)),
         )
         text = repr(structure)
