@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, path_to
+from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
@@ -227,6 +227,10 @@ def explore_consumer(
 def _clone(sim: Any) -> Any:
     """Deep copy sharing the frozen world snapshot (it holds read-only mapping proxies) and the log."""
     memo: dict[int, Any] = {id(sim.world): sim.world, id(sim.log): [], id(sim.actions): []}
+    coordinator = getattr(sim.port, "coordinator", None)
+    for chooser in (getattr(sim, "chooser", None), getattr(coordinator, "chooser", None)):
+        if chooser is not None and id(chooser) not in memo:
+            memo[id(chooser)] = clone_chooser(chooser)  # shared by the clients: one copy for all
     return copy.deepcopy(sim, memo)
 
 
