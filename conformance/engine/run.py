@@ -119,11 +119,16 @@ def run_check(
     except InvariantViolation as exc:
         first = machine_settings.first[0] if real_time and machine_settings.first else exc
         _take_violation(kit, result, first, target, n, profile, seed_value)
-    except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
-        if not (real_time and machine_settings.first):
+    except (Flaky, BaseExceptionGroup) as exc:  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
+        if not real_time:
             raise
-        # the re-run against the real target went another way: keep what was first seen
-        _take_violation(kit, result, machine_settings.first[0], target, n, profile, seed_value)
+        if not machine_settings.first:
+            # an error (not a violation) ended an example and its re-run on the moved-on clock went
+            # another way: a tool error of this group's run, not an end of the groups beside it
+            result.error = f"an example failed; its re-run on the target went another way: {exc!r}"[:500]
+        else:
+            # the re-run against the real target went another way: keep what was first seen
+            _take_violation(kit, result, machine_settings.first[0], target, n, profile, seed_value)
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
