@@ -211,7 +211,7 @@ def test_signatures_drop_generated_member_ids() -> None:
     ]
     sigs = {signature("oracle.ConsumerGroupHeartbeat", reason.replace("{id}", i)) for i in ids}
     assert sigs == {
-        "oracle.ConsumerGroupHeartbeat ConsumerGroupHeartbeat adopting # for # no legal completion"
+        "oracle.ConsumerGroupHeartbeat ConsumerGroupHeartbeat adopting # for #: no legal completion"
     }
     names = signature(
         "x.rule", "ConsumerGroupHeartbeat answered UNKNOWN_MEMBER_ID to ConsumerGroupHeartbeatResponse"
