@@ -75,6 +75,7 @@ def load_all() -> dict[str, Invariant]:
         "model.consumer.progress_invariants",
         "model.assignors.invariants",
         "model.mixed.invariants",
+        "model.mixed.promise_invariants",
         "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)
         "model.classic.promise_invariants",
         "model.consumer.client_invariants",  # added by the kill matrix
