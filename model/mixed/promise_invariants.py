@@ -21,9 +21,11 @@ Obs = Observation[MixedWorld]
 
 @invariant("mixed.classic_member_session_timeout", "transition", "mixed")
 def classic_member_session_timeout(obs: Obs) -> Iterator[str]:
-    """A classic-protocol member of a consumer group has its session deadline set from the session timeout of its own JoinGroup, not the consumer group's (KIP-848 online migration; apache/kafka PR #16290)."""
+    """Outside a coordinator load, a classic-protocol member of a consumer group has its session deadline set from the session timeout of its own JoinGroup, not the consumer group's (KIP-848 online migration; apache/kafka PR #16290)."""
     b = obs.before
-    timed = isinstance(obs.event, AdvanceEvent | FailoverEvent)  # timers may be armed before `now`
+    if isinstance(obs.event, FailoverEvent):
+        return  # a coordinator load re-arms every session timer by its own rule (GMM onLoaded)
+    timed = isinstance(obs.event, AdvanceEvent)  # timers may be armed before `now`
     for gid in sorted(obs.after.groups):
         g = obs.after.groups[gid]
         gb = None if b is None else b.groups.get(gid)
