@@ -75,8 +75,11 @@ def load_all() -> dict[str, Invariant]:
         "model.consumer.progress_invariants",
         "model.assignors.invariants",
         "model.mixed.invariants",
+        "model.mixed.promise_invariants",
         "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)
+        "model.classic.promise_invariants",
         "model.consumer.client_invariants",  # added by the kill matrix
+        "model.consumer.promise_invariants",
     ):
         try:
             importlib.import_module(name)

@@ -277,3 +277,53 @@ def test_static_rejoin_keeps_member_id(stable) -> None:  # type: ignore[no-untyp
         Observation(stable.after, Unsubscribe(c1.name), (), dynamic_wiped, 0),
     )
     assert not fails(inv.static_rejoin_keeps_member_id, Observation(static, Advance(0), (), wiped, 0))
+
+
+# ---------------------------------------------------------------------- promises (docs/invariants.md#nature)
+from model.classic import promise_invariants as pinv  # noqa: E402
+
+
+def test_rebalance_in_progress_keeps_membership(stable) -> None:  # type: ignore[no-untyped-def]
+    """KIP-429: REBALANCE_IN_PROGRESS on SyncGroup only asks for a rejoin (KAFKA-14016)."""
+    c1 = stable.after.clients[0]
+    sync = Send(c1.name, 9, SyncGroupRequest("g", c1.generation, c1.member_id, ()), "client")
+    answer = (Delivery(9, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)),)
+    reset = replace(stable.after, clients=(replace(c1, generation=-1), *stable.after.clients[1:]))
+    assert fails(
+        pinv.rebalance_in_progress_keeps_membership, Observation(stable.after, sync, answer, reset, 0)
+    )
+    assert not fails(
+        pinv.rebalance_in_progress_keeps_membership, Observation(stable.after, sync, answer, stable.after, 0)
+    )
+    illegal = (Delivery(9, SyncGroupResponse(ErrorCode.ILLEGAL_GENERATION)),)
+    assert not fails(
+        pinv.rebalance_in_progress_keeps_membership, Observation(stable.after, sync, illegal, reset, 0)
+    )
+
+
+def test_join_sets_member_timeouts(stable) -> None:  # type: ignore[no-untyped-def]
+    """KAFKA-14009: the member holds the timeouts of the JoinGroup that admitted it."""
+    m1 = stable.after.group.members[0]
+    join = JoinGroupRequest("g", m1.member_id, "consumer", (("range", b""),), 7000, 9000)
+    ev = Send("c1", 9, join)
+    assert fails(pinv.join_sets_member_timeouts, Observation(stable.after, ev, (), stable.after, 0))
+    g = stable.after.group
+    updated = replace(
+        g, members=(replace(m1, session_timeout_ms=7000, rebalance_timeout_ms=9000), *g.members[1:])
+    )
+    after = replace(stable.after, group=updated)
+    assert not fails(pinv.join_sets_member_timeouts, Observation(stable.after, ev, (), after, 0))
+    refused = (Delivery(9, JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT)),)
+    assert not fails(pinv.join_sets_member_timeouts, Observation(stable.after, ev, refused, stable.after, 0))
+
+
+def test_live_session_not_expired(stable) -> None:  # type: ignore[no-untyped-def]
+    """KAFKA-9232: a heartbeating member of a Stable group is not removed before its session deadline."""
+    g = stable.after.group
+    m1, m2 = g.members
+    deadline = g.timer(f"expire:{m1.member_id}")
+    assert deadline is not None
+    gone = replace(stable.after, group=replace(g, members=(m2,), state=S.PREPARING_REBALANCE))
+    early = Observation(stable.after, Advance(1), (), gone, deadline - 1)
+    assert fails(pinv.live_session_not_expired, early)
+    assert not fails(pinv.live_session_not_expired, replace(early, now=deadline))

@@ -482,4 +482,5 @@ def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
 
 
 # The kill matrix's response and durability invariants (docs/mutants.md#added-invariants) register too.
+from model.classic import promise_invariants as _promise_invariants  # noqa: E402, F401
 from model.classic import response_invariants as _response_invariants  # noqa: E402, F401

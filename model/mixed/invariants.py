@@ -463,3 +463,7 @@ def sometimes_classic_rejoin(obs: Obs) -> list[str]:
     ):
         return [f"{event.request.group_id}: classic member told to rejoin"]
     return []
+
+
+# Promises a client of a mixed group relies on register with the rest.
+from model.mixed import promise_invariants as _promise_invariants  # noqa: E402, F401

@@ -1,0 +1,110 @@
+"""Classic promises a consumer relies on, stated from the protocol documents (docs/invariants.md#nature).
+
+Each one reads only what a client or an operator can observe (the requests, the responses, the
+group's members and their session deadlines, the consumer's own generation and partitions); none
+consults the coordinator's rules for how it got there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from model.classic.messages import JoinGroupRequest, OffsetCommitResponse, SyncGroupResponse
+from model.classic.sim import Advance, Send, produced
+from model.classic.state import GroupState
+from model.classic.world import ClassicWorld, ClientSnap
+from model.errors import ErrorCode
+from model.invariants import invariant
+from model.observation import Observation
+
+Obs = Observation[ClassicWorld]
+S = GroupState
+E = ErrorCode
+
+
+def _rebalance_only(response: object) -> bool:
+    """A SyncGroup or OffsetCommit answer whose only error is REBALANCE_IN_PROGRESS."""
+    if isinstance(response, SyncGroupResponse):
+        return response.error == E.REBALANCE_IN_PROGRESS
+    if isinstance(response, OffsetCommitResponse):
+        errors = {e for _, _, e in response.partitions if e != E.NONE}
+        return errors == {E.REBALANCE_IN_PROGRESS}
+    return False
+
+
+@invariant("classic.rebalance_in_progress_keeps_membership", "transition", "classic")
+def rebalance_in_progress_keeps_membership(obs: Obs) -> Iterator[str]:
+    """REBALANCE_IN_PROGRESS on SyncGroup or OffsetCommit only asks for a rejoin: the consumer keeps its member id, generation and partitions (KIP-429; Kafka protocol guide error codes; KAFKA-14016)."""
+    ev, b, a = obs.event, obs.before, obs.after
+    if b is None or b.group is None:
+        return
+    recipient: dict[int, str] = {}  # ref -> member id the answer is addressed to
+    for m in b.group.members:
+        if m.awaiting_sync is not None:
+            recipient[m.awaiting_sync] = m.member_id
+    by_member = {c.member_id: c.name for c in b.clients if c.member_id}
+    names: dict[int, str] = {r: by_member[mid] for r, mid in recipient.items() if mid in by_member}
+    if isinstance(ev, Send) and ev.how == "client":
+        names[ev.ref] = ev.client
+    before: dict[str, ClientSnap] = {c.name: c for c in b.clients}
+    after: dict[str, ClientSnap] = {c.name: c for c in a.clients}
+    for d in produced(obs):
+        name = names.get(d.ref)
+        if name is None or not _rebalance_only(d.response) or name not in before or name not in after:
+            continue
+        old, new = before[name], after[name]
+        if old.generation < 0 or not old.member_id:
+            continue
+        kind = type(d.response).__name__.removesuffix("Response")
+        if (new.member_id, new.generation) != (old.member_id, old.generation):
+            yield (
+                f"{name} answered REBALANCE_IN_PROGRESS on {kind} went from member {old.member_id} "
+                f"generation {old.generation} to member {new.member_id or '-'} generation {new.generation}"
+            )
+        elif not old.owned <= new.owned:
+            lost = sorted(f"{t}-{p}" for t, p in old.owned - new.owned)
+            yield f"{name} answered REBALANCE_IN_PROGRESS on {kind} gave up {lost}"
+
+
+@invariant("classic.join_sets_member_timeouts", "transition", "classic")
+def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
+    """A JoinGroup that admits or updates a member gives it the session and rebalance timeouts of that request, a static replacement included (KIP-345; Kafka protocol guide JoinGroup; KAFKA-14009)."""
+    ev, a = obs.event, obs.after
+    if not isinstance(ev, Send) or not isinstance(ev.request, JoinGroupRequest) or a.group is None:
+        return
+    req = ev.request
+    member_id = req.member_id
+    for d in produced(obs):
+        if d.ref != ev.ref:
+            continue
+        if getattr(d.response, "error", None) != E.NONE:
+            return  # refused: the member (if any) keeps what it had
+        member_id = d.response.member_id
+    if not member_id and req.group_instance_id is not None:
+        member_id = dict(a.group.static_members).get(req.group_instance_id, "")
+    m = a.group.member(member_id) if member_id else None
+    if m is None:
+        return
+    want = (req.session_timeout_ms, req.effective_rebalance_timeout_ms)
+    if (m.session_timeout_ms, m.rebalance_timeout_ms) != want:
+        yield (
+            f"{m.member_id} joined with session/rebalance timeouts {want} but holds "
+            f"{(m.session_timeout_ms, m.rebalance_timeout_ms)}"
+        )
+
+
+@invariant("classic.live_session_not_expired", "transition", "classic")
+def live_session_not_expired(obs: Obs) -> Iterator[str]:
+    """While time passes, a member of a Stable group is removed only once its session deadline has passed: a member that keeps heartbeating stays (KIP-62; KIP-394; Kafka consumer config session.timeout.ms; KAFKA-9232)."""
+    ev, b, a = obs.event, obs.before, obs.after
+    if not isinstance(ev, Advance) or b is None or b.group is None or b.group.state != S.STABLE:
+        return
+    if b.group.generation != (a.group.generation if a.group is not None else -1) and a.group is not None:
+        return  # a whole join phase ran inside this step: its own timers may remove members
+    kept = {m.member_id for m in a.group.members} if a.group is not None else set()
+    for m in b.group.members:
+        if m.member_id in kept:
+            continue
+        deadline = b.group.timer(f"expire:{m.member_id}")
+        if deadline is not None and deadline > obs.now:
+            yield f"{m.member_id} removed at {obs.now} though its session runs until {deadline}"

@@ -1,0 +1,90 @@
+"""KIP-848 promises a consumer relies on, stated from the protocol documents (docs/invariants.md#nature).
+
+Each one reads only the requests, the responses, the group's members and epochs and the
+consumers' own views; none consults the coordinator's rules for how a step got there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from model.consumer.state import ConsumerMember
+from model.consumer.world import ConsumerWorld, HeartbeatEvent, heartbeat_response
+from model.errors import ErrorCode
+from model.invariants import invariant
+from model.observation import Observation
+
+Obs = Observation[ConsumerWorld]
+E = ErrorCode
+
+#: answers that end the membership the request named (KIP-848 "Errors"; the consumer rejoins with epoch 0)
+MEMBERSHIP_ENDED = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, E.GROUP_ID_NOT_FOUND})
+
+
+@invariant("consumer.ended_membership_rejoins", "transition", "consumer")
+def ended_membership_rejoins(obs: Obs) -> Iterator[str]:
+    """A consumer told FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or GROUP_ID_NOT_FOUND gives up its partitions and rejoins with epoch 0 or stops; it never goes on with the refused epoch (KIP-848; librdkafka PR #5488)."""
+    ev, b = obs.event, obs.before
+    if not isinstance(ev, HeartbeatEvent) or ev.client is None or b is None:
+        return
+    r = heartbeat_response(obs)
+    if r is None or r.error_code not in MEMBERSHIP_ENDED or ev.request.member_epoch <= 0:
+        return
+    old = next((c for c in b.clients if c.name == ev.client), None)
+    new = next((c for c in obs.after.clients if c.name == ev.client), None)
+    if old is None or new is None or not new.active:
+        return
+    if (old.member_id, old.member_epoch) != (ev.request.member_id, ev.request.member_epoch):
+        return  # a copy or a zombie's request: not the membership the consumer holds
+    if new.member_epoch == ev.request.member_epoch and new.member_id == ev.request.member_id:
+        yield (
+            f"{ev.client} answered {E(r.error_code).name} goes on as {new.member_id} "
+            f"with the refused epoch {new.member_epoch}, owning {len(new.owned)} partitions"
+        )
+
+
+def _subscription(m: ConsumerMember) -> tuple[frozenset[str], str | None]:
+    """What the member subscribed to; an empty regex is no regex (KIP-848 SubscribedTopicRegex)."""
+    return m.subscribed_topic_names, m.subscribed_topic_regex or None
+
+
+@invariant("consumer.subscription_change_bumps_epoch", "transition", "consumer")
+def subscription_change_bumps_epoch(obs: Obs) -> Iterator[str]:
+    """A heartbeat that changes a member's subscribed topic names or regex (to empty included) bumps the group epoch, so a new target follows (KIP-848; KAFKA-19899)."""
+    ev, b, a = obs.event, obs.before, obs.after
+    if not isinstance(ev, HeartbeatEvent) or b is None:
+        return
+    gid = ev.request.group_id
+    gb, ga = b.group(gid), a.group(gid)
+    if gb is None or ga is None:
+        return
+    mid = ev.request.member_id
+    old, new = gb.members.get(mid), ga.members.get(mid)
+    if old is None or new is None or _subscription(old) == _subscription(new):
+        return
+    if ga.group_epoch <= gb.group_epoch:
+        yield (
+            f"{mid}'s subscription changed from {_subscription(old)} to {_subscription(new)} "
+            f"but the group epoch stayed {ga.group_epoch}"
+        )
+
+
+@invariant("consumer.member_epoch_is_assignment_epoch", "transition", "consumer")
+def member_epoch_is_assignment_epoch(obs: Obs) -> Iterator[str]:
+    """A member epoch that moves forward moves to the group's target assignment epoch: no epoch is ever handed out that no target assignment carries (KIP-848 member epoch; KAFKA-19974)."""
+    b, a = obs.before, obs.after
+    if b is None:
+        return
+    for gid, ga in a.groups.items():
+        gb = b.group(gid)
+        if gb is None:
+            continue
+        for mid, new in ga.members.items():
+            old = gb.members.get(mid)
+            if old is None or new.member_epoch <= old.member_epoch or new.member_epoch <= 0:
+                continue
+            if new.member_epoch != ga.assignment_epoch:
+                yield (
+                    f"{mid}'s member epoch went from {old.member_epoch} to {new.member_epoch}, "
+                    f"not the assignment epoch {ga.assignment_epoch}"
+                )
