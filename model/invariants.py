@@ -76,6 +76,7 @@ def load_all() -> dict[str, Invariant]:
         "model.assignors.invariants",
         "model.mixed.invariants",
         "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)
+        "model.classic.timer_invariants",
         "model.consumer.client_invariants",  # added by the kill matrix
     ):
         try:

@@ -277,3 +277,22 @@ def test_static_rejoin_keeps_member_id(stable) -> None:  # type: ignore[no-untyp
         Observation(stable.after, Unsubscribe(c1.name), (), dynamic_wiped, 0),
     )
     assert not fails(inv.static_rejoin_keeps_member_id, Observation(static, Advance(0), (), wiped, 0))
+
+
+def test_timers_not_early(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    m1, m2 = g.members
+    now = stable.now
+    assert not fails(inv.timers_not_early, stable)
+    others = tuple(t for t in g.timers if t[0] != f"expire:{m1.member_id}")
+    early = with_group(stable, timers=(*others, (f"expire:{m1.member_id}", now + m1.session_timeout_ms - 1)))
+    assert fails(inv.timers_not_early, early)
+    on_time = with_group(stable, timers=(*others, (f"expire:{m1.member_id}", now + m1.session_timeout_ms)))
+    assert not fails(inv.timers_not_early, on_time)
+    join = with_group(stable, timers=(*g.timers, ("join", now + g.rebalance_timeout_ms() // 2)))
+    assert fails(inv.timers_not_early, join)
+    removed = with_group(stable, members=(m2,), timers=others)  # time removed m1, its timer not due
+    assert fails(inv.timers_not_early, removed)
+    due = replace(stable.after.group, timers=(*others, (f"expire:{m1.member_id}", now)))
+    expired = Observation(replace(stable.after, group=due), Advance(0), (), removed.after, now)
+    assert not fails(inv.timers_not_early, expired)

@@ -98,3 +98,19 @@ def test_a_seeded_apache_kafka_run_sends_every_advertised_version(kafka: Any) ->
     advertised = ports[0].adapter.connect().api_versions
     want = exercisable(advertised, SUPPORTED)
     assert sent == want, sorted(want - sent)
+
+
+def test_a_session_timer_armed_early_is_caught_and_the_model_passes() -> None:
+    """The timer lower bound (classic.timers_not_early) has teeth: the session-timer-halved mutant
+    re-arms expiry half a session ahead; the reference model never does."""
+    caught = run_check(
+        "classic",
+        profile=PROFILES["ci"],
+        max_examples=30,
+        seed_value=1,
+        variants={"mutant": "session-timer-halved"},
+        shrink=False,
+    )
+    assert {v.invariant for v in caught.violations} == {"classic.timers_not_early"}
+    model = run_check("classic", profile=PROFILES["ci"], max_examples=30, seed_value=1)
+    assert model.violations == []

@@ -483,3 +483,4 @@ def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
 
 # The kill matrix's response and durability invariants (docs/mutants.md#added-invariants) register too.
 from model.classic import response_invariants as _response_invariants  # noqa: E402, F401
+from model.classic.timer_invariants import timers_not_early  # noqa: E402, F401
