@@ -90,6 +90,12 @@ def test_max_size(stable) -> None:  # type: ignore[no-untyped-def]
     join = Send("c2", 99, JoinGroupRequest("g", "", "consumer", (("range", b""),)))
     obs = Observation(before, join, (), replace(stable.after, max_size=1), 0)
     assert fails(inv.max_size, obs)
+    m1, m2 = g.members  # a rebalance with one member awaiting its join: Kafka admits the second
+    preparing = replace(g, state=S.PREPARING_REBALANCE, members=(m1, replace(m2, awaiting_join=99)))
+    admitted = Observation(before, join, (), replace(stable.after, max_size=1, group=preparing), 0)
+    assert not fails(inv.max_size, admitted)
+    both = replace(preparing, members=(replace(m1, awaiting_join=98), replace(m2, awaiting_join=99)))
+    assert fails(inv.max_size, replace(admitted, after=replace(stable.after, max_size=1, group=both)))
 
 
 def test_leader_sync_installs(stable) -> None:  # type: ignore[no-untyped-def]

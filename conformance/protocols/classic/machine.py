@@ -79,6 +79,9 @@ def _setup_arguments(settings: MachineSettings, timing: MemberTiming) -> dict[st
         "static": st.lists(st.booleans(), min_size=settings.max_members, max_size=settings.max_members),
         # per member, every version of every group API (conformance/protocols/classic/versions.py)
         "versions": st.lists(member_versions(), min_size=settings.max_members, max_size=settings.max_members),
+        # the model only: now and then a group.max.size the members reach (GROUP_MAX_SIZE_REACHED,
+        # KIP-389); a real target keeps the size it was started with (learned, conformance/targets/settings.py)
+        **({} if settings.real_time else {"max_size": st.sampled_from((0, 0, 0, 0, 1, 2))}),
         # real targets: now and then the last member asks for a session the target rejects
         **({"outside": st.sampled_from((False,) * 5 + (True,))} if timing.outside_session_ms else {}),
     }
@@ -112,6 +115,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         static: list[bool],
         versions: list[tuple[int, ...]],
         outside: bool = False,
+        max_size: int = 0,
     ) -> None:
         cfg, timing = self.settings, self.timing
         variants = dict(cfg.variants)
@@ -142,7 +146,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         self.sim = make_classic_sim(
             topics,
             clients,
-            cfg.config,
+            {**cfg.config, "max_size": max_size} if max_size else cfg.config,
             variants,
             port_factory=cfg.port_factory,
             sim_class=RealTimeSim if cfg.real_time else TracedClassicSim,
@@ -154,6 +158,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         self.note(
             f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, versions "
             + " ".join(resolve(versions[i], static[i]).short() for i in range(members))
+            + (f", group.max.size {max_size}" if max_size else "")
             + f", session {timing.session_timeout_ms} ms"
             + (f" (c{members}: {timing.outside_session_ms} ms, outside the legal range)" if outside else "")
         )
