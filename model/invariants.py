@@ -78,6 +78,7 @@ def load_all() -> dict[str, Invariant]:
         "model.mixed.promise_invariants",
         "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)
         "model.classic.promise_invariants",
+        "model.classic.timer_invariants",
         "model.consumer.client_invariants",  # added by the kill matrix
         "model.consumer.promise_invariants",
     ):

@@ -90,6 +90,12 @@ def test_max_size(stable) -> None:  # type: ignore[no-untyped-def]
     join = Send("c2", 99, JoinGroupRequest("g", "", "consumer", (("range", b""),)))
     obs = Observation(before, join, (), replace(stable.after, max_size=1), 0)
     assert fails(inv.max_size, obs)
+    m1, m2 = g.members  # a rebalance with one member awaiting its join: Kafka admits the second
+    preparing = replace(g, state=S.PREPARING_REBALANCE, members=(m1, replace(m2, awaiting_join=99)))
+    admitted = Observation(before, join, (), replace(stable.after, max_size=1, group=preparing), 0)
+    assert not fails(inv.max_size, admitted)
+    both = replace(preparing, members=(replace(m1, awaiting_join=98), replace(m2, awaiting_join=99)))
+    assert fails(inv.max_size, replace(admitted, after=replace(stable.after, max_size=1, group=both)))
 
 
 def test_leader_sync_installs(stable) -> None:  # type: ignore[no-untyped-def]
@@ -327,3 +333,20 @@ def test_live_session_not_expired(stable) -> None:  # type: ignore[no-untyped-de
     early = Observation(stable.after, Advance(1), (), gone, deadline - 1)
     assert fails(pinv.live_session_not_expired, early)
     assert not fails(pinv.live_session_not_expired, replace(early, now=deadline))
+def test_timers_not_early(stable) -> None:  # type: ignore[no-untyped-def]
+    g = stable.after.group
+    m1, m2 = g.members
+    now = stable.now
+    assert not fails(inv.timers_not_early, stable)
+    others = tuple(t for t in g.timers if t[0] != f"expire:{m1.member_id}")
+    early = with_group(stable, timers=(*others, (f"expire:{m1.member_id}", now + m1.session_timeout_ms - 1)))
+    assert fails(inv.timers_not_early, early)
+    on_time = with_group(stable, timers=(*others, (f"expire:{m1.member_id}", now + m1.session_timeout_ms)))
+    assert not fails(inv.timers_not_early, on_time)
+    join = with_group(stable, timers=(*g.timers, ("join", now + g.rebalance_timeout_ms() // 2)))
+    assert fails(inv.timers_not_early, join)
+    removed = with_group(stable, members=(m2,), timers=others)  # time removed m1, its timer not due
+    assert fails(inv.timers_not_early, removed)
+    due = replace(stable.after.group, timers=(*others, (f"expire:{m1.member_id}", now)))
+    expired = Observation(replace(stable.after, group=due), Advance(0), (), removed.after, now)
+    assert not fails(inv.timers_not_early, expired)

@@ -204,6 +204,17 @@ class SessionTimerOffByOne(ClassicCoordinator):
         return result
 
 
+class SessionTimerHalved(ClassicCoordinator):
+    """Generic: a heartbeat re-arms the member's expiry half a session timeout ahead, so the member
+    expires early (JoinGroupRequest.json SessionTimeoutMs; KIP-62)."""
+
+    def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
+        group = state.groups.get(req.group_id)
+        member = group.members.get(req.member_id) if group is not None else None
+        early = member.session_timeout_ms // 2 if member is not None else 0
+        return super().handle_heartbeat(state, req, ref, now - early)
+
+
 # ---------------------------------------------------------------------------------- clients
 
 
@@ -419,5 +430,14 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "docs/protocol-reference.md#e14; docs/protocol-reference.md#a8; GroupMetadataManager.java L5004",
         ("classic.session_expiry_armed",),
         coordinator=SessionTimerOffByOne,
+    ),
+    Mutant(
+        "session-timer-halved",
+        "classic",
+        "generic",
+        "a heartbeat re-arms the expiry timer half a session timeout ahead (the member expires early)",
+        "KIP-62; clients/src/main/resources/common/message/JoinGroupRequest.json (SessionTimeoutMs)",
+        ("classic.timers_not_early",),
+        coordinator=SessionTimerHalved,
     ),
 )

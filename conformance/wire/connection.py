@@ -63,6 +63,17 @@ class Capabilities:
         best = min(wanted, hi, shi)
         return best if best >= max(lo, slo) else None
 
+    def nearest(self, api_key: int, wanted: int) -> int | None:
+        """The version both sides speak nearest to ``wanted``: a member drawn below the target's
+        lowest version (Kafka 4.x removed old ones, KIP-896) sends the lowest, one above its
+        highest the highest; None if none is common."""
+        if api_key not in self.api_versions or api_key not in SUPPORTED:
+            return None
+        lo, hi = self.api_versions[api_key]
+        slo, shi = SUPPORTED[api_key]
+        low, high = max(lo, slo), min(hi, shi)
+        return min(max(wanted, low), high) if low <= high else None
+
     def summary(self) -> str:
         parts = [
             f"{name} v{self.api_versions[k][0]}-{self.api_versions[k][1]}"

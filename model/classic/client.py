@@ -75,6 +75,9 @@ class ClientConfig:
     session_timeout_ms: int = 10_000
     rebalance_timeout_ms: int = 30_000
     sync_version: int = 5
+    heartbeat_version: int = 4
+    leave_version: int = 5
+    commit_version: int = 8
 
 
 @dataclass
@@ -134,7 +137,11 @@ class ClassicClient:
             )
         self.inflight = "heartbeat"
         return HeartbeatRequest(
-            self.config.group_id, self.generation, self.member_id, self.config.instance_id
+            self.config.group_id,
+            self.generation,
+            self.member_id,
+            self.config.instance_id,
+            self.config.heartbeat_version,
         )
 
     def _join_request(self) -> JoinGroupRequest:
@@ -157,7 +164,7 @@ class ClassicClient:
             "consumer",
             tuple(protocols),
             cfg.session_timeout_ms,
-            cfg.rebalance_timeout_ms,
+            cfg.rebalance_timeout_ms if cfg.join_version >= 1 else -1,  # v0: the session timeout
             cfg.instance_id,
             None,
             cfg.client_id,
@@ -176,7 +183,12 @@ class ClassicClient:
         self.inflight = "commit"
         parts = tuple(OffsetCommitPartition(t, p, offset) for t, p in self.owned)
         return OffsetCommitRequest(
-            self.config.group_id, self.generation, self.member_id, parts, self.config.instance_id
+            self.config.group_id,
+            self.generation,
+            self.member_id,
+            parts,
+            self.config.instance_id,
+            self.config.commit_version,
         )
 
     def leave_request(self) -> LeaveGroupRequest | None:
@@ -184,7 +196,9 @@ class ClassicClient:
         if self.inflight is not None or not self.member_id or self.config.instance_id is not None:
             return None
         self.inflight = "leave"
-        return LeaveGroupRequest(self.config.group_id, (MemberIdentity(self.member_id),))
+        return LeaveGroupRequest(
+            self.config.group_id, (MemberIdentity(self.member_id),), self.config.leave_version
+        )
 
     def unsubscribe(self) -> bool:
         """A static member's ``unsubscribe()`` with the LeaveGroup suppressed, then the application

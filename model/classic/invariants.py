@@ -134,8 +134,12 @@ def max_size(obs: Obs) -> Iterator[str]:
     if g is None or not isinstance(obs.event, Send) or not isinstance(obs.event.request, JoinGroupRequest):
         return
     before = len(b.group.members) if b is not None and b.group is not None else 0
-    if len(g.members) > obs.after.max_size and len(g.members) > before:
-        yield f"{len(g.members)} members exceed group.max.size {obs.after.max_size}"
+    # while PreparingRebalance Kafka counts the members awaiting a join response: the others leave
+    # when the join phase completes (acceptJoiningMember, GMM L5480)
+    joining = g.state == S.PREPARING_REBALANCE
+    size = sum(m.awaiting_join is not None for m in g.members) if joining else len(g.members)
+    if size > obs.after.max_size and len(g.members) > before:
+        yield f"{size} {'joining ' if joining else ''}members exceed group.max.size {obs.after.max_size}"
 
 
 @invariant("classic.leader_sync_installs", "transition", "classic")
@@ -484,3 +488,4 @@ def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
 # The kill matrix's response and durability invariants (docs/mutants.md#added-invariants) register too.
 from model.classic import promise_invariants as _promise_invariants  # noqa: E402, F401
 from model.classic import response_invariants as _response_invariants  # noqa: E402, F401
+from model.classic.timer_invariants import timers_not_early  # noqa: E402, F401

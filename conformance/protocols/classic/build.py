@@ -57,6 +57,9 @@ def client_config(spec: Mapping[str, Any], variants: Mapping[str, str], where: s
         session_timeout_ms=int(spec.get("session_timeout_ms", 10_000)),
         rebalance_timeout_ms=int(spec.get("rebalance_timeout_ms", 30_000)),
         sync_version=int(spec.get("sync_version", 5)),
+        heartbeat_version=int(spec.get("heartbeat_version", 4)),
+        leave_version=int(spec.get("leave_version", 5)),
+        commit_version=int(spec.get("commit_version", 8)),
     )
 
 

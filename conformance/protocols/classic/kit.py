@@ -142,7 +142,11 @@ KIT = ProtocolKit(
             ("true", "false"),
             "KIP-429 adjust step; false = revoke and assign in one rebalance (KAFKA-14639)",
         ),
-        VariantKey("join_version", ("3", "4", "9"), "JoinGroup version the members send (KIP-394 from v4)"),
+        VariantKey(
+            "join_version",
+            tuple(str(v) for v in range(10)),
+            "JoinGroup version every member sends (unpinned: drawn per member; KIP-394 from v4)",
+        ),
     ),
     report_families=("client",),
     oracle_rules=("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit"),

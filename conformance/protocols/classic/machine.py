@@ -29,6 +29,7 @@ from conformance.protocols.classic.build import make_classic_sim, settle_round
 from conformance.protocols.classic.machine_targeted import TargetedRules
 from conformance.protocols.classic.realtime import MODEL_TIMING, MemberTiming, RealTimeSim, real_timing
 from conformance.protocols.classic.trace import TracedClassicSim
+from conformance.protocols.classic.versions import member_versions, resolve
 from model.classic.client import Phase
 from model.classic.messages import (
     HeartbeatRequest,
@@ -76,7 +77,11 @@ def _setup_arguments(settings: MachineSettings, timing: MemberTiming) -> dict[st
         "second_topic": st.booleans(),
         "assignor": st.sampled_from(ASSIGNORS),
         "static": st.lists(st.booleans(), min_size=settings.max_members, max_size=settings.max_members),
-        "join_version": st.sampled_from((9, 9, 4, 3)),
+        # per member, every version of every group API (conformance/protocols/classic/versions.py)
+        "versions": st.lists(member_versions(), min_size=settings.max_members, max_size=settings.max_members),
+        # the model only: now and then a group.max.size the members reach (GROUP_MAX_SIZE_REACHED,
+        # KIP-389); a real target keeps the size it was started with (learned, conformance/targets/settings.py)
+        **({} if settings.real_time else {"max_size": st.sampled_from((0, 0, 0, 0, 1, 2))}),
         # real targets: now and then the last member asks for a session the target rejects
         **({"outside": st.sampled_from((False,) * 5 + (True,))} if timing.outside_session_ms else {}),
     }
@@ -108,8 +113,9 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         second_topic: bool,
         assignor: str,
         static: list[bool],
-        join_version: int,
+        versions: list[tuple[int, ...]],
         outside: bool = False,
+        max_size: int = 0,
     ) -> None:
         cfg, timing = self.settings, self.timing
         variants = dict(cfg.variants)
@@ -127,7 +133,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
                 "topics": sorted(topics) if (second_topic and i % 2 == 0) else ["t"],
                 "session_timeout_ms": timing.session_timeout_ms,
                 "rebalance_timeout_ms": timing.rebalance_timeout_ms,
-                "join_version": join_version,
+                **resolve(versions[i], static[i]).as_spec(),
             }
             if static[i]:
                 spec["instance_id"] = f"i{i + 1}"
@@ -137,11 +143,10 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         if cfg.coverage is not None:  # on the explored graph's set-up, so its states can be reached
             topics, clients = cfg.coverage.setup_of()
             members = len(clients)
-        variants.setdefault("join_version", str(join_version) if join_version in (3, 4, 9) else "9")
         self.sim = make_classic_sim(
             topics,
             clients,
-            cfg.config,
+            {**cfg.config, "max_size": max_size} if max_size else cfg.config,
             variants,
             port_factory=cfg.port_factory,
             sim_class=RealTimeSim if cfg.real_time else TracedClassicSim,
@@ -151,8 +156,10 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         if cfg.coverage is not None:
             cfg.coverage.start(self.sim)
         self.note(
-            f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, join v{join_version}"
-            f", session {timing.session_timeout_ms} ms"
+            f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, versions "
+            + " ".join(resolve(versions[i], static[i]).short() for i in range(members))
+            + (f", group.max.size {max_size}" if max_size else "")
+            + f", session {timing.session_timeout_ms} ms"
             + (f" (c{members}: {timing.outside_session_ms} ms, outside the legal range)" if outside else "")
         )
 
@@ -271,7 +278,9 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         gen = (group.generation if group else 0) + delta
         req: Any
         if kind == "heartbeat":
-            req = HeartbeatRequest(c.config.group_id, gen, c.member_id, c.config.instance_id)
+            req = HeartbeatRequest(
+                c.config.group_id, gen, c.member_id, c.config.instance_id, c.config.heartbeat_version
+            )
         else:
             req = self._sync(name, gen, c.member_id, c.config.instance_id)
         self.observe(self.sim.send_raw(name, req), f"{name} sends {kind} with generation {gen}")
@@ -300,12 +309,17 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         gen = group.generation if group else 0
         req: Any
         if kind == "heartbeat":
-            req = HeartbeatRequest(c.config.group_id, gen, member_id, instance_id)
+            req = HeartbeatRequest(c.config.group_id, gen, member_id, instance_id, c.config.heartbeat_version)
         elif kind == "sync":
             req = self._sync(name, gen, member_id, instance_id)
         elif kind == "commit":
             req = OffsetCommitRequest(
-                c.config.group_id, gen, member_id, (OffsetCommitPartition("t", 0, 0),), instance_id
+                c.config.group_id,
+                gen,
+                member_id,
+                (OffsetCommitPartition("t", 0, 0),),
+                instance_id,
+                c.config.commit_version,
             )
         else:
             req = self._join(name, member_id, instance_id)
@@ -316,7 +330,11 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         assert self.sim is not None
         c = self.sim.clients[name]
         protocol = c.protocol or c.config.assignors[0]
-        return SyncGroupRequest(c.config.group_id, gen, member_id, (), instance_id, "consumer", protocol)
+        v = c.config.sync_version  # the protocol type and name from v5 (KIP-559)
+        return SyncGroupRequest(
+            c.config.group_id, gen, member_id, (), instance_id, "consumer" if v >= 5 else None,
+            protocol if v >= 5 else None, v,
+        )  # fmt: skip
 
     def _join(self, name: str, member_id: str, instance_id: str | None) -> JoinGroupRequest:
         """Member ``name``'s JoinGroup (its config), sent as ``member_id``."""

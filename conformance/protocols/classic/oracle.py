@@ -133,7 +133,7 @@ class OraclePort(ClassicOperation, ClassicCandidates, OracleBase):
         t = self.clock()
         key = api_key_of(request)
         caps = self.adapter.connect()
-        version = caps.version(key, getattr(request, "version", 99 if key != 8 else 8))
+        version = caps.nearest(key, getattr(request, "version", 99 if key != 8 else 8))
         if version is None:
             self._finding(
                 "protocol", f"oracle.{API_NAMES[key]}", f"target offers no {API_NAMES[key]} version we speak"

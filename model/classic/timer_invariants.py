@@ -1,0 +1,69 @@
+"""Timer lower bounds: a classic session or rebalance timer never fires before its timeout.
+
+The liveness invariants (`classic.session_expiry_armed`, `classic.join_timer_armed`) bound timers
+from above; these bound them from below. The promise is in Kafka's field descriptions
+(``clients/src/main/resources/common/message/JoinGroupRequest.json``): the coordinator considers a
+member dead only once it heard nothing for ``SessionTimeoutMs``, and waits up to
+``RebalanceTimeoutMs`` for each member to rejoin (KIP-62 split the two). A timer armed closer than
+its timeout, or a member removed by time while no timer that could remove it was due, breaks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from model.classic.sim import Advance
+from model.classic.world import ClassicWorld, GroupSnap
+from model.invariants import invariant
+from model.observation import Observation
+
+Obs = Observation[ClassicWorld]
+
+
+def _armed(before: GroupSnap | None, after: GroupSnap, key: str) -> int | None:
+    """The deadline of timer ``key`` if this step armed or moved it, else None."""
+    deadline = after.timer(key)
+    if deadline is None or (before is not None and before.timer(key) == deadline):
+        return None
+    return deadline
+
+
+@invariant("classic.timers_not_early", "transition", "classic")
+def timers_not_early(obs: Obs) -> Iterator[str]:
+    """A session timer is armed at least the member's session timeout ahead, a join or sync timer
+    at least the group's rebalance timeout ahead, and time removes a member only when one of the
+    timers that can remove it is due (JoinGroupRequest.json SessionTimeoutMs, RebalanceTimeoutMs)."""
+    a = obs.after.group
+    b = obs.before.group if obs.before is not None else None
+    if a is None:
+        return
+    # time ran from now - ms to now: a timer fired in between arms its successors from its deadline
+    armed_at = obs.now - obs.event.ms if isinstance(obs.event, Advance) else obs.now
+    sessions = {m.member_id: m.session_timeout_ms for m in a.members}
+    if b is not None:  # a static member replaced in this step keeps its predecessor's session
+        prior = {m.instance_id: m.session_timeout_ms for m in b.members if m.instance_id is not None}
+        for m in a.members:
+            if m.instance_id in prior:
+                sessions[m.member_id] = min(sessions[m.member_id], prior[m.instance_id])
+    for m in a.members:
+        deadline = _armed(b, a, f"expire:{m.member_id}")
+        if deadline is not None and deadline - armed_at < sessions[m.member_id]:
+            yield (
+                f"{m.member_id}'s session timer fires at {deadline}, {deadline - armed_at} ms after t={armed_at},"
+                f" before its session timeout {sessions[m.member_id]} ms"
+            )
+    for key in ("join", "sync"):
+        deadline = _armed(b, a, key)
+        if deadline is not None and deadline - armed_at < a.rebalance_timeout_ms():
+            yield (
+                f"the {key} timer fires at {deadline}, {deadline - armed_at} ms after t={armed_at},"
+                f" before the rebalance timeout {a.rebalance_timeout_ms()} ms"
+            )
+    if b is None or not isinstance(obs.event, Advance):
+        return
+    due = {k for k, deadline in b.timers if deadline <= obs.now}
+    group_due = bool(due & {"join", "sync", "initial"})
+    kept = {m.member_id for m in a.members}
+    for m in b.members:
+        if m.member_id not in kept and not group_due and f"expire:{m.member_id}" not in due:
+            yield f"{m.member_id} was removed at t={obs.now} with none of its timers due"

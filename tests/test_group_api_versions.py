@@ -1,0 +1,168 @@
+"""Every version of every classic group API that the target advertises and the model speaks is sent.
+
+The classic machine draws each member's versions (conformance/protocols/classic/versions.py); a
+seeded run must send exactly the advertised-and-supported (api, version) pairs: on the model, the
+model's whole ranges; on Apache Kafka, what its ApiVersions answer leaves of them (KIP-896 removed
+JoinGroup v0-v1 and OffsetCommit v0-v1 in Kafka 4.0, so those are sent at the lowest it keeps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conformance.engine.profiles import PROFILES
+from conformance.engine.run import run_check
+from conformance.protocols import get_kit
+from conformance.protocols.classic.codec import api_key_of
+from conformance.protocols.classic.versions import MODEL_VERSIONS, MemberVersions, exercisable, resolve
+from conformance.wire.codec import API_HEARTBEAT, API_JOIN_GROUP, API_OFFSET_COMMIT, SUPPORTED
+from conformance.wire.connection import Capabilities
+from model.classic.port import ModelPort
+
+
+class RecordingPort(ModelPort):
+    """The model's port, noting the (api key, version) of every request it is sent."""
+
+    sent: set[tuple[int, int]] = set()
+    errors: set[str] = set()
+
+    def send(self, ref: int, request: Any, now: int) -> Any:
+        RecordingPort.sent.add((api_key_of(request), request.version))
+        out = super().send(ref, request, now)
+        RecordingPort.errors |= {e.name for d in out if (e := getattr(d.response, "error", None)) is not None}
+        return out
+
+
+def test_a_seeded_model_run_draws_every_join_and_heartbeat_version() -> None:
+    """A ci-profile run: every JoinGroup and Heartbeat version, KIP-394's MEMBER_ID_REQUIRED and a
+    drawn group.max.size reached, no violation (commits and leaves are rarer: the ladder below)."""
+    RecordingPort.sent, RecordingPort.errors = set(), set()
+    result = run_check(
+        "classic", profile=PROFILES["ci"], max_examples=150, seed_value=3, port_factory=RecordingPort
+    )
+    assert result.violations == []
+    want = exercisable(MODEL_VERSIONS, SUPPORTED)
+    assert RecordingPort.sent <= want
+    for key in (API_JOIN_GROUP, API_HEARTBEAT):
+        assert {p for p in want if p[0] == key} <= RecordingPort.sent, key
+    assert {"MEMBER_ID_REQUIRED", "GROUP_MAX_SIZE_REACHED"} <= RecordingPort.errors
+
+
+def ladder(i: int) -> MemberVersions:
+    """Member ``i`` of the version ladder: ten members cover every version of every API."""
+    return MemberVersions(join=i, sync=i % 6, heartbeat=i % 5, leave=i % 6, commit=2 + i % 7)
+
+
+def drive_ladder(sim: Any, names: list[str], observe: Any) -> None:
+    """Settle the ladder's group, then each member commits once and leaves (bounded rounds)."""
+    from conformance.protocols.classic.build import settle_round
+    from model.classic.client import Phase
+
+    for _ in range(30):
+        settle_round(sim, names, observe)
+        if all(sim.clients[n].phase == Phase.STABLE and sim.clients[n].owned for n in names):
+            break
+    for _ in range(3):  # heartbeats fall due
+        settle_round(sim, names, observe)
+    for act in (lambda n: sim.commit(n, 1), sim.leave):  # each member once, when it is free to
+        todo = list(names)
+        for _ in range(20):
+            todo = [n for n in todo if act(n) is None]
+            if not todo:
+                break
+            settle_round(sim, todo, observe)
+
+
+def ladder_clients(session_ms: int, rebalance_ms: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"c{i + 1}",
+            "session_timeout_ms": session_ms,
+            "rebalance_timeout_ms": rebalance_ms,
+            **ladder(i).as_spec(),
+        }
+        for i in range(10)
+    ]
+
+
+def test_the_model_answers_every_version_of_the_ladder() -> None:
+    from conformance.protocols.classic.build import make_classic_sim
+    from model.invariants import for_protocol, load_all
+
+    load_all()
+    checks = for_protocol("classic", ("safety", "transition", "liveness"))
+    RecordingPort.sent = set()
+    clients = ladder_clients(6000, 10_000)
+    sim = make_classic_sim({"t": 10}, clients, {}, {}, port_factory=RecordingPort)
+    broken: list[str] = []
+    drive_ladder(
+        sim, [c["name"] for c in clients], lambda obs: broken.extend(m for i in checks for m in i.check(obs))
+    )
+    assert broken == []
+    assert RecordingPort.sent == exercisable(MODEL_VERSIONS, SUPPORTED)
+
+
+def test_a_static_member_only_sends_versions_carrying_its_instance_id() -> None:
+    v = resolve((0, 0, 0, 0, 2), static=True)
+    assert (v.join, v.sync, v.heartbeat, v.leave, v.commit) == (5, 3, 3, 3, 7)
+    assert resolve((0, 0, 0, 0, 2), static=False).join == 0
+
+
+def test_a_version_outside_the_advertised_range_moves_to_the_nearest() -> None:
+    kafka4 = Capabilities({API_JOIN_GROUP: (2, 9), API_OFFSET_COMMIT: (2, 9)}, True)
+    assert kafka4.nearest(API_JOIN_GROUP, 0) == 2
+    assert kafka4.nearest(API_JOIN_GROUP, 7) == 7
+    kafka09 = Capabilities({API_JOIN_GROUP: (0, 0)}, False)
+    assert kafka09.nearest(API_JOIN_GROUP, 9) == 0
+    assert kafka09.nearest(API_OFFSET_COMMIT, 8) is None
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[object]:
+    from conformance.targets.open import open_target
+
+    with open_target("apache-kafka") as handle:
+        yield handle
+
+
+@pytest.mark.target
+def test_every_advertised_version_is_sent_to_apache_kafka_and_judged(kafka: Any) -> None:
+    """Ten dynamic members, one rung of the ladder each, join, sync, heartbeat, commit and leave
+    on Apache Kafka through the oracle port: no divergence, and exactly the advertised pairs sent."""
+    from conformance.protocols.classic.build import make_classic_sim
+    from conformance.protocols.classic.realtime import RealTimeSim, real_timing
+
+    inner, config, _ = get_kit("classic").real_setup(kafka, PROFILES["dev"])
+    timing = real_timing(config)
+    clients = ladder_clients(timing.session_timeout_ms, timing.rebalance_timeout_ms)
+    sim = make_classic_sim(
+        {"t": 10}, clients, config, {}, port_factory=inner, sim_class=RealTimeSim,
+        request_timeout_ms=timing.request_timeout_ms,
+    )  # fmt: skip
+    findings: list[Any] = []
+    drive_ladder(sim, [c["name"] for c in clients], lambda obs: findings.extend(sim.port.take_findings()))
+    findings.extend(sim.port.take_findings())
+    assert findings == []
+    port = sim.port
+    sent = {(api_key_of(req), version) for (_, req, version, _) in port.requests.values()}
+    want = exercisable(port.adapter.connect().api_versions, SUPPORTED)
+    assert sent == want, f"missing {sorted(want - sent)}, extra {sorted(sent - want)}"
+
+
+def test_a_session_timer_armed_early_is_caught_and_the_model_passes() -> None:
+    """The timer lower bound (classic.timers_not_early) has teeth: the session-timer-halved mutant
+    re-arms expiry half a session ahead; the reference model never does."""
+    caught = run_check(
+        "classic",
+        profile=PROFILES["ci"],
+        max_examples=30,
+        seed_value=1,
+        variants={"mutant": "session-timer-halved"},
+        shrink=False,
+    )
+    assert {v.invariant for v in caught.violations} == {"classic.timers_not_early"}
+    model = run_check("classic", profile=PROFILES["ci"], max_examples=30, seed_value=1)
+    assert model.violations == []
