@@ -148,7 +148,17 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
 
     # ------------------------------------------------------------------ hypotheses
     def _run_timers(self, h: MHypo, to: int) -> None:
-        h.track(self.coords[h.origin].advance(h.state, to))
+        h.track(self._coord(h).advance(h.state, to))
+
+    def _coord(self, h: MHypo) -> MixedCoordinator:
+        """``h``'s coordinator, its consumer timers' tie order set as ``h`` has it."""
+        coord = self.coords[h.origin]
+        coord.consumer.reverse_ties = h.ties_reversed
+        return coord
+
+    def _timer_deadlines(self, h: MHypo) -> list[int]:
+        """The consumer timers' deadlines (their tie order is the model's choice)."""
+        return sorted(tm.deadline for g in h.state.consumer.groups.values() for tm in g.timers.values())
 
     def _candidates(
         self, h: MHypo, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None
@@ -169,7 +179,7 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
         phase that a timer completes, e.g. the initial rebalance delay) is answered by the timers
         due up to ``until`` (the target's answer time), fired in deadline order."""
         self.chooser.reset(ref)
-        coord = self.coords[c.origin]
+        coord = self._coord(c)
         result = c.track(coord.handle(c.state, request, ref, at))
         answer = next((d.response for d in result.deliveries if d.ref == ref), None)
         horizon = at if until is None else max(at, until)
