@@ -19,6 +19,7 @@ the group a consumer group or a classic one (`conformance.protocols.mixed.failov
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -86,6 +87,17 @@ class RealMixedMachine(MixedGroupMachine):
         self.settle_ms = int(SETTLE_MS * factor)
         self.first_settle_ms = self.settle_ms + classic.initial_rebalance_delay_ms
 
+    def _fit_answer_deadline(self, port: Any, classic: Any) -> None:
+        """The oracle waits for a JoinGroup that target and model park (a classic group of several
+        members in a join phase, e.g. after a downgrade while a crashed member's session runs) as
+        long as the classic oracle does (`parked_join_wait_ms`): the join phase ends by then, and
+        the model's timers up to the answer explain it (`MixedOraclePort._run`)."""
+        from conformance.protocols.classic.realtime import parked_join_wait_ms
+
+        wait = parked_join_wait_ms(self.classic_rebalance_ms, classic.initial_rebalance_delay_ms)
+        if wait > port.timing.answer_deadline_ms:
+            port.timing = dataclasses.replace(port.timing, answer_deadline_ms=wait)
+
     @property
     def anchored(self) -> bool:
         return self.run is not None and self.anchor is not None
@@ -102,6 +114,7 @@ class RealMixedMachine(MixedGroupMachine):
         port = cfg.port_factory(seed, cfg.variants)
         self.run = real_mixed_run(port, {"seed": seed}, cfg.variants)
         self._fit_timeouts(port.coordinator.config.classic)
+        self._fit_answer_deadline(port, port.coordinator.config.classic)
         self.assignor = assignor
         self.steps.append(f"setup classic assignor {assignor}, t:{partitions}, seed {seed}")
         self._do("topic t", lambda: self.run.topic("t", partitions) if self.run else None)
