@@ -291,7 +291,7 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.initial_rebalance_bounded", "liveness", "classic")
 def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
-    """An initial rebalance ends within max(initial delay, rebalance timeout) (docs/protocol-reference.md#e12; GMM L5208, L5277)."""
+    """An initial rebalance waits the whole initial delay first and ends within max(initial delay, rebalance timeout) (docs/protocol-reference.md#e12; GMM L5208, L5277)."""
     g = obs.after.group
     if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state != S.EMPTY:
         return

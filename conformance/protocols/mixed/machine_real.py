@@ -10,9 +10,11 @@ anchor leaves and the group becomes a classic group; a new anchor upgrades it ag
 
 While the group is a consumer group, every request is answered at once (GMM
 ``classicGroupJoinToConsumerGroup`` completes from ``appendFuture``, apache/kafka@1eb7644 L2084);
-a classic group here never has more than one member, so its JoinGroup is never parked waiting for
-others (docs/protocol-reference.md#a: the join phase completes when every known member has
-rejoined). That keeps every verdict independent of request ordering across connections.
+a classic group here has one live member, so its JoinGroup is parked only for members that no
+longer speak (crashed ones whose session still runs after a downgrade): the oracle waits for it as
+the classic oracle waits for a parked join (`_fit_answer_deadline`), and the join phase ends by its
+rebalance timeout (docs/protocol-reference.md#a). That keeps every verdict independent of request
+ordering across connections.
 Coordinator failover (profile `faults`) restarts the target with at most one classic member live,
 the group a consumer group or a classic one (`conformance.protocols.mixed.failover`).
 """

@@ -13,8 +13,9 @@ ConsumerGroupHeartbeat is always answered at once. So one operation is: send, wa
 (`ExchangePort`): timers whose deadline falls in the tolerance window may or may not have
 fired, and a new group's epochs start at 0 (Kafka 4.0) or 1 (4.3+, KAFKA-20268); both are kept
 until an answer decides. A parked answer (a classic group in a join phase) is waited for up to the
-deadline too, so the machine on real targets keeps classic groups to one member
-(`conformance.protocols.mixed.machine_real`).
+deadline too, as long as the classic oracle waits for a parked join, and the model's timers up to
+the answer complete the join phase (`_run`); the machine on real targets keeps one classic member
+live (`conformance.protocols.mixed.machine_real`).
 
 Kafka's arbitrary choices (generated member ids, the server assignor's tie-breaks) are checked
 legal and ADOPTED (`adoption`, `assignor_ties`).
