@@ -295,16 +295,21 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.initial_rebalance_bounded", "liveness", "classic")
 def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
-    """An initial rebalance ends within max(initial delay, rebalance timeout) (docs/protocol-reference.md#e12; GMM L5208, L5277)."""
+    """An initial rebalance waits the whole initial delay first and ends within max(initial delay, rebalance timeout) (docs/protocol-reference.md#e12; GMM L5208, L5277)."""
     g = obs.after.group
     if g is None or g.state != S.PREPARING_REBALANCE or g.previous_state != S.EMPTY:
         return
     deadline = g.timer("initial")
-    bound = obs.now + max(obs.after.initial_rebalance_delay_ms, g.rebalance_timeout_ms())
+    delay = obs.after.initial_rebalance_delay_ms
+    bound = obs.now + max(delay, g.rebalance_timeout_ms())
+    was_empty = obs.before is None or obs.before.group is None or obs.before.group.state == S.EMPTY
     if deadline is None:
         yield "initial rebalance without its delay timer"
     elif deadline > bound:
         yield f"initial delay timer at {deadline} beyond {bound}"
+    elif was_empty and delay > 0 and deadline <= obs.now:
+        # armed by this join: Kafka waits the whole delay first (InitialDelayedJoin, GMM L5208)
+        yield f"initial delay timer at {deadline}: the {delay} ms initial rebalance delay is not waited"
 
 
 @invariant("classic.unsynced_members_removed", "liveness", "classic")

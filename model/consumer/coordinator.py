@@ -374,9 +374,16 @@ class ConsumerCoordinator(OffsetsAndTopics):
 
     # -- timers (docs/protocol-reference.md#b8)
 
+    #: the order of timers that expire at the same instant: (group id, kind, member id) ascending,
+    #: or descending when True. Kafka does not fix it: an expired timer task schedules a write
+    #: event (coordinator-common CoordinatorTimerImpl.java, apache/kafka@03e726c), and tasks of
+    #: one instant leave the timing wheel in the order of its buckets (server-common
+    #: util/timer/TimingWheel.java, TimerTaskList.java), not by group or member; the oracle keeps
+    #: both orders as hypotheses (docs/oracle.md#timer-ties)
+    reverse_ties: bool = False
+
     def advance(self, state: ConsumerCoordinatorState, now: int) -> Result:
-        """Fire every timer with deadline <= ``now`` in deadline order; ties by (group id, kind,
-        member id) — Kafka's timer order among equal deadlines is unspecified."""
+        """Fire every timer with deadline <= ``now`` in deadline order; ties as ``reverse_ties``."""
         result = Result()
         while True:
             due = self._next_due_timer(state, now)
@@ -398,8 +405,14 @@ class ConsumerCoordinator(OffsetsAndTopics):
                     if t.deadline <= now:
                         yield (t.deadline, gid, t.kind, t.member_id, t)
 
-        best = min(due(), default=None, key=lambda d: d[:4])
-        return None if best is None else (best[1], best[4])
+        timers = list(due())
+        if not timers:
+            return None
+        first = min(d[0] for d in timers)
+        tied = [d for d in timers if d[0] == first]
+        pick = max if self.reverse_ties else min
+        best = pick(tied, key=lambda d: d[1:4])
+        return best[1], best[4]
 
     def on_session_timeout(self, txn: _Txn, timer: Timer) -> None:
         """GMM L3281: the member is fenced (removed, epoch +1); no-op if it is gone."""

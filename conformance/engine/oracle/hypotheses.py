@@ -78,3 +78,15 @@ def timer_prefixes(
         pre = fired_before(h, c)
         out.extend(carry(pre, apply(c, max(t, c.now)), h))
     return out
+
+
+def tie_variants(h: Any, deadlines: list[int], to: int) -> list[Any]:
+    """``h``, and when two of its timers expire at the same instant by ``to``, a copy that fires
+    such ties in the other order (``ties_reversed``): Kafka does not fix that order
+    (`model.consumer.coordinator.ConsumerCoordinator.reverse_ties`, docs/oracle.md#timer-ties)."""
+    due = sorted(d for d in deadlines if d <= to)
+    if all(a != b for a, b in zip(due, due[1:], strict=False)):
+        return [h]
+    other = h.copy()
+    other.ties_reversed = not h.ties_reversed
+    return [h, other]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.engine.oracle.findings import Finding, crash_detail, tried
-from conformance.engine.oracle.hypotheses import dedupe, explained, timer_prefixes
+from conformance.engine.oracle.hypotheses import dedupe, explained, tie_variants, timer_prefixes
 from conformance.engine.oracle.timer_split import SplitPort, switched_from
 from conformance.engine.oracle.windows import certain_cutoff, due_by
 from conformance.errors import TargetError
@@ -222,15 +222,23 @@ class ExchangePort(OracleBase):
         self, h: Any, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None
     ) -> list[tuple[Any, str | None]]:
         """Each (candidate, None or why it does not explain ``target``) of ``h`` for ``request``
-        sent at ``t`` and answered at ``t_ans`` (`hypotheses.timer_prefixes`)."""
-        return timer_prefixes(
-            h,
-            t,
-            self._fire_certain,
-            lambda base: self._uncertain(base, t, t_ans),
-            self._fire_to,
-            lambda c, at: self._apply_candidate(c, request, ref, at, target, prior),
-        )
+        sent at ``t`` and answered at ``t_ans`` (`hypotheses.timer_prefixes`); when two timers
+        expire at the same instant by then, each tie order is a hypothesis (`tie_variants`)."""
+        out: list[tuple[Any, str | None]] = []
+        for v in tie_variants(h, self._timer_deadlines(h), t_ans):
+            out += timer_prefixes(
+                v,
+                t,
+                self._fire_certain,
+                lambda base: self._uncertain(base, t, t_ans),
+                self._fire_to,
+                lambda c, at: self._apply_candidate(c, request, ref, at, target, prior),
+            )
+        return out
+
+    def _timer_deadlines(self, h: Any) -> list[int]:
+        """Every armed timer's deadline whose tie order the model chooses (repeats kept)."""
+        return sorted(self._deadlines(h))
 
     def _run_timers(self, h: Any, to: int) -> None:
         """Fire ``h``'s model timers due up to ``to``."""

@@ -355,6 +355,13 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         )
 
     def teardown(self) -> None:
+        """On a real clock, while the run has not seen a rebalance complete (its timeouts stretched to
+        the target's learned session range leave few per example), the example ends settling: every
+        member acts, idle time runs to the next deadline, at most ``max_settle_rounds`` rounds."""
+        done = self.checker.hits.get("classic.sometimes_rebalance_completed")
+        if self.sim is not None and self.settings.real_time and not done and self.names:
+            self.note("end of example: settle (no rebalance completed yet)")
+            self.settle(self.timing.max_settle_rounds)
         close = getattr(self.sim.port, "close", None) if self.sim is not None else None
         if close is not None:
             close()

@@ -39,6 +39,12 @@ MODEL_TIMING = MemberTiming()
 REAL_TIMING = MemberTiming(1500, 2000, (50, 300, 800, 1600, 2300), 6, 4000)
 
 
+def parked_join_wait_ms(rebalance_timeout_ms: int, initial_rebalance_delay_ms: int) -> int:
+    """How long a JoinGroup may stay parked: its join phase ends at the latest when the rebalance
+    timeout runs out (plus the initial rebalance delay for an empty group), then a margin."""
+    return rebalance_timeout_ms + initial_rebalance_delay_ms + 2000
+
+
 def real_timing(config: Mapping[str, int]) -> MemberTiming:
     """`REAL_TIMING` inside the target's legal session range (its learned model settings
     ``min/max_session_timeout_ms``): the session moved into the range, the rebalance timeout and
@@ -56,7 +62,7 @@ def real_timing(config: Mapping[str, int]) -> MemberTiming:
         rebalance,
         stretch(REAL_TIMING.advances, factor),
         REAL_TIMING.max_settle_rounds,
-        max(REAL_TIMING.request_timeout_ms, rebalance + delay + 2000),
+        max(REAL_TIMING.request_timeout_ms, parked_join_wait_ms(rebalance, delay)),
         legal.outside(),
     )
 

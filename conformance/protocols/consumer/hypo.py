@@ -27,6 +27,8 @@ class CHypo:
     pin_epoch: int = -1
     adoptions: int = 0
     fired: int = 0
+    #: timers of one instant fire in the model's reverse tie order (`ConsumerCoordinator.reverse_ties`)
+    ties_reversed: bool = False
     #: what this hypothesis adopted from the target (kafka-compat notes: legal, but not the model's choice)
     notes: tuple[str, ...] = ()
 

@@ -109,7 +109,7 @@ class ConsumerMachine(TimeRules, FaultRules, GroupMachine):
                 "rebalance_timeout_ms": rebalance_timeout_ms,
                 "server_assignor": assignor if i == 0 else None,
             }
-            if static[i]:
+            if static[i] or (i == members - 1 and self._needs_static_rejoin(static[:members])):
                 spec["instance_id"] = f"i{i + 1}"
             clients.append(spec)
         if cfg.coverage is not None:  # on the explored graph's set-up, so its states can be reached
@@ -252,6 +252,28 @@ class ConsumerMachine(TimeRules, FaultRules, GroupMachine):
         assert self.sim is not None
         name = self.flush(self.client(i))
         self.observe(self.sim.restart(name), f"{name} restarts")
+
+    # ------------------------------------------------------------ a static rejoin on a real clock
+    STATIC_REJOIN = "consumer.sometimes_static_rejoin"
+
+    def _needs_static_rejoin(self, static: list[bool]) -> bool:
+        """On a real clock, an example whose draws have no static member gets one while the run has
+        not seen a static rejoin yet: a run has few examples (ci: 6), and without a static member
+        none can show `consumer.sometimes_static_rejoin` (a run without it is inconclusive)."""
+        return self.settings.real_time and not any(static) and not self.checker.hits.get(self.STATIC_REJOIN)
+
+    def teardown(self) -> None:
+        """On a real clock, while the run has not seen a static rejoin: the example ends with a
+        bounce of a static member that has joined, when there is one (deterministic: it depends on
+        the draws and the target's answers only)."""
+        if self.sim is None or not self.settings.real_time or self.checker.hits.get(self.STATIC_REJOIN):
+            return
+        if any(
+            self.sim.client(n).instance_id is not None and self.sim.client(n).member_epoch > 0
+            for n in self.names
+        ):
+            self.note("end of example: a static member is bounced (no static rejoin seen yet)")
+            self.bounce(0)
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER)

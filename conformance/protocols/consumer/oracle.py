@@ -183,10 +183,15 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
 
     # ------------------------------------------------------------------ hypotheses
     def _run_timers(self, h: CHypo, to: int) -> None:
-        self.coords[h.origin].advance(h.state, to)
+        coord = self.coords[h.origin]
+        coord.reverse_ties = h.ties_reversed
+        coord.advance(h.state, to)
 
     def _deadlines(self, h: CHypo) -> set[int]:
-        return {tm.deadline for g in h.state.groups.values() for tm in g.timers.values()}
+        return set(self._timer_deadlines(h))
+
+    def _timer_deadlines(self, h: CHypo) -> list[int]:
+        return sorted(tm.deadline for g in h.state.groups.values() for tm in g.timers.values())
 
     def _fire_to(self, c: CHypo, deadline: int, k: int) -> None:
         super()._fire_to(c, deadline, k)

@@ -71,6 +71,8 @@ class MHypo:
     pin_epoch: int = -1
     #: classic members reconciled at a JoinGroup whose partitions no answer has shown yet
     unrevealed: Mapping[str, Unrevealed] = field(default_factory=dict)
+    #: consumer timers of one instant fire in reverse tie order (`ConsumerCoordinator.reverse_ties`)
+    ties_reversed: bool = False
 
     def copy(self) -> MHypo:
         return dataclasses.replace(self, state=self.state.copy())

@@ -10,15 +10,18 @@ anchor leaves and the group becomes a classic group; a new anchor upgrades it ag
 
 While the group is a consumer group, every request is answered at once (GMM
 ``classicGroupJoinToConsumerGroup`` completes from ``appendFuture``, apache/kafka@1eb7644 L2084);
-a classic group here never has more than one member, so its JoinGroup is never parked waiting for
-others (docs/protocol-reference.md#a: the join phase completes when every known member has
-rejoined). That keeps every verdict independent of request ordering across connections.
+a classic group here has one live member, so its JoinGroup is parked only for members that no
+longer speak (crashed ones whose session still runs after a downgrade): the oracle waits for it as
+the classic oracle waits for a parked join (`_fit_answer_deadline`), and the join phase ends by its
+rebalance timeout (docs/protocol-reference.md#a). That keeps every verdict independent of request
+ordering across connections.
 Coordinator failover (profile `faults`) restarts the target with at most one classic member live,
 the group a consumer group or a classic one (`conformance.protocols.mixed.failover`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -97,6 +100,17 @@ class RealMixedMachine(MixedGroupMachine):
             return 0
         return max(0, crashed + self.classic_session_ms + self.settle_ms - self.run.now)
 
+    def _fit_answer_deadline(self, port: Any, classic: Any) -> None:
+        """The oracle waits for a JoinGroup that target and model park (a classic group of several
+        members in a join phase, e.g. after a downgrade while a crashed member's session runs) as
+        long as the classic oracle does (`parked_join_wait_ms`): the join phase ends by then, and
+        the model's timers up to the answer explain it (`MixedOraclePort._run`)."""
+        from conformance.protocols.classic.realtime import parked_join_wait_ms
+
+        wait = parked_join_wait_ms(self.classic_rebalance_ms, classic.initial_rebalance_delay_ms)
+        if wait > port.timing.answer_deadline_ms:
+            port.timing = dataclasses.replace(port.timing, answer_deadline_ms=wait)
+
     @property
     def anchored(self) -> bool:
         return self.run is not None and self.anchor is not None
@@ -113,6 +127,7 @@ class RealMixedMachine(MixedGroupMachine):
         port = cfg.port_factory(seed, cfg.variants)
         self.run = real_mixed_run(port, {"seed": seed}, cfg.variants)
         self._fit_timeouts(port.coordinator.config.classic)
+        self._fit_answer_deadline(port, port.coordinator.config.classic)
         self.assignor = assignor
         self.steps.append(f"setup classic assignor {assignor}, t:{partitions}, seed {seed}")
         self._do("topic t", lambda: self.run.topic("t", partitions) if self.run else None)

@@ -3,8 +3,9 @@
 In a consumer group every classic request is answered as soon as its records are written, and a
 ConsumerGroupHeartbeat at once, so the mixed oracle waits for each answer as the KIP-848 oracle
 does (`ExchangePort`). A request the target and the model both park (a classic group of several
-members in a join phase) is out of what this oracle follows: the run stops as unsupported
-(`unsupported`), not failed. The first kept hypothesis is the one shown; the variants its answers
+members in a join phase) is waited for up to the answer deadline, which the real machine sets to
+the classic oracle's wait for a parked join; one still parked then is out of what this oracle
+follows: the run stops as unsupported (`unsupported`), not failed. The first kept hypothesis is the one shown; the variants its answers
 selected (where epochs start, the classic rejoin rule, the migration policy) and what it adopted
 are kafka-compat notes, reported once.
 """

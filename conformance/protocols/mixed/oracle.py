@@ -13,8 +13,9 @@ ConsumerGroupHeartbeat is always answered at once. So one operation is: send, wa
 (`ExchangePort`): timers whose deadline falls in the tolerance window may or may not have
 fired, and a new group's epochs start at 0 (Kafka 4.0) or 1 (4.3+, KAFKA-20268); both are kept
 until an answer decides. A parked answer (a classic group in a join phase) is waited for up to the
-deadline too, so the machine on real targets keeps classic groups to one member
-(`conformance.protocols.mixed.machine_real`).
+deadline too, as long as the classic oracle waits for a parked join, and the model's timers up to
+the answer complete the join phase (`_run`); the machine on real targets keeps one classic member
+live (`conformance.protocols.mixed.machine_real`).
 
 Kafka's arbitrary choices (generated member ids, the server assignor's tie-breaks) are checked
 legal and ADOPTED (`adoption`, `assignor_ties`).
@@ -148,7 +149,17 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
 
     # ------------------------------------------------------------------ hypotheses
     def _run_timers(self, h: MHypo, to: int) -> None:
-        h.track(self.coords[h.origin].advance(h.state, to))
+        h.track(self._coord(h).advance(h.state, to))
+
+    def _coord(self, h: MHypo) -> MixedCoordinator:
+        """``h``'s coordinator, its consumer timers' tie order set as ``h`` has it."""
+        coord = self.coords[h.origin]
+        coord.consumer.reverse_ties = h.ties_reversed
+        return coord
+
+    def _timer_deadlines(self, h: MHypo) -> list[int]:
+        """The consumer timers' deadlines (their tie order is the model's choice)."""
+        return sorted(tm.deadline for g in h.state.consumer.groups.values() for tm in g.timers.values())
 
     def _candidates(
         self, h: MHypo, t: int, t_ans: int, request: Any, ref: int, target: Any, prior: Any = None
@@ -169,7 +180,7 @@ class MixedOraclePort(MixedOperation, MixedAdoption, ExchangePort):
         phase that a timer completes, e.g. the initial rebalance delay) is answered by the timers
         due up to ``until`` (the target's answer time), fired in deadline order."""
         self.chooser.reset(ref)
-        coord = self.coords[c.origin]
+        coord = self._coord(c)
         result = c.track(coord.handle(c.state, request, ref, at))
         answer = next((d.response for d in result.deliveries if d.ref == ref), None)
         horizon = at if until is None else max(at, until)
