@@ -8,14 +8,10 @@ JoinGroup v0-v1 and OffsetCommit v0-v1 in Kafka 4.0, so those are sent at the lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from conformance.engine.profiles import PROFILES
 from conformance.engine.run import run_check
-from conformance.protocols import get_kit
 from conformance.protocols.classic.codec import api_key_of
 from conformance.protocols.classic.versions import MODEL_VERSIONS, MemberVersions, exercisable, resolve
 from conformance.wire.codec import API_HEARTBEAT, API_JOIN_GROUP, API_OFFSET_COMMIT, SUPPORTED
@@ -118,38 +114,6 @@ def test_a_version_outside_the_advertised_range_moves_to_the_nearest() -> None:
     kafka09 = Capabilities({API_JOIN_GROUP: (0, 0)}, False)
     assert kafka09.nearest(API_JOIN_GROUP, 9) == 0
     assert kafka09.nearest(API_OFFSET_COMMIT, 8) is None
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[object]:
-    from conformance.targets.open import open_target
-
-    with open_target("apache-kafka") as handle:
-        yield handle
-
-
-@pytest.mark.target
-def test_every_advertised_version_is_sent_to_apache_kafka_and_judged(kafka: Any) -> None:
-    """Ten dynamic members, one rung of the ladder each, join, sync, heartbeat, commit and leave
-    on Apache Kafka through the oracle port: no divergence, and exactly the advertised pairs sent."""
-    from conformance.protocols.classic.build import make_classic_sim
-    from conformance.protocols.classic.realtime import RealTimeSim, real_timing
-
-    inner, config, _ = get_kit("classic").real_setup(kafka, PROFILES["dev"])
-    timing = real_timing(config)
-    clients = ladder_clients(timing.session_timeout_ms, timing.rebalance_timeout_ms)
-    sim = make_classic_sim(
-        {"t": 10}, clients, config, {}, port_factory=inner, sim_class=RealTimeSim,
-        request_timeout_ms=timing.request_timeout_ms,
-    )  # fmt: skip
-    findings: list[Any] = []
-    drive_ladder(sim, [c["name"] for c in clients], lambda obs: findings.extend(sim.port.take_findings()))
-    findings.extend(sim.port.take_findings())
-    assert findings == []
-    port = sim.port
-    sent = {(api_key_of(req), version) for (_, req, version, _) in port.requests.values()}
-    want = exercisable(port.adapter.connect().api_versions, SUPPORTED)
-    assert sent == want, f"missing {sorted(want - sent)}, extra {sorted(sent - want)}"
 
 
 def test_a_session_timer_armed_early_is_caught_and_the_model_passes() -> None:

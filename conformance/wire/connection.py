@@ -65,7 +65,7 @@ class Capabilities:
 
     def nearest(self, api_key: int, wanted: int) -> int | None:
         """The version both sides speak nearest to ``wanted``: a member drawn below the target's
-        lowest version (Kafka 4.x removed old ones, KIP-896) sends the lowest, one above its
+        lowest version (KIP-896 lets Kafka 4.x drop old ones) sends the lowest, one above its
         highest the highest; None if none is common."""
         if api_key not in self.api_versions or api_key not in SUPPORTED:
             return None

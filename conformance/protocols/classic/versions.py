@@ -4,7 +4,7 @@ A real group mixes client releases, so each member draws its own version of ever
 The ranges are what the reference model answers as Kafka does (model/classic/coordinator.py);
 on a real target the port moves a version the target does not advertise to the nearest one it
 does (`conformance.wire.connection.Capabilities.nearest`), so one seed adapts to Kafka 0.9 (v0
-only) and to Kafka 4.x (KIP-896 removed JoinGroup v0-v1 and OffsetCommit v0-v1).
+only) and to a Kafka 4.x that dropped old versions (KIP-896).
 
 Which version adds what (Kafka's ``clients/src/main/resources/common/message/*Request.json``,
 ``validVersions`` and their comments): JoinGroup v1 the rebalance timeout (v0: the session timeout
