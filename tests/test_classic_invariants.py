@@ -333,6 +333,8 @@ def test_live_session_not_expired(stable) -> None:  # type: ignore[no-untyped-de
     early = Observation(stable.after, Advance(1), (), gone, deadline - 1)
     assert fails(pinv.live_session_not_expired, early)
     assert not fails(pinv.live_session_not_expired, replace(early, now=deadline))
+
+
 def test_timers_not_early(stable) -> None:  # type: ignore[no-untyped-def]
     g = stable.after.group
     m1, m2 = g.members
