@@ -59,7 +59,7 @@ def static_replaces_classic_holder(obs: Obs) -> Iterator[str]:
     member = None if holder is None else g.members.get(holder)
     if member is None or member.classic is None:
         return
-    r = heartbeat_response(obs)
+    r = heartbeat_response(obs)  # type: ignore[arg-type]  # reads only the event and its deliveries
     if r is not None and r.error_code == ErrorCode.UNRELEASED_INSTANCE_ID:
         yield (
             f"{ev.request.group_id}: instance {ev.request.instance_id} held by classic member {holder} "
