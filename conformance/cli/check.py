@@ -248,6 +248,11 @@ def print_result(run: TargetRun) -> int:
         print(f"    {f}")
     if run.faults is not None:  # faults on real targets
         print(f"  {run.faults}")
+    if r.top_up_rounds:  # type: ignore[attr-defined]
+        print(
+            f"  top-up: {r.top_up_rounds} more round(s) of {r.max_examples} examples on a derived seed, "  # type: ignore[attr-defined]
+            "a `sometimes` goal being unmet"
+        )
     if r.violations:  # type: ignore[attr-defined]
         print(f"violated: {', '.join(sorted({v.invariant for v in r.violations}))}")  # type: ignore[attr-defined]
         for v in r.violations:  # type: ignore[attr-defined]

@@ -45,6 +45,8 @@ class CheckResult:
     divergences: list[Any] = field(default_factory=list)
     #: ``--keep-going``: the run stopped at ``--max-findings``
     stopped_at_limit: bool = False
+    #: rounds of more examples run because a `sometimes` goal was unmet (`Profile.top_up`)
+    top_up_rounds: int = 0
 
     @property
     def verdict(self) -> str:
@@ -110,26 +112,37 @@ def run_check(
         # against a real target a shrink would re-run on a clock that has moved on: report as found
         phases=[Phase.generate, Phase.shrink] if shrink and not real_time else [Phase.generate],
     )
-    test = seed(seed_value)(get_state_machine_test(machine, settings=test_settings))
     start = time.perf_counter()
-    try:
-        test()
-    except FindingsLimit:
-        result.stopped_at_limit = True
-    except InvariantViolation as exc:
-        first = machine_settings.first[0] if real_time and machine_settings.first else exc
-        _take_violation(kit, result, first, target, n, profile, seed_value)
-    except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
-        if not (real_time and machine_settings.first):
-            raise
-        # the re-run against the real target went another way: keep what was first seen
-        _take_violation(kit, result, machine_settings.first[0], target, n, profile, seed_value)
+    rounds = [seed_value] + [top_up_seed(seed_value, r) for r in range(1, profile.top_up + 1)]
+    for k, round_seed in enumerate(rounds):
+        if k and (result.violations or result.stopped_at_limit or not checker.vacuous()):
+            break
+        if k:  # a `sometimes` goal still unmet: n more examples on a seed derived from the run's
+            result.top_up_rounds = k
+        test = seed(round_seed)(get_state_machine_test(machine, settings=test_settings))
+        try:
+            test()
+        except FindingsLimit:
+            result.stopped_at_limit = True
+        except InvariantViolation as exc:
+            first = machine_settings.first[0] if real_time and machine_settings.first else exc
+            _take_violation(kit, result, first, target, n, profile, round_seed)
+        except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
+            if not (real_time and machine_settings.first):
+                raise
+            # the re-run against the real target went another way: keep what was first seen
+            _take_violation(kit, result, machine_settings.first[0], target, n, profile, round_seed)
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
     if keep_going is not None:
         _take_divergences(result, keep_going)
     return result
+
+
+def top_up_seed(seed_value: int, k: int) -> int:
+    """The Hypothesis seed of top-up round ``k`` of a run on ``seed_value`` (fixed: same seed, same run)."""
+    return seed_value + 1_000_003 * k
 
 
 def _adopting(port_factory: Any) -> Any:

@@ -24,9 +24,9 @@ CONSUMER_KEYS = {
 #: timeouts on a real clock); names match the model's profiles.
 CONSUMER_REAL_PROFILES = {
     "dev": Profile("dev", 3, 15),
-    "ci": Profile("ci", 6, 20),
-    "thorough": Profile("thorough", 60, 40),
-    "faults": Profile("faults", 8, 20, wire_faults=True),  # 8: the fault rules dilute the ci mix
+    "ci": Profile("ci", 6, 20, top_up=1),
+    "thorough": Profile("thorough", 60, 40, top_up=1),
+    "faults": Profile("faults", 8, 20, wire_faults=True, top_up=1),  # 8: the fault rules dilute the ci mix
 }
 
 

@@ -19,10 +19,10 @@ from conformance.protocols.consumer.setup import not_run_reason as consumer_reas
 #: every step lets real time pass; names match the model's profiles.
 MIXED_REAL_PROFILES = {
     "dev": Profile("dev", 2, 6),
-    "ci": Profile("ci", 3, 8),
-    "thorough": Profile("thorough", 30, 25),
+    "ci": Profile("ci", 3, 8, top_up=1),
+    "thorough": Profile("thorough", 30, 25, top_up=1),
     # the mixed machine on real targets: the ci mix plus the failover and wire-fault rules
-    "faults": Profile("faults", 3, 8, wire_faults=True),
+    "faults": Profile("faults", 3, 8, wire_faults=True, top_up=1),
 }
 
 
