@@ -81,7 +81,19 @@ class _Norm:
 
 def _client(norm: _Norm, c: Any) -> Any:
     skip = {"name", "chooser", "group_id"}
-    return tuple((k, norm.value(v, k)) for k, v in sorted(vars(c).items()) if k not in skip)
+    return tuple((k, _clamp(c, k, norm.value(v, k))) for k, v in sorted(vars(c).items()) if k not in skip)
+
+
+def _clamp(c: Any, name: str, value: Any) -> Any:
+    """Client times in the past that no rule tells apart are one value, or an idle ``advance`` makes
+    a new abstract state forever: a heartbeat due at or before now is due (`VirtualConsumer.next_request`
+    only compares ``now >= next_heartbeat_at``), and the send time is read only while a request is
+    in flight (`on_response`; the next send overwrites it)."""
+    if name == "next_heartbeat_at" and value[1] <= 0:
+        return ("t", 0)
+    if name == "_sent_at" and c.inflight is None:
+        return ("t", None)
+    return value
 
 
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
