@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import conformance.protocols  # noqa: F401  (installs the kits)
 from conformance.engine.profiles import Profile
 from conformance.engine.run import run_check, top_up_seed
@@ -26,3 +28,32 @@ def test_no_top_up_once_every_goal_is_met() -> None:
     assert full.top_up_rounds == 0
     assert full.sometimes == base.sometimes
     assert len({7, top_up_seed(7, 1), top_up_seed(7, 2)}) == 3
+
+
+def test_a_run_restarts_when_the_target_answers_a_replayed_prefix_otherwise(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from hypothesis.errors import FlakyStrategyDefinition
+
+    from conformance.engine import run as run_module
+
+    calls: list[int] = []
+    real = run_module.get_state_machine_test
+
+    def flaky_once(machine, settings):  # type: ignore[no-untyped-def]
+        test = real(machine, settings=settings)
+
+        def first_round_is_flaky() -> None:
+            calls.append(1)
+            if len(calls) == 1:
+                raise FlakyStrategyDefinition("the target answered a replayed prefix otherwise")
+            test()
+
+        return first_round_is_flaky
+
+    monkeypatch.setattr(run_module, "get_state_machine_test", flaky_once)
+    # a real target's runs may restart (`MAX_RESTARTS`); here the model run is allowed one
+    result = run_check("classic", profile=Profile("enough", 3, 20), seed_value=0, restarts=1)
+    assert result.restarts == 1 and len(calls) == 2
+    assert result.error is None and result.verdict in ("PASSED", "INCONCLUSIVE")
+    calls.clear()
+    with pytest.raises(FlakyStrategyDefinition):  # without a restart allowed it is a tool error
+        run_check("classic", profile=Profile("enough", 3, 20), seed_value=0)

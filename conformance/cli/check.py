@@ -248,6 +248,11 @@ def print_result(run: TargetRun) -> int:
         print(f"    {f}")
     if run.faults is not None:  # faults on real targets
         print(f"  {run.faults}")
+    if r.restarts:  # type: ignore[attr-defined]
+        print(
+            f"  restarts: {r.restarts} round(s) begun again on a derived seed: the target answered a "  # type: ignore[attr-defined]
+            "prefix Hypothesis replayed otherwise than the first time"
+        )
     if r.top_up_rounds:  # type: ignore[attr-defined]
         print(
             f"  top-up: {r.top_up_rounds} more round(s) of {r.max_examples} examples on a derived seed, "  # type: ignore[attr-defined]

@@ -47,6 +47,8 @@ class CheckResult:
     stopped_at_limit: bool = False
     #: rounds of more examples run because a `sometimes` goal was unmet (`Profile.top_up`)
     top_up_rounds: int = 0
+    #: rounds restarted on a derived seed after the target answered a replayed prefix otherwise
+    restarts: int = 0
 
     @property
     def verdict(self) -> str:
@@ -76,6 +78,7 @@ def run_check(
     shrink: bool = True,
     keep_going: DivergenceLog | None = None,
     group: int = 0,
+    restarts: int | None = None,
 ) -> CheckResult:
     kit = resolve(protocol)
     variants = dict(variants or {})
@@ -113,12 +116,10 @@ def run_check(
         phases=[Phase.generate, Phase.shrink] if shrink and not real_time else [Phase.generate],
     )
     start = time.perf_counter()
-    rounds = [seed_value] + [top_up_seed(seed_value, r) for r in range(1, profile.top_up + 1)]
-    for k, round_seed in enumerate(rounds):
-        if k and (result.violations or result.stopped_at_limit or not checker.vacuous()):
-            break
-        if k:  # a `sometimes` goal still unmet: n more examples on a seed derived from the run's
-            result.top_up_rounds = k
+    k = 0
+    restarts_left = (MAX_RESTARTS if real_time else 0) if restarts is None else restarts
+    while True:
+        round_seed = top_up_seed(seed_value, k)
         test = seed(round_seed)(get_state_machine_test(machine, settings=test_settings))
         try:
             test()
@@ -128,10 +129,24 @@ def run_check(
             first = machine_settings.first[0] if real_time and machine_settings.first else exc
             _take_violation(kit, result, first, target, n, profile, round_seed)
         except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
-            if not (real_time and machine_settings.first):
+            if real_time and machine_settings.first:
+                # the re-run against the real target went another way: keep what was first seen
+                _take_violation(kit, result, machine_settings.first[0], target, n, profile, round_seed)
+            elif restarts_left:
+                # Hypothesis replayed a prefix it had drawn and the target answered it otherwise,
+                # so the same draws met other rules: a new round on the next derived seed
+                restarts_left -= 1
+                result.restarts += 1
+                k += 1
+                continue
+            else:
                 raise
-            # the re-run against the real target went another way: keep what was first seen
-            _take_violation(kit, result, machine_settings.first[0], target, n, profile, round_seed)
+        k += 1
+        if result.violations or result.stopped_at_limit or not checker.vacuous():
+            break
+        if k > profile.top_up + result.restarts:
+            break
+        result.top_up_rounds += 1  # a `sometimes` goal still unmet: n more examples
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
@@ -141,8 +156,14 @@ def run_check(
 
 
 def top_up_seed(seed_value: int, k: int) -> int:
-    """The Hypothesis seed of top-up round ``k`` of a run on ``seed_value`` (fixed: same seed, same run)."""
+    """The Hypothesis seed of round ``k`` of a run on ``seed_value`` (round 0 is the run's own seed;
+    fixed: same seed, same run)."""
     return seed_value + 1_000_003 * k
+
+
+#: rounds a real-target run restarts on a derived seed when Hypothesis finds the target answered a
+#: replayed prefix otherwise (FlakyStrategyDefinition); then it is a tool error
+MAX_RESTARTS = 3
 
 
 def _adopting(port_factory: Any) -> Any:
