@@ -7,7 +7,9 @@ is the input of coverage (`conformance.engine.coverage`) and of the pipeline's m
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,17 @@ def save_graph(result: ExploreResult, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
     return path
+
+
+def clone_chooser(chooser: Any) -> Any:
+    """A seeded chooser copied through `random.Random.getstate` (deepcopy walks 625 ints)."""
+    rng = getattr(chooser, "_rng", None)
+    if not isinstance(rng, random.Random):
+        return copy.deepcopy(chooser)
+    new = copy.copy(chooser)
+    new._rng = random.Random()
+    new._rng.setstate(rng.getstate())
+    return new
 
 
 MAX_GRAPH_BYTES = 512 * 1024 * 1024  # an explore graph of a few million states

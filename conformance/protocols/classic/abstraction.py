@@ -61,6 +61,8 @@ class _Ctx:
         group = sim.port.group(sim.clients[order[0]].config.group_id) if order else None
         self.generation = group.generation if group is not None else 0
         self.now = sim.now
+        self.seen: set[int] | None = None  # collecting: every generation the state mentions
+        self.rank: dict[int, int] = {}
 
     def mid(self, member_id: str | None) -> Any:
         if not member_id:
@@ -73,7 +75,18 @@ class _Ctx:
         return ("other", member_id)
 
     def gen(self, g: int) -> Any:
-        return ("none",) if g < 0 else g - self.generation
+        if g < 0:
+            return ("none",)
+        if self.seen is not None:
+            self.seen.add(g)
+            return g
+        return self.rank.get(g, g - self.generation)
+
+    def ranks(self, seen: set[int]) -> _Ctx:
+        """Past generations by rank: the rules compare generations (equal, newer), never subtract."""
+        past = sorted((g for g in seen if g < self.generation), reverse=True)
+        self.rank = {g: -(i + 1) for i, g in enumerate(past)}
+        return self
 
     def ref(self, ref: int | None) -> Any:
         if ref is None:
@@ -156,15 +169,15 @@ def _client(ctx: _Ctx, name: str) -> Any:
         c.inflight,
         c.needs_rejoin,
         c.fatal_error.name if c.fatal_error else None,
-        None if awaiting is None else ctx.now - awaiting[1],
+        None if awaiting is None else min(ctx.now - awaiting[1], sim.request_timeout_ms),
         name in sim.stalled,
         name in sim.lose_next,
         tuple(repr(d.response) for d in sim.buffered.get(name, [])),
     ) + (("stale_subscription",) if c.stale_subscription else ())  # docs/bug-catalogue.md#row-2
 
 
-def _structure(sim: ClassicSim, order: tuple[str, ...], group_id: str) -> Any:
-    ctx = _Ctx(sim, order)
+def _structure(ctx: _Ctx, order: tuple[str, ...], group_id: str) -> Any:
+    sim = ctx.sim
     delivered = tuple(
         (ctx.gen(g), tuple(sorted((ctx.index.get(n, n), tuple(sorted(p))) for n, p in row)))
         for g, row in sim.delivered
@@ -189,7 +202,11 @@ def abstract_key(sim: ClassicSim, *, symmetry: bool = True) -> str:
     names = tuple(sorted(sim.clients))
     group_id = sim.clients[names[0]].config.group_id if names else sim.group_id
     orders = itertools.permutations(names) if symmetry else [names]
-    best = min(repr(_structure(sim, order, group_id)) for order in orders)
+    collector = _Ctx(sim, names)
+    seen: set[int] = set()
+    collector.seen = seen
+    _structure(collector, names, group_id)  # first pass: the generations to rank
+    best = min(repr(_structure(_Ctx(sim, order).ranks(seen), order, group_id)) for order in orders)
     return hashlib.blake2b(best.encode(), digest_size=10).hexdigest()
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, path_to
+from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
@@ -201,7 +201,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     new_port.__dict__.update(port.__dict__)
     coord = type(port.coordinator).__new__(type(port.coordinator))
     coord.__dict__.update(port.coordinator.__dict__)
-    coord.chooser = _clone_chooser(port.coordinator.chooser)
+    coord.chooser = clone_chooser(port.coordinator.chooser)
     new_port.coordinator = coord
     st = port.state
     new_state = ClassicState(
@@ -234,19 +234,6 @@ def _clone_group(g: Any) -> Any:
     new.pending_members = set(g.pending_members)
     new.pending_sync = set(g.pending_sync)
     new.timers = {k: copy.copy(t) for k, t in g.timers.items()}
-    return new
-
-
-def _clone_chooser(chooser: Any) -> Any:
-    """A SeededChooser copied through `random.Random.getstate` (deepcopy walks 625 ints)."""
-    import random
-
-    rng = getattr(chooser, "_rng", None)
-    if not isinstance(rng, random.Random):
-        return copy.deepcopy(chooser)
-    new = copy.copy(chooser)
-    new._rng = random.Random()
-    new._rng.setstate(rng.getstate())
     return new
 
 

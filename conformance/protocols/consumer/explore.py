@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, path_to
+from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
@@ -79,32 +79,48 @@ class _Norm:
         return repr(v)
 
 
-def _client(norm: _Norm, c: Any) -> Any:
+def _client(norm: _Norm, c: Any, horizon: int) -> Any:
     skip = {"name", "chooser", "group_id"}
-    return tuple((k, _clamp(c, k, norm.value(v, k))) for k, v in sorted(vars(c).items()) if k not in skip)
+    return tuple(
+        (k, _client_field(norm, c, k, v, horizon)) for k, v in sorted(vars(c).items()) if k not in skip
+    )
 
 
-def _clamp(c: Any, name: str, value: Any) -> Any:
-    """Client times in the past that no rule tells apart are one value, or an idle ``advance`` makes
-    a new abstract state forever: a heartbeat due at or before now is due (`VirtualConsumer.next_request`
-    only compares ``now >= next_heartbeat_at``), and the send time is read only while a request is
-    in flight (`on_response`; the next send overwrites it)."""
-    if name == "next_heartbeat_at" and value[1] <= 0:
-        return ("t", 0)
-    if name == "_sent_at" and c.inflight is None:
-        return ("t", None)
-    return value
+def _client_field(norm: _Norm, c: Any, name: str, v: Any, horizon: int) -> Any:
+    """A client's times, clamped to what its rules can tell apart (`model.consumer.client`).
+
+    ``next_heartbeat_at`` is only compared with the clock (``now >=``): every past value means
+    "due". ``_sent_at`` is read only to answer the in-flight request, as the base of the next
+    heartbeat time (plus at most ``horizon``): without a request in flight it is dead, and any
+    value ``horizon`` or more in the past yields a due heartbeat.
+    """
+    if name == "next_heartbeat_at":
+        return ("t", max(v - norm.now, 0))
+    if name == "_sent_at":
+        return None if c.inflight is None else ("t", max(v - norm.now, -horizon))
+    return norm.value(v, name)
+
+
+def _horizon(sim: Any) -> int:
+    """The longest delay a response adds to a send time: the heartbeat interval or a backoff."""
+    config = getattr(sim.port, "config", None)
+    interval = int(getattr(config, "heartbeat_interval_ms", 0))
+    clients = sim.clients.values()
+    return max(
+        [interval, *(c.retry_backoff_ms for c in clients), *(c.heartbeat_interval_ms for c in clients)]
+    )
 
 
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
     names = tuple(sorted(sim.clients))
+    horizon = _horizon(sim)
     best = None
     for order in itertools.permutations(names) if symmetry else [names]:
         norm = _Norm(sim, order)
         group = sim.port.coordinator_state().groups.get(sim.group_id)
         structure = (
             None if group is None else norm.value(group),
-            tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n])) for n in order),
+            tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n], horizon)) for n in order),
             tuple(sorted(norm.index[n] for n in sim.lose_next)),
         )
         text = repr(structure)
@@ -211,6 +227,10 @@ def explore_consumer(
 def _clone(sim: Any) -> Any:
     """Deep copy sharing the frozen world snapshot (it holds read-only mapping proxies) and the log."""
     memo: dict[int, Any] = {id(sim.world): sim.world, id(sim.log): [], id(sim.actions): []}
+    coordinator = getattr(sim.port, "coordinator", None)
+    for chooser in (getattr(sim, "chooser", None), getattr(coordinator, "chooser", None)):
+        if chooser is not None and id(chooser) not in memo:
+            memo[id(chooser)] = clone_chooser(chooser)  # shared by the clients: one copy for all
     return copy.deepcopy(sim, memo)
 
 

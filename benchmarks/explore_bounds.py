@@ -1,0 +1,35 @@
+"""Explore to exhaustion: states, deepest level and whether the queue emptied, per protocol and
+size, within a CPU budget per run (results: benchmarks/results/explore.md#bounds).
+
+    .venv/bin/python benchmarks/explore_bounds.py BUDGET_CPU_SECONDS
+
+The first column names the source tree imported, so the same script run with PYTHONPATH set to an
+older checkout measures the anchor in the same run.
+"""
+
+import os
+import sys
+import time
+
+import conformance
+from conformance.protocols.classic.explore import explore_classic
+from conformance.protocols.consumer.explore import explore_consumer
+
+
+def main() -> None:
+    tree = os.path.dirname(os.path.dirname(conformance.__file__))
+    budget = float(sys.argv[1])
+    for m, p in [(1, 1), (2, 1), (2, 2)]:
+        for name, f in (("classic", explore_classic), ("consumer", explore_consumer)):
+            t = time.process_time()
+            w = time.perf_counter()
+            r = f(m, p, depth=1000, budget_s=budget, cpu_clock=True)
+            c = time.process_time() - t
+            print(
+                f"| {tree} | {name} | {m} x {p} | {r.levels_done} | {r.complete} | {r.states} | {r.transitions} | {c:.1f} | {time.perf_counter() - w:.0f} | {r.states / c:.0f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

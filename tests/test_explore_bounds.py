@@ -1,0 +1,85 @@
+"""The explorers finish: clamped times and ranked generations make the abstract state space finite
+(docs/traces.md#explore-and-coverage), and the state counts at small bounds are pinned against a
+plain breadth-first search that copies every state with `copy.deepcopy`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from conformance.protocols.classic.abstraction import abstract_key
+from conformance.protocols.classic.explore import (
+    DEFAULT_OPS,
+    _enabled,
+    _fresh,
+    classic_setup,
+    explore_classic,
+)
+from conformance.protocols.classic.trace import apply_op
+from conformance.protocols.consumer import explore as cx
+from conformance.protocols.consumer.trace import action_of
+
+
+def test_consumer_one_member_one_partition_finishes() -> None:
+    r = cx.explore_consumer(1, 1, depth=1000, budget_s=300, cpu_clock=True)
+    assert r.complete and not r.budget_hit and not r.found
+    assert (r.states, r.levels_done) == (32, 10)
+
+
+def test_classic_one_member_one_partition_finishes() -> None:
+    r = explore_classic(1, 1, depth=1000, budget_s=300, cpu_clock=True)
+    assert r.complete and not r.budget_hit and not r.found
+    assert (r.states, r.levels_done) == (167, 39)
+
+
+def _plain_consumer(members: int, partitions: int, depth: int) -> int:
+    """Breadth-first search copying each state whole: the reference the explorer must match."""
+    root = cx._fresh(cx.consumer_setup(members, partitions), {})
+    seen = {cx.consumer_key(root)}
+    frontier: list[Any] = [root]
+    for _ in range(depth):
+        nxt = []
+        for sim in frontier:
+            for op in cx._enabled(sim):
+                child = cx._clone(sim)  # copy.deepcopy sharing only the frozen world snapshot
+                before = len(child.log)
+                obs = child.replay([action_of(op, "explore")])
+                if not obs and len(child.log) == before and op["op"] != "stall":
+                    continue
+                key = cx.consumer_key(child)
+                if key not in seen:
+                    seen.add(key)
+                    nxt.append(child)
+        frontier = nxt
+    return len(seen)
+
+
+def _plain_classic(members: int, partitions: int, depth: int) -> int:
+    root = _fresh(classic_setup(members, partitions, {}), {})
+    seen = {abstract_key(root)}
+    frontier: list[Any] = [root]
+    for _ in range(depth):
+        nxt = []
+        for sim in frontier:
+            for op in _enabled(sim, DEFAULT_OPS):
+                child = copy.deepcopy(sim)
+                if apply_op(child, op, "explore") is None:
+                    continue
+                key = abstract_key(child)
+                if key not in seen:
+                    seen.add(key)
+                    nxt.append(child)
+        frontier = nxt
+    return len(seen)
+
+
+def test_consumer_state_count_pinned_at_small_bound() -> None:
+    fast = cx.explore_consumer(2, 1, depth=6, budget_s=300, cpu_clock=True)
+    assert fast.levels_done == 6 and not fast.budget_hit
+    assert fast.states == _plain_consumer(2, 1, 6) == 268
+
+
+def test_classic_state_count_pinned_at_small_bound() -> None:
+    fast = explore_classic(2, 1, depth=8, budget_s=300, cpu_clock=True)
+    assert fast.levels_done == 8 and not fast.budget_hit
+    assert fast.states == _plain_classic(2, 1, 8) == 379
