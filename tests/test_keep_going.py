@@ -196,6 +196,31 @@ def test_signatures_drop_values_and_keep_shapes() -> None:
     assert signature("oracle.ConsumerGroupHeartbeat", epoch).endswith("fields epoch")
 
 
+def test_signatures_drop_generated_member_ids() -> None:
+    """Kafka prints a KIP-848 member id as a 22-character base64url `Uuid`: with or without digits,
+    "_" or "-", it never reaches a signature; Kafka's CamelCase names do."""
+    reason = (
+        "at t=8096, c3 sends ConsumerGroupHeartbeat v1 (ref 33): the target answered NONE epoch 9 "
+        "assignment none; no model hypothesis explains it (2 tried): adopting {} for {id}: no legal completion"
+    )
+    ids = [
+        "OMksVyFcSNqv_mZm-nJ2bQ",
+        "EBzUaFpcRomkw4xBGWE2mA",
+        "wqevnqtqQAWtaXfSxwDYTA",
+        "abcdefghijKLMNOPQRSTUV",
+    ]
+    sigs = {signature("oracle.ConsumerGroupHeartbeat", reason.replace("{id}", i)) for i in ids}
+    assert sigs == {
+        "oracle.ConsumerGroupHeartbeat ConsumerGroupHeartbeat adopting # for #: no legal completion"
+    }
+    names = signature(
+        "x.rule", "ConsumerGroupHeartbeat answered UNKNOWN_MEMBER_ID to ConsumerGroupHeartbeatResponse"
+    )
+    assert (
+        names == "x.rule ConsumerGroupHeartbeat answered UNKNOWN_MEMBER_ID to ConsumerGroupHeartbeatResponse"
+    )
+
+
 def test_the_log_counts_and_keeps_the_smallest_untainted_occurrence() -> None:
     from conformance.engine.checker import Violation
 

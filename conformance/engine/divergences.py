@@ -31,7 +31,8 @@ _ERROR = re.compile(r"error ([A-Z][A-Z_]+), model ([A-Z][A-Z_]+)")
 #: another field that differs ("member epoch 5, model 4", "generation_id 4, model 2")
 _FIELD = re.compile(r"([a-z][a-z_]*) [^\s,;|]+, model ")
 #: what is left of a message once values are gone: Kafka names and words, no numbers or ids
-_VALUE = re.compile(r"[A-Za-z0-9]*[0-9][A-Za-z0-9._:#-]*|\{[^}]*\}|\[[^\]]*\]|'[^']*'")
+#: (a value never ends on "." or ":": that is the sentence's, "for OMks...nJ2bQ: no legal completion")
+_VALUE = re.compile(r"[A-Za-z0-9]*[0-9](?:[A-Za-z0-9._:#-]*[A-Za-z0-9#_-])?|\{[^}]*\}|\[[^\]]*\]|'[^']*'")
 _SPACE = re.compile(r"\s+")
 #: a value cut in two by the patterns above ("ab#cd" -> "##") is one value
 _HASHES = re.compile(r"#+")
@@ -42,10 +43,16 @@ SHAPE_CHARS = 160
 #: an opaque id without digits (a base64 member id such as "OMksVyFcSNqv_mZm-"): mixed case and a
 #: "_" or "-", ten characters or more
 _OPAQUE = re.compile(r"(?=[A-Za-z_-]*[a-z])(?=[A-Za-z_-]*[A-Z])(?=[A-Za-z_-]*[_-])[A-Za-z_-]{10,}")
+#: a Kafka `Uuid` as its toString prints it (22 base64url characters, the KIP-848 member id) that
+#: happens to hold no digit, "_" or "-": a mixed-case word that is not CamelCase
+#: ("ConsumerGroupHeartbeat" is 22 letters too and stays)
+_UUID = re.compile(
+    r"(?<![A-Za-z0-9_-])(?!(?:[A-Z][a-z]+)+(?![A-Za-z0-9_-]))(?=[A-Za-z]*[a-z])(?=[A-Za-z]*[A-Z])[A-Za-z]{22}(?![A-Za-z0-9_-])"
+)
 
 
 def _shape(text: str) -> str:
-    shape = _VALUE.sub("#", _OPAQUE.sub("#", text))
+    shape = _VALUE.sub("#", _OPAQUE.sub("#", _UUID.sub("#", text)))
     return _SPACE.sub(" ", _HASHES.sub("#", shape)).strip()[:SHAPE_CHARS]
 
 

@@ -128,7 +128,10 @@ def run_check(
         except InvariantViolation as exc:
             first = machine_settings.first[0] if real_time and machine_settings.first else exc
             _take_violation(kit, result, first, target, n, profile, round_seed)
-        except (Flaky, BaseExceptionGroup):  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
+        except (
+            Flaky,
+            BaseExceptionGroup,
+        ) as exc:  # FlakyFailure, FlakyStrategyDefinition (a real clock re-run)
             if real_time and machine_settings.first:
                 # the re-run against the real target went another way: keep what was first seen
                 _take_violation(kit, result, machine_settings.first[0], target, n, profile, round_seed)
@@ -139,6 +142,11 @@ def run_check(
                 result.restarts += 1
                 k += 1
                 continue
+            elif real_time:
+                # restarts spent: this group's own tool error, not an end of the groups beside it
+                result.error = (
+                    f"the target answered replayed prefixes otherwise {MAX_RESTARTS + 1} times: {exc!r}"[:500]
+                )
             else:
                 raise
         k += 1
