@@ -32,14 +32,15 @@ class RecordingPort(ModelPort):
         return out
 
 
-def test_a_seeded_model_run_draws_every_join_and_heartbeat_version() -> None:
-    """A ci-profile run: every JoinGroup and Heartbeat version, KIP-394's MEMBER_ID_REQUIRED and a
+def test_seeded_model_runs_draw_every_join_and_heartbeat_version() -> None:
+    """Two ci-profile runs: every JoinGroup and Heartbeat version, KIP-394's MEMBER_ID_REQUIRED and a
     drawn group.max.size reached, no violation (commits and leaves are rarer: the ladder below)."""
     RecordingPort.sent, RecordingPort.errors = set(), set()
-    result = run_check(
-        "classic", profile=PROFILES["ci"], max_examples=150, seed_value=3, port_factory=RecordingPort
-    )
-    assert result.violations == []
+    for seed in (3, 4):  # one seeded run alone may miss a rarely drawn version
+        result = run_check(
+            "classic", profile=PROFILES["ci"], max_examples=150, seed_value=seed, port_factory=RecordingPort
+        )
+        assert result.violations == []
     want = exercisable(MODEL_VERSIONS, SUPPORTED)
     assert RecordingPort.sent <= want
     for key in (API_JOIN_GROUP, API_HEARTBEAT):

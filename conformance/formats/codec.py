@@ -97,7 +97,10 @@ def encode(value: Any, path: str = "$") -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {"type": tag_of(type(value))}
         for f in dataclasses.fields(value):
-            out[f.name] = encode(getattr(value, f.name), f"{path}.{f.name}")
+            field_value = getattr(value, f.name)
+            if f.metadata.get("omit_default") and field_value == f.default:
+                continue  # a field added later: traces written before it stay byte for byte
+            out[f.name] = encode(field_value, f"{path}.{f.name}")
         return out
     if isinstance(value, tuple | list):
         return [encode(v, f"{path}[{i}]") for i, v in enumerate(value)]

@@ -436,6 +436,7 @@ class ClassicSim:
             self.port.initial_rebalance_delay_ms,
             tuple(sorted(self.topics.items())),
             leader_assignment,
+            getattr(self.port, "stamp_slack_ms", 0),
         )
 
 

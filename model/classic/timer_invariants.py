@@ -38,7 +38,12 @@ def timers_not_early(obs: Obs) -> Iterator[str]:
     if a is None:
         return
     # time ran from now - ms to now: a timer fired in between arms its successors from its deadline
+    # (on a real target a timer the oracle saw fire late is still dated at its deadline)
     armed_at = obs.now - obs.event.ms if isinstance(obs.event, Advance) else obs.now
+    slack = obs.after.stamp_slack_ms  # a real coordinator's clock: checked this loosely
+    if b is not None:
+        fired = [d for k, d in b.timers if d <= obs.now + slack and a.timer(k) != d]
+        armed_at = min([armed_at, *fired])
     sessions = {m.member_id: m.session_timeout_ms for m in a.members}
     if b is not None:  # a static member replaced in this step keeps its predecessor's session
         prior = {m.instance_id: m.session_timeout_ms for m in b.members if m.instance_id is not None}
@@ -47,21 +52,21 @@ def timers_not_early(obs: Obs) -> Iterator[str]:
                 sessions[m.member_id] = min(sessions[m.member_id], prior[m.instance_id])
     for m in a.members:
         deadline = _armed(b, a, f"expire:{m.member_id}")
-        if deadline is not None and deadline - armed_at < sessions[m.member_id]:
+        if deadline is not None and deadline - armed_at + slack < sessions[m.member_id]:
             yield (
                 f"{m.member_id}'s session timer fires at {deadline}, {deadline - armed_at} ms after t={armed_at},"
                 f" before its session timeout {sessions[m.member_id]} ms"
             )
     for key in ("join", "sync"):
         deadline = _armed(b, a, key)
-        if deadline is not None and deadline - armed_at < a.rebalance_timeout_ms():
+        if deadline is not None and deadline - armed_at + slack < a.rebalance_timeout_ms():
             yield (
                 f"the {key} timer fires at {deadline}, {deadline - armed_at} ms after t={armed_at},"
                 f" before the rebalance timeout {a.rebalance_timeout_ms()} ms"
             )
     if b is None or not isinstance(obs.event, Advance):
         return
-    due = {k for k, deadline in b.timers if deadline <= obs.now}
+    due = {k for k, deadline in b.timers if deadline <= obs.now + slack}
     group_due = bool(due & {"join", "sync", "initial"})
     kept = {m.member_id for m in a.members}
     for m in b.members:

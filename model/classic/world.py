@@ -133,3 +133,7 @@ class ClassicWorld:
     initial_rebalance_delay_ms: int
     topics: tuple[tuple[str, int], ...]
     leader_assignment: LeaderAssignment | None = None
+    stamp_slack_ms: int = 0
+    """How far the time the coordinator stamped a step may lie from the observation's ``now``: 0 on
+    the model's own clock; on a real target the oracle's `late_ms`, the window within which its
+    hypotheses date a request's arrival and a timer's firing (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""

@@ -25,7 +25,7 @@ MEMBERSHIP_ENDED = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, E.GROU
 def ended_membership_rejoins(obs: Obs) -> Iterator[str]:
     """A consumer told FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or GROUP_ID_NOT_FOUND gives up its partitions and rejoins with epoch 0 or stops; it never goes on with the refused epoch (KIP-848; librdkafka PR #5488)."""
     ev, b = obs.event, obs.before
-    if not isinstance(ev, HeartbeatEvent) or ev.client is None or b is None:
+    if not isinstance(ev, HeartbeatEvent) or ev.client is None or not ev.heard or b is None:
         return
     r = heartbeat_response(obs)
     if r is None or r.error_code not in MEMBERSHIP_ENDED or ev.request.member_epoch <= 0:

@@ -174,19 +174,21 @@ class ConsumerSim:
         result = self.port.heartbeat(request, ref, self.now)
         if fault == "cut":
             self.lose_next.add(name)  # the disconnect: the client never hears this answer
-        self._deliver(name, client, ref, result)
-        return self._step(HeartbeatEvent(ref, request, name), result)
+        heard = self._deliver(name, client, ref, result)
+        return self._step(HeartbeatEvent(ref, request, name, heard), result)
 
-    def _deliver(self, name: str, client: VirtualConsumer, ref: int, result: Result) -> None:
-        """Hand the answer to ``ref`` to the process that sent it, unless it was lost on the way."""
+    def _deliver(self, name: str, client: VirtualConsumer, ref: int, result: Result) -> bool:
+        """Hand the answer to ``ref`` to the process that sent it, unless it was lost on the way;
+        whether that process heard it."""
         if client is not self.clients.get(name) or client.inflight is None:
-            return  # the process that sent it is gone (restarted): nobody hears the answer
+            return False  # the process that sent it is gone (restarted): nobody hears the answer
         response = next((d.response for d in result.deliveries if d.ref == ref), None)
         if name in self.lose_next or not isinstance(response, ConsumerGroupHeartbeatResponse):
             self.lose_next.discard(name)
             client.on_request_lost(self.now)
-        else:
-            client.on_response(response, self.now)
+            return False
+        client.on_response(response, self.now)
+        return True
 
     def reconcile(self, name: str) -> Obs | None:
         """Slow revocation/assignment callbacks finish (only matters for ``auto_reconcile=False``)."""
@@ -258,7 +260,9 @@ class ConsumerSim:
         if name in self.held:
             self.release(name)
         ref = self._ref()
-        return self._step(HeartbeatEvent(ref, request, name), self.port.heartbeat(request, ref, self.now))
+        return self._step(
+            HeartbeatEvent(ref, request, name, heard=False), self.port.heartbeat(request, ref, self.now)
+        )
 
     def duplicate(self, name: str) -> Obs | None:
         """The client's last heartbeat arrives a second time (a network-level retry)."""
@@ -291,7 +295,7 @@ class ConsumerSim:
         result = (
             copy(request, ref, self.now) if copy is not None else self.port.heartbeat(request, ref, self.now)
         )
-        out.append(self._step(HeartbeatEvent(ref, request, name), result))
+        out.append(self._step(HeartbeatEvent(ref, request, name, heard=False), result))
         return out
 
     def cut_connection(self, name: str) -> list[Obs]:
@@ -340,8 +344,8 @@ class ConsumerSim:
             if deliver is not None
             else self.port.heartbeat(request, ref, self.now)
         )
-        self._deliver(name, client, ref, result)
-        return self._step(HeartbeatEvent(ref, request, name), result)
+        heard = self._deliver(name, client, ref, result)
+        return self._step(HeartbeatEvent(ref, request, name, heard), result)
 
     def release_all(self) -> list[Obs]:
         return [o for o in (self.release(n) for n in sorted(self.held)) if o is not None]

@@ -42,6 +42,9 @@ class HeartbeatEvent:
     ref: int
     request: ConsumerGroupHeartbeatRequest
     client: str | None = None
+    heard: bool = field(default=True, metadata={"omit_default": True})
+    """False when the process that sent it never hears the answer (lost on the way back, a cut
+    connection, a duplicate's copy, a process that restarted meanwhile)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ class ConsumerWorld:
     """The coordinator's ``group.consumer.assignment.interval.ms`` (0: no batching, Kafka 4.0/4.1)."""
     offset_commit_epochs: str = "exact"
     """The coordinator's commit-epoch rule: "exact" (Kafka 4.0-4.2) or "assignment" (KIP-1251, 4.3+)."""
+    stamp_slack_ms: int = 0
+    """How far the time the coordinator stamped a step may lie from the observation's ``now``: 0 on
+    the model's own clock; on a real target the oracle's `late_ms` (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
 
     def group(self, group_id: str) -> GroupView | None:
         return self.groups.get(group_id)

@@ -11,6 +11,7 @@ member then treats it as lost (a classic client's request timeout, a consumer's 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -116,7 +117,8 @@ class RealMixedRun(TracedMixedRun):
             return fixed
 
         running = [c for n, c in sorted(self.clients.items()) if n not in self.stopped]
-        return capture_mixed_world(self.state, self.port.reported_coordinator(), running)
+        world = capture_mixed_world(self.state, self.port.reported_coordinator(), running)
+        return dataclasses.replace(world, stamp_slack_ms=self.port.timing.late_ms)
 
     # ---------------------------------------------------------------- MixedRun on the wire
     def topic(self, name: str, partitions: int) -> None:
