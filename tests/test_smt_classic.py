@@ -164,3 +164,78 @@ def test_model_assignor_confirms_a_direct_transfer_without_adjust() -> None:
     assert violations
     _, fine = run_assignor("client.cooperative_no_direct_transfer", subs, 4, {})
     assert not fine
+
+
+# ----------------------------------------------------------------------------- single owner
+
+
+SINGLE_OWNER = ["classic.single_owner_consumer", "classic.single_owner_coordinator"]
+
+
+def test_single_owner_confirmed_at_the_published_bound() -> None:
+    run = run_prove(SINGLE_OWNER, {}, 4, 8, LIMITS)
+    assert {i: run.verdict_of(i) for i in SINGLE_OWNER} == {i: Verdict.CONFIRMED for i in SINGLE_OWNER}
+    assert {o.transition for o in run.outcomes} == {"initial", "join", "timer", "sync", "leave", "failover"}
+
+
+def _double_owner(cx: dict[str, object], invariant: str) -> bool:
+    """Read the counterexample's last state, independently of z3: a partition with two owners."""
+    if invariant == "classic.single_owner_coordinator":
+        stored = cx["stored"]
+        assert isinstance(stored, dict)
+        sets = [set(p) for p in stored.values()]
+        return any(a & b for n, a in enumerate(sets) for b in sets[n + 1 :])
+    answered = cx["answered"]
+    assert isinstance(answered, dict)
+    rows = [(r["generation"], set(r["partitions"])) for r in answered.values()]
+    return any(g == h and g >= 0 and a & b for n, (g, a) in enumerate(rows) for h, b in rows[n + 1 :])
+
+
+@pytest.mark.parametrize(
+    ("variant", "invariant", "steps"),
+    [
+        ({"install_missing": "keep"}, "classic.single_owner_coordinator", 6),
+        ({"install_missing": "keep"}, "classic.single_owner_consumer", 7),
+        ({"sync_generation_check": "false"}, "classic.single_owner_consumer", 6),
+    ],
+)
+def test_single_owner_broken_rule_has_a_counterexample(
+    variant: dict[str, str], invariant: str, steps: int
+) -> None:
+    """The proof has teeth: with a broken rule the sync step is not inductive and bounded search
+    finds a reachable double owner (z3's; not replayed on the model, so UNKNOWN, never a pass)."""
+    run = run_prove([invariant], variant, 3, 4, LIMITS)
+    assert run.verdict_of(invariant) == Verdict.UNKNOWN
+    rows = {o.transition: o for o in run.outcomes}
+    assert rows["sync"].detail.startswith("not inductive: sync can break")
+    assert {t for t, o in rows.items() if o.verdict != Verdict.CONFIRMED} == {"sync", "bmc"}
+    cx = rows["bmc"].counterexample
+    assert cx is not None and len(cx["steps"]) == steps
+    assert rows["bmc"].detail.startswith(f"z3 counterexample in {steps} steps")
+    assert _double_owner(cx, invariant)
+
+
+def test_stale_sync_leaves_the_stored_assignments_single_owner() -> None:
+    """A stale SyncGroup installs a map that is still single-owner: only the consumer view breaks."""
+    run = run_prove(SINGLE_OWNER, {"sync_generation_check": "false"}, 3, 4, LIMITS)
+    assert run.verdict_of("classic.single_owner_coordinator") == Verdict.CONFIRMED
+    assert run.verdict_of("classic.single_owner_consumer") == Verdict.UNKNOWN
+
+
+def test_single_owner_steps_are_not_vacuous() -> None:
+    """Every rule can fire from some state satisfying the consumer proof's lemmas (else its
+    CONFIRMED would be empty), and the consumer invariant is not inductive without them."""
+    from conformance.smt import classic_assign as A
+    from conformance.smt.classic_assign_check import _choices_in_range, _conjuncts, inductive_step
+    from conformance.smt.prove import catalogue_lemmas
+
+    lemmas = catalogue_lemmas()["classic.single_owner_consumer"]
+    for kind, fn in A.TRANSITIONS.items():
+        pre = A.fresh("pre", 3, 4)
+        step = fn(pre, 0, "in", {})
+        s = z3.Solver()
+        s.add([f(pre) for _, f in _conjuncts("classic.single_owner_consumer", lemmas)])
+        s.add(step.guard, _choices_in_range(step, 3), z3.Not(A.agroup_eq(pre, step.post)))
+        assert s.check() == z3.sat, kind
+    bare = inductive_step("classic.single_owner_consumer", "sync", (), 3, 4, {}, LIMITS)
+    assert bare.verdict == Verdict.UNKNOWN and bare.failed == ("classic.single_owner_consumer",)

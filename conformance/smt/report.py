@@ -28,7 +28,8 @@ def _variant_invariants() -> dict[str, list[str]]:
         "reconcile_pending": ["consumer.single_partition_holder"],
         "leave_bump": ["consumer.legal_target_assignment"],
         "epoch_check": ["consumer.epoch_fencing"],
-        "sync_generation_check": ["classic.leader_sync_installs"],
+        "sync_generation_check": ["classic.leader_sync_installs", "classic.single_owner_consumer"],
+        "install_missing": ["classic.single_owner_coordinator"],
         "sticky": ["client.sticky_stale_claim_loses"],
         "cooperative_adjust": ["client.cooperative_no_direct_transfer"],
     }
