@@ -239,3 +239,91 @@ def test_single_owner_steps_are_not_vacuous() -> None:
         assert s.check() == z3.sat, kind
     bare = inductive_step("classic.single_owner_consumer", "sync", (), 3, 4, {}, LIMITS)
     assert bare.verdict == Verdict.UNKNOWN and bare.failed == ("classic.single_owner_consumer",)
+
+
+def _assign_eq(a, c, dgen, dasg):  # type: ignore[no-untyped-def]
+    """The encoding's state ``a`` equals the model's (group, stored, persisted) and the answers."""
+    group, (asg, pasg) = c
+    out = [C.equals_concrete(a.g, group)]
+    out += [x == value_of(v) for x, v in zip(a.asg + a.pasg, asg + pasg, strict=True)]
+    out += [x == v for x, v in zip(a.dgen, dgen, strict=True)]
+    out += [x == value_of(v) for x, v in zip(a.dasg, dasg, strict=True)]
+    return z3.And(out)
+
+
+def _assign_step_allowed(kind, member, generation, pre, post, members, variant) -> bool:  # type: ignore[no-untyped-def]
+    from conformance.smt import classic_assign as A
+
+    a = A.fresh("pre", members, 2)
+    step = A.TRANSITIONS[kind](a, max(member, 0), "in", variant)
+    s = z3.Solver()
+    s.add(_assign_eq(a, *pre), step.guard)
+    s.add([z3.And(v >= 0, v < members) for k, v in step.inputs.items() if k.endswith("choice")])
+    if kind == "sync":
+        s.add(step.inputs["generation"] == generation)
+    b = A.fresh("post", members, 2)
+    s.add(A.agroup_eq(b, step.post), _assign_eq(b, *post))
+    return s.check() == z3.sat
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_assignment_encoding_allows_every_model_step(seed: int) -> None:
+    """Abstraction soundness of `classic_assign`: random model runs whose leader sends random
+    single-owner maps; every step (a follower answered at the install counts as its own sync right
+    after it) is a step of the encoding, and the model's states satisfy the consumer proof's lemmas."""
+    from conformance.smt import classic_assign as A
+    from conformance.smt.classic_assign_check import _conjuncts
+    from conformance.smt.prove import catalogue_lemmas
+
+    rng = random.Random(seed)
+    members = 3
+    variant = {"sync_generation_check": rng.choice(["true", "false"])}
+    driver = new_driver(members, variant, seed=seed)
+    dgen, dasg = [-1] * members, [frozenset()] * members
+    pre = (driver.abstract(), driver.stored())
+    lemmas = _conjuncts("classic.single_owner_consumer", catalogue_lemmas()["classic.single_owner_consumer"])
+    answered = 0
+    for _ in range(40):
+        g = pre[0]
+        present = [i for i in range(members) if g.present[i]]
+        options = [Action("join", rng.randrange(members)), Action("failover")]
+        if g.state == C.PREPARING:
+            options += [Action("timer")] * 3
+        for i in present:
+            covered = [k for k in present if rng.random() < 0.8]
+            owner = {p: rng.choice([*covered, None]) for p in (0, 1)} if covered else {}
+            mapping = tuple((k, tuple(p for p, o in owner.items() if o == k)) for k in covered)
+            gen = max(0, g.gen + rng.choice([-1, 0, 0, 0, 1]))
+            options += [Action("sync", i, gen, mapping)] * 2 + [Action("leave", i)]
+        action = rng.choice(options)
+        driver.apply(action)
+        post = (driver.abstract(), driver.stored())
+        others = [(j, r, ps) for j, r, ps in driver.answers if j != action.member or action.kind != "sync"]
+        own = [(j, r, ps) for j, r, ps in driver.answers if (j, r, ps) not in others]
+        mid_gen, mid_asg = list(dgen), list(dasg)
+        for j, r, ps in own:
+            mid_gen[j], mid_asg[j] = r, ps
+        assert _assign_step_allowed(
+            action.kind,
+            action.member,
+            action.generation,
+            (pre, dgen, dasg),
+            (post, mid_gen, mid_asg),
+            members,
+            variant,
+        ), (action, pre, post, driver.answers)
+        for j, r, ps in others:
+            nxt_gen, nxt_asg = list(mid_gen), list(mid_asg)
+            nxt_gen[j], nxt_asg[j] = r, ps
+            assert _assign_step_allowed(
+                "sync", j, r, (post, mid_gen, mid_asg), (post, nxt_gen, nxt_asg), members, variant
+            ), (action, j, r, ps)
+            mid_gen, mid_asg = nxt_gen, nxt_asg
+        dgen, dasg, pre = mid_gen, mid_asg, post
+        answered += len(driver.answers)
+        if variant["sync_generation_check"] == "true":
+            a = A.fresh("chk", members, 2)
+            s = z3.Solver()
+            s.add(_assign_eq(a, post, dgen, dasg), z3.Not(z3.And([f(a) for _, f in lemmas])))
+            assert s.check() == z3.unsat, (post, dgen, dasg)
+    assert answered >= 3  # the walk reached installs and answers
