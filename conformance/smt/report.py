@@ -103,7 +103,7 @@ def write_report(path: Path, limits: Limits, depth: int = 6) -> Path:
         "",
         "The single-owner rows (`install_missing=keep`, and `sync_generation_check=false` for",
         "`classic.single_owner_consumer`) have no model mutant yet: their bounded search gives the solver's",
-        "steps in the table, marked \"not replayed on the model\", so the verdict stays UNKNOWN (docs/proofs.md).",
+        'steps in the table, marked "not replayed on the model", so the verdict stays UNKNOWN (docs/proofs.md).',
         "",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
