@@ -6,6 +6,10 @@ invariant stops growing once a bound is not CONFIRMED within the per-call limits
 it stops). Writes `benchmarks/results/proofs_bound.md`.
 
     .venv/bin/python benchmarks/proofs_bound.py [--timeout S] [--out FILE] [--max M]
+
+With ``--section TITLE`` only the ``--only`` invariants and the ``--anchor`` ones (existing proofs
+measured again in the same run, so the section's times can be compared with the main table) are
+run, and the file keeps everything else: the section ``## TITLE`` is added or replaced.
 """
 
 from __future__ import annotations
@@ -35,11 +39,19 @@ def main() -> None:
         "--stop-after", type=float, default=None, help="stop growing an invariant after a bound this slow"
     )
     p.add_argument("--resume", action="store_true", help="keep the rows of --out for invariants not run now")
+    p.add_argument("--section", default=None, help="write a section of --out with this title instead")
+    p.add_argument(
+        "--anchor", action="append", default=[], help="invariant re-measured as the anchor (repeatable)"
+    )
     args = p.parse_args()
+    if args.section and not args.only:
+        p.error("--section needs --only")
     limits = Limits(0, args.timeout, args.rlimit)
     sweep = [b for b in SWEEP if b[0] <= args.max]
     rows: dict[str, dict[tuple[int, int], str]] = read_rows(args.out, sweep) if args.resume else {}
-    for inv in args.only or encoded_invariants():
+    if args.section:
+        rows = {}
+    for inv in [*args.anchor, *(args.only or encoded_invariants())]:
         rows[inv] = {}
         for m, n in sweep:
             start = time.perf_counter()
@@ -54,7 +66,10 @@ def main() -> None:
                 break
             if args.stop_after is not None and seconds > args.stop_after:
                 break
-        write(args, sweep, rows)  # after every invariant, so a cut-off run still leaves its results
+        if args.section:
+            write_section(args, sweep, rows)
+        else:
+            write(args, sweep, rows)  # after every invariant, so a cut-off run still leaves its results
 
 
 def read_rows(path: Path, sweep: list[tuple[int, int]]) -> dict[str, dict[tuple[int, int], str]]:
@@ -70,6 +85,56 @@ def read_rows(path: Path, sweep: list[tuple[int, int]]) -> dict[str, dict[tuple[
     return out
 
 
+def _machine(args: argparse.Namespace) -> str:
+    return (
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores ({platform.processor() or 'unknown cpu'}), "
+        f"{platform.system()} {platform.release()}; Python {platform.python_version()}; z3 {z3.get_version_string()};"
+        f" rlimit {args.rlimit}, timeout {args.timeout:g} s per call, seed 0."
+    )
+
+
+def _table(sweep: list[tuple[int, int]], rows: dict[str, dict[tuple[int, int], str]]) -> list[str]:
+    lines = [
+        "| invariant | " + " | ".join(f"{m}x{n}" for m, n in sweep) + " |",
+        "|---|" + "---|" * len(sweep),
+    ]
+    for inv, cells in sorted(rows.items()):
+        lines.append(f"| `{inv}` | " + " | ".join(cells.get(b, "") for b in sweep) + " |")
+    return lines
+
+
+def write_section(
+    args: argparse.Namespace, sweep: list[tuple[int, int]], rows: dict[str, dict[tuple[int, int], str]]
+) -> None:
+    """Add or replace ``## <section>`` in --out, leaving the rest of the file as it is."""
+    command = f".venv/bin/python benchmarks/proofs_bound.py --timeout {args.timeout:g} --max {args.max}"
+    command += "".join(f" --anchor {a}" for a in args.anchor) + "".join(f" --only {o}" for o in args.only)
+    command += f" --section '{args.section}'" + (
+        f" --stop-after {args.stop_after:g}" if args.stop_after else ""
+    )
+    anchors = ", ".join(f"`{a}`" for a in args.anchor) or "none"
+    body = [
+        f"## {args.section}",
+        "",
+        f"Command: `{command}`",
+        f"{_machine(args)} Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the machine was"
+        " shared with other jobs, so times are indicative.",
+        f"Anchor (an existing proof measured again in this run): {anchors}.",
+        "",
+        *_table(sweep, rows),
+        "",
+    ]
+    text = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    head, sep, rest = text.partition(f"\n## {args.section}\n")
+    tail = ""
+    if sep:
+        _, nxt, after = rest.partition("\n## ")
+        tail = f"\n## {after}" if nxt else ""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(head.rstrip("\n") + "\n\n" + "\n".join(body) + tail, encoding="utf-8")
+    print(f"wrote {args.section!r} into {args.out}")
+
+
 def write(
     args: argparse.Namespace, sweep: list[tuple[int, int]], rows: dict[str, dict[tuple[int, int], str]]
 ) -> None:
@@ -78,8 +143,8 @@ def write(
         "",
         "`benchmarks/proofs_bound.py`: whole proof (base case + inductive step of every rule, correct rules)",
         "per invariant and bound, wall-clock seconds; a cell that is not a number is where the invariant",
-        "stopped (its verdict and time); empty cells were not run after that. Classic rules do not depend",
-        "on the partition count.",
+        "stopped (its verdict and time); empty cells were not run after that. The classic generation and",
+        "sync rules do not depend on the partition count.",
         "",
         f"Command: `.venv/bin/python benchmarks/proofs_bound.py --timeout {args.timeout:g} --max {args.max}`"
         + (
@@ -88,18 +153,15 @@ def write(
             if args.stop_after
             else ""
         ),
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores ({platform.processor() or 'unknown cpu'}), "
-        f"{platform.system()} {platform.release()}; Python {platform.python_version()}; z3 {z3.get_version_string()};"
-        f" rlimit {args.rlimit}, timeout {args.timeout:g} s per call, seed 0. The machine was shared with other jobs,",
+        f"{_machine(args)} The machine was shared with other jobs,",
         "so times are indicative.",
         "",
-        "| invariant | " + " | ".join(f"{m}x{n}" for m, n in sweep) + " |",
-        "|---|" + "---|" * len(sweep),
+        *_table(sweep, rows),
     ]
-    for inv, cells in sorted(rows.items()):
-        lines.append(f"| `{inv}` | " + " | ".join(cells.get(b, "") for b in sweep) + " |")
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    _, sep, sections = old.partition("\n## ")  # sections written with --section are kept
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args.out.write_text("\n".join(lines) + "\n" + (f"\n## {sections}" if sep else ""), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -164,3 +164,166 @@ def test_model_assignor_confirms_a_direct_transfer_without_adjust() -> None:
     assert violations
     _, fine = run_assignor("client.cooperative_no_direct_transfer", subs, 4, {})
     assert not fine
+
+
+# ----------------------------------------------------------------------------- single owner
+
+
+SINGLE_OWNER = ["classic.single_owner_consumer", "classic.single_owner_coordinator"]
+
+
+def test_single_owner_confirmed_at_the_published_bound() -> None:
+    run = run_prove(SINGLE_OWNER, {}, 4, 8, LIMITS)
+    assert {i: run.verdict_of(i) for i in SINGLE_OWNER} == {i: Verdict.CONFIRMED for i in SINGLE_OWNER}
+    assert {o.transition for o in run.outcomes} == {"initial", "join", "timer", "sync", "leave", "failover"}
+
+
+def _double_owner(cx: dict[str, object], invariant: str) -> bool:
+    """Read the counterexample's last state, independently of z3: a partition with two owners."""
+    if invariant == "classic.single_owner_coordinator":
+        stored = cx["stored"]
+        assert isinstance(stored, dict)
+        sets = [set(p) for p in stored.values()]
+        return any(a & b for n, a in enumerate(sets) for b in sets[n + 1 :])
+    answered = cx["answered"]
+    assert isinstance(answered, dict)
+    rows = [(r["generation"], set(r["partitions"])) for r in answered.values()]
+    return any(g == h and g >= 0 and a & b for n, (g, a) in enumerate(rows) for h, b in rows[n + 1 :])
+
+
+@pytest.mark.parametrize(
+    ("variant", "invariant", "steps"),
+    [
+        ({"install_missing": "keep"}, "classic.single_owner_coordinator", 6),
+        ({"install_missing": "keep"}, "classic.single_owner_consumer", 7),
+        ({"sync_generation_check": "false"}, "classic.single_owner_consumer", 6),
+    ],
+)
+def test_single_owner_broken_rule_has_a_counterexample(
+    variant: dict[str, str], invariant: str, steps: int
+) -> None:
+    """The proof has teeth: with a broken rule the sync step is not inductive and bounded search
+    finds a reachable double owner (z3's; not replayed on the model, so UNKNOWN, never a pass)."""
+    run = run_prove([invariant], variant, 3, 4, LIMITS)
+    assert run.verdict_of(invariant) == Verdict.UNKNOWN
+    rows = {o.transition: o for o in run.outcomes}
+    assert rows["sync"].detail.startswith("not inductive: sync can break")
+    assert {t for t, o in rows.items() if o.verdict != Verdict.CONFIRMED} == {"sync", "bmc"}
+    cx = rows["bmc"].counterexample
+    assert cx is not None and len(cx["steps"]) == steps
+    assert rows["bmc"].detail.startswith(f"z3 counterexample in {steps} steps")
+    assert _double_owner(cx, invariant)
+
+
+def test_stale_sync_leaves_the_stored_assignments_single_owner() -> None:
+    """A stale SyncGroup installs a map that is still single-owner: only the consumer view breaks."""
+    run = run_prove(SINGLE_OWNER, {"sync_generation_check": "false"}, 3, 4, LIMITS)
+    assert run.verdict_of("classic.single_owner_coordinator") == Verdict.CONFIRMED
+    assert run.verdict_of("classic.single_owner_consumer") == Verdict.UNKNOWN
+
+
+def test_single_owner_steps_are_not_vacuous() -> None:
+    """Every rule can fire from some state satisfying the consumer proof's lemmas (else its
+    CONFIRMED would be empty), and the consumer invariant is not inductive without them."""
+    from conformance.smt import classic_assign as A
+    from conformance.smt.classic_assign_check import _choices_in_range, _conjuncts, inductive_step
+    from conformance.smt.prove import catalogue_lemmas
+
+    lemmas = catalogue_lemmas()["classic.single_owner_consumer"]
+    for kind, fn in A.TRANSITIONS.items():
+        pre = A.fresh("pre", 3, 4)
+        step = fn(pre, 0, "in", {})
+        s = z3.Solver()
+        s.add([f(pre) for _, f in _conjuncts("classic.single_owner_consumer", lemmas)])
+        s.add(step.guard, _choices_in_range(step, 3), z3.Not(A.agroup_eq(pre, step.post)))
+        assert s.check() == z3.sat, kind
+    bare = inductive_step("classic.single_owner_consumer", "sync", (), 3, 4, {}, LIMITS)
+    assert bare.verdict == Verdict.UNKNOWN and bare.failed == ("classic.single_owner_consumer",)
+
+
+def _assign_eq(a, c, dgen, dasg):  # type: ignore[no-untyped-def]
+    """The encoding's state ``a`` equals the model's (group, stored, persisted) and the answers."""
+    group, (asg, pasg) = c
+    out = [C.equals_concrete(a.g, group)]
+    out += [x == value_of(v) for x, v in zip(a.asg + a.pasg, asg + pasg, strict=True)]
+    out += [x == v for x, v in zip(a.dgen, dgen, strict=True)]
+    out += [x == value_of(v) for x, v in zip(a.dasg, dasg, strict=True)]
+    return z3.And(out)
+
+
+def _assign_step_allowed(kind, member, generation, pre, post, members, variant) -> bool:  # type: ignore[no-untyped-def]
+    from conformance.smt import classic_assign as A
+
+    a = A.fresh("pre", members, 2)
+    step = A.TRANSITIONS[kind](a, max(member, 0), "in", variant)
+    s = z3.Solver()
+    s.add(_assign_eq(a, *pre), step.guard)
+    s.add([z3.And(v >= 0, v < members) for k, v in step.inputs.items() if k.endswith("choice")])
+    if kind == "sync":
+        s.add(step.inputs["generation"] == generation)
+    b = A.fresh("post", members, 2)
+    s.add(A.agroup_eq(b, step.post), _assign_eq(b, *post))
+    return s.check() == z3.sat
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_assignment_encoding_allows_every_model_step(seed: int) -> None:
+    """Abstraction soundness of `classic_assign`: random model runs whose leader sends random
+    single-owner maps; every step (a follower answered at the install counts as its own sync right
+    after it) is a step of the encoding, and the model's states satisfy the consumer proof's lemmas."""
+    from conformance.smt import classic_assign as A
+    from conformance.smt.classic_assign_check import _conjuncts
+    from conformance.smt.prove import catalogue_lemmas
+
+    rng = random.Random(seed)
+    members = 3
+    variant = {"sync_generation_check": rng.choice(["true", "false"])}
+    driver = new_driver(members, variant, seed=seed)
+    dgen, dasg = [-1] * members, [frozenset()] * members
+    pre = (driver.abstract(), driver.stored())
+    lemmas = _conjuncts("classic.single_owner_consumer", catalogue_lemmas()["classic.single_owner_consumer"])
+    answered = 0
+    for _ in range(40):
+        g = pre[0]
+        present = [i for i in range(members) if g.present[i]]
+        options = [Action("join", rng.randrange(members)), Action("failover")]
+        if g.state == C.PREPARING:
+            options += [Action("timer")] * 3
+        for i in present:
+            covered = [k for k in present if rng.random() < 0.8]
+            owner = {p: rng.choice([*covered, None]) for p in (0, 1)} if covered else {}
+            mapping = tuple((k, tuple(p for p, o in owner.items() if o == k)) for k in covered)
+            gen = max(0, g.gen + rng.choice([-1, 0, 0, 0, 1]))
+            options += [Action("sync", i, gen, mapping)] * 2 + [Action("leave", i)]
+        action = rng.choice(options)
+        driver.apply(action)
+        post = (driver.abstract(), driver.stored())
+        others = [(j, r, ps) for j, r, ps in driver.answers if j != action.member or action.kind != "sync"]
+        own = [(j, r, ps) for j, r, ps in driver.answers if (j, r, ps) not in others]
+        mid_gen, mid_asg = list(dgen), list(dasg)
+        for j, r, ps in own:
+            mid_gen[j], mid_asg[j] = r, ps
+        assert _assign_step_allowed(
+            action.kind,
+            action.member,
+            action.generation,
+            (pre, dgen, dasg),
+            (post, mid_gen, mid_asg),
+            members,
+            variant,
+        ), (action, pre, post, driver.answers)
+        for j, r, ps in others:
+            nxt_gen, nxt_asg = list(mid_gen), list(mid_asg)
+            nxt_gen[j], nxt_asg[j] = r, ps
+            assert _assign_step_allowed(
+                "sync", j, r, (post, mid_gen, mid_asg), (post, nxt_gen, nxt_asg), members, variant
+            ), (action, j, r, ps)
+            mid_gen, mid_asg = nxt_gen, nxt_asg
+        dgen, dasg, pre = mid_gen, mid_asg, post
+        answered += len(driver.answers)
+        if variant["sync_generation_check"] == "true":
+            a = A.fresh("chk", members, 2)
+            s = z3.Solver()
+            s.add(_assign_eq(a, post, dgen, dasg), z3.Not(z3.And([f(a) for _, f in lemmas])))
+            assert s.check() == z3.unsat, (post, dgen, dasg)
+    assert answered >= 3  # the walk reached installs and answers

@@ -5,6 +5,8 @@
   over bit-vector partition sets (docs/protocol-reference.md#b1, #b4, #b5, #b7).
 * `conformance.smt.classic`: classic generations, join completion, sync and failover (docs/protocol-reference.md#a1,
   docs/protocol-reference.md#a4, #a8).
+* `conformance.smt.classic_assign`: over those rules, the stored, persisted and answered classic
+  assignments (single ownership per generation, docs/protocol-reference.md#a4).
 * `conformance.smt.claims`: KIP-341 claim resolution and the KIP-429 adjustment (docs/protocol-reference.md#c3, #c5).
 * `conformance.smt.prove`: the jobs behind `groupcheck prove` and `reports/proofs.md`.
 

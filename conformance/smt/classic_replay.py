@@ -19,10 +19,17 @@ from conformance.formats.trace_file import Trace, groupcheck_version
 from conformance.protocols.build import make_classic_sim
 from conformance.protocols.classic.trace import TracedClassicSim, to_trace
 from conformance.smt.classic import COMPLETING, EMPTY, NO_LEADER, PREPARING, STABLE, ConcreteGroup
-from model.classic.messages import JoinGroupRequest, LeaveGroupRequest, MemberIdentity, SyncGroupRequest
+from model.classic.messages import (
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from model.classic.records import GroupMetadataRecord
 from model.classic.state import GroupState
-from model.embedded import Assignment, Subscription, encode_assignment, encode_subscription
+from model.embedded import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
+from model.errors import ErrorCode
 
 GROUP = "g"
 TOPIC = "t"
@@ -42,6 +49,8 @@ class Action:
     kind: str  # join | sync | leave | timer | failover
     member: int = -1
     generation: int = 0
+    assignment: tuple[tuple[int, tuple[int, ...]], ...] | None = None
+    """A leader's sync: partitions of the topic per slot (default: partition 0 for every member)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -60,6 +69,10 @@ class Driver:
     checker: Checker = field(default_factory=lambda: Checker("classic"))
     violations: list[Violation] = field(default_factory=list)
     steps: int = 0
+    sync_refs: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Ref of every SyncGroup sent -> (slot, generation it carried)."""
+    answers: list[tuple[int, int, frozenset[int]]] = field(default_factory=list)
+    """SyncGroup answers without error of the last step: (slot, generation sent, partitions)."""
 
     def slot_of(self, member_id: str | None) -> int:
         for slot, mid in self.ids.items():
@@ -89,9 +102,19 @@ class Driver:
                 nonce = (self.steps + 1).to_bytes(4, "big")
                 data = encode_assignment(Assignment(((TOPIC, 0),), user_data=nonce))
                 assignments = tuple((m, data) for m in sorted(self._member_ids()))
+                if action.assignment is not None:
+                    assignments = tuple(
+                        (
+                            self.ids[k],
+                            encode_assignment(Assignment(tuple((TOPIC, p) for p in ps), user_data=nonce)),
+                        )
+                        for k, ps in action.assignment
+                        if k in self.ids
+                    )
             request = SyncGroupRequest(
                 GROUP, action.generation, mid, assignments, protocol_type="consumer", protocol_name="range"
             )
+            self.sync_refs[sim.next_ref] = (action.member, action.generation)
             obs = sim.send_raw(name, request)
         elif action.kind == "leave":
             obs = sim.send_raw(
@@ -107,6 +130,13 @@ class Driver:
         else:
             raise ValueError(f"unknown action {action.kind!r}")
         self.steps += 1
+        self.answers = [
+            (*self.sync_refs[d.ref], _partitions(d.response.assignment))
+            for d in obs.deliveries
+            if d.ref in self.sync_refs
+            and isinstance(d.response, SyncGroupResponse)
+            and d.response.error == ErrorCode.NONE
+        ]
         found = self.checker.check(obs, self.steps)
         sim.note_checks(
             obs,
@@ -131,6 +161,20 @@ class Driver:
         ids = self._member_ids()
         return {slot for slot, mid in self.ids.items() if mid in ids}
 
+    def stored(self) -> tuple[tuple[frozenset[int], ...], tuple[frozenset[int], ...]]:
+        """Per slot, the partitions the coordinator stores and those of the last GroupMetadata."""
+        group, last = self._group(), None
+        for rec in self.sim.port.durable:  # type: ignore[attr-defined]
+            if isinstance(rec, GroupMetadataRecord) and rec.group_id == GROUP:
+                last = rec
+        live = {} if group is None else {mid: m.assignment for mid, m in group.members.items()}
+        kept = {} if last is None else {m.member_id: m.assignment for m in last.members}
+        slots = [self.ids.get(i) for i in range(self.members)]
+        return (
+            tuple(_partitions(live.get(mid or "", b"")) for mid in slots),
+            tuple(_partitions(kept.get(mid or "", b"")) for mid in slots),
+        )
+
     def abstract(self) -> ConcreteGroup:
         """The model's group in the encoding's terms."""
         n = self.members
@@ -153,6 +197,10 @@ class Driver:
         added = initial and bool(group.new_member_added)
         leader = self.slot_of(group.leader) if group.leader is not None else NO_LEADER
         return ConcreteGroup(group.generation, state, initial, added, leader, present, joined, *persisted)
+
+
+def _partitions(data: bytes) -> frozenset[int]:
+    return frozenset(p for t, p in decode_assignment(data).partitions if t == TOPIC) if data else frozenset()
 
 
 def new_driver(members: int, variant: dict[str, str], seed: int = 0) -> Driver:

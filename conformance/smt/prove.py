@@ -59,6 +59,13 @@ PROVE_VARIANTS: dict[str, ProveVariant] = {
             "classic: false = SyncGroup from a stale generation is accepted",
         ),
         ProveVariant(
+            "install_missing",
+            ("empty", "keep"),
+            "empty",
+            "keep",
+            "classic: keep = a member left out of the leader's SyncGroup assignment keeps its old one",
+        ),
+        ProveVariant(
             "sticky",
             ("v1", "v0"),
             "v1",
@@ -101,10 +108,10 @@ ProveFn = Callable[[str, tuple[str, ...], int, int, Mapping[str, str], Limits, i
 
 def _families() -> dict[str, ProveFn]:
     """Invariant id -> the function proving it (imported lazily: z3 formulas are built on demand)."""
-    from conformance.smt import claims_check, classic_check, kip848_check
+    from conformance.smt import claims_check, classic_assign_check, classic_check, kip848_check
 
     out: dict[str, ProveFn] = {}
-    for module in (kip848_check, classic_check, claims_check):
+    for module in (kip848_check, classic_check, classic_assign_check, claims_check):
         for inv in module.INVARIANTS:
             out[inv] = module.prove
     return out

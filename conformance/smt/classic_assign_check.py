@@ -1,0 +1,233 @@
+"""Inductive proof and bounded search for the single-owner invariants (`conformance.smt.classic_assign`).
+
+Both invariants are state invariants: the base case says the empty group satisfies the invariant
+and its lemmas, and every rule, from any state satisfying them, keeps them. A rule that is not
+inductive starts bounded model checking from the empty group (two member slots, two partitions). A
+violation found there is reported with its steps as an UNKNOWN verdict marked "z3 counterexample":
+it is not replayed on the Python model (no registered mutant has these broken rules), so by the
+rule of docs/proofs.md it is not REFUTED, and it is never a pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import z3
+
+from conformance.smt import classic_assign as A
+from conformance.smt.outcome import Outcome
+from conformance.smt.solver import Limits, Verdict, check, make_solver
+
+INVARIANTS: tuple[str, ...] = tuple(sorted(A.INVARIANT_PREDICATES))
+BMC_MEMBERS = 2
+BMC_PARTITIONS = 2
+BMC_MIN_DEPTH = 8
+"""The shortest violations of the broken variants take 6 (install_missing) and 7 (stale sync) steps."""
+
+
+def _choices_in_range(step: A.AStep, members: int) -> Any:
+    out = [z3.And(v >= 0, v < members) for k, v in step.inputs.items() if k.endswith("choice")]
+    return z3.And(out) if out else z3.BoolVal(True)
+
+
+def _conjuncts(invariant_id: str, lemmas: tuple[str, ...]) -> list[tuple[str, Any]]:
+    out = [(invariant_id, A.INVARIANT_PREDICATES[invariant_id])]
+    for name in lemmas:
+        fn = A.LEMMAS.get(name) or A.INVARIANT_PREDICATES.get(name)
+        if fn is None:
+            raise KeyError(f"unknown single-owner lemma {name!r}")
+        out.append((name, fn))
+    return out
+
+
+def base_case(
+    invariant_id: str, lemmas: tuple[str, ...], members: int, partitions: int, limits: Limits
+) -> Outcome:
+    start = time.perf_counter()
+    a = A.fresh("init", members, partitions)
+    s = make_solver(limits)
+    s.add(A.initial(a), z3.Not(z3.And([f(a) for _, f in _conjuncts(invariant_id, lemmas)])))
+    result, reason = check(s)
+    verdict = Verdict.CONFIRMED if result == z3.unsat else Verdict.UNKNOWN
+    detail = "" if result == z3.unsat else (reason or "invariant or lemmas do not hold initially")
+    return Outcome(
+        invariant_id,
+        "initial",
+        members,
+        partitions,
+        verdict,
+        time.perf_counter() - start,
+        detail,
+        lemmas=lemmas,
+    )
+
+
+def inductive_step(
+    invariant_id: str,
+    transition: str,
+    lemmas: tuple[str, ...],
+    members: int,
+    partitions: int,
+    variant: Mapping[str, str],
+    limits: Limits,
+) -> Outcome:
+    start = time.perf_counter()
+    pre = A.fresh("pre", members, partitions)
+    step = A.TRANSITIONS[transition](pre, 0, "in", dict(variant))
+    conj = _conjuncts(invariant_id, lemmas)
+    s = make_solver(limits)
+    s.add([f(pre) for _, f in conj])
+    s.add(step.guard, _choices_in_range(step, members))
+    obligations = [(n, f(step.post)) for n, f in conj]
+    s.add(z3.Not(z3.And([f for _, f in obligations])))
+    result, reason = check(s)
+    seconds = time.perf_counter() - start
+    if result == z3.unsat:
+        return Outcome(
+            invariant_id, transition, members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
+        )
+    if result == z3.unknown:
+        return Outcome(
+            invariant_id, transition, members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+        )
+    model = s.model()
+    failed = tuple(n for n, f in obligations if not z3.is_true(model.eval(f, model_completion=True)))
+    return Outcome(
+        invariant_id,
+        transition,
+        members,
+        partitions,
+        Verdict.UNKNOWN,
+        seconds,
+        f"not inductive: {transition} can break {', '.join(failed)}",
+        lemmas=lemmas,
+        failed=failed,
+    )
+
+
+def _options(a: A.AGroup, k: int, variant: Mapping[str, str]) -> list[tuple[str, int, A.AStep]]:
+    out = []
+    for kind in ("join", "sync", "leave"):
+        for i in range(a.size):
+            out.append((kind, i, A.TRANSITIONS[kind](a, i, f"s{k}_{kind}{i}", dict(variant))))
+    for kind in ("timer", "failover"):
+        out.append((kind, -1, A.TRANSITIONS[kind](a, 0, f"s{k}_{kind}", dict(variant))))
+    return out
+
+
+def _bits(model: z3.ModelRef, x: Any) -> list[int]:
+    v = model.eval(x, model_completion=True).as_long()
+    return [p for p in range(x.size()) if v >> p & 1]
+
+
+def _describe(model: z3.ModelRef, kind: str, i: int, st: A.AStep) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": kind}
+    if i >= 0:
+        out["member"] = f"c{i}"
+    if kind == "sync":
+        out["generation"] = model.eval(st.inputs["generation"], model_completion=True).as_long()
+        covered = [k for k in range(BMC_MEMBERS) if z3.is_true(model.eval(st.inputs[f"covered{k}"], True))]
+        out["map"] = {f"c{k}": _bits(model, st.inputs[f"map{k}"]) for k in covered}
+    return out
+
+
+def _summary(steps: list[dict[str, Any]]) -> str:
+    """One line: ``join c0, timer, sync c0 g1 {c0:[0, 1]}, ...``."""
+    out = []
+    for st in steps:
+        text = " ".join(str(x) for x in (st["kind"], st.get("member", "")) if x)
+        if st["kind"] == "sync":
+            text += f" g{st['generation']}"
+            if st["map"]:
+                text += " {" + ", ".join(f"{m}:{p}" for m, p in st["map"].items()) + "}"
+        out.append(text)
+    return ", ".join(out)
+
+
+def bmc(invariant_id: str, variant: Mapping[str, str], limits: Limits, depth: int) -> Outcome:
+    start = time.perf_counter()
+    depth = max(depth, BMC_MIN_DEPTH)
+    inv = A.INVARIANT_PREDICATES[invariant_id]
+    frames = [A.fresh("f0", BMC_MEMBERS, BMC_PARTITIONS)]
+    s = make_solver(limits)
+    s.add(A.initial(frames[0]))
+    chosen: list[tuple[Any, list[tuple[str, int, A.AStep]]]] = []
+    for k in range(1, depth + 1):
+        post = A.fresh(f"f{k}", BMC_MEMBERS, BMC_PARTITIONS)
+        options = _options(frames[-1], k, variant)
+        sel = z3.Int(f"sel{k}")
+        s.add(sel >= 0, sel < len(options))
+        for n, (_, _, st) in enumerate(options):
+            cond = z3.And(st.guard, _choices_in_range(st, BMC_MEMBERS), A.agroup_eq(post, st.post))
+            s.add(z3.Implies(sel == n, cond))
+        frames.append(post)
+        chosen.append((sel, options))
+        s.push()
+        s.add(z3.Not(inv(post)))
+        result, reason = check(s)
+        if result == z3.sat:
+            model = s.model()
+            steps = []
+            for sel_k, opts in chosen:
+                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
+                steps.append(_describe(model, kind, i, st))
+            last = frames[-1]
+            told = {
+                f"c{i}": {
+                    "generation": model.eval(last.dgen[i], True).as_long(),
+                    "partitions": _bits(model, last.dasg[i]),
+                }
+                for i in range(BMC_MEMBERS)
+            }
+            stored = {f"c{i}": _bits(model, last.asg[i]) for i in range(BMC_MEMBERS)}
+            cx = {"protocol": "classic", "steps": steps, "stored": stored, "answered": told}
+            return Outcome(
+                invariant_id,
+                "bmc",
+                BMC_MEMBERS,
+                BMC_PARTITIONS,
+                Verdict.UNKNOWN,
+                time.perf_counter() - start,
+                f"z3 counterexample in {k} steps (not replayed on the model): {_summary(steps)}",
+                cx,
+            )
+        s.pop()
+        if result == z3.unknown:
+            return Outcome(
+                invariant_id,
+                "bmc",
+                BMC_MEMBERS,
+                BMC_PARTITIONS,
+                Verdict.UNKNOWN,
+                time.perf_counter() - start,
+                reason,
+            )
+    return Outcome(
+        invariant_id,
+        "bmc",
+        BMC_MEMBERS,
+        BMC_PARTITIONS,
+        Verdict.CONFIRMED,
+        time.perf_counter() - start,
+        f"no violation within {depth} steps",
+    )
+
+
+def prove(
+    invariant_id: str,
+    lemmas: tuple[str, ...],
+    members: int,
+    partitions: int,
+    variant: Mapping[str, str],
+    limits: Limits,
+    depth: int,
+) -> list[Outcome]:
+    """Base case and every rule at ``members`` slots x ``partitions``; bounded search if a rule fails."""
+    rows = [base_case(invariant_id, lemmas, members, partitions, limits)]
+    for transition in A.TRANSITIONS:
+        rows.append(inductive_step(invariant_id, transition, lemmas, members, partitions, variant, limits))
+    if any(r.verdict != Verdict.CONFIRMED for r in rows):
+        rows.append(bmc(invariant_id, variant, limits, depth))
+    return rows
