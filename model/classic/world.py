@@ -133,3 +133,7 @@ class ClassicWorld:
     initial_rebalance_delay_ms: int
     topics: tuple[tuple[str, int], ...]
     leader_assignment: LeaderAssignment | None = None
+    #: set while perturbations have stopped (`ClassicSim.quiet`): since when, and the bound after
+    #: which the group must have converged (`classic.eventual_convergence`); None otherwise
+    quiet_since: int | None = None
+    convergence_bound_ms: int | None = None

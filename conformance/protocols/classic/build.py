@@ -129,3 +129,45 @@ def settle_round(sim: ClassicSim, names: list[str], observe: Callable[[Any], Non
             busy = busy or not isinstance(request, HeartbeatRequest)
     if not busy:
         observe(sim.advance(quiet_gap(sim)))
+
+
+#: at most this many rounds in one convergence (a group that rebalances for ever hits it, and
+#: then time jumps to the bound, where `classic.eventual_convergence` judges it)
+CONVERGE_MAX_ROUNDS = 2_000
+
+
+def classic_converge_bound(sim: ClassicSim) -> int:
+    """Long enough for every perturbation to wash out: an unanswered request times out, silent
+    members expire (session timeout), the initial delay passes, and two rebalances complete (a
+    cooperative one needs a second, KIP-429)."""
+    specs = [c.config for c in sim.clients.values()]
+    session = max((c.session_timeout_ms for c in specs), default=0)
+    rebalance = max((c.rebalance_timeout_ms for c in specs), default=0)
+    delay = sim.port.initial_rebalance_delay_ms
+    return int(sim.request_timeout_ms + session + delay + 2 * rebalance)
+
+
+def converge(sim: ClassicSim, names: list[str], observe: Callable[[Any], None]) -> None:
+    """Perturbations stop: stalled members resume, held requests arrive, armed faults are
+    disarmed; members act and time runs until the bound has passed (`classic.eventual_convergence`
+    judges every step from then on)."""
+    bound = classic_converge_bound(sim)
+    observe(sim.quiet(bound))
+    for name in sorted(sim.stalled):
+        observe(sim.stall(name, False))
+    for name in sorted(sim.held):
+        obs = sim.release(name)
+        if obs is not None:
+            observe(obs)
+    end = (sim.quiet_since or sim.now) + bound
+    rounds = 0
+    while sim.now <= end and rounds < CONVERGE_MAX_ROUNDS:
+        settle_round(sim, names, observe)
+        rounds += 1
+    if sim.now <= end:
+        observe(sim.advance(end + 1 - sim.now))
+    for name in names:  # one more round judged past the bound
+        obs = sim.client_step(name)
+        if obs is not None:
+            observe(obs)
+    observe(sim.quiet(None))

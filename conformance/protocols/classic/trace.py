@@ -103,6 +103,38 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "release", "client": name}, obs)
         return obs
 
+    def grow_topic(self, topic: str, partitions: int) -> Observation[ClassicWorld]:
+        """The topic gets more partitions and the leader notices (Java: the leader's metadata
+        snapshot no longer matches its assignment snapshot, `ConsumerCoordinator`
+        ``rejoinNeededOrPending``), as one recorded op: a minimised trace never keeps the growth
+        and drops the leader's rejoin."""
+        self._silent = True
+        try:
+            obs = self.create_topic(topic, partitions)
+        finally:
+            self._silent = False
+        for c in self.clients.values():
+            if c.member_id and c.member_id == c.leader:
+                c.needs_rejoin = True
+        self._record({"op": "grow_topic", "topic": topic, "partitions": partitions}, obs)
+        return obs
+
+    def converge(self) -> list[Observation[ClassicWorld]]:
+        """Perturbations stop and the group must converge (`build.converge`): one recorded op, so
+        a minimised trace keeps or drops the whole convergence, never half of it; its first
+        observation is the op's step, the others ``cont`` steps (as a consumer ``settle``)."""
+        from conformance.protocols.classic.build import converge
+
+        seen: list[Observation[ClassicWorld]] = []
+        self._silent = True
+        try:
+            converge(self, sorted(self.clients), seen.append)
+        finally:
+            self._silent = False
+        for i, obs in enumerate(seen):
+            self.log.append(LogEntry({"op": "converge"} if i == 0 else {"op": "cont"}, obs, obs.now))
+        return seen
+
     def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
         return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
 
@@ -141,13 +173,24 @@ class TracedClassicSim(CheckedLog, ClassicSim):
     def _record(
         self, op: dict[str, Any], obs: Observation[ClassicWorld] | None, *, always: bool = False
     ) -> Any:
+        if getattr(self, "_silent", False):
+            return obs  # a step of `converge`: recorded with it
         if obs is not None or always:
             self.log.append(LogEntry(op, obs, self.now))
         return obs
 
 
+def apply_ops(sim: TracedClassicSim, op: dict[str, Any], where: str) -> list[Observation[ClassicWorld]]:
+    """Every observation one recorded op makes (``converge`` makes many)."""
+    if op.get("op") == "converge":
+        return sim.converge()
+    obs = apply_op(sim, op, where)
+    return [] if obs is None else [obs]
+
+
 def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observation[ClassicWorld] | None:
-    """Do one recorded op on ``sim`` (replay); a malformed op is a usage error naming ``where``."""
+    """Do one recorded op on ``sim`` (replay); a malformed op is a usage error naming ``where``
+    (``converge``: its last observation; `apply_ops` gives them all)."""
     kind = op.get("op")
     client = op.get("client")
     if client is not None and client not in sim.clients:
@@ -169,6 +212,8 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.create_topic(str(op["topic"]), int(op["partitions"]))
         if kind == "append_failure":
             return sim.append_failure()
+        if kind == "grow_topic":
+            return sim.grow_topic(str(op["topic"]), int(op["partitions"]))
         if kind in ("stall", "resume"):
             return sim.stall(client, kind == "stall")
         if kind == "lose_response":
@@ -183,6 +228,9 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.release(client)
         if kind == "unsubscribe":
             return sim.unsubscribe(client)
+        if kind == "converge":
+            seen = sim.converge()
+            return seen[-1] if seen else None
         if kind == "restart":
             sim.restart(client)
         elif kind == "subscribe":
