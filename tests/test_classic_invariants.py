@@ -277,3 +277,28 @@ def test_static_rejoin_keeps_member_id(stable) -> None:  # type: ignore[no-untyp
         Observation(stable.after, Unsubscribe(c1.name), (), dynamic_wiped, 0),
     )
     assert not fails(inv.static_rejoin_keeps_member_id, Observation(static, Advance(0), (), wiped, 0))
+
+
+# ---------------------------------------------------------------------- convergence
+from model.classic import progress_invariants as pinv  # noqa: E402
+
+
+def test_eventual_convergence(stable) -> None:  # type: ignore[no-untyped-def]
+    quiet = replace(stable.after, quiet_since=stable.now - 10, convergence_bound_ms=10)
+    assert not fails(pinv.eventual_convergence, Observation(quiet, Advance(0), (), quiet, stable.now))
+    early = replace(quiet, convergence_bound_ms=11)
+    rebalancing = replace(early, group=replace(early.group, state=S.PREPARING_REBALANCE))
+    assert not fails(
+        pinv.eventual_convergence, Observation(rebalancing, Advance(0), (), rebalancing, stable.now)
+    )
+    late = replace(rebalancing, convergence_bound_ms=10)
+    assert fails(pinv.eventual_convergence, Observation(late, Advance(0), (), late, stable.now))
+    c1, c2 = quiet.clients
+    lost = replace(quiet, clients=(c1, replace(c2, owned=frozenset())))
+    assert fails(pinv.eventual_convergence, Observation(lost, Advance(0), (), lost, stable.now))
+    twice = replace(quiet, clients=(replace(c1, owned=c1.owned | c2.owned), c2))
+    assert fails(pinv.eventual_convergence, Observation(twice, Advance(0), (), twice, stable.now))
+    behind = replace(quiet, clients=(replace(c1, generation=c1.generation - 1), c2))
+    assert fails(pinv.eventual_convergence, Observation(behind, Advance(0), (), behind, stable.now))
+    gone = replace(quiet, clients=(replace(c1, phase="left", owned=frozenset()), c2))
+    assert fails(pinv.eventual_convergence, Observation(gone, Advance(0), (), gone, stable.now))

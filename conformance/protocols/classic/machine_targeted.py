@@ -139,5 +139,4 @@ class ConvergeRules(FaultHost):
         """Perturbations stop; from the bound on, every step must show a converged group."""
         assert self.sim is not None
         self.note("perturbations stop")
-        for obs in self.sim.converge():
-            self.observe(obs, "converge")
+        self.sim.converge(lambda obs: self.observe(obs, "converge"))

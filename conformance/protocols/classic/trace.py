@@ -14,6 +14,7 @@ from typing import Any
 from conformance.errors import UsageError
 from conformance.formats.codec import decode, encode
 from conformance.formats.trace_file import CheckedLog, LogEntry, Trace, trace_of_log
+from conformance.protocols.classic.settle import converge
 from model.classic.sim import ClassicSim
 from model.classic.world import ClassicWorld
 from model.observation import Observation
@@ -119,21 +120,41 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "grow_topic", "topic": topic, "partitions": partitions}, obs)
         return obs
 
-    def converge(self) -> list[Observation[ClassicWorld]]:
-        """Perturbations stop and the group must converge (`build.converge`): one recorded op, so
+    def converge(self, observe: Any = None, limit: int | None = None) -> list[Observation[ClassicWorld]]:
+        """Perturbations stop and the group must converge (`settle.converge`): one recorded op, so
         a minimised trace keeps or drops the whole convergence, never half of it; its first
-        observation is the op's step, the others ``cont`` steps (as a consumer ``settle``)."""
-        from conformance.protocols.classic.build import converge
-
+        observation is the op's step, the others ``cont`` steps (as a consumer ``settle``).
+        ``observe`` sees each observation as it happens: a violation raised there ends the op, and
+        the op records how many observations it made (``observations``), so replay stops there too;
+        ``limit`` is that count on replay."""
         seen: list[Observation[ClassicWorld]] = []
+        start = len(self.log)
+
+        def take(obs: Observation[ClassicWorld]) -> None:
+            self.log.append(LogEntry({"op": "cont"} if seen else {"op": "converge"}, obs, obs.now))
+            seen.append(obs)
+            if observe is not None:
+                observe(obs)
+            if limit is not None and len(seen) >= limit:
+                raise _CutShort
+
         self._silent = True
         try:
-            converge(self, sorted(self.clients), seen.append)
+            converge(self, sorted(self.clients), take)
+        except _CutShort:
+            self._cut_short(start, len(seen))
+        except BaseException:
+            self._cut_short(start, len(seen))
+            raise
         finally:
             self._silent = False
-        for i, obs in enumerate(seen):
-            self.log.append(LogEntry({"op": "converge"} if i == 0 else {"op": "cont"}, obs, obs.now))
         return seen
+
+    def _cut_short(self, start: int, count: int) -> None:
+        """The converge op at ``start`` of the log ended after ``count`` observations."""
+        if count and start < len(self.log):
+            first = self.log[start]
+            self.log[start] = replace(first, op={"op": "converge", "observations": count})
 
     def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
         return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
@@ -180,10 +201,24 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         return obs
 
 
+class _CutShort(Exception):
+    """Replay reached the number of observations a cut-short ``converge`` recorded."""
+
+
+def _converge_limit(op: dict[str, Any], where: str) -> int | None:
+    """How many observations a recorded ``converge`` made before a violation ended it (None: all)."""
+    count = op.get("observations")
+    if count is None:
+        return None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise UsageError(f"{where}: converge field 'observations' must be a positive integer")
+    return count
+
+
 def apply_ops(sim: TracedClassicSim, op: dict[str, Any], where: str) -> list[Observation[ClassicWorld]]:
     """Every observation one recorded op makes (``converge`` makes many)."""
     if op.get("op") == "converge":
-        return sim.converge()
+        return sim.converge(limit=_converge_limit(op, where))
     obs = apply_op(sim, op, where)
     return [] if obs is None else [obs]
 
@@ -229,7 +264,7 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
         if kind == "unsubscribe":
             return sim.unsubscribe(client)
         if kind == "converge":
-            seen = sim.converge()
+            seen = sim.converge(limit=_converge_limit(op, where))
             return seen[-1] if seen else None
         if kind == "restart":
             sim.restart(client)
