@@ -39,5 +39,5 @@ def test_heard_is_written_only_when_false_so_older_traces_stay_byte_for_byte() -
     heard = codec.encode(HeartbeatEvent(7, REQUEST, "c1"))
     lost = codec.encode(HeartbeatEvent(7, REQUEST, "c1", heard=False))
     assert "heard" not in heard and lost["heard"] is False
-    assert codec.decode(lost) == HeartbeatEvent(7, REQUEST, "c1", heard=False)
+    assert codec.decode(lost).heard is False
     assert codec.decode(heard).heard is True

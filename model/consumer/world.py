@@ -42,9 +42,10 @@ class HeartbeatEvent:
     ref: int
     request: ConsumerGroupHeartbeatRequest
     client: str | None = None
-    heard: bool = field(default=True, metadata={"omit_default": True})
+    heard: bool = field(default=True, compare=False, metadata={"omit_default": True})
     """False when the process that sent it never hears the answer (lost on the way back, a cut
-    connection, a duplicate's copy, a process that restarted meanwhile)."""
+    connection, a duplicate's copy, a process that restarted meanwhile). An outcome of the run, not
+    part of what was sent: events compare equal without it, so traces written before it replay."""
 
 
 @dataclass(frozen=True)
