@@ -1123,6 +1123,29 @@ def test_every_invariant_can_fail() -> None:
     temporary = HeartbeatEvent(2, beat("s", -2, instance_id="i"), "c1")
     assert not violations("consumer.static_close_is_temporary", Observation(good, temporary, (), good, 0))
 
+    # promises (model/consumer/promise_invariants.py)
+    held = replace(good, clients=(c1,))
+    fenced = (Delivery(3, ConsumerGroupHeartbeatResponse(ErrorCode.FENCED_MEMBER_EPOCH)),)
+    told = Observation(held, HeartbeatEvent(3, beat("m1", 1), "c1"), fenced, held, 0)
+    expect("consumer.ended_membership_rejoins", violations("consumer.ended_membership_rejoins", told))
+    rejoined = replace(held, clients=(replace(c1, member_epoch=0, owned=frozenset(), state="JOINING"),))
+    assert not violations("consumer.ended_membership_rejoins", replace(told, after=rejoined))
+    wider = {"m1": replace(m1, subscribed_topic_names=frozenset({"t", "u"}))}
+    change = HeartbeatEvent(4, beat("m1", 1, subscribed_topic_names=("t", "u")), "c1")
+    kept_epoch = Observation(good, change, (), world_with(members=wider), 0)
+    expect(
+        "consumer.subscription_change_bumps_epoch",
+        violations("consumer.subscription_change_bumps_epoch", kept_epoch),
+    )
+    bumped = world_with(members=wider, group_epoch=m1.member_epoch + 1)
+    assert not violations("consumer.subscription_change_bumps_epoch", replace(kept_epoch, after=bumped))
+    between = world_with(members={"m1": replace(m1, member_epoch=2)}, group_epoch=3, assignment_epoch=3)
+    expect(
+        "consumer.member_epoch_is_assignment_epoch",
+        violations("consumer.member_epoch_is_assignment_epoch", obs_of(between, older)),
+    )
+    assert not violations("consumer.member_epoch_is_assignment_epoch", obs_of(newer, older))
+
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
 
@@ -1158,6 +1181,10 @@ def test_invariant_registry_entries() -> None:
         "consumer.responses_well_formed",
         "consumer.fenced_member_releases_first",
         "consumer.static_close_is_temporary",
+        # promises from the protocol documents: model/consumer/promise_invariants.py
+        "consumer.ended_membership_rejoins",
+        "consumer.subscription_change_bumps_epoch",
+        "consumer.member_epoch_is_assignment_epoch",
     }
     assert set(ALL_IDS) == expected
     for inv_id in expected:
@@ -1307,11 +1334,11 @@ class Simulation:
             return
         self.ref += 1
         ref = self.ref
+        roll = self.rng.random()
 
         def run() -> Result:
             result = self.coord.handle_consumer_group_heartbeat(self.state, request, ref, self.now)
             response = result.deliveries[0].response
-            roll = self.rng.random()
             if roll < lost:
                 c.on_request_lost(self.now)
                 self._perturbed()
@@ -1321,7 +1348,7 @@ class Simulation:
                 c.on_response(response, self.now)
             return result
 
-        self.step(HeartbeatEvent(ref, request, c.name), run)
+        self.step(HeartbeatEvent(ref, request, c.name, heard=roll >= lost + delay), run)
 
     def deliver(self, c: VirtualConsumer) -> None:
         response = self.pending.pop(c.name, None)
@@ -1493,7 +1520,7 @@ def test_kafka_19974_member_keeps_its_epoch_when_it_must_revoke_again(bump: bool
     revocation after the target moved on and must revoke again. Since KAFKA-19974 (apache/kafka PR
     #21107) it stays UNREVOKED_PARTITIONS at its own member epoch; before it took epoch + 1."""
     config = ConsumerCoordinatorConfig(bump_after_revocation=bump)
-    h = Harness(ConsumerCoordinator(config, SeededChooser(1)), topics={"t": 4})
+    h = Harness(ConsumerCoordinator(config, SeededChooser(1)), topics={"t": 4}, check=not bump)
     first = ok(h.hb(join("m1", server_assignor="range")))
     e1 = first.member_epoch
     assert first.assigned() == P("t", 0, 1, 2, 3)
@@ -1506,4 +1533,6 @@ def test_kafka_19974_member_keeps_its_epoch_when_it_must_revoke_again(bump: bool
     assert r.assigned() == P("t", 0)
     assert h.member("m1").state == MemberState.UNREVOKED_PARTITIONS
     assert r.member_epoch == (e1 + 1 if bump else e1)
+    if bump:  # the old rule hands out an epoch no target assignment carries
+        assert "consumer.member_epoch_is_assignment_epoch" in {v[0] for v in h.violations}
     assert ConsumerCoordinatorConfig().bump_after_revocation is False  # Kafka 4.4.0 is the default

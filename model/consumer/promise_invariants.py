@@ -23,7 +23,10 @@ MEMBERSHIP_ENDED = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, E.GROU
 
 @invariant("consumer.ended_membership_rejoins", "transition", "consumer")
 def ended_membership_rejoins(obs: Obs) -> Iterator[str]:
-    """A consumer told FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or GROUP_ID_NOT_FOUND gives up its partitions and rejoins with epoch 0 or stops; it never goes on with the refused epoch (KIP-848; librdkafka PR #5488)."""
+    """A consumer told FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or GROUP_ID_NOT_FOUND gives up its partitions and rejoins with epoch 0 or stops; it never goes on with the refused epoch (KIP-848; librdkafka PR #5488).
+
+    A promise a client relies on (docs/invariants.md#nature).
+    """
     ev, b = obs.event, obs.before
     if not isinstance(ev, HeartbeatEvent) or ev.client is None or not ev.heard or b is None:
         return
@@ -50,7 +53,10 @@ def _subscription(m: ConsumerMember) -> tuple[frozenset[str], str | None]:
 
 @invariant("consumer.subscription_change_bumps_epoch", "transition", "consumer")
 def subscription_change_bumps_epoch(obs: Obs) -> Iterator[str]:
-    """A heartbeat that changes a member's subscribed topic names or regex (to empty included) bumps the group epoch, so a new target follows (KIP-848; KAFKA-19899)."""
+    """A heartbeat that changes a member's subscribed topic names or regex (to empty included) bumps the group epoch, so a new target follows (KIP-848; KAFKA-19899).
+
+    A promise a client relies on (docs/invariants.md#nature).
+    """
     ev, b, a = obs.event, obs.before, obs.after
     if not isinstance(ev, HeartbeatEvent) or b is None:
         return
@@ -71,7 +77,10 @@ def subscription_change_bumps_epoch(obs: Obs) -> Iterator[str]:
 
 @invariant("consumer.member_epoch_is_assignment_epoch", "transition", "consumer")
 def member_epoch_is_assignment_epoch(obs: Obs) -> Iterator[str]:
-    """A member epoch that moves forward moves to the group's target assignment epoch: no epoch is ever handed out that no target assignment carries (KIP-848 member epoch; KAFKA-19974)."""
+    """A member epoch that moves forward moves to the group's target assignment epoch: no epoch is ever handed out that no target assignment carries (KIP-848 member epoch; KAFKA-19974).
+
+    A promise a client relies on (docs/invariants.md#nature).
+    """
     b, a = obs.before, obs.after
     if b is None:
         return
