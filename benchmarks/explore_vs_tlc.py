@@ -178,18 +178,19 @@ def parse_tlc(text: str) -> TlcOutcome:
 
 
 _EX_STATES = re.compile(r"^\s*(\d+) distinct abstract states, (\d+) transitions, ([\d.]+) s", re.M)
-_EX_BOUND = re.compile(r"^\s*largest bound finished: (complete|depth (\d+) of \d+)", re.M)
+_EX_BOUND = re.compile(
+    r"^\s*largest bound finished: (?:complete after (\d+) levels|depth (\d+) of \d+)", re.M
+)
 _EX_FOUND = re.compile(r"^\s*- ([\w.]+): BFS-minimal length", re.M)
 
 
 def parse_explore(text: str) -> TlcOutcome:
-    """The same figures from `groupcheck explore`'s summary (the depth of a complete search is the
-    number of BFS levels it took, which the summary does not print: None then)."""
+    """The same figures from `groupcheck explore`'s summary (depth: BFS levels expanded)."""
     states, bound = _EX_STATES.search(text), _EX_BOUND.search(text)
     if states is None or bound is None:
         return TlcOutcome(None, None, None, False, (), "no summary")
-    complete = bound.group(1) == "complete"
-    depth = None if complete else int(bound.group(2))
+    complete = bound.group(1) is not None
+    depth = int(bound.group(1) or bound.group(2))
     return TlcOutcome(
         int(states.group(1)), depth, 0 if complete else None, complete, tuple(_EX_FOUND.findall(text))
     )

@@ -104,9 +104,9 @@ def test_a_crash_or_deadlock_is_an_error_and_not_finished() -> None:
 
 
 def test_explore_summary_parsing() -> None:
-    done = "  largest bound finished: complete (no new states)\n  32 distinct abstract states, 80 transitions, 0.1 s (442 states/s)\n"
+    done = "  largest bound finished: complete after 10 levels (no new states)\n  32 distinct abstract states, 80 transitions, 0.1 s (442 states/s)\n"
     o = bench.parse_explore(done)
-    assert (o.distinct, o.depth, o.finished) == (32, None, True)
+    assert (o.distinct, o.depth, o.finished) == (32, 10, True)
     cut = (
         "  largest bound finished: depth 11 of 1000 (time budget 20 s reached)\n"
         "  1515 distinct abstract states, 4000 transitions, 20.0 s (75 states/s)\n"
