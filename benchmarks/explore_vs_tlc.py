@@ -2,7 +2,8 @@
 the same bounds, one worker each, the same wall budget (results: benchmarks/results/explore_vs_tlc.md).
 
     .venv/bin/python benchmarks/explore_vs_tlc.py --spec-dir DIR --community-modules DIR
-        [--budget 600] [--bounds 1x1,2x1,2x2] [--perturbations 1] [--no-symmetry-runs]
+        [--budget 600] [--bounds 1x1,2x1,2x2] [--perturbations 1] [--no-symmetry-runs] [--view]
+        [--tlc-only]
 
 ``--spec-dir``: a local copy of ``groupprotocol/`` of the public repository Vanlightly/kafka-tlaplus
 (https://github.com/Vanlightly/kafka-tlaplus); nothing of it is kept in this repository.
@@ -97,9 +98,10 @@ class Run:
 # ----------------------------------------------------------------------------- pure parts
 
 
-def tlc_config(clients: int, partitions: int, perturbations: int, symmetry: bool) -> str:
+def tlc_config(clients: int, partitions: int, perturbations: int, symmetry: bool, view: bool = False) -> str:
     """A TLC configuration: ``clients`` model values, one topic of ``partitions`` partitions (the
-    explorer's setup: one topic ``t``), the author's invariants, safety only."""
+    explorer's setup: one topic ``t``), the author's invariants, safety only. ``view``: states are
+    told apart by the specification's ``view`` (without its auxiliary counters)."""
     if not 1 <= clients <= 9 or not 1 <= partitions <= 9 or not 0 <= perturbations <= 9:
         raise ToolError(f"bound {clients}x{partitions} perturbations {perturbations}: each 1..9 (0..9)")
     names = ", ".join(f"c{i + 1}" for i in range(clients))
@@ -115,6 +117,8 @@ def tlc_config(clients: int, partitions: int, perturbations: int, symmetry: bool
     ]
     if symmetry:
         lines.append("SYMMETRY symmClients")
+    if view:
+        lines.append("VIEW view")
     return "\n".join(lines) + "\n"
 
 
@@ -288,12 +292,13 @@ def run_tlc(
     perturbations: int,
     symmetry: bool,
     budget: float,
+    view: bool = False,
 ) -> Run:
-    d = work / f"tlc-{bound[0]}x{bound[1]}-{'sym' if symmetry else 'plain'}"
+    d = work / f"tlc-{bound[0]}x{bound[1]}-{'sym' if symmetry else 'plain'}{'-view' if view else ''}"
     d.mkdir(parents=True, exist_ok=True)
     for f in SPEC_FILES:
         shutil.copy(spec / f, d / f)
-    (d / "MC.cfg").write_text(tlc_config(*bound, perturbations, symmetry))
+    (d / "MC.cfg").write_text(tlc_config(*bound, perturbations, symmetry, view))
     cmd = [
         "java",
         f"-Dtlc2.TLC.stopAfter={budget:.0f}",
@@ -318,7 +323,7 @@ def run_tlc(
     o = parse_tlc(text)
     note = o.error + (" (timeout)" if "(timeout)" in text else "")
     tag = f"TLC, MaxPerturbations={perturbations}"
-    sym = "symmClients" if symmetry else "none"
+    sym = ("symmClients" if symmetry else "none") + (", VIEW view" if view else "")
     return Run(
         tag,
         f"{bound[0]} x {bound[1]}",
@@ -374,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bounds", default="1x1,2x1,2x2")
     p.add_argument("--perturbations", type=int, default=1, help="the specification's MaxPerturbations")
     p.add_argument("--no-symmetry-runs", action="store_true", help="skip the TLC runs with SYMMETRY")
+    p.add_argument("--view", action="store_true", help="TLC tells states apart by the spec's view")
+    p.add_argument("--tlc-only", action="store_true", help="skip groupcheck explore")
     p.add_argument("--work", type=Path, help="scratch directory (default: a temporary one)")
     args = p.parse_args(argv)
     try:
@@ -393,11 +400,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(HEADER, flush=True)
         for bound in bounds:
-            runs = [lambda b=bound: run_explore(work, b, args.budget)]
+            runs = [] if args.tlc_only else [lambda b=bound: run_explore(work, b, args.budget)]
             # one client has no permutation to factor out (and this TLC rejects SYMMETRY then)
             for sym in (False,) if args.no_symmetry_runs or bound[0] == 1 else (False, True):
                 runs.append(
-                    lambda b=bound, s=sym: run_tlc(jar, spec, cm, work, b, args.perturbations, s, args.budget)
+                    lambda b=bound, s=sym: run_tlc(
+                        jar, spec, cm, work, b, args.perturbations, s, args.budget, args.view
+                    )
                 )
             for run in runs:
                 print(markdown_row(run()), flush=True)

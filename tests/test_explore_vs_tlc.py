@@ -66,7 +66,8 @@ def test_config_names_the_bound_and_the_invariants() -> None:
 def test_config_with_symmetry() -> None:
     cfg = bench.tlc_config(2, 1, 2, symmetry=True)
     assert cfg.rstrip().endswith("SYMMETRY symmClients")
-    assert "MaxPerturbations = 2" in cfg
+    assert "MaxPerturbations = 2" in cfg and "VIEW" not in cfg
+    assert bench.tlc_config(2, 1, 1, symmetry=False, view=True).rstrip().endswith("VIEW view")
 
 
 @pytest.mark.parametrize("bad", [(0, 1, 1), (2, 0, 1), (10, 1, 1), (2, 1, -1)])
