@@ -136,7 +136,11 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"explore {args.protocol}: {args.members} members x {args.partitions} partitions, variants {shown}, "
         f"ops {','.join(result.ops)}"
     )
-    bound = "complete (no new states)" if result.complete else f"depth {result.levels_done} of {args.depth}"
+    bound = (
+        f"complete after {result.levels_done} levels (no new states)"
+        if result.complete
+        else f"depth {result.levels_done} of {args.depth}"
+    )
     if result.budget_hit:
         bound += f" (time budget {args.budget:g} s reached)"
     print(f"  largest bound finished: {bound}")
