@@ -135,8 +135,9 @@ class ClassicWorld:
     leader_assignment: LeaderAssignment | None = None
     stamp_slack_ms: int = 0
     """How far the time the coordinator stamped a step may lie from the observation's ``now``: 0 on
-    the model's own clock; on a real target the oracle's `late_ms`, the window within which its
-    hypotheses date a request's arrival and a timer's firing (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
+    the model's own clock; on a real target the oracle's `unseen_cap_ms`, the widest window within
+    which its hypotheses date a request's arrival and a timer's firing
+    (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
     #: set while perturbations have stopped (`ClassicSim.quiet`): since when, and the bound after
     #: which the group must have converged (`classic.eventual_convergence`); None otherwise
     quiet_since: int | None = None

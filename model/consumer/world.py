@@ -147,7 +147,8 @@ class ConsumerWorld:
     """The coordinator's commit-epoch rule: "exact" (Kafka 4.0-4.2) or "assignment" (KIP-1251, 4.3+)."""
     stamp_slack_ms: int = 0
     """How far the time the coordinator stamped a step may lie from the observation's ``now``: 0 on
-    the model's own clock; on a real target the oracle's `late_ms` (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
+    the model's own clock; on a real target the oracle's `unseen_cap_ms`
+    (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
 
     def group(self, group_id: str) -> GroupView | None:
         return self.groups.get(group_id)

@@ -69,7 +69,7 @@ class OraclePort(ClassicOperation, ClassicCandidates, OracleBase):
         self.coordinator = coordinator
         self.max_size = coordinator.config.max_size
         self.initial_rebalance_delay_ms = coordinator.config.initial_rebalance_delay_ms
-        self.stamp_slack_ms = self.timing.late_ms  # ClassicWorld.stamp_slack_ms
+        self.stamp_slack_ms = self.timing.unseen_cap_ms  # ClassicWorld.stamp_slack_ms
         self.real_group = session.next_group()
         self.t0 = time.monotonic()
         self.hypos: list[Hypo] = [Hypo(ClassicState())]

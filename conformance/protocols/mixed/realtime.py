@@ -118,7 +118,7 @@ class RealMixedRun(TracedMixedRun):
 
         running = [c for n, c in sorted(self.clients.items()) if n not in self.stopped]
         world = capture_mixed_world(self.state, self.port.reported_coordinator(), running)
-        return dataclasses.replace(world, stamp_slack_ms=self.port.timing.late_ms)
+        return dataclasses.replace(world, stamp_slack_ms=self.port.unseen_cap_ms)
 
     # ---------------------------------------------------------------- MixedRun on the wire
     def topic(self, name: str, partitions: int) -> None:
