@@ -13,15 +13,16 @@ over every trace at once (docs/pipeline.md). Each has an id in the `window.` nam
   of consecutive steps at which the partition is ownerless; a step that is not Stable, where the
   topic is not subscribed or the partition does not exist, or a gap in the step numbers ends it.
 
-One scan of the nested columns: `CANDIDATES` reads `holdings`, `subscribed` and
-`topic_partitions` once and keeps, per row, only what a violation can come from (the held
-partitions of a row where one is held twice; the partitions without an owner of a Stable row).
-Nearly every row keeps nothing, so the table (`candidates`) is small and the two checks that read
-it group and window a few rows instead of every partition of every step. The per-row work is
-array functions on (topic, partition) structs: no explode of every partition, no string keys.
-`generation_monotonic` reads only the flat columns. The exploding form this replaces stays in
-`windows_explode` as the reference the tests compare with (benchmarks/results/pipeline.md).
-`python_window_checks` is the plain-Python form of the same checks (`conformance.engine.windows`).
+One scan of the nested columns (`CANDIDATES`, materialised as table `candidates`): rows are
+grouped into states (trace, generation, group state, the Stable current-generation holdings as
+(client, topic, partition), subscriptions, partition counts) with the list of their (step, now);
+a trace repeats a state over many steps, so the owner checks, array functions on (topic,
+partition) structs, run once per state, not per row. Only states with a doubly held or an
+ownerless partition are kept, so the two checks reading `candidates` group and window a few rows
+instead of every partition of every step. `generation_monotonic` reads only the flat columns.
+The exploding form this replaces stays in `windows_explode` as the reference the tests compare
+with (benchmarks/results/pipeline.md). `python_window_checks` is the plain-Python form of the
+same checks (`conformance.engine.windows`).
 """
 
 from __future__ import annotations
@@ -57,10 +58,11 @@ _DIALECT = {
     },
 }
 
-#: Per row: `doubled` (the stable current-generation holdings, when a (topic, partition) occurs
+#: Per state: `doubled` (its stable current-generation holdings, when a (topic, partition) occurs
 #: in them twice) and `gaps` (the partitions of subscribed topics that no such holding covers, when
-#: the group is Stable). A row with neither is dropped. Spark's `sequence(0, -1)` is not empty,
-#: hence the `partitions > 0` guard.
+#: the group is Stable). A state with neither is dropped. `n > 0` (always true) keeps optimisers
+#: from moving these expressions below the grouping, where they would run once per row again.
+#: Spark's `sequence(0, -1)` is not empty, hence the `partitions > 0` guard.
 CANDIDATES = """
 WITH rows AS (
   SELECT trace_id, step, now, generation, group_state, subscribed, topic_partitions,
@@ -162,28 +164,16 @@ def _dialect(text: str, dialect: str) -> str:
     d = _DIALECT[dialect]
     text = text.replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))
     if dialect == "duckdb":
-        text = _NAMED_STRUCT.sub(_struct_pack, text.replace("array(named_struct", "list_value(named_struct"))
+        text = _NAMED_STRUCT.sub(_struct_pack, text)
     for word in ("explode", "filter", "transform", "flatten", "distinct", "size", "contains", "collect"):
         text = text.replace("{" + word + "}", d[word])
     return text.replace("AS STRING", "AS " + d["string"])
 
 
-#: `CANDIDATES` without the grouping: every row is its own state
-_PER_ROW = """states AS (
-  SELECT trace_id, generation, group_state, held, subscribed, topic_partitions,
-         array(named_struct('step', step, 'now', now)) AS steps, 1 AS n
-  FROM rows
-),"""
-
-
-def candidates_sql(dialect: str, grouped: bool = True) -> str:
+def candidates_sql(dialect: str) -> str:
     """The one scan of table `lake`, to be materialised as table `candidates` (Spark: a
     checkpointed temporary view; DuckDB: a temporary table) before the checks run."""
-    text = CANDIDATES
-    if not grouped:
-        a, b = text.index("states AS ("), text.index("keyed AS (")
-        text = text[:a] + _PER_ROW + "\n" + text[b:]
-    return _dialect(text, dialect)
+    return _dialect(CANDIDATES, dialect)
 
 
 def window_sql(check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS) -> str:
