@@ -63,6 +63,13 @@ def test_audit_finds_kafka_7026_on_v0_and_writes_replayable_traces(spark, v0_lak
     }
     prep.unpersist()
     assert one_scan == py
+    from conformance.pipeline import windows  # the grouped-states form, Spark dialect
+
+    spark.sql(windows.candidates_sql("spark")).localCheckpoint().createOrReplaceTempView("candidates")
+    grouped = {
+        tuple(r)[:3] for c in windows.CHECKS for r in spark.sql(windows.window_sql(c, "spark")).collect()
+    }
+    assert grouped == py
     files = [Path(p) for p in summary.counterexamples]
     assert files and all(p.exists() for p in files)
     from conformance.cli.main import main
