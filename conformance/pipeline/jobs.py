@@ -213,8 +213,8 @@ def audit(
         excluded = spark.createDataFrame([(t,) for t in sorted(tainted)], "trace_id string")
         valid = valid.join(excluded, on="trace_id", how="left_anti")
     valid.createOrReplaceTempView("lake")
-    # the exploding form: on Spark it measured faster than the grouped states of `windows`
-    # (benchmarks/results/pipeline.md, 2026-11-27), whose array lambdas Spark interprets
+    # the exploding form: on Spark the grouped states of `windows` (whose array lambdas Spark
+    # interprets) showed no consistent gain and twice the memory (benchmarks/results/pipeline.md)
     for check in CHECKS:
         for r in spark.sql(window_sql(check, "spark", bound_ms)).collect():
             summary.violations.append((r.trace_id, r.step, r.invariant, r.message))

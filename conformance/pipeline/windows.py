@@ -20,9 +20,10 @@ a trace repeats a state over many steps, so the owner checks, array functions on
 partition) structs, run once per state, not per row. Only states with a doubly held or an
 ownerless partition are kept, so the two checks reading `candidates` group and window a few rows
 instead of every partition of every step. `generation_monotonic` reads only the flat columns.
-This is the faster form on DuckDB; on Spark, which interprets array lambdas, the exploding form
-of `windows_explode` measured faster and is what `pipeline audit` runs (benchmarks/results/pipeline.md). `python_window_checks` is the plain-Python form of the
-same checks (`conformance.engine.windows`).
+This is the faster form on DuckDB; on Spark, which interprets array lambdas, it showed no
+consistent gain over the exploding form of `windows_explode`, which `pipeline audit` runs
+(benchmarks/results/pipeline.md). `python_window_checks` is the plain-Python form of the same
+checks (`conformance.engine.windows`).
 """
 
 from __future__ import annotations
