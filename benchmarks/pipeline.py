@@ -30,6 +30,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from pipeline_lakes import make_base, make_big, make_scaled  # noqa: E402
 
 
 # ---------------------------------------------------------------------- memory sampling
@@ -68,138 +71,59 @@ class PeakRss:
         self.peak = max(self.peak, _tree_rss_kib(os.getpid()))
 
 
-# ---------------------------------------------------------------------- data
-#: every tenth base run pins the broken sticky V0 leader, so the checks have violations to agree on
-BROKEN_EVERY = 10
-BROKEN = {"sticky": "v0", "assignor": "sticky"}
-
-
-def make_base(work: Path, runs: int) -> Path:
-    """A real swarm (plain Python, seed 0) as one Parquet file: the seed of every scaled lake."""
-    import pyarrow.parquet as pq
-
-    from conformance.pipeline.schema import rows_to_batch
-    from conformance.pipeline.swarm import draw_config, run_one
-
-    base = work / f"base-mix-{runs}.parquet"
-    if not base.exists():
-        tmp = base.with_suffix(".tmp")
-        with pq.ParquetWriter(tmp, rows_to_batch([]).schema, compression="zstd") as w:
-            for i in range(runs):
-                pinned = BROKEN if i % BROKEN_EVERY == 0 else None
-                w.write_batch(rows_to_batch(list(run_one(draw_config(0, i, pinned=pinned)))))
-        tmp.rename(base)
-    return base
-
-
-def make_scaled(work: Path, base: Path, rows: int) -> Path:
-    """`rows` window-check rows: the base's flat columns repeated under new trace ids."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    from conformance.pipeline.schema import WINDOW_COLUMNS
-
-    out = work / f"lake-{base.stem}-{rows}"
-    if (out / "_done").exists():
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    table = pq.read_table(base, columns=list(WINDOW_COLUMNS))
-    copy, written, part = 0, 0, 0
-    writer = None
-    while written < rows:
-        take = min(table.num_rows, rows - written)
-        t = table.slice(0, take)
-        ids = pc.binary_join_element_wise(t.column("trace_id"), pa.scalar(f"#{copy}"), "")
-        t = t.set_column(0, "trace_id", ids)
-        if writer is None or written // 5_000_000 != part:
-            if writer is not None:
-                writer.close()
-            part = written // 5_000_000
-            writer = pq.ParquetWriter(out / f"part-{part:04d}.parquet", t.schema, compression="zstd")
-        writer.write_table(t, row_group_size=500_000)
-        written += take
-        copy += 1
-    assert writer is not None
-    writer.close()
-    (out / "_done").write_text(str(rows))
-    return out
-
-
-def make_big(work: Path, lake: Path, rows: int) -> Path:
-    """A lake of `rows` rows as copies of a scaled lake, written file by file (cheap: pyarrow).
-
-    Each copy rewrites only `trace_id` (suffix `@k`) one row group at a time, so memory stays at one
-    row group and the other columns are re-encoded unchanged; copy k of the 10M-row lake holds
-    exactly that lake's violations under new ids. (The earlier `make_scaled` per 160,000-row slice
-    took over 27 minutes for 75M rows under load; this wrote 100M rows in 618 s at load 5-18.)"""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    out = work / f"big-{lake.name}-{rows}"
-    if (out / "_done").exists():
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    sources = sorted(lake.glob("*.parquet"))
-    per_copy = sum(pq.ParquetFile(f).metadata.num_rows for f in sources)
-    if rows % per_copy:
-        raise SystemExit(f"--big {rows} is not a multiple of the {per_copy:,} rows of {lake}")
-    for k in range(rows // per_copy):
-        for f in sources:
-            target = out / f"copy{k:03d}-{f.name}"
-            if target.exists():
-                continue
-            src = pq.ParquetFile(f)
-            tmp = target.with_suffix(".tmp")
-            with pq.ParquetWriter(tmp, src.schema_arrow, compression="zstd") as w:
-                for g in range(src.num_row_groups):
-                    t = src.read_row_group(g)
-                    ids = pc.binary_join_element_wise(t.column("trace_id"), pa.scalar(f"@{k}"), "")
-                    w.write_table(t.set_column(0, "trace_id", ids))
-            tmp.rename(target)
-    (out / "_done").write_text(str(rows))
-    return out
-
-
 # ---------------------------------------------------------------------- engines (one process each)
 #: two per core: AQE coalesces small shuffles further; more only adds task overhead on 2 cores
 SHUFFLE_PARTITIONS = 4
 
 
-def engine_spark_windows(path: str, mode: str = "direct") -> dict[str, Any]:
-    """mode "direct": each check scans the lake; "prep": one scan into a persisted `prep` table."""
+def engine_spark_windows(path: str, mode: str = "states") -> dict[str, Any]:
+    """mode "states" (what `pipeline audit` runs): one scan into a small checkpointed `candidates`
+    table (`windows`); "direct" and "prep": the exploding form of `windows_explode`, each check
+    scanning the lake or all three reading one persisted `prep` table."""
     from pyspark import StorageLevel
 
+    from conformance.pipeline import windows, windows_explode
     from conformance.pipeline.session import get_session
-    from conformance.pipeline.windows import CHECKS, prepare_sql, window_sql
 
     spark = get_session(None, "groupcheck-bench", shuffle_partitions=SHUFFLE_PARTITIONS)
     spark.read.parquet(path).createOrReplaceTempView("lake")
     start = time.perf_counter()
-    prep = None
-    if mode == "prep":
-        prep = spark.sql(prepare_sql("spark")).persist(StorageLevel.MEMORY_AND_DISK)
-        prep.createOrReplaceTempView("prep")
-        prep.count()
-    found = sum(len(spark.sql(window_sql(c, "spark", prepared=prep is not None)).collect()) for c in CHECKS)
+    if mode == "states":
+        spark.sql(windows.candidates_sql("spark")).localCheckpoint().createOrReplaceTempView("candidates")
+        found = sum(len(spark.sql(windows.window_sql(c, "spark")).collect()) for c in windows.CHECKS)
+    else:
+        if mode == "prep":
+            prep = spark.sql(windows_explode.prepare_sql("spark")).persist(StorageLevel.MEMORY_AND_DISK)
+            prep.createOrReplaceTempView("prep")
+            prep.count()
+        found = sum(
+            len(spark.sql(windows_explode.window_sql(c, "spark", prepared=mode == "prep")).collect())
+            for c in windows_explode.CHECKS
+        )
     seconds = time.perf_counter() - start
     spark.stop()
     return {"seconds": seconds, "violations": found}
 
 
-def engine_duckdb_windows(path: str, mode: str = "direct") -> dict[str, Any]:
+def engine_duckdb_windows(path: str, mode: str = "states") -> dict[str, Any]:
     import duckdb
 
-    from conformance.pipeline.windows import CHECKS, prepare_sql, window_sql
+    from conformance.pipeline import windows, windows_explode
 
     con = duckdb.connect()
     con.execute("SET threads = 2; SET memory_limit = '8GB'; SET preserve_insertion_order = false")
     con.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet('{path}/*.parquet')")
     start = time.perf_counter()
+    if mode == "states":
+        con.execute("CREATE TEMP TABLE candidates AS " + windows.candidates_sql("duckdb"))
+        found = sum(len(con.execute(windows.window_sql(c, "duckdb")).fetchall()) for c in windows.CHECKS)
+        return {"seconds": time.perf_counter() - start, "violations": found}
     if mode == "prep":
-        con.execute("CREATE TEMP TABLE prep AS " + prepare_sql("duckdb"))
-    found = sum(len(con.execute(window_sql(c, "duckdb", prepared=mode == "prep")).fetchall()) for c in CHECKS)
+        con.execute("CREATE TEMP TABLE prep AS " + windows_explode.prepare_sql("duckdb"))
+    found = sum(
+        len(con.execute(windows_explode.window_sql(c, "duckdb", prepared=mode == "prep")).fetchall())
+        for c in windows_explode.CHECKS
+    )
     return {"seconds": time.perf_counter() - start, "violations": found}
 
 
@@ -344,7 +268,9 @@ def main() -> None:
         help="rows of an interleaved Spark/DuckDB duel (spark, duckdb, spark, ...; 0: skip)",
     )
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the duel")
-    ap.add_argument("--modes", default="direct,prep", help="window-check modes in the duel (direct, prep)")
+    ap.add_argument(
+        "--modes", default="direct,states", help="window-check modes in the duel (direct, prep, states)"
+    )
     ap.add_argument("--work", type=Path, default=Path("/tmp/groupcheck-bench"))
     ap.add_argument("--out", type=Path)
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")

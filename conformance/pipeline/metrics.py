@@ -15,7 +15,7 @@ new ones each run found (the growth curve), and the group-state edges walked.
 
 from __future__ import annotations
 
-from conformance.pipeline.windows import _DIALECT, _HELD
+from conformance.pipeline.windows_explode import _DIALECT, _HELD
 
 _CONFIG = """
   protocol,

@@ -13,54 +13,96 @@ over every trace at once (docs/pipeline.md). Each has an id in the `window.` nam
   of consecutive steps at which the partition is ownerless; a step that is not Stable, where the
   topic is not subscribed or the partition does not exist, or a gap in the step numbers ends it.
 
-The same SQL text runs on Spark and DuckDB (dialect words such as `explode`/`unnest` and
-`filter`/`list_filter` differ). It is written for engines without a cheap join: the owner checks
-are per-row array predicates and spans are gaps-and-islands over the ownerless rows only (no
-join of exploded partitions with exploded holdings). `python_window_checks` is
-the plain-Python implementation of the same three checks (`conformance.engine.windows`, where
-`groupcheck replay` runs it too), used by the benchmark and to cross-check the SQL in the tests.
+One scan of the nested columns (`CANDIDATES`, materialised as table `candidates`): rows are
+grouped into states (trace, generation, group state, the Stable current-generation holdings as
+(client, topic, partition), subscriptions, partition counts) with the list of their (step, now);
+a trace repeats a state over many steps, so the owner checks, array functions on (topic,
+partition) structs, run once per state, not per row. Only states with a doubly held or an
+ownerless partition are kept, so the two checks reading `candidates` group and window a few rows
+instead of every partition of every step. `generation_monotonic` reads only the flat columns.
+This is the faster form on DuckDB; on Spark, which interprets array lambdas, it showed no
+consistent gain over the exploding form of `windows_explode`, which `pipeline audit` runs
+(benchmarks/results/pipeline.md). `python_window_checks` is the plain-Python form of the same
+checks (`conformance.engine.windows`).
 """
 
 from __future__ import annotations
 
+import re
+
 from conformance.engine.windows import DEFAULT_OWNERLESS_BOUND_MS, python_window_checks
 
-_HELD = "{filter}(holdings, h -> h.phase = 'stable' AND h.generation = generation)"
 _DIALECT = {
     "spark": {
         "explode": "explode",
-        "seq": "sequence(0, {n} - 1)",
         "filter": "filter",
-        # held holds each client's partition once, so a repeated (topic, partition) is a double
-        # holder; arrays_zip and array_contains on structs are compiled, lambdas are interpreted
-        "doubled": "size(array_distinct(arrays_zip(held.topic, held.partition))) < size(held)",
-        "held_keys": "arrays_zip(held.topic, held.partition)",
-        "owned": "array_contains(held, struct(topic AS topic, part AS partition))",
+        "transform": "transform",
+        "flatten": "flatten",
+        "distinct": "array_distinct",
+        "size": "size",
+        "contains": "array_contains",
+        "seq": "sequence(0, {n} - 1)",
+        "string": "STRING",
+        "collect": "collect_list",
     },
     "duckdb": {
         "explode": "unnest",
-        "seq": "generate_series(0, {n} - 1)",
         "filter": "list_filter",
-        "doubled": "len(list_distinct(list_transform(held, h -> h.topic || '-' || CAST(h.partition AS STRING))))"
-        " < len(held)",
-        "held_keys": "list_transform(held, h -> h.topic || '-' || CAST(h.partition AS STRING))",
-        "owned": "list_contains(held, topic || '-' || CAST(part AS STRING))",
+        "transform": "list_transform",
+        "flatten": "flatten",
+        "distinct": "list_distinct",
+        "size": "len",
+        "contains": "list_contains",
+        "seq": "generate_series(0, {n} - 1)",
+        "string": "VARCHAR",
+        "collect": "list",
     },
 }
 
-SINGLE_HOLDER = """
-WITH held AS (
-  SELECT trace_id, step, generation, {held} AS held FROM lake WHERE generation IS NOT NULL
+#: Per state: `doubled` (its stable current-generation holdings, when a (topic, partition) occurs
+#: in them twice) and `gaps` (the partitions of subscribed topics that no such holding covers, when
+#: the group is Stable). A state with neither is dropped. `n > 0` (always true) keeps optimisers
+#: from moving these expressions below the grouping, where they would run once per row again.
+#: Spark's `sequence(0, -1)` is not empty, hence the `partitions > 0` guard.
+CANDIDATES = """
+WITH rows AS (
+  SELECT trace_id, step, now, generation, group_state, subscribed, topic_partitions,
+         {transform}({filter}(holdings, h -> h.phase = 'stable' AND h.generation = generation),
+                     h -> named_struct('client', h.client, 'topic', h.topic, 'partition', h.partition)) AS held
+  FROM lake
 ),
-doubled AS (
-  SELECT trace_id, step, generation, held FROM held WHERE {doubled}
+states AS (
+  SELECT trace_id, generation, group_state, held, subscribed, topic_partitions,
+         {collect}(named_struct('step', step, 'now', now)) AS steps, count(*) AS n
+  FROM rows
+  GROUP BY trace_id, generation, group_state, held, subscribed, topic_partitions
+),
+keyed AS (
+  SELECT *, {transform}(held, h -> named_struct('topic', h.topic, 'partition', h.partition)) AS keys FROM states
+),
+flagged AS (
+  SELECT trace_id, steps, generation,
+         CASE WHEN n > 0 AND generation IS NOT NULL AND {size}({distinct}(keys)) < {size}(keys) THEN held END AS doubled,
+         CASE WHEN n > 0 AND group_state = 'Stable' THEN {flatten}({transform}(
+           {filter}(topic_partitions, tp -> tp.partitions > 0 AND {contains}(subscribed, tp.topic)),
+           tp -> {transform}(
+             {filter}({seq}, p -> NOT {contains}(keys, named_struct('topic', tp.topic, 'partition', p))),
+             p -> named_struct('topic', tp.topic, 'partition', p)))) END AS gaps
+  FROM keyed
 )
+SELECT * FROM flagged WHERE doubled IS NOT NULL OR {size}(gaps) > 0
+"""
+
+SINGLE_HOLDER = """
 SELECT trace_id, min(step) AS step, 'window.single_holder' AS invariant,
        min(concat(topic, '-', CAST(part AS STRING), ' held by ', CAST(holders AS STRING),
                   ' clients in generation ', CAST(generation AS STRING))) AS message
 FROM (
   SELECT trace_id, step, generation, h.topic AS topic, h.partition AS part, count(DISTINCT h.client) AS holders
-  FROM (SELECT trace_id, step, generation, {explode}(held) AS h FROM doubled) x
+  FROM (SELECT trace_id, step, generation, {explode}(doubled) AS h
+        FROM (SELECT trace_id, a.step AS step, generation, doubled
+              FROM (SELECT trace_id, generation, doubled, {explode}(steps) AS a
+                    FROM candidates WHERE doubled IS NOT NULL) s) d) x
   GROUP BY trace_id, step, generation, h.topic, h.partition
   HAVING count(DISTINCT h.client) > 1
 ) v
@@ -74,22 +116,17 @@ FROM (
   SELECT trace_id, step, generation, failover,
          lag(generation) OVER (PARTITION BY trace_id ORDER BY step) AS prev,
          lag(persisted_generation) OVER (PARTITION BY trace_id ORDER BY step) AS prev_persisted
-  FROM lake
+  FROM (SELECT trace_id, step, generation, failover, persisted_generation FROM lake) l
 ) w
 WHERE generation < prev AND NOT (failover AND generation >= coalesce(prev_persisted, 0))
 GROUP BY trace_id
 """
 
 OWNERLESS = """
-WITH parts AS (
-  SELECT trace_id, step, now, held, tp.topic AS topic, {explode}({seq}) AS part
-  FROM (SELECT trace_id, step, now, subscribed, {explode}(topic_partitions) AS tp, {held_keys} AS held
-        FROM (SELECT trace_id, step, now, subscribed, topic_partitions, {held} AS held
-              FROM lake WHERE group_state = 'Stable') s) t
-  WHERE array_contains(subscribed, tp.topic)
-),
-ownerless AS (
-  SELECT trace_id, step, now, topic, part FROM parts WHERE NOT {owned}
+WITH ownerless AS (
+  SELECT trace_id, step, now, g.topic AS topic, g.partition AS part
+  FROM (SELECT trace_id, a.step AS step, a.now AS now, {explode}(gaps) AS g
+        FROM (SELECT trace_id, gaps, {explode}(steps) AS a FROM candidates WHERE {size}(gaps) > 0) s) x
 ),
 spans AS (
   SELECT trace_id, topic, part, min(step) AS first_step, max(now) - min(now) AS ms
@@ -111,38 +148,39 @@ CHECKS = {
 }
 
 
-#: One scan for the three checks: the columns they read, with the stable current-generation holdings
-#: filtered once (the one lambda), materialised as table `prep` (Spark: a persisted DataFrame; DuckDB:
-#: a temporary table). The checks then read `prep` (`window_sql(..., prepared=True)`) instead of
-#: decoding the nested `holdings` column of the lake twice and filtering it twice.
-PREPARE = """
-SELECT trace_id, step, now, group_state, generation, failover, persisted_generation, subscribed,
-       topic_partitions, {held} AS held
-FROM lake
-"""
+_NAMED_STRUCT = re.compile(r"named_struct\(([^()]*)\)")
 
 
-def prepare_sql(dialect: str) -> str:
-    """The SELECT whose result the prepared checks read as table `prep`."""
-    return PREPARE.replace("{held}", _HELD).replace("{filter}", _DIALECT[dialect]["filter"])
+def _struct_pack(m: re.Match[str]) -> str:
+    """Spark's named_struct('a', x, 'b', y) as DuckDB's struct_pack(a := x, b := y)."""
+    parts = [p.strip() for p in m.group(1).split(",")]
+    return (
+        "struct_pack("
+        + ", ".join(f"{n.strip(chr(39))} := {v}" for n, v in zip(parts[::2], parts[1::2], strict=True))
+        + ")"
+    )
 
 
-def window_sql(
-    check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS, prepared: bool = False
-) -> str:
-    """The SQL of one check for a table named `lake` (or `prep`, see `PREPARE`); one row per
-    violating trace (its first step)."""
+def _dialect(text: str, dialect: str) -> str:
     d = _DIALECT[dialect]
-    text = CHECKS[check].replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))
-    if prepared:
-        text = text.replace("{held} AS held", "held").replace("FROM lake", "FROM prep")
-    text = text.replace("{held}", _HELD)
-    for word in ("doubled", "held_keys", "owned", "explode", "filter"):
-        text = text.replace("{" + word + "}", d[word])
-    text = text.replace("{bound}", str(int(bound_ms)))
+    text = text.replace("{seq}", d["seq"].replace("{n}", "tp.partitions"))
     if dialect == "duckdb":
-        text = text.replace("AS STRING", "AS VARCHAR").replace("array_contains(", "list_contains(")
-    return text
+        text = _NAMED_STRUCT.sub(_struct_pack, text)
+    for word in ("explode", "filter", "transform", "flatten", "distinct", "size", "contains", "collect"):
+        text = text.replace("{" + word + "}", d[word])
+    return text.replace("AS STRING", "AS " + d["string"])
 
 
-__all__ = ["CHECKS", "DEFAULT_OWNERLESS_BOUND_MS", "prepare_sql", "python_window_checks", "window_sql"]
+def candidates_sql(dialect: str) -> str:
+    """The one scan of table `lake`, to be materialised as table `candidates` (Spark: a
+    checkpointed temporary view; DuckDB: a temporary table) before the checks run."""
+    return _dialect(CANDIDATES, dialect)
+
+
+def window_sql(check: str, dialect: str, bound_ms: int = DEFAULT_OWNERLESS_BOUND_MS) -> str:
+    """The SQL of one check over tables `lake` and `candidates`; one row per violating trace (its
+    first step)."""
+    return _dialect(CHECKS[check], dialect).replace("{bound}", str(int(bound_ms)))
+
+
+__all__ = ["CHECKS", "DEFAULT_OWNERLESS_BOUND_MS", "candidates_sql", "python_window_checks", "window_sql"]

@@ -10,11 +10,11 @@ import pytest
 
 from conformance.errors import UsageError
 from conformance.formats import lake as codec
-from conformance.pipeline import schema
+from conformance.pipeline import schema, windows_explode
 from conformance.pipeline.audit_core import audit_trace
 from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
 from conformance.pipeline.swarm import draw_config, observations, run_one
-from conformance.pipeline.windows import CHECKS, prepare_sql, python_window_checks, window_sql
+from conformance.pipeline.windows import CHECKS, candidates_sql, python_window_checks, window_sql
 
 V0 = {"sticky": "v0", "assignor": "sticky"}
 
@@ -153,11 +153,14 @@ def test_window_checks_agree_between_python_and_duckdb_and_have_teeth(v0_rows):
     py = python_window_checks(sorted(rows, key=lambda r: (r["trace_id"], r["step"])))
     con = duckdb.connect()
     con.register("lake", pa.Table.from_batches([schema.rows_to_batch(rows)]))
+    con.execute("CREATE TEMP TABLE candidates AS " + candidates_sql("duckdb"))
     sql = [tuple(x[:3]) for c in CHECKS for x in con.execute(window_sql(c, "duckdb")).fetchall()]
     assert sorted(sql) == sorted(tuple(x[:3]) for x in py)
-    con.execute("CREATE TEMP TABLE prep AS " + prepare_sql("duckdb"))  # the one-scan form
+    con.execute("CREATE TEMP TABLE prep AS " + windows_explode.prepare_sql("duckdb"))  # exploding form
     one_scan = [
-        tuple(x[:3]) for c in CHECKS for x in con.execute(window_sql(c, "duckdb", prepared=True)).fetchall()
+        tuple(x[:3])
+        for c in CHECKS
+        for x in con.execute(windows_explode.window_sql(c, "duckdb", prepared=True)).fetchall()
     ]
     assert sorted(one_scan) == sorted(sql)
     kinds = {(t, inv) for t, _s, inv, _m in py}

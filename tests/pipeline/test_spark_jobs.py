@@ -52,8 +52,8 @@ def test_audit_finds_kafka_7026_on_v0_and_writes_replayable_traces(spark, v0_lak
     rows = sorted(pq.read_table(v0_lake).to_pylist(), key=lambda r: (r["trace_id"], r["step"]))
     py = {(t, s, i) for t, s, i, _m in python_window_checks(rows)}
     assert {(t, s, i) for t, s, i, _m in summary.violations if i.startswith("window.")} == py
-    # the one-scan form (a persisted `prep` table, benchmarks/pipeline.py --modes prep) finds the same
-    from conformance.pipeline.windows import CHECKS, prepare_sql, window_sql
+    # the exploding form (a persisted `prep` table, benchmarks/pipeline.py --modes prep) finds the same
+    from conformance.pipeline.windows_explode import CHECKS, prepare_sql, window_sql
 
     spark.read.parquet(str(v0_lake)).createOrReplaceTempView("lake")
     prep = spark.sql(prepare_sql("spark")).persist()
@@ -63,6 +63,13 @@ def test_audit_finds_kafka_7026_on_v0_and_writes_replayable_traces(spark, v0_lak
     }
     prep.unpersist()
     assert one_scan == py
+    from conformance.pipeline import windows  # the grouped-states form, Spark dialect
+
+    spark.sql(windows.candidates_sql("spark")).localCheckpoint().createOrReplaceTempView("candidates")
+    grouped = {
+        tuple(r)[:3] for c in windows.CHECKS for r in spark.sql(windows.window_sql(c, "spark")).collect()
+    }
+    assert grouped == py
     files = [Path(p) for p in summary.counterexamples]
     assert files and all(p.exists() for p in files)
     from conformance.cli.main import main
