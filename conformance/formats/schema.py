@@ -68,7 +68,11 @@ def _defs() -> dict[str, Any]:
         out[tag] = {
             "type": "object",
             "properties": props,
-            "required": ["type", *[f.name for f in dataclasses.fields(cls)]],
+            # a field the codec omits at its default (added later) may be absent
+            "required": [
+                "type",
+                *[f.name for f in dataclasses.fields(cls) if not f.metadata.get("omit_default")],
+            ],
             "additionalProperties": False,
         }
     out["any_value"] = {"anyOf": [{"$ref": f"#/$defs/{tag}"} for tag in sorted(registered())]}
