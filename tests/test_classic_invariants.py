@@ -234,6 +234,12 @@ def test_instance_fencing(stable) -> None:  # type: ignore[no-untyped-def]
     assert fails(rinv.instance_fencing, unknown)
     fenced = replace(unknown, deliveries=(Delivery(9, HeartbeatResponse(ErrorCode.FENCED_INSTANCE_ID)),))
     assert not fails(rinv.instance_fencing, fenced)
+    join = Send("c1", 9, JoinGroupRequest("g", "old-id", "consumer", (("range", b""),), 6000, 6000, "i1"))
+    full = Observation(
+        static, join, (Delivery(9, JoinGroupResponse(ErrorCode.GROUP_MAX_SIZE_REACHED)),), static, 0
+    )
+    assert not fails(rinv.instance_fencing, full)  # the group's capacity is checked first
+    assert fails(rinv.instance_fencing, replace(full, deliveries=unknown.deliveries))
 
 
 def test_leader_sync_covers_members(stable) -> None:  # type: ignore[no-untyped-def]

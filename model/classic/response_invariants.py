@@ -85,7 +85,11 @@ def stable_state_persisted(obs: Obs) -> Iterator[str]:
 
 @invariant("classic.instance_fencing", "transition", "classic")
 def instance_fencing(obs: Obs) -> Iterator[str]:
-    """A request naming a group.instance.id that the group maps to another member id is answered FENCED_INSTANCE_ID (KIP-345; CG L790; KAFKA-8225)."""
+    """A request naming a group.instance.id that the group maps to another member id is answered FENCED_INSTANCE_ID (KIP-345; CG L790; KAFKA-8225).
+
+    A JoinGroup's session timeout and the group's capacity are checked before its member id
+    (GroupMetadataManager.classicGroupJoin: INVALID_SESSION_TIMEOUT, then GROUP_MAX_SIZE_REACHED
+    via acceptJoiningMember, then the new/existing member paths; model/classic/coordinator.py)."""
     ev, b = obs.event, obs.before
     if not isinstance(ev, Send) or b is None or b.group is None:
         return
@@ -105,7 +109,10 @@ def instance_fencing(obs: Obs) -> Iterator[str]:
             errors: set[object] = {e for _, _, e in r.partitions if e != E.UNKNOWN_TOPIC_OR_PARTITION}
         else:
             errors = {getattr(r, "error", None)}
-        if errors - {E.FENCED_INSTANCE_ID}:
+        allowed = {E.FENCED_INSTANCE_ID}
+        if isinstance(req, JoinGroupRequest):
+            allowed |= {E.INVALID_SESSION_TIMEOUT, E.GROUP_MAX_SIZE_REACHED}
+        if errors - allowed:
             names = sorted(getattr(e, "name", str(e)) for e in errors)
             yield f"{type(req).__name__} from {req.member_id} for instance {req.group_instance_id} (held by {holder}) answered {names}"
 
