@@ -16,8 +16,11 @@ def _load():
     spec = importlib.util.spec_from_file_location("explore_vs_tlc", ROOT / "benchmarks" / "explore_vs_tlc.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["explore_vs_tlc"] = module
-    spec.loader.exec_module(module)
+    sys.modules["explore_vs_tlc"] = module  # its dataclasses resolve their module while created
+    try:
+        spec.loader.exec_module(module)
+    finally:  # a stray top-level module changes what later checks in this process draw
+        sys.modules.pop("explore_vs_tlc", None)
     return module
 
 
