@@ -30,7 +30,9 @@ class JoinGroupRequest:
     @property
     def effective_rebalance_timeout_ms(self) -> int:
         """JoinGroup v0 has no rebalance timeout: the session timeout is used (REQ JoinGroupRequest L179)."""
-        return self.session_timeout_ms if self.rebalance_timeout_ms < 0 else self.rebalance_timeout_ms
+        if self.version == 0 or self.rebalance_timeout_ms < 0:
+            return self.session_timeout_ms
+        return self.rebalance_timeout_ms
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,9 @@ def bind(h: Hypo, model_id: str, target_id: str, what: str) -> None:
     raise Mismatch(f"{what}: model {model_id!r}, target {target_id!r}")
 
 
-def compare(h: Hypo, ref: int, target: Any) -> None:
-    """Protocol-level equality of the model's answer to ``ref`` and the target's, binding provisional ids."""
+def compare(h: Hypo, ref: int, target: Any, version: int = 99) -> None:
+    """Protocol-level equality of the model's answer to ``ref`` and the target's at the ``version``
+    the wire carried, binding provisional ids."""
     model = h.outstanding[ref][0]
     if type(model) is not type(target):
         raise Mismatch(f"answer type {type(target).__name__}, model {type(model).__name__}")
@@ -63,8 +64,8 @@ def compare(h: Hypo, ref: int, target: Any) -> None:
         model = h.outstanding[ref][0]
         if model.skip_assignment != target.skip_assignment:
             raise Mismatch(f"skip_assignment {target.skip_assignment}, model {model.skip_assignment}")
-        mine = sorted((m.member_id, m.group_instance_id or "", m.metadata) for m in model.members)
-        theirs = sorted((m.member_id, m.group_instance_id or "", m.metadata) for m in target.members)
+        mine = _listed(model, version)
+        theirs = _listed(target, version)
         if len(mine) != len(theirs):
             raise Mismatch(f"{len(theirs)} members listed, model {len(mine)}")
         # bind provisional ids of listed members by (instance id, metadata) when unambiguous
@@ -74,7 +75,7 @@ def compare(h: Hypo, ref: int, target: Any) -> None:
                 if len(free) == 1:
                     bind(h, mid, free[0][0], "listed member")
         model = h.outstanding[ref][0]
-        mine = sorted((m.member_id, m.group_instance_id or "", m.metadata) for m in model.members)
+        mine = _listed(model, version)
         if mine != theirs:
             raise Mismatch(f"members {[m[0] for m in theirs]}, model {[m[0] for m in mine]}")
     elif isinstance(model, SyncGroupResponse):
@@ -94,6 +95,14 @@ def compare(h: Hypo, ref: int, target: Any) -> None:
             raise Mismatch(f"partitions {sorted(target.partitions)}, model {sorted(model.partitions)}")
     elif model.error != target.error:
         raise Mismatch(f"error {_e(target.error)}, model {_e(model.error)}")
+
+
+def _listed(resp: JoinGroupResponse, version: int) -> list[tuple[str, str, bytes]]:
+    """The members a JoinGroup answer lists; below v5 the wire carries no group instance id
+    (KIP-345; Kafka's JoinGroupResponse.json), so a leader on an old version is not told it."""
+    return sorted(
+        (m.member_id, (m.group_instance_id or "") if version >= 5 else "", m.metadata) for m in resp.members
+    )
 
 
 def _e(code: Any) -> str:

@@ -116,7 +116,7 @@ class ClassicOperation:
                 if target is None:
                     return f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): target's answer undecodable"
                 try:
-                    compare(c, ref, target)
+                    compare(c, ref, target, version)
                 except Mismatch as m:
                     return f"ref {ref} ({member} {API_NAMES[api_key_of(request)]} v{version}): {m}"
                 c.outstanding.pop(ref, None)
