@@ -41,6 +41,9 @@ class ClassicCandidates:
     requests: dict[int, tuple[str, Any, int, int]]
     #: choice scripts left untried by `_candidates` since the last divergence
     candidates_cut: int = 0
+    #: the uncertain window after the operation when wider than ``timing.late_ms`` (a retry of an
+    #: operation the target handled late: `ClassicOperation._late_retry`)
+    late_now_ms: int = 0
 
     def _run(
         self, h: Hypo, t: int, op: tuple[Any, ...], k: int, j: int, script: tuple[int, ...]
@@ -104,7 +107,8 @@ class ClassicCandidates:
     def _uncertain(self, c: Hypo, t: int) -> list[int]:
         tm = self.timing
         return due_by(
-            [tmr.deadline for g in c.state.groups.values() for tmr in g.timers.values()], t + tm.late_ms
+            [tmr.deadline for g in c.state.groups.values() for tmr in g.timers.values()],
+            t + max(tm.late_ms, self.late_now_ms),
         )
 
     def _fire_next(self, c: Hypo) -> None:
