@@ -412,8 +412,8 @@ class ClassicSim:
         keep = sorted(table)[-self.keep_generations :]
         self.delivered = tuple((g, table[g]) for g in keep)
 
-    def snapshot(self, leader_assignment: LeaderAssignment | None, failover: bool) -> ClassicWorld:
-        clients = tuple(
+    def client_snaps(self) -> tuple[ClientSnap, ...]:
+        return tuple(
             ClientSnap(
                 name,
                 c.member_id,
@@ -425,6 +425,9 @@ class ClassicSim:
             )
             for name, c in sorted(self.clients.items())
         )
+
+    def snapshot(self, leader_assignment: LeaderAssignment | None, failover: bool) -> ClassicWorld:
+        clients = self.client_snaps()
         return ClassicWorld(
             self.port.group(self.group_id),
             clients,

@@ -114,6 +114,9 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self.drop_held(name)  # the old process's connection closed with it
         self.awaiting.pop(name, None)
         self.stalled.discard(name)
+        if self.world is not None:  # the next observation starts from the new process (an answer
+            # to the old one then reaches a client that never was its member)
+            self.world = replace(self.world, clients=self.client_snaps())
         self._record({"op": "restart", "client": name}, None, always=True)
 
     def subscribe(self, name: str, topics: tuple[str, ...]) -> None:
