@@ -19,7 +19,7 @@ def _load():
     sys.modules["explore_vs_tlc"] = module  # its dataclasses resolve their module while created
     try:
         spec.loader.exec_module(module)
-    finally:  # a stray top-level module changes what later checks in this process draw
+    finally:  # leave sys.modules as it was
         sys.modules.pop("explore_vs_tlc", None)
     return module
 

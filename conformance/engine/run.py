@@ -15,6 +15,7 @@ from hypothesis.stateful import get_state_machine_test
 
 from conformance.engine.checker import Checker, Violation
 from conformance.engine.divergences import DivergenceLog, FindingsLimit, Occurrence
+from conformance.engine.draws import seed_only_draws
 from conformance.engine.kit import ProtocolKit, resolve
 from conformance.engine.machine import InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
@@ -81,6 +82,7 @@ def run_check(
     restarts: int | None = None,
 ) -> CheckResult:
     kit = resolve(protocol)
+    seed_only_draws()  # the same seed draws the same run in every process (conformance/engine/draws.py)
     variants = dict(variants or {})
     checker = Checker(kit)
     n = max_examples if max_examples is not None else profile.max_examples

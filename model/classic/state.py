@@ -5,6 +5,7 @@ Mutable containers, but only `model.classic.records.apply` writes to them.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -92,6 +93,17 @@ class ClassicGroup:
     new_member_added: bool = False
     timers: dict[str, Timer] = field(default_factory=dict)
 
+    def clone(self) -> ClassicGroup:
+        """A copy sharing only immutable parts (frozen members): the oracle copies a group per
+        candidate and the explorer per transition, where `copy.deepcopy` dominated."""
+        new = copy.copy(self)
+        new.members = dict(self.members)
+        new.static_members = dict(self.static_members)
+        new.pending_members = set(self.pending_members)
+        new.pending_sync = set(self.pending_sync)
+        new.timers = {k: Timer(t.deadline, t.args) for k, t in self.timers.items()}
+        return new
+
     def awaiting_join_count(self) -> int:
         return sum(1 for m in self.members.values() if m.awaiting_join is not None)
 
@@ -119,3 +131,11 @@ class ClassicState:
     offsets: dict[tuple[str, str, int], tuple[int, str | None]] = field(default_factory=dict)
     topics: dict[str, int] = field(default_factory=dict)
     fail_next_append: bool = False
+
+    def clone(self) -> ClassicState:
+        """A copy sharing only immutable parts (`ClassicGroup.clone`)."""
+        new = copy.copy(self)
+        new.groups = {gid: g.clone() for gid, g in self.groups.items()}
+        new.offsets = dict(self.offsets)
+        new.topics = dict(self.topics)
+        return new

@@ -12,7 +12,6 @@ request's answer delay (`_widen`).
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +50,7 @@ class ClassicCandidates:
         """One candidate: certain timers, k uncertain ones, the op, j uncertain ones after it."""
         tm = self.timing
         c = Hypo(
-            copy.deepcopy(h.state),
+            h.state.clone(),
             list(h.durable),
             list(h.transitions),
             dict(h.outstanding),

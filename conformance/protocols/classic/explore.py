@@ -193,7 +193,6 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     and the chooser's random state. A test checks it behaves like deepcopy.
     """
     from model.classic.port import ModelPort
-    from model.classic.state import ClassicState
 
     port = sim.port
     assert isinstance(port, ModelPort)
@@ -203,14 +202,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     coord.__dict__.update(port.coordinator.__dict__)
     coord.chooser = clone_chooser(port.coordinator.chooser)
     new_port.coordinator = coord
-    st = port.state
-    new_state = ClassicState(
-        {gid: _clone_group(g) for gid, g in st.groups.items()},
-        dict(st.offsets),
-        dict(st.topics),
-        st.fail_next_append,
-    )
-    new_port.state = new_state
+    new_port.state = port.state.clone()
     new_port.durable = list(port.durable)
     new_port.records = []
     out = type(sim).__new__(type(sim))
@@ -225,16 +217,6 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     out.owner_of_ref = dict(sim.owner_of_ref)
     out.log = []
     return out
-
-
-def _clone_group(g: Any) -> Any:
-    new = copy.copy(g)
-    new.members = dict(g.members)
-    new.static_members = dict(g.static_members)
-    new.pending_members = set(g.pending_members)
-    new.pending_sync = set(g.pending_sync)
-    new.timers = {k: copy.copy(t) for k, t in g.timers.items()}
-    return new
 
 
 def explore(
