@@ -17,6 +17,7 @@ from typing import Any
 import z3
 
 from conformance.smt import classic_assign as A
+from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome
 from conformance.smt.solver import Limits, Verdict, check, make_solver
 
@@ -47,20 +48,9 @@ def base_case(
 ) -> Outcome:
     start = time.perf_counter()
     a = A.fresh("init", members, partitions)
-    s = make_solver(limits)
-    s.add(A.initial(a), z3.Not(z3.And([f(a) for _, f in _conjuncts(invariant_id, lemmas)])))
-    result, reason = check(s)
-    verdict = Verdict.CONFIRMED if result == z3.unsat else Verdict.UNKNOWN
-    detail = "" if result == z3.unsat else (reason or "invariant or lemmas do not hold initially")
-    return Outcome(
-        invariant_id,
-        "initial",
-        members,
-        partitions,
-        verdict,
-        time.perf_counter() - start,
-        detail,
-        lemmas=lemmas,
+    named = [(n, f(a)) for n, f in _conjuncts(invariant_id, lemmas)]
+    return prove_obligations(
+        invariant_id, INITIAL, members, partitions, [A.initial(a)], named, limits, lemmas, start
     )
 
 
@@ -77,33 +67,10 @@ def inductive_step(
     pre = A.fresh("pre", members, partitions)
     step = A.TRANSITIONS[transition](pre, 0, "in", dict(variant))
     conj = _conjuncts(invariant_id, lemmas)
-    s = make_solver(limits)
-    s.add([f(pre) for _, f in conj])
-    s.add(step.guard, _choices_in_range(step, members))
+    assumptions = [*(f(pre) for _, f in conj), step.guard, _choices_in_range(step, members)]
     obligations = [(n, f(step.post)) for n, f in conj]
-    s.add(z3.Not(z3.And([f for _, f in obligations])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(
-            invariant_id, transition, members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
-        )
-    if result == z3.unknown:
-        return Outcome(
-            invariant_id, transition, members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
-        )
-    model = s.model()
-    failed = tuple(n for n, f in obligations if not z3.is_true(model.eval(f, model_completion=True)))
-    return Outcome(
-        invariant_id,
-        transition,
-        members,
-        partitions,
-        Verdict.UNKNOWN,
-        seconds,
-        f"not inductive: {transition} can break {', '.join(failed)}",
-        lemmas=lemmas,
-        failed=failed,
+    return prove_obligations(
+        invariant_id, transition, members, partitions, assumptions, obligations, limits, lemmas, start
     )
 
 

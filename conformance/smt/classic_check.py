@@ -18,6 +18,7 @@ import z3
 
 from conformance.smt import classic as C
 from conformance.smt.classic_replay import Action, new_driver, same, trace_of
+from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome
 from conformance.smt.solver import Limits, Verdict, check, make_solver
 
@@ -41,14 +42,8 @@ def _lemmas(lemmas: tuple[str, ...]) -> list[tuple[str, Any]]:
 def base_case(invariant_id: str, lemmas: tuple[str, ...], members: int, limits: Limits) -> Outcome:
     start = time.perf_counter()
     g = C.fresh_group("init", members)
-    s = make_solver(limits)
-    s.add(C.initial(g), z3.Not(z3.And([f(g) for _, f in _lemmas(lemmas)] or [z3.BoolVal(True)])))
-    result, reason = check(s)
-    verdict = Verdict.CONFIRMED if result == z3.unsat else Verdict.UNKNOWN
-    detail = "" if result == z3.unsat else (reason or "lemmas do not hold initially")
-    return Outcome(
-        invariant_id, "initial", members, 0, verdict, time.perf_counter() - start, detail, lemmas=lemmas
-    )
+    named = [(n, f(g)) for n, f in _lemmas(lemmas)]
+    return prove_obligations(invariant_id, INITIAL, members, 0, [C.initial(g)], named, limits, lemmas, start)
 
 
 def inductive_step(
@@ -64,29 +59,10 @@ def inductive_step(
     pre = C.fresh_group("pre", members)
     step = C.TRANSITIONS[transition](pre, 0, "in", dict(variant))
     named = _lemmas(lemmas)
-    s = make_solver(limits)
-    s.add([f(pre) for _, f in named])
-    s.add(step.guard, _choices_in_range(step, members))
+    assumptions = [*(f(pre) for _, f in named), step.guard, _choices_in_range(step, members)]
     obligations = [(n, f(step.post)) for n, f in named] + [(f"{invariant_id} (step)", enc.step(pre, 0, step))]
-    s.add(z3.Not(z3.And([f for _, f in obligations])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(invariant_id, transition, members, 0, Verdict.CONFIRMED, seconds, lemmas=lemmas)
-    if result == z3.unknown:
-        return Outcome(invariant_id, transition, members, 0, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas)
-    model = s.model()
-    failed = tuple(n for n, f in obligations if not z3.is_true(model.eval(f, model_completion=True)))
-    return Outcome(
-        invariant_id,
-        transition,
-        members,
-        0,
-        Verdict.UNKNOWN,
-        seconds,
-        f"not inductive: {transition} can break {', '.join(failed)}",
-        lemmas=lemmas,
-        failed=failed,
+    return prove_obligations(
+        invariant_id, transition, members, 0, assumptions, obligations, limits, lemmas, start
     )
 
 

@@ -22,6 +22,7 @@ import z3
 from conformance.smt import kip848 as K
 from conformance.smt import kip848_claims as KC
 from conformance.smt import kip848_state as KS
+from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.kip848_replay import HeartbeatStep, replay
 from conformance.smt.kip848_trace import trace_of
 from conformance.smt.outcome import Outcome
@@ -44,39 +45,14 @@ def strengthening(invariant_id: str, lemmas: tuple[str, ...]) -> list[tuple[str,
     return out
 
 
-def _failed(model: z3.ModelRef, named: list[tuple[str, Any]]) -> list[str]:
-    return [name for name, f in named if not z3.is_true(model.eval(f, model_completion=True))]
-
-
 def base_case(
     invariant_id: str, lemmas: tuple[str, ...], members: int, partitions: int, limits: Limits
 ) -> Outcome:
     start = time.perf_counter()
     g = KS.fresh_group("init", members, partitions)
     named = [(n, f(g)) for n, f in strengthening(invariant_id, lemmas)]
-    s = make_solver(limits)
-    s.add(KC.initial(g))
-    s.add(z3.Not(z3.And([f for _, f in named])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(
-            invariant_id, "initial", members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
-        )
-    if result == z3.sat:
-        failed = _failed(s.model(), named)
-        return Outcome(
-            invariant_id,
-            "initial",
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            f"does not hold initially: {', '.join(failed)}",
-            lemmas=lemmas,
-        )
-    return Outcome(
-        invariant_id, "initial", members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+    return prove_obligations(
+        invariant_id, INITIAL, members, partitions, [KC.initial(g)], named, limits, lemmas, start
     )
 
 
@@ -96,35 +72,12 @@ def inductive_step(
     pre = KS.fresh_group("pre", members, partitions)
     step = K.TRANSITIONS[transition](pre, 0, "in", variant)
     formulas = strengthening(invariant_id, lemmas)
-    s = make_solver(limits)
-    s.add([f(pre) for _, f in formulas])
-    s.add(step.guard)
     named = [(n, f(step.post)) for n, f in formulas]
     if enc.step is not None:
         named.append((f"{invariant_id} (step)", enc.step(pre, 0, step)))
-    s.add(z3.Not(z3.And([f for _, f in named])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(
-            invariant_id, transition, members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
-        )
-    if result == z3.sat:
-        failed = _failed(s.model(), named)
-        detail = f"not inductive: {transition} can break {', '.join(failed)}"
-        return Outcome(
-            invariant_id,
-            transition,
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            detail,
-            lemmas=lemmas,
-            failed=tuple(failed),
-        )
-    return Outcome(
-        invariant_id, transition, members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+    assumptions = [*(f(pre) for _, f in formulas), step.guard]
+    return prove_obligations(
+        invariant_id, transition, members, partitions, assumptions, named, limits, lemmas, start
     )
 
 
