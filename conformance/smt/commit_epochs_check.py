@@ -131,7 +131,7 @@ def run_witness(witness: dict[str, int], partitions: int) -> tuple[Any, list[Any
         violations += found
     member = sim.port.coordinator_state().groups[sim.group_id].members["m0"]
     reached = {"member_epoch": member.member_epoch, "assigned_at": member.assignment_epoch(("t", 0))}
-    obs = sim.commit_as("m0", witness["commit_epoch"], "t", [witness["partition"]])
+    obs = sim.commit_as("m0", witness["commit_epoch"], "t", witness["partition"])
     found = checker.check(obs, len(actions) + 1)
     sim.note_checks(obs, checker.last_checked, [(v.invariant, v.message) for v in found], ())
     return sim, violations + found, reached

@@ -387,13 +387,13 @@ class ConsumerSim:
         )
         return self.send_raw(member_id, request)
 
-    def commit_as(self, member_id: str, member_epoch: int, topic: str, partitions: list[int]) -> Obs:
-        """An OffsetCommit v9 (offset 1) written out field by field, like `heartbeat_as` (a z3
-        counterexample's commit): recorded, so a trace replays it."""
+    def commit_as(self, member_id: str, member_epoch: int, topic: str, partition: int) -> Obs:
+        """An OffsetCommit v9 of one partition (offset 1) written out field by field, like
+        `heartbeat_as` (a z3 counterexample's commit): recorded, so a trace replays it."""
         self._record(
-            "commit_as", member_id=member_id, member_epoch=member_epoch, topic=topic, partitions=partitions
+            "commit_as", member_id=member_id, member_epoch=member_epoch, topic=topic, partition=partition
         )
-        parts = tuple(OffsetCommitRequestPartition(int(p), 1) for p in partitions)
+        parts = (OffsetCommitRequestPartition(int(partition), 1),)
         request = OffsetCommitRequest(
             self.group_id, (OffsetCommitRequestTopic(str(topic), parts),), int(member_epoch), str(member_id)
         )
