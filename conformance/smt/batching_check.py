@@ -20,7 +20,8 @@ import z3
 from conformance.smt import batching as B
 from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome
-from conformance.smt.solver import Limits, Verdict, check, make_solver
+from conformance.smt.solver import Limits, Verdict
+from conformance.smt.unroll import unroll, violated_by_pick
 
 INVARIANTS: tuple[str, ...] = (B.INVARIANT,)
 INTERVAL_MS = 1000
@@ -128,58 +129,30 @@ def bmc(
     start = time.perf_counter()
     rule = rule_of(variant)
     interval = z3.IntVal(INTERVAL_MS)
-    frames = [B.fresh("f0", members, interval)]
-    s = make_solver(limits)
-    s.add(B.initial(frames[0]))
-    chosen: list[tuple[Any, list[tuple[str, int, B.BStep]]]] = []
-    for k in range(1, depth + 1):
-        pre = frames[-1]
-        post = B.fresh(f"f{k}", members, interval)
-        options = _options(pre, k, rule)
-        sel = z3.Int(f"sel{k}")
-        s.add(sel >= 0, sel < len(options), post.now <= MAX_NOW_MS)
-        for n, (_, _, st) in enumerate(options):
-            s.add(z3.Implies(sel == n, z3.And(st.guard, B.same(post, st.post))))
-        frames.append(post)
-        chosen.append((sel, options))
-        s.push()
-        s.add(
-            z3.Or(
-                [
-                    z3.And(sel == n, z3.Not(B.target_computed_step(pre, i, st)))
-                    for n, (_, i, st) in enumerate(options)
-                ]
-            )
-        )
-        result, reason = check(s)
-        if result == z3.sat:
-            model = s.model()
-            steps = []
-            for sel_k, opts in chosen:
-                kind, i, st = opts[_num(model, sel_k)]
-                steps.append(
-                    {"kind": kind, "ms": _num(model, st.inputs["ms"])}
-                    if kind == "tick"
-                    else {"kind": kind, "member": i}
-                )
-            states = [_abstract(model, f) for f in frames]
-            return confirm(
-                invariant_id, steps, states, variant, members, partitions, time.perf_counter() - start
-            )
-        s.pop()
-        if result == z3.unknown:
-            return Outcome(
-                invariant_id, "bmc", members, partitions, Verdict.UNKNOWN, time.perf_counter() - start, reason
-            )
-    return Outcome(
-        invariant_id,
-        "bmc",
-        members,
-        partitions,
-        Verdict.CONFIRMED,
-        time.perf_counter() - start,
-        f"no violation within {depth} steps",
+    found = unroll(
+        lambda tag: B.fresh(tag, members, interval),
+        B.initial,
+        lambda g, k: _options(g, k, rule),
+        B.same,
+        lambda pre, post, sel, opts: violated_by_pick(
+            sel, opts, lambda i, st: B.target_computed_step(pre, i, st)
+        ),
+        limits,
+        depth,
+        frame_constraint=lambda g: g.now <= MAX_NOW_MS,
     )
+    seconds = time.perf_counter() - start
+    if found.model is None:
+        verdict = Verdict.UNKNOWN if found.reason else Verdict.CONFIRMED
+        detail = found.reason or f"no violation within {depth} steps"
+        return Outcome(invariant_id, "bmc", members, partitions, verdict, seconds, detail)
+    model = found.model
+    steps = [
+        {"kind": kind, "ms": _num(model, st.inputs["ms"])} if kind == "tick" else {"kind": kind, "member": i}
+        for kind, i, st in found.picked
+    ]
+    states = [_abstract(model, f) for f in found.frames]
+    return confirm(invariant_id, steps, states, variant, members, partitions, seconds)
 
 
 def _abstract(model: z3.ModelRef, g: B.BGroup) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from conformance.smt import classic as C
 from conformance.smt.classic_replay import Action, new_driver, same, trace_of
 from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome
-from conformance.smt.solver import Limits, Verdict, check, make_solver
+from conformance.smt.solver import Limits, Verdict
+from conformance.smt.unroll import unroll, violated_by_pick
 
 INVARIANTS: tuple[str, ...] = tuple(sorted(C.ENCODERS))
 BMC_MEMBERS = 2
@@ -80,54 +81,31 @@ def bmc(invariant_id: str, variant: Mapping[str, str], limits: Limits, depth: in
     start = time.perf_counter()
     members = BMC_MEMBERS
     enc = C.ENCODERS[invariant_id]
-    frames = [C.fresh_group("f0", members)]
-    s = make_solver(limits)
-    s.add(C.initial(frames[0]))
-    chosen: list[tuple[Any, list[tuple[str, int, C.Step]]]] = []
-    for k in range(1, depth + 1):
-        pre = frames[-1]
-        post = C.fresh_group(f"f{k}", members)
-        options = _options(pre, k, members, variant)
-        sel = z3.Int(f"sel{k}")
-        s.add(sel >= 0, sel < len(options))
-        for n, (_, _, st) in enumerate(options):
-            s.add(
-                z3.Implies(
-                    sel == n, z3.And(st.guard, _choices_in_range(st, members), C.group_eq(post, st.post))
-                )
-            )
-        frames.append(post)
-        chosen.append((sel, options))
-        s.push()
-        s.add(z3.Or([z3.And(sel == n, z3.Not(enc.step(pre, i, st))) for n, (_, i, st) in enumerate(options)]))
-        result, reason = check(s)
-        if result == z3.sat:
-            model = s.model()
-            actions = []
-            for sel_k, opts in chosen:
-                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
-                generation = (
-                    model.eval(st.inputs["generation"], model_completion=True).as_long()
-                    if kind == "sync"
-                    else 0
-                )
-                actions.append(Action(kind, i, generation))
-            states = [C.evaluate(model, f) for f in frames]
-            return confirm(invariant_id, actions, states, variant, time.perf_counter() - start)
-        s.pop()
-        if result == z3.unknown:
-            return Outcome(
-                invariant_id, "bmc", members, 0, Verdict.UNKNOWN, time.perf_counter() - start, reason
-            )
-    return Outcome(
-        invariant_id,
-        "bmc",
-        members,
-        0,
-        Verdict.CONFIRMED,
-        time.perf_counter() - start,
-        f"no violation within {depth} steps",
+    found = unroll(
+        lambda tag: C.fresh_group(tag, members),
+        C.initial,
+        lambda g, k: _options(g, k, members, variant),
+        C.group_eq,
+        lambda pre, post, sel, opts: violated_by_pick(sel, opts, lambda i, st: enc.step(pre, i, st)),
+        limits,
+        depth,
+        step_guard=lambda st: _choices_in_range(st, members),
     )
+    if found.model is None:
+        verdict = Verdict.UNKNOWN if found.reason else Verdict.CONFIRMED
+        detail = found.reason or f"no violation within {depth} steps"
+        return Outcome(invariant_id, "bmc", members, 0, verdict, time.perf_counter() - start, detail)
+    model = found.model
+    actions = [
+        Action(
+            kind,
+            i,
+            model.eval(st.inputs["generation"], model_completion=True).as_long() if kind == "sync" else 0,
+        )
+        for kind, i, st in found.picked
+    ]
+    states = [C.evaluate(model, f) for f in found.frames]
+    return confirm(invariant_id, actions, states, variant, time.perf_counter() - start)
 
 
 def confirm(
