@@ -57,8 +57,8 @@ def unroll(
         if frame_constraint is not None:
             s.add(frame_constraint(post))
         for n, (_, _, st) in enumerate(opts):
-            extra = z3.BoolVal(True) if step_guard is None else step_guard(st)
-            s.add(z3.Implies(sel == n, z3.And(st.guard, extra, same(post, st.post))))
+            fires = [st.guard] if step_guard is None else [st.guard, step_guard(st)]
+            s.add(z3.Implies(sel == n, z3.And(*fires, same(post, st.post))))
         frames.append(post)
         chosen.append((sel, opts))
         s.push()
