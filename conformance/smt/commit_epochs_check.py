@@ -4,7 +4,7 @@ With the correct rules two queries: Kafka 4.0's exact rule against the invariant
 coordinator, and the KIP-1251 rule against it read for a KIP-1251 coordinator. With
 ``commit_epochs=exact-only`` (the registered mutant ``commit-epochs-exact-only``: a coordinator
 promising KIP-1251 that keeps the exact rule) the exact rule is checked against the KIP-1251
-promise. A violation is then looked for in the shape a short run reaches: m0 holds every partition
+promise: the mutant's rule is Kafka 4.0's, so the one refutation shows both fail it. A violation is then looked for in the shape a short run reaches: m0 holds every partition
 at epoch 1, m1 joins, m0 gives up the partitions of m1 and moves to epoch 2 keeping partition 0, and
 commits it with epoch 1. That run is played on the simulator with the mutant
 (`ConsumerSim.heartbeat_as`, `commit_as`) and judged by the suite's checker; only a confirmed
