@@ -95,6 +95,17 @@ def test_catalogue_rejects_z3_without_encoder(tmp_path) -> None:  # type: ignore
         ("consumer.epoch_fencing", "epoch_check=false", "skip-fencing-check"),
         ("client.sticky_stale_claim_loses", "sticky=v0", "kafka-7026"),
         ("client.cooperative_no_direct_transfer", "cooperative_adjust=false", "kafka-14639"),
+        (
+            "consumer.target_computed_on_next_heartbeat",
+            "assignment_interval_wait=2x",
+            "assignment-interval-doubled",
+        ),
+        (
+            "consumer.target_computed_on_next_heartbeat",
+            "assignment_interval_check=false",
+            "assignment-interval-ignored",
+        ),
+        ("consumer.offset_commit_exact_epoch", "commit_epochs=exact-only", "commit-epochs-exact-only"),
     ],
 )
 def test_written_counterexample_is_a_trace_that_replays(

@@ -21,6 +21,7 @@ ACTION_BOUNDS: dict[str, tuple[int, int]] = {
     "tick_ms": (strict.MIN_EVERY_MS, strict.MAX_TICK_MS),
     "extra_rounds": (0, 100),
     "partitions": (0, strict.MAX_PARTITIONS),  # 0: the op deletes the topic
+    "partition": (0, strict.MAX_PARTITIONS),
     "offset": (-1, strict.INT_MAX),
     "session_timeout_ms": (0, strict.MAX_TIMEOUT_MS),
     "rebalance_timeout_ms": (0, strict.MAX_TIMEOUT_MS),

@@ -34,9 +34,9 @@ def load_lemmas(path: Path | None = None) -> dict[str, Lemma]:
 
 
 def coded_lemmas() -> set[str]:
-    from conformance.smt import classic, classic_assign, kip848_claims
+    from conformance.smt import batching, classic, classic_assign, kip848_claims
 
-    return set(kip848_claims.LEMMAS) | set(classic.LEMMAS) | set(classic_assign.LEMMAS)
+    return set(kip848_claims.LEMMAS) | set(classic.LEMMAS) | set(classic_assign.LEMMAS) | set(batching.LEMMAS)
 
 
 def validate(path: Path | None = None) -> None:

@@ -17,8 +17,10 @@ from typing import Any
 import z3
 
 from conformance.smt import classic_assign as A
+from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome
-from conformance.smt.solver import Limits, Verdict, check, make_solver
+from conformance.smt.solver import Limits, Verdict
+from conformance.smt.unroll import unroll
 
 INVARIANTS: tuple[str, ...] = tuple(sorted(A.INVARIANT_PREDICATES))
 BMC_MEMBERS = 2
@@ -47,20 +49,9 @@ def base_case(
 ) -> Outcome:
     start = time.perf_counter()
     a = A.fresh("init", members, partitions)
-    s = make_solver(limits)
-    s.add(A.initial(a), z3.Not(z3.And([f(a) for _, f in _conjuncts(invariant_id, lemmas)])))
-    result, reason = check(s)
-    verdict = Verdict.CONFIRMED if result == z3.unsat else Verdict.UNKNOWN
-    detail = "" if result == z3.unsat else (reason or "invariant or lemmas do not hold initially")
-    return Outcome(
-        invariant_id,
-        "initial",
-        members,
-        partitions,
-        verdict,
-        time.perf_counter() - start,
-        detail,
-        lemmas=lemmas,
+    named = [(n, f(a)) for n, f in _conjuncts(invariant_id, lemmas)]
+    return prove_obligations(
+        invariant_id, INITIAL, members, partitions, [A.initial(a)], named, limits, lemmas, start
     )
 
 
@@ -77,33 +68,10 @@ def inductive_step(
     pre = A.fresh("pre", members, partitions)
     step = A.TRANSITIONS[transition](pre, 0, "in", dict(variant))
     conj = _conjuncts(invariant_id, lemmas)
-    s = make_solver(limits)
-    s.add([f(pre) for _, f in conj])
-    s.add(step.guard, _choices_in_range(step, members))
+    assumptions = [*(f(pre) for _, f in conj), step.guard, _choices_in_range(step, members)]
     obligations = [(n, f(step.post)) for n, f in conj]
-    s.add(z3.Not(z3.And([f for _, f in obligations])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(
-            invariant_id, transition, members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
-        )
-    if result == z3.unknown:
-        return Outcome(
-            invariant_id, transition, members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
-        )
-    model = s.model()
-    failed = tuple(n for n, f in obligations if not z3.is_true(model.eval(f, model_completion=True)))
-    return Outcome(
-        invariant_id,
-        transition,
-        members,
-        partitions,
-        Verdict.UNKNOWN,
-        seconds,
-        f"not inductive: {transition} can break {', '.join(failed)}",
-        lemmas=lemmas,
-        failed=failed,
+    return prove_obligations(
+        invariant_id, transition, members, partitions, assumptions, obligations, limits, lemmas, start
     )
 
 
@@ -150,68 +118,42 @@ def bmc(invariant_id: str, variant: Mapping[str, str], limits: Limits, depth: in
     start = time.perf_counter()
     depth = max(depth, BMC_MIN_DEPTH)
     inv = A.INVARIANT_PREDICATES[invariant_id]
-    frames = [A.fresh("f0", BMC_MEMBERS, BMC_PARTITIONS)]
-    s = make_solver(limits)
-    s.add(A.initial(frames[0]))
-    chosen: list[tuple[Any, list[tuple[str, int, A.AStep]]]] = []
-    for k in range(1, depth + 1):
-        post = A.fresh(f"f{k}", BMC_MEMBERS, BMC_PARTITIONS)
-        options = _options(frames[-1], k, variant)
-        sel = z3.Int(f"sel{k}")
-        s.add(sel >= 0, sel < len(options))
-        for n, (_, _, st) in enumerate(options):
-            cond = z3.And(st.guard, _choices_in_range(st, BMC_MEMBERS), A.agroup_eq(post, st.post))
-            s.add(z3.Implies(sel == n, cond))
-        frames.append(post)
-        chosen.append((sel, options))
-        s.push()
-        s.add(z3.Not(inv(post)))
-        result, reason = check(s)
-        if result == z3.sat:
-            model = s.model()
-            steps = []
-            for sel_k, opts in chosen:
-                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
-                steps.append(_describe(model, kind, i, st))
-            last = frames[-1]
-            told = {
-                f"c{i}": {
-                    "generation": model.eval(last.dgen[i], True).as_long(),
-                    "partitions": _bits(model, last.dasg[i]),
-                }
-                for i in range(BMC_MEMBERS)
-            }
-            stored = {f"c{i}": _bits(model, last.asg[i]) for i in range(BMC_MEMBERS)}
-            cx = {"protocol": "classic", "steps": steps, "stored": stored, "answered": told}
-            return Outcome(
-                invariant_id,
-                "bmc",
-                BMC_MEMBERS,
-                BMC_PARTITIONS,
-                Verdict.UNKNOWN,
-                time.perf_counter() - start,
-                f"z3 counterexample in {k} steps (not replayed on the model): {_summary(steps)}",
-                cx,
-            )
-        s.pop()
-        if result == z3.unknown:
-            return Outcome(
-                invariant_id,
-                "bmc",
-                BMC_MEMBERS,
-                BMC_PARTITIONS,
-                Verdict.UNKNOWN,
-                time.perf_counter() - start,
-                reason,
-            )
+    found = unroll(
+        lambda tag: A.fresh(tag, BMC_MEMBERS, BMC_PARTITIONS),
+        A.initial,
+        lambda a, k: _options(a, k, variant),
+        A.agroup_eq,
+        lambda pre, post, sel, opts: z3.Not(inv(post)),
+        limits,
+        depth,
+        step_guard=lambda st: _choices_in_range(st, BMC_MEMBERS),
+    )
+    seconds = time.perf_counter() - start
+    if found.model is None:
+        verdict = Verdict.UNKNOWN if found.reason else Verdict.CONFIRMED
+        detail = found.reason or f"no violation within {depth} steps"
+        return Outcome(invariant_id, "bmc", BMC_MEMBERS, BMC_PARTITIONS, verdict, seconds, detail)
+    model = found.model
+    steps = [_describe(model, kind, i, st) for kind, i, st in found.picked]
+    last = found.frames[-1]
+    told = {
+        f"c{i}": {
+            "generation": model.eval(last.dgen[i], True).as_long(),
+            "partitions": _bits(model, last.dasg[i]),
+        }
+        for i in range(BMC_MEMBERS)
+    }
+    stored = {f"c{i}": _bits(model, last.asg[i]) for i in range(BMC_MEMBERS)}
+    cx = {"protocol": "classic", "steps": steps, "stored": stored, "answered": told}
     return Outcome(
         invariant_id,
         "bmc",
         BMC_MEMBERS,
         BMC_PARTITIONS,
-        Verdict.CONFIRMED,
-        time.perf_counter() - start,
-        f"no violation within {depth} steps",
+        Verdict.UNKNOWN,
+        seconds,
+        f"z3 counterexample in {len(steps)} steps (not replayed on the model): {_summary(steps)}",
+        cx,
     )
 
 

@@ -18,8 +18,10 @@ import z3
 
 from conformance.smt import classic as C
 from conformance.smt.classic_replay import Action, new_driver, same, trace_of
+from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome
-from conformance.smt.solver import Limits, Verdict, check, make_solver
+from conformance.smt.solver import Limits, Verdict
+from conformance.smt.unroll import unroll, violated_by_pick
 
 INVARIANTS: tuple[str, ...] = tuple(sorted(C.ENCODERS))
 BMC_MEMBERS = 2
@@ -41,14 +43,8 @@ def _lemmas(lemmas: tuple[str, ...]) -> list[tuple[str, Any]]:
 def base_case(invariant_id: str, lemmas: tuple[str, ...], members: int, limits: Limits) -> Outcome:
     start = time.perf_counter()
     g = C.fresh_group("init", members)
-    s = make_solver(limits)
-    s.add(C.initial(g), z3.Not(z3.And([f(g) for _, f in _lemmas(lemmas)] or [z3.BoolVal(True)])))
-    result, reason = check(s)
-    verdict = Verdict.CONFIRMED if result == z3.unsat else Verdict.UNKNOWN
-    detail = "" if result == z3.unsat else (reason or "lemmas do not hold initially")
-    return Outcome(
-        invariant_id, "initial", members, 0, verdict, time.perf_counter() - start, detail, lemmas=lemmas
-    )
+    named = [(n, f(g)) for n, f in _lemmas(lemmas)]
+    return prove_obligations(invariant_id, INITIAL, members, 0, [C.initial(g)], named, limits, lemmas, start)
 
 
 def inductive_step(
@@ -64,29 +60,10 @@ def inductive_step(
     pre = C.fresh_group("pre", members)
     step = C.TRANSITIONS[transition](pre, 0, "in", dict(variant))
     named = _lemmas(lemmas)
-    s = make_solver(limits)
-    s.add([f(pre) for _, f in named])
-    s.add(step.guard, _choices_in_range(step, members))
+    assumptions = [*(f(pre) for _, f in named), step.guard, _choices_in_range(step, members)]
     obligations = [(n, f(step.post)) for n, f in named] + [(f"{invariant_id} (step)", enc.step(pre, 0, step))]
-    s.add(z3.Not(z3.And([f for _, f in obligations])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(invariant_id, transition, members, 0, Verdict.CONFIRMED, seconds, lemmas=lemmas)
-    if result == z3.unknown:
-        return Outcome(invariant_id, transition, members, 0, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas)
-    model = s.model()
-    failed = tuple(n for n, f in obligations if not z3.is_true(model.eval(f, model_completion=True)))
-    return Outcome(
-        invariant_id,
-        transition,
-        members,
-        0,
-        Verdict.UNKNOWN,
-        seconds,
-        f"not inductive: {transition} can break {', '.join(failed)}",
-        lemmas=lemmas,
-        failed=failed,
+    return prove_obligations(
+        invariant_id, transition, members, 0, assumptions, obligations, limits, lemmas, start
     )
 
 
@@ -104,54 +81,31 @@ def bmc(invariant_id: str, variant: Mapping[str, str], limits: Limits, depth: in
     start = time.perf_counter()
     members = BMC_MEMBERS
     enc = C.ENCODERS[invariant_id]
-    frames = [C.fresh_group("f0", members)]
-    s = make_solver(limits)
-    s.add(C.initial(frames[0]))
-    chosen: list[tuple[Any, list[tuple[str, int, C.Step]]]] = []
-    for k in range(1, depth + 1):
-        pre = frames[-1]
-        post = C.fresh_group(f"f{k}", members)
-        options = _options(pre, k, members, variant)
-        sel = z3.Int(f"sel{k}")
-        s.add(sel >= 0, sel < len(options))
-        for n, (_, _, st) in enumerate(options):
-            s.add(
-                z3.Implies(
-                    sel == n, z3.And(st.guard, _choices_in_range(st, members), C.group_eq(post, st.post))
-                )
-            )
-        frames.append(post)
-        chosen.append((sel, options))
-        s.push()
-        s.add(z3.Or([z3.And(sel == n, z3.Not(enc.step(pre, i, st))) for n, (_, i, st) in enumerate(options)]))
-        result, reason = check(s)
-        if result == z3.sat:
-            model = s.model()
-            actions = []
-            for sel_k, opts in chosen:
-                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
-                generation = (
-                    model.eval(st.inputs["generation"], model_completion=True).as_long()
-                    if kind == "sync"
-                    else 0
-                )
-                actions.append(Action(kind, i, generation))
-            states = [C.evaluate(model, f) for f in frames]
-            return confirm(invariant_id, actions, states, variant, time.perf_counter() - start)
-        s.pop()
-        if result == z3.unknown:
-            return Outcome(
-                invariant_id, "bmc", members, 0, Verdict.UNKNOWN, time.perf_counter() - start, reason
-            )
-    return Outcome(
-        invariant_id,
-        "bmc",
-        members,
-        0,
-        Verdict.CONFIRMED,
-        time.perf_counter() - start,
-        f"no violation within {depth} steps",
+    found = unroll(
+        lambda tag: C.fresh_group(tag, members),
+        C.initial,
+        lambda g, k: _options(g, k, members, variant),
+        C.group_eq,
+        lambda pre, post, sel, opts: violated_by_pick(sel, opts, lambda i, st: enc.step(pre, i, st)),
+        limits,
+        depth,
+        step_guard=lambda st: _choices_in_range(st, members),
     )
+    if found.model is None:
+        verdict = Verdict.UNKNOWN if found.reason else Verdict.CONFIRMED
+        detail = found.reason or f"no violation within {depth} steps"
+        return Outcome(invariant_id, "bmc", members, 0, verdict, time.perf_counter() - start, detail)
+    model = found.model
+    actions = [
+        Action(
+            kind,
+            i,
+            model.eval(st.inputs["generation"], model_completion=True).as_long() if kind == "sync" else 0,
+        )
+        for kind, i, st in found.picked
+    ]
+    states = [C.evaluate(model, f) for f in found.frames]
+    return confirm(invariant_id, actions, states, variant, time.perf_counter() - start)
 
 
 def confirm(

@@ -22,10 +22,12 @@ import z3
 from conformance.smt import kip848 as K
 from conformance.smt import kip848_claims as KC
 from conformance.smt import kip848_state as KS
+from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.kip848_replay import HeartbeatStep, replay
 from conformance.smt.kip848_trace import trace_of
 from conformance.smt.outcome import Outcome
-from conformance.smt.solver import Limits, Verdict, check, make_solver
+from conformance.smt.solver import Limits, Verdict
+from conformance.smt.unroll import unroll, violated_by_pick
 
 
 def strengthening(invariant_id: str, lemmas: tuple[str, ...]) -> list[tuple[str, K.StateFormula]]:
@@ -44,39 +46,14 @@ def strengthening(invariant_id: str, lemmas: tuple[str, ...]) -> list[tuple[str,
     return out
 
 
-def _failed(model: z3.ModelRef, named: list[tuple[str, Any]]) -> list[str]:
-    return [name for name, f in named if not z3.is_true(model.eval(f, model_completion=True))]
-
-
 def base_case(
     invariant_id: str, lemmas: tuple[str, ...], members: int, partitions: int, limits: Limits
 ) -> Outcome:
     start = time.perf_counter()
     g = KS.fresh_group("init", members, partitions)
     named = [(n, f(g)) for n, f in strengthening(invariant_id, lemmas)]
-    s = make_solver(limits)
-    s.add(KC.initial(g))
-    s.add(z3.Not(z3.And([f for _, f in named])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(
-            invariant_id, "initial", members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
-        )
-    if result == z3.sat:
-        failed = _failed(s.model(), named)
-        return Outcome(
-            invariant_id,
-            "initial",
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            f"does not hold initially: {', '.join(failed)}",
-            lemmas=lemmas,
-        )
-    return Outcome(
-        invariant_id, "initial", members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+    return prove_obligations(
+        invariant_id, INITIAL, members, partitions, [KC.initial(g)], named, limits, lemmas, start
     )
 
 
@@ -96,35 +73,12 @@ def inductive_step(
     pre = KS.fresh_group("pre", members, partitions)
     step = K.TRANSITIONS[transition](pre, 0, "in", variant)
     formulas = strengthening(invariant_id, lemmas)
-    s = make_solver(limits)
-    s.add([f(pre) for _, f in formulas])
-    s.add(step.guard)
     named = [(n, f(step.post)) for n, f in formulas]
     if enc.step is not None:
         named.append((f"{invariant_id} (step)", enc.step(pre, 0, step)))
-    s.add(z3.Not(z3.And([f for _, f in named])))
-    result, reason = check(s)
-    seconds = time.perf_counter() - start
-    if result == z3.unsat:
-        return Outcome(
-            invariant_id, transition, members, partitions, Verdict.CONFIRMED, seconds, lemmas=lemmas
-        )
-    if result == z3.sat:
-        failed = _failed(s.model(), named)
-        detail = f"not inductive: {transition} can break {', '.join(failed)}"
-        return Outcome(
-            invariant_id,
-            transition,
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            detail,
-            lemmas=lemmas,
-            failed=tuple(failed),
-        )
-    return Outcome(
-        invariant_id, transition, members, partitions, Verdict.UNKNOWN, seconds, reason, lemmas=lemmas
+    assumptions = [*(f(pre) for _, f in formulas), step.guard]
+    return prove_obligations(
+        invariant_id, transition, members, partitions, assumptions, named, limits, lemmas, start
     )
 
 
@@ -154,64 +108,44 @@ def bmc(
     """Search 1..depth heartbeat/leave steps from the empty group for a violation; replay it."""
     start = time.perf_counter()
     enc = KC.ENCODERS[invariant_id]
-    frames = [KS.fresh_group("f0", members, partitions)]
-    s = make_solver(limits)
-    s.add(KC.initial(frames[0]))
-    chosen: list[list[tuple[str, int, K.Step]]] = []
-    selectors = []
-    for k in range(1, depth + 1):
-        pre = frames[-1]
-        post = KS.fresh_group(f"f{k}", members, partitions)
-        options = _options(pre, k, variant)
-        sel = z3.Int(f"sel{k}")
-        s.add(sel >= 0, sel < len(options))
-        for n, (_, _, st) in enumerate(options):
-            s.add(z3.Implies(sel == n, z3.And(st.guard, KS.group_eq(post, st.post))))
-        frames.append(post)
-        chosen.append(options)
-        selectors.append(sel)
-        bad = []
-        if enc.state is not None:
-            bad.append(z3.Not(enc.state(post)))
+
+    def bad(pre: KS.Group, post: KS.Group, sel: Any, opts: Any) -> Any:
+        out = [] if enc.state is None else [z3.Not(enc.state(post))]
         if enc.step is not None:
-            bad += [z3.And(sel == n, z3.Not(enc.step(pre, i, st))) for n, (_, i, st) in enumerate(options)]
-        s.push()
-        s.add(z3.Or(bad))
-        result, reason = check(s)
-        if result == z3.sat:
-            model = s.model()
-            steps = []
-            for opts, sel_k in zip(chosen, selectors, strict=True):
-                kind, i, st = opts[model.eval(sel_k, model_completion=True).as_long()]
-                if kind == "leave":
-                    steps.append(HeartbeatStep("leave", i))
-                    continue
-                null = z3.is_true(model.eval(st.inputs["owned_null"], model_completion=True))
-                steps.append(
-                    HeartbeatStep(
-                        "heartbeat",
-                        i,
-                        model.eval(st.inputs["epoch"], model_completion=True).as_long(),
-                        None if null else _bits(model, st.inputs["owned"], partitions),
-                    )
-                )
-            states = [KS.evaluate(model, f) for f in frames]
-            seconds = time.perf_counter() - start
-            return confirm(invariant_id, steps, states, variant, members, partitions, seconds)
-        s.pop()
-        if result == z3.unknown:
-            return Outcome(
-                invariant_id, "bmc", members, partitions, Verdict.UNKNOWN, time.perf_counter() - start, reason
-            )
-    return Outcome(
-        invariant_id,
-        "bmc",
-        members,
-        partitions,
-        Verdict.CONFIRMED,
-        time.perf_counter() - start,
-        f"no violation within {depth} steps",
+            step = enc.step
+            out.append(violated_by_pick(sel, opts, lambda i, st: step(pre, i, st)))
+        return z3.Or(out)
+
+    found = unroll(
+        lambda tag: KS.fresh_group(tag, members, partitions),
+        KC.initial,
+        lambda g, k: _options(g, k, variant),
+        KS.group_eq,
+        bad,
+        limits,
+        depth,
     )
+    if found.model is None:
+        verdict = Verdict.UNKNOWN if found.reason else Verdict.CONFIRMED
+        detail = found.reason or f"no violation within {depth} steps"
+        return Outcome(invariant_id, "bmc", members, partitions, verdict, time.perf_counter() - start, detail)
+    model = found.model
+    steps = []
+    for kind, i, st in found.picked:
+        if kind == "leave":
+            steps.append(HeartbeatStep("leave", i))
+            continue
+        null = z3.is_true(model.eval(st.inputs["owned_null"], model_completion=True))
+        steps.append(
+            HeartbeatStep(
+                "heartbeat",
+                i,
+                model.eval(st.inputs["epoch"], model_completion=True).as_long(),
+                None if null else _bits(model, st.inputs["owned"], partitions),
+            )
+        )
+    states = [KS.evaluate(model, f) for f in found.frames]
+    return confirm(invariant_id, steps, states, variant, members, partitions, time.perf_counter() - start)
 
 
 def confirm(

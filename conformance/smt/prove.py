@@ -79,6 +79,27 @@ PROVE_VARIANTS: dict[str, ProveVariant] = {
             "false",
             "KIP-429 adjustment: false = a partition moves directly to its new owner (KAFKA-14639)",
         ),
+        ProveVariant(
+            "assignment_interval_wait",
+            ("1x", "2x"),
+            "1x",
+            "2x",
+            "KIP-848 batching: 2x = the next target only after twice the assignment interval",
+        ),
+        ProveVariant(
+            "assignment_interval_check",
+            ("true", "false"),
+            "true",
+            "false",
+            "KIP-848 batching: false = a target at every group epoch bump, interval or not",
+        ),
+        ProveVariant(
+            "commit_epochs",
+            ("assignment", "exact-only"),
+            "assignment",
+            "exact-only",
+            "KIP-1251: exact-only = a coordinator promising KIP-1251 commits keeps the exact-epoch rule",
+        ),
     )
 }
 BROKEN_VARIANTS: tuple[tuple[str, str], ...] = tuple((v.name, v.broken) for v in PROVE_VARIANTS.values())
@@ -108,10 +129,25 @@ ProveFn = Callable[[str, tuple[str, ...], int, int, Mapping[str, str], Limits, i
 
 def _families() -> dict[str, ProveFn]:
     """Invariant id -> the function proving it (imported lazily: z3 formulas are built on demand)."""
-    from conformance.smt import claims_check, classic_assign_check, classic_check, kip848_check
+    from conformance.smt import (
+        batching_check,
+        claims_check,
+        classic_assign_check,
+        classic_check,
+        commit_epochs_check,
+        kip848_check,
+    )
 
     out: dict[str, ProveFn] = {}
-    for module in (kip848_check, classic_check, classic_assign_check, claims_check):
+    modules = (
+        kip848_check,
+        batching_check,
+        commit_epochs_check,
+        classic_check,
+        classic_assign_check,
+        claims_check,
+    )
+    for module in modules:
         for inv in module.INVARIANTS:
             out[inv] = module.prove
     return out

@@ -32,6 +32,9 @@ def _variant_invariants() -> dict[str, list[str]]:
         "install_missing": ["classic.single_owner_coordinator"],
         "sticky": ["client.sticky_stale_claim_loses"],
         "cooperative_adjust": ["client.cooperative_no_direct_transfer"],
+        "assignment_interval_wait": ["consumer.target_computed_on_next_heartbeat"],
+        "assignment_interval_check": ["consumer.target_computed_on_next_heartbeat"],
+        "commit_epochs": ["consumer.offset_commit_exact_epoch"],
     }
     return {k: [i for i in v if i in known] for k, v in table.items()}
 
@@ -96,10 +99,12 @@ def write_report(path: Path, limits: Limits, depth: int = 6) -> Path:
         "",
         "Every counterexample is a trace: `groupcheck replay reports/proofs/<file>.ndjson` re-runs it on the",
         "model with the registered mutant that has the broken rule (`stale-sync`, `kafka-16147`,",
-        "`skip-fencing-check`, `leave-without-bump`, `kafka-7026`, `kafka-14639`), and `groupcheck show` draws",
-        "it. KIP-848 traces are the solver's heartbeats and leaves; client traces play the solver's assignor",
-        "input as a classic run whose leader makes the call. Replayed with `--variant mutant=` (no mutant) the",
-        "on the correct model pass.",
+        "`skip-fencing-check`, `leave-without-bump`, `kafka-7026`, `kafka-14639`, `assignment-interval-doubled`,",
+        "`assignment-interval-ignored`, `commit-epochs-exact-only`), and `groupcheck show` draws it. KIP-848",
+        "traces are the solver's heartbeats, leaves and time steps (batching) or a short run ending in the",
+        "solver's commit (KIP-1251); client traces play the solver's assignor input as a classic run whose",
+        "leader makes the call. Replayed with `--variant mutant=` (no mutant) the same steps on the correct",
+        "model pass.",
         "",
         "The single-owner rows (`install_missing=keep`, and `sync_generation_check=false` for",
         "`classic.single_owner_consumer`) have no model mutant yet: their bounded search gives the solver's",

@@ -24,6 +24,9 @@ from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
     to_topic_partitions,
 )
 from model.consumer.port import ConsumerPort
@@ -383,6 +386,19 @@ class ConsumerSim:
             topic_partitions=parts,
         )
         return self.send_raw(member_id, request)
+
+    def commit_as(self, member_id: str, member_epoch: int, topic: str, partition: int) -> Obs:
+        """An OffsetCommit v9 of one partition (offset 1) written out field by field, like
+        `heartbeat_as` (a z3 counterexample's commit): recorded, so a trace replays it."""
+        self._record(
+            "commit_as", member_id=member_id, member_epoch=member_epoch, topic=topic, partition=partition
+        )
+        parts = (OffsetCommitRequestPartition(int(partition), 1),)
+        request = OffsetCommitRequest(
+            self.group_id, (OffsetCommitRequestTopic(str(topic), parts),), int(member_epoch), str(member_id)
+        )
+        ref = self._ref()
+        return self._step(OffsetCommitEvent(ref, request), self.port.offset_commit(request, ref, self.now))
 
     def stale_heartbeat(self, name: str, delta: int = -1) -> Obs | None:
         """A heartbeat with the client's id but an epoch other than its own (a zombie thread)."""
