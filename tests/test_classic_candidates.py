@@ -13,6 +13,7 @@ from typing import Any
 from conformance.protocols.classic.candidates import CANDIDATES, ClassicCandidates
 
 OPTIONS = tuple(f"m{i}" for i in range(8))
+H = SimpleNamespace(state=None)  # a hypothesis with no group the periodic cleanup could delete
 
 
 class Enumerator(ClassicCandidates):
@@ -22,6 +23,7 @@ class Enumerator(ClassicCandidates):
     def __init__(self, before: int) -> None:
         self.before = before
         self.chooser = SimpleNamespace(log=[])
+        self.coordinator = SimpleNamespace(deletable_groups=lambda state: [])
 
     def _run(self, h: Any, t: int, op: Any, k: int, j: int, script: tuple[int, ...]) -> Any:
         if k > self.before or j > 0:
@@ -32,7 +34,7 @@ class Enumerator(ClassicCandidates):
 
 def test_every_timing_is_a_candidate_although_scripts_exceed_the_bound() -> None:
     port = Enumerator(before=3)
-    out = port._candidates(None, 0, ("advance",))
+    out = port._candidates(H, 0, ("advance",))
     timings = {k for k, _j, _s in out}
     assert timings == {0, 1, 2, 3}
     assert all((k, 0, ()) in out for k in range(4))
@@ -41,18 +43,18 @@ def test_every_timing_is_a_candidate_although_scripts_exceed_the_bound() -> None
 
 def test_scripts_left_untried_are_counted() -> None:
     port = Enumerator(before=1)
-    out = port._candidates(None, 0, ("advance",))
+    out = port._candidates(H, 0, ("advance",))
     assert len(out) == CANDIDATES
     assert port.candidates_cut > 0
     small = Enumerator(before=0)
     small.chooser = SimpleNamespace(log=[])
     small._run = lambda h, t, op, k, j, script: None if k or j else ((k, j, script), 0, 0)  # type: ignore[method-assign]
-    assert small._candidates(None, 0, ("advance",)) == [(0, 0, ())]
+    assert small._candidates(H, 0, ("advance",)) == [(0, 0, ())]
     assert small.candidates_cut == 0
 
 
 def test_scripts_are_tried_breadth_first_across_timings() -> None:
     port = Enumerator(before=1)
-    out = port._candidates(None, 0, ("advance",))
+    out = port._candidates(H, 0, ("advance",))
     # the first alternative script of each timing comes before any second-level script
     assert (0, 0, (1,)) in out and (1, 0, (1,)) in out

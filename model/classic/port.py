@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import Request
-from model.classic.records import GroupMetadataRecord, GroupUpdated, load
+from model.classic.records import GroupDeleted, GroupMetadataRecord, GroupUpdated, load
 from model.classic.state import ClassicState, GroupState
 from model.classic.world import (
     GroupSnap,
@@ -98,11 +98,19 @@ class ModelPort:
         return None if group is None else GroupSnap.of(group)
 
     def persisted(self, group_id: str) -> PersistedSnap | None:
-        for rec in reversed(self.durable):
-            if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
-                return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
-        return None
+        return persisted_in(self.durable, group_id)
 
     def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
         taken, self._transitions = self._transitions, ()
         return taken
+
+
+def persisted_in(durable: list[Any] | tuple[Any, ...], group_id: str) -> PersistedSnap | None:
+    """The group's last durable GroupMetadataRecord as the world shows it (None: none yet, or the
+    group was deleted since)."""
+    for rec in reversed(durable):
+        if isinstance(rec, GroupDeleted) and rec.group_id == group_id:
+            return None
+        if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
+            return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
+    return None

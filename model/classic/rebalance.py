@@ -16,6 +16,7 @@ from model.classic.messages import (
 )
 from model.classic.records import (
     AppendFault,
+    GroupDeleted,
     GroupMetadataRecord,
     MemberMetadata,
     MemberRemoved,
@@ -300,6 +301,26 @@ class RebalanceRules:
     def create_topic(self, state: ClassicState, topic: str, partitions: int) -> Result:
         tx = Tx(state)
         tx.emit(TopicMetadata(topic, partitions))
+        return tx.result
+
+    def deletable_groups(self, state: ClassicState) -> list[str]:
+        """The groups the periodic cleanup would delete now: Empty, with no committed offset (offsets
+        do not expire within a run: ``offsets.retention.minutes`` is 7 days by default)."""
+        with_offsets = {gid for gid, _topic, _partition in state.offsets}
+        return sorted(
+            gid for gid, g in state.groups.items() if g.state == S.EMPTY and gid not in with_offsets
+        )
+
+    def cleanup_group_metadata(self, state: ClassicState) -> Result:
+        """The cleanup Kafka runs every ``offsets.retention.check.interval.ms`` (10 min by default):
+        every group whose offsets have all expired (none committed counts) and that is Empty is
+        deleted with a tombstone; the next join creates it anew, at generation 0
+        (GroupCoordinatorShard ``cleanupGroupMetadata`` L643-657, GroupMetadataManager
+        ``maybeDeleteGroup`` L5987-5992, OffsetMetadataManager ``cleanupExpiredOffsets`` L865-901;
+        apache/kafka 1eb7644)."""
+        tx = Tx(state)
+        for gid in self.deletable_groups(state):
+            tx.emit(GroupDeleted(gid))
         return tx.result
 
     def unload(self, state: ClassicState) -> Result:

@@ -122,8 +122,17 @@ class TopicMetadata:
     durable = True
 
 
+@dataclass(frozen=True)
+class GroupDeleted:
+    """The group's metadata tombstone: the periodic cleanup deleted an Empty group without offsets."""
+
+    group_id: str
+    durable = True
+
+
 Record = (
     GroupCreated
+    | GroupDeleted
     | GroupUpdated
     | MemberUpserted
     | MemberRemoved
@@ -145,6 +154,8 @@ def apply(state: ClassicState, record: Record) -> None:
     """Apply one record. GroupMetadataRecord is a checkpoint: live state already holds it."""
     if isinstance(record, GroupCreated):
         state.groups[record.group_id] = ClassicGroup(record.group_id)
+    elif isinstance(record, GroupDeleted):
+        state.groups.pop(record.group_id, None)
     elif isinstance(record, GroupUpdated):
         group = state.groups[record.group_id]
         for name, value in record.changes:
@@ -201,6 +212,8 @@ def load(durable: list[Any], now: int) -> ClassicState:
     for rec in durable:
         if isinstance(rec, GroupMetadataRecord):
             last[rec.group_id] = rec
+        elif isinstance(rec, GroupDeleted):
+            last.pop(rec.group_id, None)
         elif isinstance(rec, OffsetCommitRecord | TopicMetadata):
             apply(state, rec)
     for gid, meta in last.items():

@@ -45,9 +45,17 @@ class ClassicCandidates:
     late_now_ms: int = 0
 
     def _run(
-        self, h: Hypo, t: int, op: tuple[Any, ...], k: int, j: int, script: tuple[int, ...]
+        self,
+        h: Hypo,
+        t: int,
+        op: tuple[Any, ...],
+        k: int,
+        j: int,
+        script: tuple[int, ...],
+        cleanup: bool = False,
     ) -> tuple[Hypo, int, int] | None:
-        """One candidate: certain timers, k uncertain ones, the op, j uncertain ones after it."""
+        """One candidate: certain timers, the periodic cleanup if ``cleanup`` (None when it would
+        delete nothing), k uncertain timers, the op, j uncertain ones after it."""
         tm = self.timing
         c = Hypo(
             h.state.clone(),
@@ -65,6 +73,11 @@ class ClassicCandidates:
         )
         self.chooser.reset(script, op[1] if op[0] == "send" else 0)
         fired = self._fire_certain(c, t - tm.early_ms, t)
+        if cleanup:
+            if not self.coordinator.deletable_groups(c.state):
+                return None
+            self._apply(c, lambda: self.coordinator.cleanup_group_metadata(c.state), max(t, c.now))
+            fired += 1
         before = self._uncertain(c, t)
         if k > len(before):
             return None
@@ -176,6 +189,7 @@ class ClassicCandidates:
         (``candidates_cut``) and named in a divergence they may have explained."""
         out: list[Hypo] = []
         scripts: deque[tuple[int, int, tuple[int, ...]]] = deque()
+        timings: list[tuple[int, int]] = []
         k = 0
         while k <= MAX_TIMERS:
             j = 0
@@ -186,6 +200,7 @@ class ClassicCandidates:
                     break
                 c, first, n_after = ran
                 out.append(c)
+                timings.append((k, j))
                 scripts.extend((k, j, s) for s in script_alternatives((), self.chooser.log))
                 if j >= n_after:
                     break
@@ -193,6 +208,8 @@ class ClassicCandidates:
             if first is None or k >= first:
                 break
             k += 1
+        if self.coordinator.deletable_groups(h.state):
+            out += self._cleaned(h, t, op, timings)
         while scripts and len(out) < CANDIDATES:
             k, j, script = scripts.popleft()
             ran = self._run(h, t, op, k, j, script)
@@ -200,6 +217,19 @@ class ClassicCandidates:
                 out.append(ran[0])
                 scripts.extend((k, j, s) for s in script_alternatives(script, self.chooser.log))
         self.candidates_cut += len(scripts)
+        return out
+
+    def _cleaned(self, h: Hypo, t: int, op: tuple[Any, ...], timings: list[tuple[int, int]]) -> list[Hypo]:
+        """Every timing again, with Kafka's periodic metadata cleanup run before the operation:
+        an Empty group without offsets may have been deleted at any moment, since the cleanup ticks
+        every ``offsets.retention.check.interval.ms`` from the broker's start, a phase the oracle
+        cannot see (`RebalanceRules.cleanup_group_metadata`; docs/oracle.md#cleanup). Seen on
+        Apache Kafka 4.4.0 as a join answered at generation 1 after the group had reached 3."""
+        out = []
+        for k, j in timings:
+            ran = self._run(h, t, op, k, j, (), cleanup=True)
+            if ran is not None:
+                out.append(ran[0])
         return out
 
     def _widen(self, c: Hypo, ref: int) -> None:

@@ -9,14 +9,12 @@ list of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine.oracle.adoption import rename
-from model.classic.records import GroupMetadataRecord
 from model.classic.state import ClassicState, GroupState
-from model.classic.world import GroupSnap, PersistedSnap
+from model.classic.world import GroupSnap
 
 #: what a split remembers: (refs the timers answered, the groups, how many transitions and durable
 #: records), as they stood at the split (`ClassicCandidates._run`)
@@ -83,14 +81,6 @@ def ids_in(h: Hypo) -> set[str]:
 
 def group_views(h: Hypo) -> dict[str, GroupSnap]:
     return {gid: GroupSnap.of(g) for gid, g in h.state.groups.items()}
-
-
-def persisted_in(durable: Sequence[Any], group_id: str) -> PersistedSnap | None:
-    """The group's last durable GroupMetadataRecord as the world shows it (None: none yet)."""
-    for rec in reversed(durable):
-        if isinstance(rec, GroupMetadataRecord) and rec.group_id == group_id:
-            return PersistedSnap(rec.generation, tuple((m.member_id, m.assignment) for m in rec.members))
-    return None
 
 
 def switch_view(parent: Hypo) -> tuple[dict[str, GroupSnap], tuple[Any, ...]]:

@@ -39,13 +39,14 @@ from conformance.errors import TargetError
 from conformance.protocols.classic import faults
 from conformance.protocols.classic.candidates import ClassicCandidates
 from conformance.protocols.classic.codec import API_NAMES, api_key_of, as_sent, encode_request
-from conformance.protocols.classic.hypo import Hypo, persisted_in
+from conformance.protocols.classic.hypo import Hypo
 from conformance.protocols.classic.hypo import rename_hypo as _rename_hypo
 from conformance.protocols.classic.judge import protocol_level
 from conformance.protocols.classic.operation import ClassicOperation
 from conformance.wire.session import TargetSession, Timing
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import JoinGroupRequest, Request
+from model.classic.port import persisted_in
 from model.classic.state import ClassicState, GroupState
 from model.classic.world import GroupSnap, PersistedSnap
 from model.result import Delivery

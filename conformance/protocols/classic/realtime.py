@@ -118,7 +118,7 @@ class RealTimeSim(TracedClassicSim):
         switched = take() if take is not None else None
         if switched is None or before is None:
             return before
-        from conformance.protocols.classic.hypo import persisted_in
+        from model.classic.port import persisted_in
 
         groups, durable = switched
         return dataclasses.replace(
