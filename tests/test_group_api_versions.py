@@ -2,8 +2,9 @@
 
 The classic machine draws each member's versions (conformance/protocols/classic/versions.py); a
 seeded run must send exactly the advertised-and-supported (api, version) pairs: on the model, the
-model's whole ranges; on Apache Kafka, what its ApiVersions answer leaves of them (KIP-896 removed
-JoinGroup v0-v1 and OffsetCommit v0-v1 in Kafka 4.0, so those are sent at the lowest it keeps).
+model's whole ranges; on Apache Kafka, what its ApiVersions answer leaves of them (Kafka 4.4.0
+advertises JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5 and OffsetCommit v2-10:
+KIP-896 removed OffsetCommit v0-1 in 4.0; `test_group_api_versions_kafka`).
 """
 
 from __future__ import annotations
