@@ -25,7 +25,10 @@ def rename(obj: Any, old: str, new: str) -> Any:
     """Replace member id ``old`` by ``new`` everywhere in a model value (timer keys included).
 
     A part that holds no ``old`` comes back as the same object, so a large state with one renamed
-    member is rebuilt only along the paths that lead to it."""
+    member is rebuilt only along the paths that lead to it. Frozen dataclasses (records, members,
+    snapshots: tuples of immutable values all the way down in the model) are remembered per rename:
+    the candidates of one operation share most of them, their durable records above all, and each
+    is walked once."""
     if isinstance(obj, str):
         if obj == old:
             return new
@@ -39,22 +42,56 @@ def rename(obj: Any, old: str, new: str) -> Any:
         if all(a is k and b is v for (a, b), (k, v) in zip(items, obj.items(), strict=True)):
             return obj
         return dict(items)
+    frozen = _is_frozen(type(obj))
+    if frozen:
+        key = (id(obj), old, new)
+        hit = _SEEN.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+    out = _rename_parts(obj, old, new)
+    if frozen:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[key] = (obj, out)  # holding obj keeps its id from being reused while cached
+    return out
+
+
+def _rename_parts(obj: Any, old: str, new: str) -> Any:
     if isinstance(obj, list | tuple | frozenset | set):
         parts = [rename(v, old, new) for v in obj]
         if all(a is b for a, b in zip(parts, obj, strict=True)):
             return obj
         return type(obj)(parts) if not _is_named_tuple(obj) else type(obj)(*parts)
-    if dataclasses.is_dataclass(obj):
-        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        changed = {k: r for k, v in values.items() if (r := rename(v, old, new)) is not v}
-        if not changed:
-            return obj
-        kind: Any = type(obj)
-        return kind(**{**values, **changed})
-    return obj
+    names = _field_names(type(obj))
+    if names is None:
+        return obj
+    changed = {k: r for k in names if (r := rename(v := getattr(obj, k), old, new)) is not v}
+    if not changed:
+        return obj
+    kind: Any = type(obj)
+    return kind(**{**{k: getattr(obj, k) for k in names}, **changed})
 
 
 _ATOMS = (Enum, bytes, int, float, bool)
+#: the field names of each dataclass met (None: not a dataclass): the oracles rename often
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+#: immutable parts already renamed: (id, old, new) -> (the part, its renamed form)
+_SEEN: dict[tuple[int, str, str], tuple[Any, Any]] = {}
+_SEEN_MAX = 200_000
+
+
+def _is_frozen(cls: type) -> bool:
+    params = getattr(cls, "__dataclass_params__", None)
+    return bool(params is not None and params.frozen)
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        _FIELDS[cls] = names
+        return names
 
 
 def _is_named_tuple(obj: Any) -> bool:
