@@ -329,6 +329,21 @@ def test_join_sets_member_timeouts(stable) -> None:  # type: ignore[no-untyped-d
     assert not fails(pinv.join_sets_member_timeouts, Observation(stable.after, ev, refused, stable.after, 0))
 
 
+def test_join_sets_member_timeouts_at_the_version_sent(stable) -> None:  # type: ignore[no-untyped-def]
+    """A member that drew JoinGroup v5 but was sent at v0 (Kafka 0.9 speaks v0 only) holds its
+    session timeout as the rebalance timeout: v0 carries none."""
+    m1 = stable.after.group.members[0]
+    join = JoinGroupRequest("g", m1.member_id, "consumer", (("range", b""),), 7000, 9000, version=5)
+    ev = Send("c1", 9, join)
+    g = stable.after.group
+    as_v0 = replace(m1, session_timeout_ms=7000, rebalance_timeout_ms=7000, join_version=0)
+    after = replace(stable.after, group=replace(g, members=(as_v0, *g.members[1:])))
+    assert not fails(pinv.join_sets_member_timeouts, Observation(stable.after, ev, (), after, 0))
+    as_v5 = replace(as_v0, join_version=5)
+    after = replace(stable.after, group=replace(g, members=(as_v5, *g.members[1:])))
+    assert fails(pinv.join_sets_member_timeouts, Observation(stable.after, ev, (), after, 0))
+
+
 def test_live_session_not_expired(stable) -> None:  # type: ignore[no-untyped-def]
     """KAFKA-9232: a heartbeating member of a Stable group is not removed before its session deadline."""
     g = stable.after.group

@@ -8,6 +8,7 @@ consults the coordinator's rules for how it got there.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from model.classic.messages import JoinGroupRequest, OffsetCommitResponse, SyncGroupResponse
 from model.classic.sim import Advance, Send, produced
@@ -85,7 +86,9 @@ def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
     m = a.group.member(member_id) if member_id else None
     if m is None:
         return
-    want = (req.session_timeout_ms, req.effective_rebalance_timeout_ms)
+    # as the wire carried it: JoinGroup v0 has no rebalance timeout, and a real target's port may
+    # have sent v0 for a member that drew a later version (Kafka 0.9 speaks v0 only)
+    want = (req.session_timeout_ms, replace(req, version=m.join_version).effective_rebalance_timeout_ms)
     if (m.session_timeout_ms, m.rebalance_timeout_ms) != want:
         yield (
             f"{m.member_id} joined with session/rebalance timeouts {want} but holds "

@@ -27,6 +27,9 @@ class MemberSnap:
     is_new: bool
     session_timeout_ms: int
     rebalance_timeout_ms: int
+    #: the JoinGroup version the coordinator last admitted or updated the member with (the version
+    #: the wire carried: a real target's port may send another than the member drew)
+    join_version: int = 9
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class GroupSnap:
                     m.is_new,
                     m.session_timeout_ms,
                     m.rebalance_timeout_ms,
+                    m.join_version,
                 )
                 for m in group.members.values()
             ),
