@@ -7,7 +7,7 @@ suite's invariants) were not built for; ``specs/bugs-heldout.yaml`` names the so
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from conformance.mutants.base import Mutant
@@ -47,8 +47,17 @@ class V0RebalanceTimeoutZero(ClassicCoordinator):
 
     def handle_join_group(self, state: ClassicState, req: JoinGroupRequest, ref: int, now: int) -> Result:
         if req.version == 0:
-            req = replace(req, rebalance_timeout_ms=0)
+            req = _ZeroRebalanceTimeout(**{f.name: getattr(req, f.name) for f in fields(req)})
         return super().handle_join_group(state, req, ref, now)
+
+
+@dataclass(frozen=True)
+class _ZeroRebalanceTimeout(JoinGroupRequest):
+    """A v0 JoinGroup read as carrying rebalance timeout 0 (the bug), not the session timeout."""
+
+    @property
+    def effective_rebalance_timeout_ms(self) -> int:
+        return 0
 
 
 class ParkedNewMemberNeverExpires(ClassicCoordinator):
