@@ -86,3 +86,36 @@ def test_the_cleanup_keeps_groups_with_members_or_offsets() -> None:
     assert coordinator.deletable_groups(state) == ["empty"]
     assert coordinator.cleanup_group_metadata(state).records == [GroupDeleted("empty")]
     assert sorted(state.groups) == ["busy", "committed"]
+
+
+def test_a_deleted_groups_generations_start_over_for_the_consumer_view() -> None:
+    """c1 owns every partition in generation 1, leaves; the cleanup deletes the group; c2 alone
+    forms generation 1 anew. `classic.single_owner_consumer` keys deliveries by generation: the
+    deleted group's generation 1 is another round, not a second owner."""
+    from conformance.engine.checker import Checker
+    from conformance.protocols.build import make_classic_sim, settle_round
+
+    sim = make_classic_sim({"t": 2}, [{"name": "c1"}, {"name": "c2"}], {"initial_rebalance_delay_ms": 0}, {})
+    checker = Checker("classic")
+    found: list[str] = []
+    seen: list[Any] = []
+
+    def observe(obs: Any) -> None:
+        if obs is not None:
+            seen.append(obs)
+            found.extend(v.invariant for v in checker.check(obs, len(seen)))
+
+    for _ in range(10):
+        settle_round(sim, ["c1"], observe)
+    assert sim.clients["c1"].generation == 1
+    owned = set(sim.clients["c1"].owned)
+    assert len(owned) == 2
+    observe(sim.leave("c1"))
+    sim.port.cleanup_group_metadata()
+    assert sim.port.durable[-1] == GroupDeleted("g")
+    observe(sim.advance(10))
+    assert sim.world.group is None and sim.world.delivered == ()
+    for _ in range(10):
+        settle_round(sim, ["c2"], observe)
+    assert sim.clients["c2"].generation == 1 and set(sim.clients["c2"].owned) == owned
+    assert found == []

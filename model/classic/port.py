@@ -93,6 +93,10 @@ class ModelPort:
     def inject_append_failure(self) -> None:
         self._take(self.coordinator.inject_append_failure(self.state), self._states())
 
+    def cleanup_group_metadata(self) -> None:
+        """Kafka's periodic metadata cleanup, run now (`RebalanceRules.cleanup_group_metadata`)."""
+        self._take(self.coordinator.cleanup_group_metadata(self.state), self._states())
+
     def group(self, group_id: str) -> GroupSnap | None:
         group = self.state.groups.get(group_id)
         return None if group is None else GroupSnap.of(group)

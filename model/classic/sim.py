@@ -428,8 +428,13 @@ class ClassicSim:
 
     def snapshot(self, leader_assignment: LeaderAssignment | None, failover: bool) -> ClassicWorld:
         clients = self.client_snaps()
+        group = self.port.group(self.group_id)
+        if group is None and self.delivered:
+            # the group was deleted (Kafka's metadata cleanup, or a Kafka 0.9 Dead group): its
+            # generations start over, and a generation number seen before names another round
+            self.delivered = ()
         return ClassicWorld(
-            self.port.group(self.group_id),
+            group,
             clients,
             self.port.persisted(self.group_id),
             self.delivered,
