@@ -3,6 +3,8 @@ heartbeat that brings a regex does not resolve it; a later resolution writes the
 
 from __future__ import annotations
 
+from conformance.specs import load_scenarios
+from conformance.trace.scenario import run_scenario
 from model.choice import SeededChooser
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.promise_invariants import regex_resolved_off_heartbeat
@@ -119,3 +121,16 @@ def test_invariant_holds_on_the_asynchronous_rule() -> None:
     ok(h.hb(beat("m1", 1, subscribed_topic_regex="u")))
     assert h.group.group_epoch == 1 and h.group.subscription_metadata == {"t": 2}
     assert not h.violations
+
+
+SCENARIO = "kip-848-regex-resolution"
+
+
+def test_reference_passes_the_regex_scenario() -> None:
+    result = run_scenario(load_scenarios()[SCENARIO], {})
+    assert result.passed, (result.violations, result.failed_expectations)
+
+
+def test_regex_mutant_is_caught_by_the_scenario() -> None:
+    result = run_scenario(load_scenarios()[SCENARIO], {"mutant": "regex-resolved-in-heartbeat"})
+    assert {v.invariant for v in result.violations} == {"consumer.regex_resolved_off_heartbeat"}
