@@ -133,9 +133,11 @@ def regex_resolved_off_heartbeat(obs: Obs) -> Iterator[str]:
     assert isinstance(ev, HeartbeatEvent)
     regex, gid = ev.request.subscribed_topic_regex, ev.request.group_id
     gb, ga = b.group(gid), a.group(gid)
-    if not regex or gb is None or ga is None or gb.group_epoch == 0 or regex in gb.resolved_regexes:
+    if not regex or ga is None:
         return
-    if any(m.subscribed_topic_regex == regex for m in gb.members.values()):
+    if gb is not None and (
+        regex in gb.resolved_regexes or any(m.subscribed_topic_regex == regex for m in gb.members.values())
+    ):
         return
     for topic in sorted(ga.subscription_metadata):
         if not any(
@@ -143,6 +145,8 @@ def regex_resolved_off_heartbeat(obs: Obs) -> Iterator[str]:
             for m in ga.members.values()
         ):
             yield f"{gid}: {topic} entered the subscription metadata before {regex!r} was resolved"
+    if gb is None or gb.group_epoch == 0:
+        return  # a new group's first bump
     old, new = gb.members.get(response.member_id or ""), ga.members.get(response.member_id or "")
     names_changed = (
         new is not None and (old.subscribed_topic_names if old else frozenset()) != new.subscribed_topic_names

@@ -151,7 +151,7 @@ def member_subscribes(
     if topic in member.subscribed_topic_names:
         return True
     regex = member.subscribed_topic_regex
-    return bool(regex) and regex in resolved and topic in resolved[regex].topics
+    return regex is not None and regex in resolved and topic in resolved[regex].topics
 
 
 @dataclass(frozen=True)

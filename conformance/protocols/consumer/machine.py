@@ -32,6 +32,8 @@ from model.consumer.world import HeartbeatEvent
 from model.observation import Observation
 
 SERVER_ASSIGNORS = (None, "uniform", "range")
+#: what the `subscribe` rule draws: topic names, or a regex over the model's topics t and u
+SUBSCRIPTIONS: tuple[tuple[str, ...] | str, ...] = (("t",), ("t", "u"), "u", "[tu]")
 #: Real-time runs: observations between two `converge` rules.
 REAL_CONVERGE_GAP = 6
 
@@ -299,12 +301,16 @@ class ConsumerMachine(TimeRules, FaultRules, GroupMachine):
         self.observe(self.sim.client_step(name))
 
     @precondition(lambda self: self.ready)
-    @rule(i=MEMBER, both=st.booleans())
-    def subscribe(self, i: int, both: bool) -> None:
-        """Change the subscription (a member that left joins again)."""
+    @rule(i=MEMBER, how=st.sampled_from(SUBSCRIPTIONS))
+    def subscribe(self, i: int, how: tuple[str, ...] | str) -> None:
+        """Change the subscription (a member that left joins again): topic names, or a v1
+        SubscribedTopicRegex (resolved off the heartbeat path: `model.consumer.regex_rules`)."""
         assert self.sim is not None
-        topics = ("t", "u") if both else ("t",)
-        self.observe(self.sim.subscribe(self.client(i), topics), f"{self.client(i)} subscribes {topics}")
+        name = self.client(i)
+        if isinstance(how, str):
+            self.observe(self.sim.subscribe(name, (), how), f"{name} subscribes /{how}/")
+        else:
+            self.observe(self.sim.subscribe(name, how), f"{name} subscribes {how}")
 
     # ------------------------------------------------------------ faults and adversaries
     @precondition(lambda self: self.ready)
