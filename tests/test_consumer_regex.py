@@ -3,6 +3,10 @@ heartbeat that brings a regex does not resolve it; a later resolution writes the
 
 from __future__ import annotations
 
+import re
+import uuid
+
+from conformance.protocols.consumer.codec import TopicMap
 from conformance.specs import load_scenarios
 from conformance.trace.scenario import run_scenario
 from model.choice import SeededChooser
@@ -134,3 +138,13 @@ def test_reference_passes_the_regex_scenario() -> None:
 def test_regex_mutant_is_caught_by_the_scenario() -> None:
     result = run_scenario(load_scenarios()[SCENARIO], {"mutant": "regex-resolved-in-heartbeat"})
     assert {v.invariant for v in result.violations} == {"consumer.regex_resolved_off_heartbeat"}
+
+
+def test_regex_goes_on_the_wire_over_the_ports_real_topic_names() -> None:
+    topics = TopicMap()
+    topics.add("t", "gc-r1-t.g1-2", uuid.UUID(int=1))
+    assert topics.real_regex("[tu]") == r"gc-r1-t\.g1-2"  # a fixed topic set: the names it matches
+    assert topics.real_regex("x") == "gc-missing-none" and topics.real_regex("") == ""
+    topics.frame = ("gc-r1-", ".g1-")  # topics the port creates, now or later
+    wire = topics.real_regex("[tu]")
+    assert wire is not None and re.fullmatch(wire, "gc-r1-u.g1-3") and not re.fullmatch(wire, "gc-r1-u.g12-3")
