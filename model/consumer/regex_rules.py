@@ -5,7 +5,7 @@ Kafka (KAFKA-17593, apache/kafka PR #17864; GroupMetadataManager in Apache Kafka
 * A heartbeat that changes a member's regex never resolves it. A regex no member had before is
   compiled (INVALID_REGULAR_EXPRESSION if it does not compile) and asks for a resolution; a regex
   another member already has, once resolved, bumps the group epoch at once; dropping a regex bumps
-  too (KAFKA-19891, apache/kafka PR #21013) (``maybeUpdateRegularExpressions``).
+  too (KAFKA-19899, apache/kafka PR #21075) (``maybeUpdateRegularExpressions``).
 * A heartbeat of a group with regexes starts a resolution of all of them when none is under way,
   the last one is more than ``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS`` (10 s) old, and a regex is
   unresolved, a topic was created since, or the last one is older than
@@ -64,7 +64,7 @@ class RegexRules(GroupRules):
         elif new:
             bump = new in group.resolved_regexes
         else:
-            bump = True  # the member dropped its regex (KAFKA-19891)
+            bump = True  # the member dropped its regex (KAFKA-19899)
         counts = self.subscribed_regexes(group)
         if old:
             counts[old] -= 1
