@@ -544,8 +544,9 @@ def test_b4_bump_triggers() -> None:
     assert not h.group.metadata_refresh_due
 
 
-def test_regex_subscription_resolved_synchronously() -> None:
-    h = Harness(topics={"a1": 1, "a2": 1, "b": 1})
+def test_regex_subscription_resolved_synchronously_when_configured() -> None:
+    sync = ConsumerCoordinatorConfig(regex_resolution="sync")
+    h = Harness(ConsumerCoordinator(sync, SeededChooser(1)), topics={"a1": 1, "a2": 1, "b": 1})
     r = ok(h.hb(join("m1", subscribed_topic_names=None, subscribed_topic_regex="a.*")))
     assert r.assigned() == {("a1", 0), ("a2", 0)}
     h.topic("create", "a3", 2)
@@ -1145,6 +1146,9 @@ def test_every_invariant_can_fail() -> None:
         violations("consumer.member_epoch_is_assignment_epoch", obs_of(between, older)),
     )
     assert not violations("consumer.member_epoch_is_assignment_epoch", obs_of(newer, older))
+    from tests.test_consumer_regex import _sync_rule_observation  # it imports this module
+
+    expect("consumer.regex_resolved_off_heartbeat", _sync_rule_observation())
 
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
@@ -1165,6 +1169,7 @@ def test_invariant_registry_entries() -> None:
         "consumer.rebalance_timeout_fences",
         "consumer.static_leave_expires",
         "consumer.target_computed_on_next_heartbeat",
+        "consumer.regex_resolved_off_heartbeat",
         "consumer.reconciliation_progress",
         "consumer.rejoin_always_possible",
         "consumer.no_double_client_assignment",

@@ -378,3 +378,34 @@ CONSUMER_MUTANT_LIST += (
         variants=_KIP_1251,
     ),
 )
+
+
+# -- asynchronous regex resolution (Kafka 4.0+, KAFKA-17593) -----------------------------------------
+
+
+class ResolvesRegexInHeartbeat(ConsumerCoordinator):
+    """Generic: a coordinator meant to resolve regexes off the heartbeat path that resolves a new
+    regex in the heartbeat bringing it and bumps the group epoch at once (the model's earlier
+    synchronous rule, ``regex_resolution="sync"``)."""
+
+    def join_or_heartbeat(self, txn: Any, request: ConsumerGroupHeartbeatRequest, now: int) -> Any:
+        fixed = self.config
+        self.config = replace(fixed, regex_resolution="sync")
+        try:
+            return super().join_or_heartbeat(txn, request, now)
+        finally:
+            self.config = fixed
+
+
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "regex-resolved-in-heartbeat",
+        "consumer",
+        "generic",
+        "a new subscription regex is resolved, and bumps the group epoch, in the heartbeat that brings it",
+        "KAFKA-17593 / apache/kafka PR #17864; GroupMetadataManager.maybeUpdateRegularExpressions and "
+        "handleRegularExpressionsResult in Apache Kafka 4.4.0",
+        ("consumer.regex_resolved_off_heartbeat",),
+        coordinator=ResolvesRegexInHeartbeat,
+    ),
+)

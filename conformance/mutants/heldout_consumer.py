@@ -76,6 +76,13 @@ class ClearedRegexNoBump(ConsumerCoordinator):
             return member.subscribed_topic_names != updated.subscribed_topic_names
         return super().subscription_changed(member, updated)
 
+    def update_regular_expressions(
+        self, txn: Any, member: ConsumerMember, updated: ConsumerMember, now: int
+    ) -> Any:
+        bump, changed = super().update_regular_expressions(txn, member, updated, now)
+        cleared = member.subscribed_topic_regex and not updated.subscribed_topic_regex
+        return (False if cleared else bump), changed
+
 
 # ---------------------------------------------------------------------------------- clients
 

@@ -45,7 +45,13 @@ TOPIC_PROPAGATION_S = 1.0
 
 def fresh_name(session: Any, model_topic: str, partitions: int, owner: str) -> str:
     """A real topic name only this port uses: ``gc-<run>-<topic>.<owner>-<partitions>``."""
-    return f"gc-{session.run_id}-{model_topic}.{owner}-{partitions}"
+    prefix, suffix = fresh_frame(session, owner)
+    return f"{prefix}{model_topic}{suffix}{partitions}"
+
+
+def fresh_frame(session: Any, owner: str) -> tuple[str, str]:
+    """What `fresh_name` puts before and after the model topic name (the partition count follows)."""
+    return f"gc-{session.run_id}-", f".{owner}-"
 
 
 def create_topic(session: Any, name: str, partitions: int, deadline_s: float = CHANGE_DEADLINE_S) -> None:
@@ -240,6 +246,11 @@ def seeded_topic(session: Any, topics: Any, topic: str, partitions: int) -> None
     topics.add(topic, real, ids[real])
 
 
+def topic_owner(port: Any) -> str:
+    """The tag a port's own topic names carry (its real group's last part)."""
+    return str(port.real_group.rsplit("-", 1)[-1])
+
+
 def change_on_target(port: Any, action: str, topic: str, partitions: int, own: bool) -> None:
     """The model's TopicEvent on the port's target (``own``: the target creates topics on request,
     so the port names its own, `fresh_name`; else the run's seeded ones, `seeded_topic`)."""
@@ -248,9 +259,7 @@ def change_on_target(port: Any, action: str, topic: str, partitions: int, own: b
         seeded_topic(session, port.topics, topic, partitions)
     elif action == "create":
         # a re-created topic keeps its name (members subscribe by name; Kafka gives it a new id)
-        real = port.topics.real.get(topic) or fresh_name(
-            session, topic, partitions, port.real_group.rsplit("-", 1)[-1]
-        )
+        real = port.topics.real.get(topic) or fresh_name(session, topic, partitions, topic_owner(port))
         create_topic(session, real, partitions)
         # the coordinator learns a topic from the next metadata image (GMM onNewMetadataImage):
         # wait until Metadata lists it with leaders, plus the coordinator's margin

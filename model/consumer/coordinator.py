@@ -16,10 +16,9 @@ Every rule is a small method so that a mutant can subclass and override exactly 
 
 Divergences from Apache Kafka 4.0, all deliberate:
 
-* Regular expressions (v1 ``SubscribedTopicRegex``) are resolved synchronously with Python ``re``
-  against the current metadata image, and a changed regex bumps the group epoch in the same
-  heartbeat. Kafka resolves new regexes asynchronously with RE2J (batched, at least 10 s apart) and
-  bumps outside any heartbeat when the resolution lands (GMM L336, L2546).
+* Regular expressions (v1 ``SubscribedTopicRegex``) compile with Python ``re``, not RE2J. They are
+  resolved as Kafka does, off the heartbeat path (`model.consumer.regex_rules`), unless
+  ``regex_resolution="sync"``: then in the heartbeat that brings them, and any regex change bumps.
 * Topics are identified by name; a topic deleted and created again under the same name is the same
   topic to the model (Kafka gives it a new topic id).
 * A commit with a negative epoch to a missing group stores offsets without creating Kafka's "simple"
@@ -57,6 +56,7 @@ from model.consumer.records import (
 from model.consumer.state import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    REGEX_RESOLUTION,
     SESSION,
     ConsumerCoordinatorState,
     ConsumerGroup,
@@ -246,10 +246,13 @@ class ConsumerCoordinator(OffsetsAndTopics):
         self.validate_regex(request, member)
 
         updated = self.updated_member(member, request)
+        regex_bump, regex_changed = False, False
+        if self.config.regex_resolution == "async":
+            regex_bump, regex_changed = self.update_regular_expressions(txn, member, updated, now)
         if updated != member or member.member_id not in txn.require_group().members:
             txn.emit(member_subscription_record(txn.group_id, updated))
-        bump = self.group_epoch_bump_due(txn.require_group(), member, updated)
-        self.maybe_update_subscription_metadata(txn, bump)
+        bump = regex_bump or self.group_epoch_bump_due(txn.require_group(), member, updated)
+        self.maybe_update_subscription_metadata(txn, bump, regex_changed)
 
         if self.target_assignment_due(txn.require_group()):
             self.compute_target_assignment(txn, now)
@@ -394,6 +397,8 @@ class ConsumerCoordinator(OffsetsAndTopics):
             txn.emit(TimerCancelled(group_id, timer.kind, timer.member_id))
             if timer.kind == SESSION:
                 self.on_session_timeout(txn, timer)
+            elif timer.kind == REGEX_RESOLUTION:
+                self.on_regex_resolution(txn, timer)
             else:
                 self.on_rebalance_timeout(txn, timer)
             txn.commit(result)

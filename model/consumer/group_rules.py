@@ -35,6 +35,7 @@ from model.consumer.records import (
     TimerScheduled,
     current_assignment_record,
 )
+from model.consumer.regex_records import RegexResolvedTombstone
 from model.consumer.state import (
     ASSIGNMENT_INTERVAL,
     REBALANCE,
@@ -43,6 +44,8 @@ from model.consumer.state import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,
+    ResolvedRegex,
+    member_subscribes,
 )
 from model.consumer.txn import ConsumerCoordinatorConfig, _effective_regex, _Rejected, _Txn
 from model.errors import ErrorCode
@@ -68,6 +71,7 @@ class GroupRules:
         metadata = self.compute_subscription_metadata(txn.scratch, group)
         if metadata != group.subscription_metadata:
             txn.emit(SubscriptionMetadataRecord(gid, tuple(sorted(metadata.items()))))
+        self.forget_unused_regexes(txn)
         self.bump_after_fence(txn, group)
         group = txn.require_group()
         if not group.members and group.assignment_epoch < group.group_epoch:
@@ -78,6 +82,19 @@ class GroupRules:
             txn.emit(TargetAssignmentEpochRecord(gid, group.group_epoch))
         for kind in (SESSION, REBALANCE):
             self.cancel_timer(txn, kind, member.member_id)
+
+    def forget_unused_regexes(self, txn: _Txn) -> None:
+        """A resolution no member subscribes to any more is deleted (GMM
+        ``maybeDeleteResolvedRegularExpressions`` on fencing, Apache Kafka 4.4.0)."""
+        group = txn.require_group()
+        used = {m.subscribed_topic_regex for m in group.members.values()}
+        for regex in sorted(set(group.resolved_regexes) - used):
+            txn.emit(RegexResolvedTombstone(txn.group_id, regex))
+
+    def resolved_view(self, group: ConsumerGroup) -> dict[str, ResolvedRegex] | None:
+        """The regex resolutions members' subscriptions go by: None resolves synchronously
+        (``regex_resolution="sync"``), else the group's recorded ones (`member_subscribes`)."""
+        return None if self.config.regex_resolution == "sync" else group.resolved_regexes
 
     def bump_after_fence(self, txn: _Txn, group: ConsumerGroup) -> None:
         """The group epoch +1 that makes the next target exclude the fenced member (docs/protocol-reference.md#b4)."""
@@ -118,17 +135,20 @@ class GroupRules:
         return group.group_epoch == 0 or self.subscription_changed(member, updated)
 
     def subscription_changed(self, member: ConsumerMember, updated: ConsumerMember) -> bool:
-        """GMM `hasMemberSubscriptionChanged` L2294 (+ regex, resolved synchronously: any change bumps)."""
-        return member.subscribed_topic_names != updated.subscribed_topic_names or _effective_regex(
-            member
-        ) != _effective_regex(updated)
+        """GMM `hasMemberSubscriptionChanged` L2294 (names); under ``regex_resolution="sync"`` any
+        regex change too (under "async" `RegexRules.update_regular_expressions` decides)."""
+        names = member.subscribed_topic_names != updated.subscribed_topic_names
+        if self.config.regex_resolution != "sync":
+            return names
+        return names or _effective_regex(member) != _effective_regex(updated)
 
-    def maybe_update_subscription_metadata(self, txn: _Txn, bump: bool) -> None:
-        """docs/protocol-reference.md#b2 step 6: on a bump or a due refresh, recompute the subscription metadata; a change also
+    def maybe_update_subscription_metadata(self, txn: _Txn, bump: bool, changed: bool = False) -> None:
+        """docs/protocol-reference.md#b2 step 6: on a bump, a subscription change (``changed``: a regex
+        updated, still unresolved) or a due refresh, recompute the subscription metadata; a change also
         bumps. The epoch record follows the metadata record (GMM `updateSubscriptionMetadata`)."""
         group = txn.require_group()
         refresh_due = group.metadata_refresh_due
-        if not (bump or refresh_due):
+        if not (bump or changed or refresh_due):
             return
         metadata = self.compute_subscription_metadata(txn.scratch, group)
         if metadata != group.subscription_metadata:
@@ -139,11 +159,15 @@ class GroupRules:
         if refresh_due:
             txn.emit(MetadataRefreshRecord(txn.group_id, False))
 
-    def subscribed_topics(self, state: ConsumerCoordinatorState, member: ConsumerMember) -> frozenset[str]:
-        """The member's subscription: names (existing or not) plus regex matches in the image."""
+    def subscribed_topics(
+        self, state: ConsumerCoordinatorState, group: ConsumerGroup, member: ConsumerMember
+    ) -> frozenset[str]:
+        """The member's subscription: names (existing or not) plus its regex's topics in the image
+        (matched now, or as last resolved: `resolved_view`)."""
         regex = _effective_regex(member)
+        denied, resolved = self.config.topic_describe_denied, self.resolved_view(group)
         matched = (
-            frozenset(t for t in state.topics if member.subscribes(t, self.config.topic_describe_denied))
+            frozenset(t for t in state.topics if member_subscribes(member, t, denied, resolved))
             if regex
             else frozenset()
         )
@@ -155,7 +179,7 @@ class GroupRules:
         """CoG `computeSubscriptionMetadata`: partition count of every subscribed topic that exists."""
         wanted: set[str] = set()
         for member in group.members.values():
-            wanted |= self.subscribed_topics(state, member)
+            wanted |= self.subscribed_topics(state, group, member)
         return {t: state.topics[t] for t in sorted(wanted) if t in state.topics}
 
     def target_assignment_due(self, group: ConsumerGroup) -> bool:
@@ -174,11 +198,13 @@ class GroupRules:
     def assignment_specs(
         self, state: ConsumerCoordinatorState, group: ConsumerGroup
     ) -> dict[str, AssignmentMember]:
-        denied = self.config.topic_describe_denied
+        denied, resolved = self.config.topic_describe_denied, self.resolved_view(group)
         return {
             m.member_id: AssignmentMember(
                 member_id=m.member_id,
-                subscribed=frozenset(t for t in group.subscription_metadata if m.subscribes(t, denied)),
+                subscribed=frozenset(
+                    t for t in group.subscription_metadata if member_subscribes(m, t, denied, resolved)
+                ),
                 current=group.target_of(m.member_id),
                 instance_id=m.instance_id,
                 rack_id=m.rack_id,
@@ -197,7 +223,9 @@ class GroupRules:
         assignment batching the epoch record carries ``now`` and the assignment interval starts."""
         group = txn.require_group()
         name = self.select_assignor(group)
-        homogeneous = is_homogeneous(self.subscribed_topics(txn.scratch, m) for m in group.members.values())
+        homogeneous = is_homogeneous(
+            self.subscribed_topics(txn.scratch, group, m) for m in group.members.values()
+        )
         specs = self.assignment_specs(txn.scratch, group)
         try:
             assignment = self.run_assignor(name, specs, dict(group.subscription_metadata), homogeneous)

@@ -15,6 +15,7 @@ from model.consumer.observe import _EMPTY, Obs, _heartbeat_request, _pairs, _rep
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     derive_group_state,
+    member_subscribes,
 )
 from model.consumer.world import (
     ConsumerWorld,
@@ -298,8 +299,9 @@ def uniform_balanced(obs: Obs) -> list[str]:
     for gid, _, g in _pairs(obs):
         if g.last_assignor != "uniform" or g.group_epoch != g.assignment_epoch or not g.members:
             continue
+        view = obs.after.regex_view(g)
         subs = {
-            frozenset(t for t in g.subscription_metadata if m.subscribes(t, denied))
+            frozenset(t for t in g.subscription_metadata if member_subscribes(m, t, denied, view))
             for m in g.members.values()
         }
         if len(subs) != 1:

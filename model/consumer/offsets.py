@@ -5,7 +5,6 @@ metadata-image changes (topics created, deleted, grown) that bump the group epoc
 
 from __future__ import annotations
 
-from model.consumer.group_rules import GroupRules
 from model.consumer.messages import (
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -20,6 +19,7 @@ from model.consumer.records import (
     TopicRecord,
     apply,
 )
+from model.consumer.regex_rules import RegexRules
 from model.consumer.state import (
     ConsumerCoordinatorState,
     ConsumerGroup,
@@ -30,7 +30,7 @@ from model.errors import ErrorCode
 from model.result import Result
 
 
-class OffsetsAndTopics(GroupRules):
+class OffsetsAndTopics(RegexRules):
     """Offset commits and topic changes, on top of the group-wide rules."""
 
     def handle_offset_commit(

@@ -5,6 +5,8 @@ progresses, assignments clients see, epochs, ghosts and eventual convergence. Re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
 from model.consumer.client import ClientView
 from model.consumer.messages import TopicPartition
@@ -16,6 +18,8 @@ from model.consumer.state import (
     ConsumerMember,
     GroupState,
     MemberState,
+    ResolvedRegex,
+    member_subscribes,
 )
 from model.consumer.world import (
     AdvanceEvent,
@@ -243,6 +247,7 @@ def legal_target_assignment(obs: Obs) -> list[str]:
     out: list[str] = []
     denied = obs.after.topic_describe_denied
     for gid, _, g in _pairs(obs):
+        view = obs.after.regex_view(g)
         seen: dict[TopicPartition, str] = {}
         for mid in sorted(g.target):
             for tp in sorted(g.target[mid]):
@@ -259,14 +264,20 @@ def legal_target_assignment(obs: Obs) -> list[str]:
             for topic, p in sorted(g.target_of(mid)):
                 if topic not in g.subscription_metadata or p >= g.subscription_metadata[topic]:
                     out.append(f"{gid}: target of {mid} has ({topic}, {p}) outside the subscription metadata")
-                elif not m.subscribes(topic, denied):
+                elif not member_subscribes(m, topic, denied, view) and not _awaits_regex(m, view):
                     out.append(f"{gid}: target of {mid} has ({topic}, {p}) of an unsubscribed topic")
         for topic, count in sorted(g.subscription_metadata.items()):
-            if any(m.subscribes(topic, denied) for m in g.members.values()):
+            if any(member_subscribes(m, topic, denied, view) for m in g.members.values()):
                 missing = [p for p in range(count) if (topic, p) not in seen]
                 if missing:
                     out.append(f"{gid}: partitions {missing} of {topic} in no target")
     return out
+
+
+def _awaits_regex(m: ConsumerMember, view: Mapping[str, ResolvedRegex] | None) -> bool:
+    """A member whose new regex is not resolved yet keeps its old target until the resolution
+    lands (asynchronous resolution, `model.consumer.regex_rules`)."""
+    return view is not None and bool(m.subscribed_topic_regex) and m.subscribed_topic_regex not in view
 
 
 @invariant("consumer.valid_member_epoch", "safety", "consumer")

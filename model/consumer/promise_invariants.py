@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from model.consumer.state import ConsumerMember
-from model.consumer.world import ConsumerWorld, HeartbeatEvent, heartbeat_response
+from model.consumer.state import ConsumerMember, member_subscribes
+from model.consumer.world import ConsumerWorld, GroupView, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
 from model.invariants import invariant
 from model.observation import Observation
@@ -68,11 +68,25 @@ def subscription_change_bumps_epoch(obs: Obs) -> Iterator[str]:
     old, new = gb.members.get(mid), ga.members.get(mid)
     if old is None or new is None or _subscription(old) == _subscription(new):
         return
+    if _awaits_resolution(a, gb, old, new):
+        return
     if ga.group_epoch <= gb.group_epoch:
         yield (
             f"{mid}'s subscription changed from {_subscription(old)} to {_subscription(new)} "
             f"but the group epoch stayed {ga.group_epoch}"
         )
+
+
+def _awaits_resolution(world: ConsumerWorld, gb: GroupView, old: ConsumerMember, new: ConsumerMember) -> bool:
+    """Under asynchronous resolution a change to a regex the group has not resolved yet bumps only
+    when its resolution lands (`model.consumer.regex_rules`), and only if it changes the topics."""
+    regex = new.subscribed_topic_regex
+    return (
+        world.regex_resolution == "async"
+        and old.subscribed_topic_names == new.subscribed_topic_names
+        and bool(regex)
+        and regex not in gb.resolved_regexes
+    )
 
 
 @invariant("consumer.member_epoch_is_assignment_epoch", "transition", "consumer")
@@ -97,3 +111,49 @@ def member_epoch_is_assignment_epoch(obs: Obs) -> Iterator[str]:
                     f"{mid}'s member epoch went from {old.member_epoch} to {new.member_epoch}, "
                     f"not the assignment epoch {ga.assignment_epoch}"
                 )
+
+
+@invariant("consumer.regex_resolved_off_heartbeat", "transition", "consumer")
+def regex_resolved_off_heartbeat(obs: Obs) -> Iterator[str]:
+    """Under asynchronous resolution, a heartbeat that brings a regex new to the group neither bumps the group epoch for it nor puts its topics in the subscription metadata: its resolution lands later (KAFKA-17593).
+
+    docs/protocol-reference.md#b4; GMM ``maybeUpdateRegularExpressions`` / ``handleRegularExpressionsResult``
+    (Apache Kafka 4.0+, `model.consumer.regex_rules`). A bump the same heartbeat explains otherwise (the member's
+    names changed, the subscription metadata changed) is allowed.
+    """
+    ev, b, a = obs.event, obs.before, obs.after
+    response = heartbeat_response(obs)
+    if (
+        response is None
+        or response.error_code != ErrorCode.NONE
+        or b is None
+        or a.regex_resolution != "async"
+    ):
+        return
+    assert isinstance(ev, HeartbeatEvent)
+    regex, gid = ev.request.subscribed_topic_regex, ev.request.group_id
+    gb, ga = b.group(gid), a.group(gid)
+    if not regex or ga is None:
+        return
+    if gb is not None and (
+        regex in gb.resolved_regexes or any(m.subscribed_topic_regex == regex for m in gb.members.values())
+    ):
+        return
+    for topic in sorted(ga.subscription_metadata):
+        if not any(
+            member_subscribes(m, topic, a.topic_describe_denied, ga.resolved_regexes)
+            for m in ga.members.values()
+        ):
+            yield f"{gid}: {topic} entered the subscription metadata before {regex!r} was resolved"
+    if gb is None or gb.group_epoch == 0:
+        return  # a new group's first bump
+    old, new = gb.members.get(response.member_id or ""), ga.members.get(response.member_id or "")
+    names_changed = (
+        new is not None and (old.subscribed_topic_names if old else frozenset()) != new.subscribed_topic_names
+    )
+    if (
+        ga.group_epoch > gb.group_epoch
+        and not names_changed
+        and ga.subscription_metadata == gb.subscription_metadata
+    ):
+        yield f"{gid}: the heartbeat bringing {regex!r} bumped the group epoch to {ga.group_epoch} before its resolution"

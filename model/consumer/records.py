@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from model.consumer.messages import TopicPartition
+from model.consumer.regex_records import RegexResolvedRecord, RegexResolvedTombstone
 from model.consumer.state import (
     LEAVE_GROUP_MEMBER_EPOCH,
     ClassicMemberMetadata,
@@ -29,6 +30,7 @@ from model.consumer.state import (
     ConsumerGroup,
     ConsumerMember,
     MemberState,
+    ResolvedRegex,
     Timer,
 )
 
@@ -190,6 +192,7 @@ class TimerScheduled:
     member_id: str
     deadline: int
     epoch: int | None = None
+    regexes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -376,7 +379,7 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
                     ),
                 )
         case TimerScheduled():
-            timer = Timer(record.kind, record.member_id, record.deadline, record.epoch)
+            timer = Timer(record.kind, record.member_id, record.deadline, record.epoch, record.regexes)
             group.timers[timer.key] = timer
         case TimerCancelled(kind=kind, member_id=member_id):
             group.timers.pop((kind, member_id), None)
@@ -384,6 +387,12 @@ def _apply_group_record(group: ConsumerGroup, record: object) -> None:
             group.metadata_refresh_due = due
         case AssignorUsedRecord(assignor=assignor):
             group.last_assignor = assignor
+        case RegexResolvedRecord(regex=regex):
+            group.resolved_regexes[regex] = ResolvedRegex(
+                frozenset(record.topics), record.timestamp, record.version
+            )
+        case RegexResolvedTombstone(regex=regex):
+            group.resolved_regexes.pop(regex, None)
         case _:
             raise TypeError(f"not a consumer group record: {record!r}")
     group.state = group.derived_state()
@@ -393,6 +402,7 @@ def apply(state: ConsumerCoordinatorState, record: object) -> ConsumerCoordinato
     """Apply one record to ``state`` (in place) and return it. The only mutator of the model's state."""
     match record:
         case TopicRecord(topic=topic, partitions=partitions):
+            state.topics_version += topic not in state.topics
             state.topics[topic] = partitions
         case TopicDeletedRecord(topic=topic):
             state.topics.pop(topic, None)
@@ -458,6 +468,8 @@ def compaction_key(record: object) -> tuple[object, ...]:
             return ("partition-metadata", g)
         case TargetAssignmentEpochRecord(group_id=g):
             return ("target-epoch", g)
+        case RegexResolvedRecord(group_id=g, regex=r) | RegexResolvedTombstone(group_id=g, regex=r):
+            return ("regex", g, r)
         case (
             MemberSubscriptionRecord(group_id=g, member_id=m)
             | MemberSubscriptionTombstone(group_id=g, member_id=m)

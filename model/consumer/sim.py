@@ -236,10 +236,15 @@ class ConsumerSim:
         self.clients[name] = self._process(self.specs[name])
         return self._step(ClientEvent(name, "restart"), None)
 
-    def subscribe(self, name: str, topics: tuple[str, ...]) -> Obs:
-        self._record("subscribe", name=name, topics=list(topics))
-        self.client(name).subscribe(tuple(topics))
-        return self._step(ClientEvent(name, f"subscribe {','.join(topics)}"), None)
+    def subscribe(self, name: str, topics: tuple[str, ...], regex: str | None = None) -> Obs:
+        """Names, or (``regex``) a SubscribedTopicRegex; ``regex`` is recorded only when given."""
+        if regex is None:
+            self._record("subscribe", name=name, topics=list(topics))
+        else:
+            self._record("subscribe", name=name, topics=list(topics), regex=regex)
+        self.client(name).subscribe(tuple(topics), regex)
+        what = ",".join(topics) if regex is None else f"/{regex}/"
+        return self._step(ClientEvent(name, f"subscribe {what}"), None)
 
     # ---------------------------------------------------------------- faults and adversaries
 

@@ -11,6 +11,7 @@ from KRaft, not from the group's records) and committed offsets per group.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
@@ -28,6 +29,10 @@ ASSIGNMENT_INTERVAL = "assignment-interval"
 """Timer kind (member id ""): armed for ``group.consumer.assignment.interval.ms`` after a target
 assignment is computed; while it is armed no new target is computed (Kafka 4.2+ assignment batching,
 KAFKA-20291, apache/kafka PR #21720)."""
+REGEX_RESOLUTION = "regex-resolution"
+"""Timer kind (member id ""): a resolution of the group's regular expressions is under way (Kafka's
+executor task ``<group>-regex``, GMM ``maybeUpdateRegularExpressions``); when it fires, the result is
+written and may bump the group epoch (``handleRegularExpressionsResult``; `model.consumer.regex_rules`)."""
 JOIN = "join"
 """Timer kind: a classic-protocol member must rejoin within its rebalance timeout (docs/protocol-reference.md#b13; `model.mixed.coordinator`)."""
 SYNC = "sync"
@@ -63,6 +68,17 @@ def regex_matches(regex: str | None, topic: str) -> bool:
         return re.fullmatch(regex, topic) is not None
     except re.error:
         return False
+
+
+@dataclass(frozen=True)
+class ResolvedRegex:
+    """Kafka's ``ResolvedRegularExpression`` (ConsumerGroupRegularExpression record, KAFKA-17593):
+    the topics a regex matched, when it was resolved, and the metadata version it was resolved at
+    (here `ConsumerCoordinatorState.topics_version`)."""
+
+    topics: frozenset[str]
+    timestamp: int
+    version: int
 
 
 @dataclass(frozen=True)
@@ -121,6 +137,23 @@ class ConsumerMember:
         return topic not in denied and regex_matches(self.subscribed_topic_regex, topic)
 
 
+def member_subscribes(
+    member: ConsumerMember,
+    topic: str,
+    denied: frozenset[str],
+    resolved: Mapping[str, ResolvedRegex] | None,
+) -> bool:
+    """Whether ``member`` subscribes to ``topic``: ``resolved`` None resolves its regex synchronously
+    (`ConsumerMember.subscribes`); otherwise a regex covers only the topics of its recorded
+    resolution (Kafka 4.0+, asynchronous resolution; ACLs were applied when it was resolved)."""
+    if resolved is None:
+        return member.subscribes(topic, denied)
+    if topic in member.subscribed_topic_names:
+        return True
+    regex = member.subscribed_topic_regex
+    return regex is not None and regex in resolved and topic in resolved[regex].topics
+
+
 @dataclass(frozen=True)
 class Timer:
     """An armed coordinator timer (docs/protocol-reference.md#b8). ``epoch`` is the member epoch a rebalance timer was armed with."""
@@ -129,6 +162,8 @@ class Timer:
     member_id: str
     deadline: int
     epoch: int | None = None
+    regexes: tuple[str, ...] = ()
+    """A regex-resolution timer: the regexes the resolution was started with."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -180,6 +215,8 @@ class ConsumerGroup:
     assignment_timestamp: int | None = None
     """When the target was last computed (ConsumerGroupTargetAssignmentMetadata, KAFKA-20266);
     None: never, or written by a coordinator that does not record it."""
+    resolved_regexes: dict[str, ResolvedRegex] = field(default_factory=dict)
+    """Resolutions of subscribed regexes (durable; written only under asynchronous resolution)."""
 
     def clone(self) -> ConsumerGroup:
         """An independent copy (members, sets and timers are immutable values, so copying maps suffices)."""
@@ -197,6 +234,7 @@ class ConsumerGroup:
             metadata_refresh_due=self.metadata_refresh_due,
             last_assignor=self.last_assignor,
             assignment_timestamp=self.assignment_timestamp,
+            resolved_regexes=dict(self.resolved_regexes),
         )
 
     def target_of(self, member_id: str) -> frozenset[TopicPartition]:
@@ -221,10 +259,14 @@ class ConsumerCoordinatorState:
     groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     topics: dict[str, int] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
+    topics_version: int = 0
+    """How many topics were created so far: Kafka's ``lastMetadataImageWithNewTopics``, which makes
+    resolutions made before it stale (GMM ``onNewMetadataImage``)."""
 
     def copy(self) -> ConsumerCoordinatorState:
         return ConsumerCoordinatorState(
             groups={gid: g.clone() for gid, g in self.groups.items()},
             topics=dict(self.topics),
             offsets={gid: dict(o) for gid, o in self.offsets.items()},
+            topics_version=self.topics_version,
         )

@@ -82,6 +82,15 @@ class ConsumerCoordinatorConfig:
     """0: a new group starts at epoch 0 (Kafka 4.0). 1: it starts at group and assignment epoch 1 with
     an empty target, so the first computed assignment is epoch 2 (KAFKA-20268, apache/kafka#21700,
     Kafka 4.3+; observed on 4.4.0)."""
+    regex_resolution: Literal["async", "sync"] = "async"
+    """"async": Kafka 4.0+ (KAFKA-17593, apache/kafka PR #17864): a new SubscribedTopicRegex is
+    resolved off the heartbeat path, and the resolution, when it lands, writes the matched topics and
+    may bump the group epoch (`model.consumer.regex_rules`). "sync": the model's earlier shortcut,
+    never Kafka's: resolved in the heartbeat that brings it, and any regex change bumps at once."""
+    regex_refresh_interval_ms: int = 600_000
+    """group.consumer.regex.refresh.interval.ms: a heartbeat starts a new resolution when the last one
+    is older than this (KAFKA-18961, apache/kafka PR #19904, merged 2025-06; default 600000 in
+    GroupCoordinatorConfig of Apache Kafka 4.4.0). Kafka 4.0 has no such refresh."""
 
 
 class _Rejected(Exception):
@@ -105,6 +114,7 @@ class _Txn:
             groups={} if existing is None else {group_id: existing.clone()},
             topics=state.topics,
             offsets={group_id: dict(state.offsets.get(group_id, {}))},
+            topics_version=state.topics_version,
         )
         self.records: list[object] = []
 

@@ -24,7 +24,14 @@ from model.consumer.messages import (
     OffsetCommitResponse,
     TopicPartition,
 )
-from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup, ConsumerMember, GroupState, Timer
+from model.consumer.state import (
+    ConsumerCoordinatorState,
+    ConsumerGroup,
+    ConsumerMember,
+    GroupState,
+    ResolvedRegex,
+    Timer,
+)
 from model.observation import Observation
 from model.result import Delivery, Result
 
@@ -103,6 +110,7 @@ class GroupView:
     timers: Mapping[tuple[str, str], Timer]
     last_assignor: str | None = None
     assignment_timestamp: int | None = None
+    resolved_regexes: Mapping[str, ResolvedRegex] = field(default_factory=lambda: MappingProxyType({}))
 
     @staticmethod
     def of(group: ConsumerGroup) -> GroupView:
@@ -119,6 +127,7 @@ class GroupView:
             timers=MappingProxyType(dict(group.timers)),
             last_assignor=group.last_assignor,
             assignment_timestamp=group.assignment_timestamp,
+            resolved_regexes=MappingProxyType(dict(group.resolved_regexes)),
         )
 
     def target_of(self, member_id: str) -> frozenset[TopicPartition]:
@@ -150,6 +159,13 @@ class ConsumerWorld:
     the model's own clock; on a real target the oracle's `unseen_cap_ms`
     (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
 
+    regex_resolution: str = "sync"
+    """The coordinator's ``regex_resolution`` ("async": Kafka 4.0+, `model.consumer.regex_rules`)."""
+
+    def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
+        """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
+        return None if self.regex_resolution == "sync" else group.resolved_regexes
+
     def group(self, group_id: str) -> GroupView | None:
         return self.groups.get(group_id)
 
@@ -173,6 +189,7 @@ def capture_world(
         topic_describe_denied=frozenset() if config is None else config.topic_describe_denied,
         assignment_interval_ms=0 if config is None else config.assignment_interval_ms,
         offset_commit_epochs="exact" if config is None else config.offset_commit_epochs,
+        regex_resolution="sync" if config is None else config.regex_resolution,
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,

@@ -228,7 +228,7 @@ def install_target(
     if g is None:
         return None
     specs = coord.assignment_specs(state, g)
-    homogeneous = is_homogeneous(coord.subscribed_topics(state, m) for m in g.members.values())
+    homogeneous = is_homogeneous(coord.subscribed_topics(state, g, m) for m in g.members.values())
     name = g.last_assignor or coord.config.assignors[0]
     done = complete_assignment(
         dict(g.target), fixed, specs, dict(g.subscription_metadata), name, homogeneous, pins

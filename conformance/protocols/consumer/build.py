@@ -31,6 +31,8 @@ def consumer_config(overrides: Mapping[str, Any], variants: Mapping[str, str], w
         settings["member_id_validation"] = variants["member_id_validation"]
     if "offset_commit_epochs" in variants:
         settings["offset_commit_epochs"] = variants["offset_commit_epochs"]
+    if "regex_resolution" in variants:
+        settings["regex_resolution"] = variants["regex_resolution"]
     if "assignment_interval" in variants:
         settings["assignment_interval_ms"] = int(variants["assignment_interval"])
     return ConsumerCoordinatorConfig(**settings)

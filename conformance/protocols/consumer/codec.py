@@ -24,6 +24,7 @@ from model.consumer.messages import (
     OffsetCommitResponseTopic,
     TopicPartitions,
 )
+from model.consumer.state import regex_matches
 from model.errors import ErrorCode
 
 API_CONSUMER_GROUP_HEARTBEAT = 68
@@ -38,6 +39,9 @@ class TopicMap:
 
     real: dict[str, str] = field(default_factory=dict)
     ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    #: (prefix, suffix) around the model name in the real names a port gives its own topics
+    #: (`topic_ops.fresh_name`, then the partition count); None: topics seeded or named as in the model
+    frame: tuple[str, str] | None = None
 
     def add(self, model: str, real: str, topic_id: uuid.UUID) -> None:
         self.real[model] = real
@@ -46,6 +50,18 @@ class TopicMap:
     def real_name(self, model: str) -> str:
         """Unknown model topics get a name no target has (a subscription to a missing topic)."""
         return self.real.get(model, f"gc-missing-{model}")
+
+    def real_regex(self, regex: str | None) -> str | None:
+        """A model SubscribedTopicRegex over real names: the model pattern inside the port's naming
+        frame, so topics created later match too; without a frame (a fixed topic set), the known
+        real names it matches (a name no topic has when none)."""
+        if not regex:
+            return regex
+        if self.frame is not None:
+            prefix, suffix = self.frame
+            return f"{_literal(prefix)}(?:{regex}){_literal(suffix)}[0-9]+"
+        names = [self.real[m] for m in sorted(self.real) if regex_matches(regex, m)]
+        return "|".join(_literal(n) for n in names or [self.real_name("none")])
 
     def topic_id(self, model: str) -> uuid.UUID:
         return self.ids.get(model, uuid.UUID(int=0))
@@ -61,6 +77,11 @@ class TopicMap:
             if name == real:
                 return model
         return real
+
+
+def _literal(name: str) -> str:
+    """``name`` as a pattern that matches only itself, in the syntax RE2J and Python ``re`` share."""
+    return "".join("\\" + c if c in ".+*?()[]{}|^$\\" else c for c in name)
 
 
 def encode_heartbeat(
@@ -88,7 +109,7 @@ def encode_heartbeat(
         "topic_partitions": owned,
     }
     if version >= 1:
-        values["subscribed_topic_regex"] = request.subscribed_topic_regex
+        values["subscribed_topic_regex"] = topics.real_regex(request.subscribed_topic_regex)
     return build(cls, values)
 
 

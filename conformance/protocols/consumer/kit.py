@@ -124,6 +124,12 @@ KIT = ProtocolKit(
             "1000 = targets batched (the Kafka 4.2+ default)",
         ),
         VariantKey(
+            "regex_resolution",
+            ("async", "sync"),
+            "SubscribedTopicRegex: async = resolved off the heartbeat path, then a bump (Kafka 4.0+), "
+            "sync = resolved and bumped in the heartbeat that brings it (the model's earlier shortcut)",
+        ),
+        VariantKey(
             "offset_commit_epochs",
             ("exact", "assignment"),
             "OffsetCommit member epochs: exact = the current epoch only (Kafka 4.0-4.2), "

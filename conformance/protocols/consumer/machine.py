@@ -32,6 +32,17 @@ from model.consumer.world import HeartbeatEvent
 from model.observation import Observation
 
 SERVER_ASSIGNORS = (None, "uniform", "range")
+
+
+def subscription_of(i: int, both: bool) -> tuple[str, ...] | str:
+    """What the `subscribe` rule's draw means: names t (and u with ``both``), except that an odd
+    member draw ``i`` subscribes with a regex over the model's topics ("[tu]", or "t" without ``both``). Read
+    off the draws the rule always made, so that adding regexes moved no other draw."""
+    if i % 2 == 1:
+        return "[tu]" if both else "t"
+    return ("t", "u") if both else ("t",)
+
+
 #: Real-time runs: observations between two `converge` rules.
 REAL_CONVERGE_GAP = 6
 
@@ -301,10 +312,16 @@ class ConsumerMachine(TimeRules, FaultRules, GroupMachine):
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, both=st.booleans())
     def subscribe(self, i: int, both: bool) -> None:
-        """Change the subscription (a member that left joins again)."""
+        """Change the subscription (a member that left joins again): topic names, or for some
+        members a v1 SubscribedTopicRegex (`subscription_of`; resolved off the heartbeat path,
+        `model.consumer.regex_rules`)."""
         assert self.sim is not None
-        topics = ("t", "u") if both else ("t",)
-        self.observe(self.sim.subscribe(self.client(i), topics), f"{self.client(i)} subscribes {topics}")
+        name = self.client(i)
+        how = subscription_of(i, both)
+        if isinstance(how, str):
+            self.observe(self.sim.subscribe(name, (), how), f"{name} subscribes /{how}/")
+        else:
+            self.observe(self.sim.subscribe(name, how), f"{name} subscribes {how}")
 
     # ------------------------------------------------------------ faults and adversaries
     @precondition(lambda self: self.ready)

@@ -112,6 +112,10 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
         self.t0 = time.monotonic()
         self.hypos: list[CHypo] = [CHypo(ConsumerCoordinatorState(), 0), CHypo(ConsumerCoordinatorState(), 1)]
         self.topics = TopicMap()
+        if self._own_topics():  # a regex subscription must match the port's own topic names
+            from conformance.protocols import topic_ops
+
+            self.topics.frame = topic_ops.fresh_frame(self.session, topic_ops.topic_owner(self))
         self.findings: list[Finding] = []
         self.current_member = "?"
         self.log: list[str] = []
