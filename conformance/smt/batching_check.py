@@ -19,7 +19,7 @@ import z3
 
 from conformance.smt import batching as B
 from conformance.smt.induction import INITIAL, prove_obligations
-from conformance.smt.outcome import Outcome
+from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict
 from conformance.smt.unroll import unroll, violated_by_pick
 
@@ -251,26 +251,16 @@ def confirm(
         "violations": [f"step {v.step}: {v.message}" for v in found],
         "trace": trace,
     }
-    if mismatches or not found:
-        why = "; ".join(mismatches[:2]) or "the checker reports no violation"
-        return Outcome(
-            invariant_id,
-            "bmc",
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            f"ENCODING BUG: z3 counterexample not confirmed by the model: {why}",
-            cx,
-            encoding_bug=True,
-        )
-    return Outcome(
+    why = "; ".join(mismatches[:2]) or ("" if found else "the checker reports no violation")
+    return confirmed(
         invariant_id,
         "bmc",
         members,
         partitions,
-        Verdict.REFUTED,
         seconds,
-        f"{len(steps)} steps; model confirms: step {found[0].step}: {found[0].message}",
         cx,
+        unconfirmed=f"the model: {why}" if why else "",
+        detail=f"{len(steps)} steps; model confirms: step {found[0].step}: {found[0].message}"
+        if found
+        else "",
     )

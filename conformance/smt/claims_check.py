@@ -17,7 +17,7 @@ import z3
 from conformance.smt import claims as C
 from conformance.smt.claims_trace import trace_of
 from conformance.smt.kip848_state import bits_of
-from conformance.smt.outcome import Outcome
+from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict, check, make_solver
 from model.assignors.base import COOPERATIVE, EAGER, get_assignor
 from model.assignors.invariants import AssignmentObservation
@@ -151,27 +151,11 @@ def prove(
         cx["trace"] = trace
         if invariant_id not in trace.violated:
             why = f"the leader's call in a classic run on mutant {trace.header['variants'].get('mutant')}"
-    if why:
-        bug = Outcome(
-            invariant_id,
-            "witness",
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            time.perf_counter() - start,
-            f"ENCODING BUG: z3 counterexample not confirmed by {why}",
-            cx,
-            encoding_bug=True,
-        )
-        return [step, bug]
-    refuted = Outcome(
-        invariant_id,
-        "witness",
-        members,
-        partitions,
-        Verdict.REFUTED,
-        time.perf_counter() - start,
-        f"model confirms: {violations[0]}",
-        cx,
-    )
-    return [step, refuted]
+    detail = f"model confirms: {violations[0]}" if not why else ""
+    return [
+        step,
+        confirmed(
+            invariant_id, "witness", members, partitions, time.perf_counter() - start, cx,
+            unconfirmed=why, detail=detail,
+        ),
+    ]  # fmt: skip

@@ -19,7 +19,7 @@ import z3
 from conformance.smt import classic as C
 from conformance.smt.classic_replay import Action, new_driver, same, trace_of
 from conformance.smt.induction import INITIAL, prove_obligations
-from conformance.smt.outcome import Outcome
+from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict
 from conformance.smt.unroll import unroll, violated_by_pick
 
@@ -130,28 +130,18 @@ def confirm(
         "violations": [f"step {v.step}: {v.message}" for v in found],
         "trace": trace,
     }
-    if mismatches or not found:
-        why = "; ".join(mismatches) or "the model's predicate reports no violation"
-        return Outcome(
-            invariant_id,
-            "bmc",
-            BMC_MEMBERS,
-            0,
-            Verdict.UNKNOWN,
-            seconds,
-            f"ENCODING BUG: z3 counterexample not confirmed by the model: {why}",
-            cx,
-            encoding_bug=True,
-        )
-    return Outcome(
+    why = "; ".join(mismatches) or ("" if found else "the model's predicate reports no violation")
+    return confirmed(
         invariant_id,
         "bmc",
         BMC_MEMBERS,
         0,
-        Verdict.REFUTED,
         seconds,
-        f"{len(actions)} steps; model confirms: step {found[0].step}: {found[0].message}",
         cx,
+        unconfirmed=f"the model: {why}" if why else "",
+        detail=f"{len(actions)} steps; model confirms: step {found[0].step}: {found[0].message}"
+        if found
+        else "",
     )
 
 

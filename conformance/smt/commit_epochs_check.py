@@ -21,7 +21,7 @@ import z3
 
 from conformance.smt import commit_epochs as C
 from conformance.smt.induction import prove_obligations
-from conformance.smt.outcome import Outcome
+from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict, check, make_solver
 
 INVARIANTS: tuple[str, ...] = (C.INVARIANT,)
@@ -167,25 +167,13 @@ def confirm(
         if reached != expected
         else ("" if found else "the checker reports no violation")
     )
-    if why:
-        return Outcome(
-            invariant_id,
-            "witness",
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            f"ENCODING BUG: z3 counterexample not confirmed by the model: {why}",
-            cx,
-            encoding_bug=True,
-        )
-    return Outcome(
+    return confirmed(
         invariant_id,
         "witness",
         members,
         partitions,
-        Verdict.REFUTED,
         seconds,
-        f"model confirms: step {found[0].step}: {found[0].message}",
         cx,
+        unconfirmed=f"the model: {why}" if why else "",
+        detail=f"model confirms: step {found[0].step}: {found[0].message}" if found else "",
     )

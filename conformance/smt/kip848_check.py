@@ -25,7 +25,7 @@ from conformance.smt import kip848_state as KS
 from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.kip848_replay import HeartbeatStep, replay
 from conformance.smt.kip848_trace import trace_of
-from conformance.smt.outcome import Outcome
+from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict
 from conformance.smt.unroll import unroll, violated_by_pick
 
@@ -175,27 +175,15 @@ def confirm(
         cx["trace"] = trace
         if invariant_id not in trace.violated:
             why = f"the trace on mutant {trace.header['variants'].get('mutant')} does not violate it ({found[:1]})"
-    if why:
-        return Outcome(
-            invariant_id,
-            "bmc",
-            members,
-            partitions,
-            Verdict.UNKNOWN,
-            seconds,
-            f"ENCODING BUG: z3 counterexample not confirmed by the model: {why}",
-            cx,
-            encoding_bug=True,
-        )
-    return Outcome(
+    return confirmed(
         invariant_id,
         "bmc",
         members,
         partitions,
-        Verdict.REFUTED,
         seconds,
-        f"{len(steps)} steps; model confirms: {result.violations[0]}",
         cx,
+        unconfirmed=f"the model: {why}" if why else "",
+        detail=f"{len(steps)} steps; model confirms: {result.violations[0]}" if not why else "",
     )
 
 

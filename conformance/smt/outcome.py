@@ -44,3 +44,31 @@ class Outcome:
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample
         return out
+
+
+def confirmed(
+    invariant_id: str,
+    how: str,
+    members: int,
+    partitions: int,
+    seconds: float,
+    counterexample: dict[str, Any],
+    *,
+    unconfirmed: str,
+    detail: str,
+) -> Outcome:
+    """A z3 counterexample replayed on the model: REFUTED with ``detail`` when the model confirms
+    it, else an encoding bug naming why not (``unconfirmed``: what failed to confirm it)."""
+    if unconfirmed:
+        return Outcome(
+            invariant_id,
+            how,
+            members,
+            partitions,
+            Verdict.UNKNOWN,
+            seconds,
+            f"ENCODING BUG: z3 counterexample not confirmed by {unconfirmed}",
+            counterexample,
+            encoding_bug=True,
+        )
+    return Outcome(invariant_id, how, members, partitions, Verdict.REFUTED, seconds, detail, counterexample)
