@@ -18,6 +18,7 @@ from typing import Any
 import z3
 
 from conformance.smt import batching as B
+from conformance.smt.counterexample import proof_trace
 from conformance.smt.induction import INITIAL, prove_obligations
 from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict
@@ -224,7 +225,6 @@ def confirm(
     seconds: float,
 ) -> Outcome:
     """REFUTED only if the simulator reaches the solver's states and the checker reports the violation."""
-    from conformance.formats.trace_file import groupcheck_version
     from conformance.protocols.consumer.trace import to_trace
 
     sim, violations, got = run_steps(steps, variant, partitions, members)
@@ -234,13 +234,7 @@ def confirm(
         if a != b
     ]
     found = [v for v in violations if v.invariant == invariant_id]
-    trace = to_trace(
-        sim,
-        target="model",
-        target_version=groupcheck_version(),
-        origin={"kind": "prove", "invariant": invariant_id},
-        violations=[(v.invariant, v.message, v.step) for v in violations],
-    )
+    trace = proof_trace(to_trace, sim, invariant_id, violations)
     cx: dict[str, Any] = {
         "protocol": "consumer",
         "group": sim.group_id,

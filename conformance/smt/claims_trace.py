@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from conformance.engine.checker import Checker, Violation
-from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.formats.trace_file import Trace
 from conformance.protocols.build import make_classic_sim
 from conformance.protocols.classic.trace import to_trace
+from conformance.smt.counterexample import proof_trace
 from model.classic.messages import JoinGroupRequest
 from model.embedded import Subscription, encode_subscription
 
@@ -75,11 +76,5 @@ def trace_of(
     timers = {} if group is None else group.timers
     deadlines = [t.deadline for k, t in timers.items() if k in ("join", "initial")]
     judge(sim.advance(max(0, min(deadlines, default=sim.now) - sim.now)))
-    trace = to_trace(
-        sim,
-        target="model",
-        target_version=groupcheck_version(),
-        origin={"kind": "prove", "invariant": invariant_id},
-        violations=[(v.invariant, v.message, v.step) for v in violations],
-    )
+    trace = proof_trace(to_trace, sim, invariant_id, violations)
     return trace, violations

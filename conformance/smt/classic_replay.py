@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine.checker import Checker, Violation
-from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.formats.trace_file import Trace
 from conformance.protocols.build import make_classic_sim
 from conformance.protocols.classic.trace import TracedClassicSim, to_trace
 from conformance.smt.classic import COMPLETING, EMPTY, NO_LEADER, PREPARING, STABLE, ConcreteGroup
+from conformance.smt.counterexample import proof_trace
 from model.classic.messages import (
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -222,10 +223,4 @@ def same(model: ConcreteGroup, solver: ConcreteGroup) -> bool:
 
 
 def trace_of(driver: Driver, invariant_id: str) -> Trace:
-    return to_trace(
-        driver.sim,
-        target="model",
-        target_version=groupcheck_version(),
-        origin={"kind": "prove", "invariant": invariant_id},
-        violations=[(v.invariant, v.message, v.step) for v in driver.violations],
-    )
+    return proof_trace(to_trace, driver.sim, invariant_id, driver.violations)

@@ -20,6 +20,7 @@ from typing import Any
 import z3
 
 from conformance.smt import commit_epochs as C
+from conformance.smt.counterexample import proof_trace
 from conformance.smt.induction import prove_obligations
 from conformance.smt.outcome import Outcome, confirmed
 from conformance.smt.solver import Limits, Verdict, check, make_solver
@@ -140,18 +141,11 @@ def run_witness(witness: dict[str, int], partitions: int) -> tuple[Any, list[Any
 def confirm(
     invariant_id: str, witness: dict[str, int], members: int, partitions: int, seconds: float
 ) -> Outcome:
-    from conformance.formats.trace_file import groupcheck_version
     from conformance.protocols.consumer.trace import to_trace
 
     sim, violations, reached = run_witness(witness, partitions)
     found = [v for v in violations if v.invariant == invariant_id]
-    trace = to_trace(
-        sim,
-        target="model",
-        target_version=groupcheck_version(),
-        origin={"kind": "prove", "invariant": invariant_id},
-        violations=[(v.invariant, v.message, v.step) for v in violations],
-    )
+    trace = proof_trace(to_trace, sim, invariant_id, violations)
     cx: dict[str, Any] = {
         "protocol": "consumer",
         "group": sim.group_id,

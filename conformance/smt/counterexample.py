@@ -10,7 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.formats.trace_file import Trace, write_trace
+from conformance.formats.trace_file import Trace, groupcheck_version, write_trace
+
+
+def proof_trace(to_trace: Any, sim: Any, invariant_id: str, violations: list[Any]) -> Trace:
+    """The trace of a counterexample run on the model (``to_trace``: the protocol's recorder),
+    its origin the proof of ``invariant_id``."""
+    return to_trace(  # type: ignore[no-any-return]
+        sim,
+        target="model",
+        target_version=groupcheck_version(),
+        origin={"kind": "prove", "invariant": invariant_id},
+        violations=[(v.invariant, v.message, v.step) for v in violations],
+    )
 
 
 def plain(counterexample: dict[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from conformance.engine.checker import Checker, Violation
-from conformance.formats.trace_file import Trace, groupcheck_version
+from conformance.formats.trace_file import Trace
 from conformance.protocols.build import make_consumer_sim
 from conformance.protocols.consumer.trace import to_trace
+from conformance.smt.counterexample import proof_trace
 from conformance.smt.kip848_replay import GROUP, MUTANT_OF, TOPIC, HeartbeatStep, member_id
 
 
@@ -48,11 +49,5 @@ def trace_of(
         found = checker.check(obs, n)
         sim.note_checks(obs, checker.last_checked, [(v.invariant, v.message) for v in found], ())
         violations += found
-    trace = to_trace(
-        sim,
-        target="model",
-        target_version=groupcheck_version(),
-        origin={"kind": "prove", "invariant": invariant_id},
-        violations=[(v.invariant, v.message, v.step) for v in violations],
-    )
+    trace = proof_trace(to_trace, sim, invariant_id, violations)
     return trace, violations
