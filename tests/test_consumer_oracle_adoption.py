@@ -90,6 +90,7 @@ class ScriptedPort(ConsumerOraclePort):
             resends=0,
             rtt_ms=[],
             launcher=None,
+            run_id="test",
         )
         super().__init__(ConsumerCoordinator(CONFIG), session, ConsumerTiming())  # type: ignore[arg-type]
         self.now = 0

@@ -61,7 +61,9 @@ class _Wireless(ScriptedMixedPort):
 
 def _session() -> Any:
     adapter = SimpleNamespace(submit=lambda *a: None, drop_member=lambda member: None, alive=lambda: True)
-    return SimpleNamespace(adapter=adapter, next_group=lambda: "real-g", launcher=None, compat=[], rtt_ms=[])
+    return SimpleNamespace(
+        adapter=adapter, next_group=lambda: "real-g", launcher=None, compat=[], rtt_ms=[], run_id="test"
+    )
 
 
 # ---------------------------------------------------------------------- Kafka's recorded answers

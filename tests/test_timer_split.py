@@ -89,7 +89,7 @@ def scripted_sim(
         drop_member=lambda member: None,
     )
     session = SimpleNamespace(
-        adapter=adapter, next_group=lambda: "gc-test-g1", launcher=None, compat=[], rtt_ms=[]
+        adapter=adapter, next_group=lambda: "gc-test-g1", launcher=None, compat=[], rtt_ms=[], run_id="test"
     )
     made: list[ScriptedConsumerPort] = []
 
@@ -223,7 +223,7 @@ def _mixed_run(split: bool) -> list[Any]:
     config = MixedConfig(consumer=consumer, classic_rejoin_epoch="assignment")
     adapter = SimpleNamespace(submit=lambda *a: None, drop_member=lambda member: None)
     session = SimpleNamespace(
-        adapter=adapter, next_group=lambda: "gc-test-g2", launcher=None, compat=[], rtt_ms=[]
+        adapter=adapter, next_group=lambda: "gc-test-g2", launcher=None, compat=[], rtt_ms=[], run_id="test"
     )
     port = ScriptedMixedPort(MixedCoordinator(config, SeededChooser(0)), session, policy_known=True)  # type: ignore[arg-type]
     port.split_timers = split

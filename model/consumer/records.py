@@ -444,6 +444,9 @@ def durable_view(state: ConsumerCoordinatorState) -> ConsumerCoordinatorState:
     ``rebuild(records)`` for the records that produced ``state`` (a test checks it on random runs);
     used where only states are kept (the oracle's hypotheses beside a real coordinator)."""
     out = state.copy()
+    # the topic-creation counter (Kafka: the metadata image's offset) is not a group record: a
+    # compacted log keeps one record per live topic, so a loaded coordinator counts those
+    out.topics_version = len(out.topics)
     for group in out.groups.values():
         group.timers = {}
         group.metadata_refresh_due = True
