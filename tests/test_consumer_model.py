@@ -874,8 +874,8 @@ def revoking_script(h: Harness) -> None:
 
 
 class AcksEverything(ConsumerCoordinator):
-    def reconcile_member(self, txn, member, owned, now):  # type: ignore[no-untyped-def]
-        return super().reconcile_member(txn, member, frozenset(), now)
+    def reconcile_member(self, txn, member, owned, now, changed=False):  # type: ignore[no-untyped-def]
+        return super().reconcile_member(txn, member, frozenset(), now, changed)
 
 
 class NoEpochCheck(ConsumerCoordinator):

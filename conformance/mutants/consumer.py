@@ -43,11 +43,13 @@ class OwnPendingCountsAsHeld(ConsumerCoordinator):
     (UNRELEASED_PARTITIONS) one heartbeat for itself: Kafka 4.0/4.1 before apache/kafka PR #20781
     (the model's `own_pending_is_free=False`)."""
 
-    def reconcile_member(self, txn: Any, member: ConsumerMember, owned: Any, now: int) -> ConsumerMember:
+    def reconcile_member(
+        self, txn: Any, member: ConsumerMember, owned: Any, now: int, subscription_changed: bool = False
+    ) -> ConsumerMember:
         fixed = self.config
         self.config = replace(fixed, own_pending_is_free=False)
         try:
-            return super().reconcile_member(txn, member, owned, now)
+            return super().reconcile_member(txn, member, owned, now, subscription_changed)
         finally:
             self.config = fixed
 

@@ -58,11 +58,13 @@ class RevocationBumpsMemberEpoch(ConsumerCoordinator):
     revoke again, so one partition can be owned by two members at the same epoch (Kafka 4.0/4.1,
     the model's ``bump_after_revocation=True``)."""
 
-    def reconcile_member(self, txn: Any, member: ConsumerMember, owned: Any, now: int) -> ConsumerMember:
+    def reconcile_member(
+        self, txn: Any, member: ConsumerMember, owned: Any, now: int, subscription_changed: bool = False
+    ) -> ConsumerMember:
         fixed = self.config
         self.config = replace(fixed, bump_after_revocation=True)
         try:
-            return super().reconcile_member(txn, member, owned, now)
+            return super().reconcile_member(txn, member, owned, now, subscription_changed)
         finally:
             self.config = fixed
 

@@ -258,7 +258,8 @@ class ConsumerCoordinator(OffsetsAndTopics):
             self.compute_target_assignment(txn, now)
 
         current = txn.require_group().members[member_id]
-        reconciled = self.reconcile_member(txn, current, request.owned(), now)
+        changed = regex_changed or self.subscription_changed(member, updated)
+        reconciled = self.reconcile_member(txn, current, request.owned(), now, changed)
         self.schedule_session_timeout(txn, member_id, now)
 
         response_assignment = None

@@ -159,6 +159,12 @@ class GroupRules:
         if refresh_due:
             txn.emit(MetadataRefreshRecord(txn.group_id, False))
 
+    def subscribed_topic_ids(
+        self, state: ConsumerCoordinatorState, group: ConsumerGroup, member: ConsumerMember
+    ) -> frozenset[str]:
+        """CAB `subscribedTopicIds` (KAFKA-19431): the member's topics that exist in the image."""
+        return frozenset(t for t in self.subscribed_topics(state, group, member) if t in state.topics)
+
     def subscribed_topics(
         self, state: ConsumerCoordinatorState, group: ConsumerGroup, member: ConsumerMember
     ) -> frozenset[str]:
@@ -256,12 +262,20 @@ class GroupRules:
         return group.current_partition_epoch(tp)
 
     def reconcile_member(
-        self, txn: _Txn, member: ConsumerMember, owned: frozenset[TopicPartition] | None, now: int
+        self,
+        txn: _Txn,
+        member: ConsumerMember,
+        owned: frozenset[TopicPartition] | None,
+        now: int,
+        subscription_changed: bool = False,
     ) -> ConsumerMember:
         """GMM `maybeReconcile` L2681 around the pure `reconcile` (docs/protocol-reference.md#b5); arms or cancels the
-        rebalance timer when the member changed (docs/protocol-reference.md#b8)."""
+        rebalance timer when the member changed (docs/protocol-reference.md#b8). ``subscription_changed``:
+        this request changed the member's topic names or regex (Kafka 4.4.0 passes
+        `hasMemberSubscriptionChanged || regexUpdated`)."""
         group = txn.require_group()
-        if member.is_reconciled_to(group.assignment_epoch):
+        filtered = self.config.reconcile_to_subscription
+        if member.is_reconciled_to(group.assignment_epoch) and not (filtered and subscription_changed):
             return member
         current = CurrentAssignment(
             member.state,
@@ -278,6 +292,8 @@ class GroupRules:
             owned,
             self.config.own_pending_is_free,
             self.config.bump_after_revocation,
+            self.subscribed_topic_ids(txn.scratch, group, member) if filtered else None,
+            subscription_changed,
         )
         if nxt is None:
             raise _Rejected(

@@ -16,6 +16,13 @@ UNREVOKED_PARTITIONS through ``computeNextAssignment(memberEpoch + 1, ...)`` (do
 Since the fix the member keeps its epoch when it must revoke again, and moves to the target epoch
 otherwise (`CurrentAssignmentBuilder.build`, UNREVOKED_PARTITIONS case, group-coordinator 4.4.0).
 This function's default (True) is again Kafka 4.0; the coordinator passes its config (False).
+
+Argument ``subscribed`` is KAFKA-19431 (apache/kafka PR #20055, Kafka 4.1+): reconciliation keeps a
+member to the topics it subscribes to (names and resolved regexes, in the metadata image; an
+unresolved regex matches nothing): `computeNextAssignment` treats the target of any other topic as
+empty, and a heartbeat that changed the member's subscription (``subscription_changed``) drops the
+other topics' partitions at once, at the same member epoch (CAB `updateCurrentAssignment`), even
+when the target is not newer. None is Kafka 4.0: no such filter.
 """
 
 from __future__ import annotations
@@ -59,8 +66,11 @@ def next_assignment(
     partition_epoch: Callable[[TopicPartition], int],
     owned: frozenset[TopicPartition] | None,
     own_pending_is_free: bool = False,
+    subscribed: frozenset[str] | None = None,
 ) -> CurrentAssignment:
     """CAB `computeNextAssignment(epoch, assigned)` (docs/protocol-reference.md#b5 "next(e, A)")."""
+    if subscribed is not None:
+        target = frozenset(tp for tp in target if tp[0] in subscribed)
     keep = assigned & target
     revoke = assigned - keep
     wanted = target - keep
@@ -80,6 +90,23 @@ def next_assignment(
     return _with_epoch(current, MemberState.STABLE, target_epoch, keep, frozenset())
 
 
+def update_current_assignment(
+    current: CurrentAssignment,
+    subscribed: frozenset[str],
+    owned: frozenset[TopicPartition] | None,
+) -> CurrentAssignment:
+    """CAB `updateCurrentAssignment` (KAFKA-19431): the partitions of topics the member no longer
+    subscribes to move to pending revocation, the member epoch unchanged; ``current`` itself when
+    there are none."""
+    dropped = frozenset(tp for tp in current.assigned if tp[0] not in subscribed)
+    if not dropped:
+        return current
+    assigned, pending = current.assigned - dropped, current.pending_revocation | dropped
+    if owned is None or owned & pending:
+        return _with_epoch(current, MemberState.UNREVOKED_PARTITIONS, current.member_epoch, assigned, pending)
+    return _with_epoch(current, current.state, current.member_epoch, assigned, current.pending_revocation)
+
+
 def reconcile(
     current: CurrentAssignment,
     target_epoch: int,
@@ -88,6 +115,8 @@ def reconcile(
     owned: frozenset[TopicPartition] | None,
     own_pending_is_free: bool = False,
     bump_after_revocation: bool = True,
+    subscribed: frozenset[str] | None = None,
+    subscription_changed: bool = False,
 ) -> CurrentAssignment | None:
     """The member's next current assignment (CAB `build`), or None when the member must be fenced
     (FENCED_MEMBER_EPOCH: state UNKNOWN and the request did not report an empty owned set).
@@ -97,6 +126,8 @@ def reconcile(
     st = current.state
     if st == MemberState.STABLE:
         if current.member_epoch == target_epoch:  # GMM `maybeReconcile` skip, CAB STABLE case
+            if subscribed is not None and subscription_changed:
+                return update_current_assignment(current, subscribed, owned)
             return current
         return next_assignment(
             current,
@@ -107,9 +138,12 @@ def reconcile(
             partition_epoch,
             owned,
             own_pending_is_free,
+            subscribed,
         )
     if st == MemberState.UNREVOKED_PARTITIONS:
         if owned is None or owned & current.pending_revocation:
+            if subscribed is not None and subscription_changed:
+                return update_current_assignment(current, subscribed, owned)
             return current
         # docs/protocol-reference.md#b5 (4.0): memberEpoch + 1; since KAFKA-19974 (Kafka 4.2+): memberEpoch.
         return next_assignment(
@@ -121,6 +155,7 @@ def reconcile(
             partition_epoch,
             owned,
             own_pending_is_free,
+            subscribed,
         )
     if st == MemberState.UNRELEASED_PARTITIONS:
         return next_assignment(
@@ -132,6 +167,7 @@ def reconcile(
             partition_epoch,
             owned,
             own_pending_is_free,
+            subscribed,
         )
     # UNKNOWN
     if owned is None or owned:
@@ -145,4 +181,5 @@ def reconcile(
         partition_epoch,
         owned,
         own_pending_is_free,
+        subscribed,
     )

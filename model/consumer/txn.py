@@ -67,6 +67,12 @@ class ConsumerCoordinatorConfig:
     `groupcheck check --target apache-kafka --protocol consumer --profile ci --seed 1`): a member
     leaving UNREVOKED_PARTITIONS keeps its member epoch while it must revoke again, instead of
     taking member epoch + 1. True: Kafka 4.0/4.1 (docs/protocol-reference.md#b5)."""
+    reconcile_to_subscription: bool = True
+    """KAFKA-19431 fix (apache/kafka PR #20055, Kafka 4.1+; CurrentAssignmentBuilder of Apache Kafka
+    4.4.0): reconciliation keeps a member to the topics it subscribes to, and a heartbeat that changes
+    its subscription revokes the others' partitions at once, at the same member epoch
+    (`model.consumer.reconcile`). Seen on 4.4.0 with assignment batching, where the target lags the
+    subscription. False: Kafka 4.0 (partitions wait for the next target)."""
     assignment_interval_ms: int = 0
     """group.consumer.assignment.interval.ms: 0 computes a new target in the heartbeat that finds the
     group epoch ahead of the assignment epoch (Kafka 4.0/4.1); above 0, not before this long after

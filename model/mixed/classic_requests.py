@@ -99,7 +99,10 @@ class MixedConsumerCoordinator(MixedConsumerBase):
         if self.target_assignment_due(txn.require_group()):
             self.compute_target_assignment(txn, now)
         current = txn.require_group().members[member_id]
-        reconciled = self.reconcile_member(txn, current, frozenset(subscription.owned_partitions), now)
+        changed = self.subscription_changed(member, updated)
+        reconciled = self.reconcile_member(
+            txn, current, frozenset(subscription.owned_partitions), now, changed
+        )
         replaced = None if req.group_instance_id is None else before.static_member(req.group_instance_id)
         if (
             replaced is not None
