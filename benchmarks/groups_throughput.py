@@ -23,7 +23,7 @@ top-up round if a `sometimes` goal is unmet), as before. Prints one line per run
 spread) and a Markdown table.
 
 Usage: python benchmarks/groups_throughput.py [--groups 32] [--runs 20] [--protocol classic]
-       [--examples 12] [--seconds 150] [--fa-examples 3] [--keep DIR]
+       [--examples 12] [--seconds 240] [--fa-examples 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def spread(result: Any) -> str:
         f"    group seconds min {secs[0]:.1f} median {statistics.median(secs):.1f} max {secs[-1]:.1f}; "
         f"answers min {min(answers)} median {statistics.median(answers):.0f} max {max(answers)}; "
         f"top-up rounds {sum(t for *_, t, _ in runs)}, restarts {sum(r for *_, r in runs)}; "
-        f"group 0 (the anchor's seed) {first[1]} answers in {first[0]:.1f} s"
+        f"group 0 (the anchor's seed) {first[1]} answers in {first[0]:.1f} s; "
+        f"fewest answers: group {min(range(len(result.group_runs)), key=lambda g: result.group_runs[g][1])}"
     )
 
 
@@ -106,7 +107,7 @@ def main() -> None:
         "--examples", type=int, default=400, help="most examples per group, anchor and throughput runs"
     )
     ap.add_argument(
-        "--seconds", type=float, default=150.0,
+        "--seconds", type=float, default=240.0,
         help="anchor and throughput runs: rounds until no example may start (0: one round)",
     )  # fmt: skip
     ap.add_argument("--fa-examples", type=int, default=3, help="examples per group, false-alarm runs")
