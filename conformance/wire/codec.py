@@ -68,7 +68,7 @@ def payload_class(api_key: int, version: int, request: bool) -> Any:
 
 def preload() -> None:
     """Every payload class of `SUPPORTED`, requests and responses, looked up now: kio builds a
-    version's classes on first use (tens of milliseconds each), and ``--groups`` forks N
+    version's classes on first use (about 0.3 s for all of them), and ``--groups`` forks N
     processes that would each build the ones they meet (`conformance.targets.open.prepare_groups`)."""
     for api_key, (lo, hi) in SUPPORTED.items():
         for version in range(lo, hi + 1):
