@@ -168,7 +168,9 @@ def run_on_target(
 
     start = time.perf_counter()
     outcomes = run_groups(opts.groups, one)
+    runs = [(r.seconds, len(times), r.top_up_rounds, r.restarts) for r, times, _ in outcomes]
     result = merge([r for r, _, _ in outcomes], time.perf_counter() - start, opts.limit)
+    result.group_runs = runs
     rtt = [x for _, times, _ in outcomes for x in times]
     result.compat = [f for _, _, found in outcomes for f in found]
     return result, rtt, len(rtt)

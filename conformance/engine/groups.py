@@ -12,6 +12,7 @@ the verdict and the report do not depend on how the groups were scheduled (`merg
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import pickle
@@ -45,13 +46,21 @@ def run_groups(n: int, run_one: Callable[[int], Any], *, deadline_s: float | Non
         return [run_one(0)]
     ctx = multiprocessing.get_context("fork")
     pipes, procs = [], []
-    for i in range(n):
-        receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(run_one, i, send), name=f"groupcheck-group-{i}", daemon=True)
-        proc.start()
-        send.close()
-        pipes.append(receive)
-        procs.append(proc)
+    # what the groups inherit is never garbage to them: frozen, a child's collections neither walk
+    # it nor write to its pages (copy-on-write; the `gc.freeze` documentation)
+    gc.freeze()
+    try:
+        for i in range(n):
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_child, args=(run_one, i, send), name=f"groupcheck-group-{i}", daemon=True
+            )
+            proc.start()
+            send.close()
+            pipes.append(receive)
+            procs.append(proc)
+    finally:
+        gc.unfreeze()
     end = None if deadline_s is None else time.monotonic() + deadline_s
     outcomes: list[tuple[bool, Any]] = []
     try:

@@ -12,6 +12,8 @@ they are declared (hypothesis.stateful.RuleStrategy), so a rule's home does not 
 from __future__ import annotations
 
 import inspect
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -66,6 +68,15 @@ class MachineSettings:
     #: this run's group among ``--groups N`` (0 without), and the examples started so far
     group: int = 0
     examples: int = 0
+    #: a time budget (``time.monotonic()``), for throughput measurements on a real target: the
+    #: first example to end after it ends the run (`BudgetSpent`); None: the examples asked for
+    stop_at: float | None = None
+
+
+class BudgetSpent(BaseException):  # noqa: N818 - a stop, not an error: Hypothesis must not catch it
+    """The run's time budget (`MachineSettings.stop_at`) is spent: no example starts after this
+    one (a BaseException, like `conformance.engine.divergences.FindingsLimit`, so Hypothesis lets
+    it through)."""
 
 
 def port_findings(sim: Any, step: int) -> list[Violation]:
@@ -179,7 +190,23 @@ def bind(machine: type[G], settings: MachineSettings, *mixins: type) -> type[G]:
     def __init__(self: G) -> None:
         machine.__init__(self, settings, checker)
 
-    namespace = {"__init__": __init__, "__module__": machine.__module__, "__qualname__": machine.__qualname__}
+    def teardown(self: G) -> None:
+        super(bound, self).teardown()
+        # an example ended as it would have (raised at the next example's start, Hypothesis would
+        # see that example stop drawing where the same prefix drew on before: FlakyStrategyDefinition)
+        if (
+            settings.stop_at is not None
+            and sys.exc_info()[0] is None
+            and time.monotonic() >= settings.stop_at
+        ):
+            raise BudgetSpent
+
+    namespace = {
+        "__init__": __init__,
+        "teardown": teardown,
+        "__module__": machine.__module__,
+        "__qualname__": machine.__qualname__,
+    }
     bound: type[G] = type(machine.__name__, (machine, *mixins), namespace)
     for name, f in inspect.getmembers(bound):
         mark: PerRun | None = getattr(f, PER_RUN, None)

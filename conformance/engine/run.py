@@ -17,7 +17,7 @@ from conformance.engine.checker import Checker, Violation
 from conformance.engine.divergences import DivergenceLog, FindingsLimit, Occurrence
 from conformance.engine.draws import seed_only_draws
 from conformance.engine.kit import ProtocolKit, resolve
-from conformance.engine.machine import InvariantViolation, MachineSettings
+from conformance.engine.machine import BudgetSpent, InvariantViolation, MachineSettings
 from conformance.engine.profiles import Profile
 from conformance.engine.progress import WATCHER
 from conformance.formats.trace_file import groupcheck_version
@@ -50,6 +50,9 @@ class CheckResult:
     top_up_rounds: int = 0
     #: rounds restarted on a derived seed after the target answered a replayed prefix otherwise
     restarts: int = 0
+    #: ``--groups`` on a real target: each group's (seconds, answers, top-up rounds, restarts); the
+    #: run's wall time is its slowest group's
+    group_runs: list[tuple[float, int, int, int]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -80,6 +83,7 @@ def run_check(
     keep_going: DivergenceLog | None = None,
     group: int = 0,
     restarts: int | None = None,
+    stop_at: float | None = None,
 ) -> CheckResult:
     kit = resolve(protocol)
     seed_only_draws()  # the same seed draws the same run in every process (conformance/engine/draws.py)
@@ -95,6 +99,9 @@ def run_check(
         profile.wire_faults
     )  # the `faults` profile (conformance/engine/profiles.py)
     machine_settings.group = group
+    # a time budget (benchmarks/groups_throughput.py): rounds of n examples on derived seeds, each
+    # drawn as a run of n examples is, until no example may start
+    machine_settings.stop_at = stop_at
     if keep_going is not None:
         machine_settings.keep_going = keep_going
         if keep_going.snapshot is None:
@@ -127,6 +134,8 @@ def run_check(
             test()
         except FindingsLimit:
             result.stopped_at_limit = True
+        except BudgetSpent:
+            break
         except InvariantViolation as exc:
             first = machine_settings.first[0] if real_time and machine_settings.first else exc
             _take_violation(kit, result, first, target, n, profile, round_seed)
@@ -152,6 +161,8 @@ def run_check(
             else:
                 raise
         k += 1
+        if stop_at is not None and not (result.violations or result.stopped_at_limit or result.error):
+            continue  # a time budget: rounds of n more examples, as a top-up, until `BudgetSpent`
         if result.violations or result.stopped_at_limit or not checker.vacuous():
             break
         if k > profile.top_up + result.restarts:

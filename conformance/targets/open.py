@@ -349,7 +349,11 @@ def group_handle(handle: TargetHandle, group: int) -> TargetHandle:
 
 def prepare_groups(handle: TargetHandle) -> None:
     """Before ``--groups`` forks: every topic a group may name exists, so no group process needs
-    the launcher to create one (`_Forked`)."""
+    the launcher to create one (`_Forked`); every wire payload class is built, so no group
+    process builds its own (`conformance.wire.codec.preload`)."""
+    from conformance.wire.codec import preload
+
+    preload()
     session = handle.session
     if session is None:
         return

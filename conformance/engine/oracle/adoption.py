@@ -17,6 +17,7 @@ What counts as legal, and what an answer reveals, is each protocol's (`protocols
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -29,69 +30,108 @@ def rename(obj: Any, old: str, new: str) -> Any:
     snapshots: tuples of immutable values all the way down in the model) are remembered per rename:
     the candidates of one operation share most of them, their durable records above all, and each
     is walked once."""
-    if isinstance(obj, str):
-        if obj == old:
-            return new
-        if obj.endswith(":" + old):
-            return obj[: -len(old)] + new
-        return obj
-    if obj is None or isinstance(obj, _ATOMS):
-        return obj
-    if isinstance(obj, dict):
-        items = [(rename(k, old, new), rename(v, old, new)) for k, v in obj.items()]
-        if all(a is k and b is v for (a, b), (k, v) in zip(items, obj.items(), strict=True)):
-            return obj
-        return dict(items)
-    frozen = _is_frozen(type(obj))
-    if frozen:
-        key = (id(obj), old, new)
-        hit = _SEEN.get(key)
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-    out = _rename_parts(obj, old, new)
-    if frozen:
-        if len(_SEEN) >= _SEEN_MAX:
-            _SEEN.clear()
-        _SEEN[key] = (obj, out)  # holding obj keeps its id from being reused while cached
-    return out
+    return renamer(old, new)(obj)
 
 
-def _rename_parts(obj: Any, old: str, new: str) -> Any:
-    if isinstance(obj, list | tuple | frozenset | set):
-        parts = [rename(v, old, new) for v in obj]
-        if all(a is b for a, b in zip(parts, obj, strict=True)):
+def renamer(old: str, new: str) -> Callable[[Any], Any]:
+    """`rename` of ``old`` to ``new`` as one function, for several values in a row.
+
+    The oracles rename on every member id a target generates, and a hypothesis is mostly strings
+    and integers in tuples and dicts: those are told apart by their exact type and looked at in
+    their container's loop, not by a call each; any other type takes the general path below."""
+    suffix = ":" + old
+    cut = len(old)
+
+    def one(v: Any) -> Any:
+        t = type(v)
+        if t is str:
+            if v == old:
+                return new
+            if v.endswith(suffix):
+                return v[:-cut] + new
+            return v
+        if t in _LEAVES:
+            return v
+        return walk(v, t)
+
+    def items_of(obj: Any) -> list[tuple[Any, Any]] | None:
+        out = None
+        for i, (k, v) in enumerate(obj.items()):
+            k2, v2 = one(k), one(v)
+            if out is None and (k2 is not k or v2 is not v):
+                out = list(obj.items())[:i]
+            if out is not None:
+                out.append((k2, v2))
+        return out
+
+    def parts_of(obj: Any) -> list[Any] | None:
+        out = None
+        for i, v in enumerate(obj):
+            v2 = one(v)
+            if out is None and v2 is not v:
+                out = list(obj)[:i]
+            if out is not None:
+                out.append(v2)
+        return out
+
+    def walk(obj: Any, t: type) -> Any:
+        if t is dict:
+            items = items_of(obj)
+            return obj if items is None else dict(items)
+        if t is tuple or t is list or t is frozenset or t is set:
+            parts = parts_of(obj)
+            return obj if parts is None else t(parts)
+        if isinstance(obj, str):  # a subclass of str
+            if obj == old:
+                return new
+            return obj[:-cut] + new if obj.endswith(suffix) else obj
+        if isinstance(obj, _ATOMS):
             return obj
-        return type(obj)(parts) if not _is_named_tuple(obj) else type(obj)(*parts)
-    names = _field_names(type(obj))
-    if names is None:
-        return obj
-    changed = {k: r for k in names if (r := rename(v := getattr(obj, k), old, new)) is not v}
-    if not changed:
-        return obj
-    kind: Any = type(obj)
-    return kind(**{**{k: getattr(obj, k) for k in names}, **changed})
+        if isinstance(obj, dict):
+            items = items_of(obj)
+            return obj if items is None else dict(items)
+        if isinstance(obj, list | tuple | frozenset | set):
+            parts = parts_of(obj)
+            if parts is None:
+                return obj
+            return t(*parts) if _is_named_tuple(obj) else t(parts)
+        names, frozen = _kind(t)
+        if names is None:
+            return obj
+        if frozen:
+            key = (id(obj), old, new)
+            hit = _SEEN.get(key)
+            if hit is not None and hit[0] is obj:
+                return hit[1]
+        changed = {k: r for k in names if (r := one(v := getattr(obj, k))) is not v}
+        out = t(**{**{k: getattr(obj, k) for k in names}, **changed}) if changed else obj
+        if frozen:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()
+            _SEEN[key] = (obj, out)  # holding obj keeps its id from being reused while cached
+        return out
+
+    return one
 
 
 _ATOMS = (Enum, bytes, int, float, bool)
-#: the field names of each dataclass met (None: not a dataclass): the oracles rename often
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
+#: exact types that are never renamed (a `str` subclass or an `Enum` takes the general path)
+_LEAVES = frozenset({int, bool, float, bytes, type(None)})
+#: per type met: (its dataclass field names, None when not a dataclass; whether it is frozen)
+_KINDS: dict[type, tuple[tuple[str, ...] | None, bool]] = {}
 #: immutable parts already renamed: (id, old, new) -> (the part, its renamed form)
 _SEEN: dict[tuple[int, str, str], tuple[Any, Any]] = {}
 _SEEN_MAX = 200_000
 
 
-def _is_frozen(cls: type) -> bool:
-    params = getattr(cls, "__dataclass_params__", None)
-    return bool(params is not None and params.frozen)
-
-
-def _field_names(cls: type) -> tuple[str, ...] | None:
+def _kind(cls: type) -> tuple[tuple[str, ...] | None, bool]:
     try:
-        return _FIELDS[cls]
+        return _KINDS[cls]
     except KeyError:
         names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
-        _FIELDS[cls] = names
-        return names
+        params = getattr(cls, "__dataclass_params__", None)
+        _KINDS[cls] = out = (names, bool(names is not None and params is not None and params.frozen))
+        return out
 
 
 def _is_named_tuple(obj: Any) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.engine.oracle.adoption import rename
+from conformance.engine.oracle.adoption import renamer
 from model.classic.state import ClassicState, GroupState
 from model.classic.world import GroupSnap
 
@@ -59,16 +59,17 @@ class Hypo:
 
 def rename_hypo(h: Hypo, old: str, new: str) -> None:
     """Member id ``old`` becomes ``new`` everywhere in ``h`` (the target named a provisional id)."""
-    h.state = rename(h.state, old, new)
-    h.durable = rename(h.durable, old, new)
-    h.outstanding = rename(h.outstanding, old, new)
+    rename = renamer(old, new)
+    h.state = rename(h.state)
+    h.durable = rename(h.durable)
+    h.outstanding = rename(h.outstanding)
     # timer keys carry member ids: the slack a timer was given (and the timers an operation armed,
     # widened when its answer comes) must follow the rename, or a new member's pending timer loses
     # its slack the moment its MEMBER_ID_REQUIRED answer names it
-    h.armed = rename(h.armed, old, new)
-    h.slack = rename(h.slack, old, new)
-    h.pre = rename(h.pre, old, new)
-    h.post = rename(h.post, old, new)
+    h.armed = rename(h.armed)
+    h.slack = rename(h.slack)
+    h.pre = rename(h.pre)
+    h.post = rename(h.post)
 
 
 def ids_in(h: Hypo) -> set[str]:
