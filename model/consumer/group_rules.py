@@ -150,14 +150,20 @@ class GroupRules:
         refresh_due = group.metadata_refresh_due
         if not (bump or changed or refresh_due):
             return
+        self.update_subscription_metadata(txn, bump)
+        if refresh_due:
+            txn.emit(MetadataRefreshRecord(txn.group_id, False))
+
+    def update_subscription_metadata(self, txn: _Txn, bump: bool) -> None:
+        """GMM `updateSubscriptionMetadata`: write the recomputed subscription metadata when it
+        changed, then the group epoch + 1 when it changed or ``bump``."""
+        group = txn.require_group()
         metadata = self.compute_subscription_metadata(txn.scratch, group)
         if metadata != group.subscription_metadata:
             bump = True
             txn.emit(SubscriptionMetadataRecord(txn.group_id, tuple(sorted(metadata.items()))))
         if bump:
             txn.emit(GroupEpochRecord(txn.group_id, group.group_epoch + 1))
-        if refresh_due:
-            txn.emit(MetadataRefreshRecord(txn.group_id, False))
 
     def subscribed_topic_ids(
         self, state: ConsumerCoordinatorState, group: ConsumerGroup, member: ConsumerMember

@@ -22,7 +22,7 @@ as a timing hypothesis like every other timer (docs/oracle.md#timing-hypotheses-
 from __future__ import annotations
 
 from model.consumer.group_rules import GroupRules
-from model.consumer.records import GroupEpochRecord, SubscriptionMetadataRecord, TimerScheduled
+from model.consumer.records import TimerScheduled
 from model.consumer.regex_records import RegexResolvedRecord, RegexResolvedTombstone
 from model.consumer.state import (
     REGEX_RESOLUTION,
@@ -125,10 +125,4 @@ class RegexRules(GroupRules):
             changed |= topics != (frozenset() if before is None else before.topics)
             version = txn.scratch.topics_version
             txn.emit(RegexResolvedRecord(txn.group_id, regex, tuple(sorted(topics)), timer.deadline, version))
-        group = txn.require_group()
-        metadata = self.compute_subscription_metadata(txn.scratch, group)
-        if metadata != group.subscription_metadata:
-            changed = True
-            txn.emit(SubscriptionMetadataRecord(txn.group_id, tuple(sorted(metadata.items()))))
-        if changed:
-            txn.emit(GroupEpochRecord(txn.group_id, group.group_epoch + 1))
+        self.update_subscription_metadata(txn, changed)
