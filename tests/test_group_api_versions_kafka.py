@@ -40,7 +40,10 @@ def test_apache_kafka_is_sent_every_version_it_advertises(kafka: Any) -> None:
     from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
 
     factory = CLASSIC.real_setup(kafka, REAL_PROFILES["dev"])[0]
-    clients = ladder_clients(3000, 4000)
+    # sessions long enough that the ladder's pace (a parked join costs the oracle's late window)
+    # never expires a member: the versions are under test here, not timers (a 3 s session churned
+    # through five generations, and a slow machine turned that into timing races)
+    clients = ladder_clients(10_000, 15_000)
     sim = make_classic_sim(
         {"t": 10}, clients, kafka.model_config, {},
         port_factory=factory, sim_class=RealTimeSim, request_timeout_ms=REAL_TIMING.request_timeout_ms,
