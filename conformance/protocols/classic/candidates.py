@@ -91,9 +91,17 @@ class ClassicCandidates:
                 len(c.durable),
             )
         if op[0] == "send":
-            _, ref, request = op
+            _, ref, request, *overtaken = op
             at = max(t, c.now)
             self._apply(c, lambda: self.coordinator.handle(c.state, request, ref, at), at, ref)
+            for late_ref, late_request in overtaken:  # taken by the target after ``ref``
+                self.chooser.ref, self.chooser.counter = late_ref, 0
+                self._apply(
+                    c,
+                    lambda r=late_ref, q=late_request: self.coordinator.handle(c.state, q, r, at),  # type: ignore[misc]
+                    at,
+                    late_ref,
+                )
         c.now = max(c.now, t)
         after = self._uncertain(c, t)
         if j > len(after):

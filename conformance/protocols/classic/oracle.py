@@ -154,10 +154,24 @@ class OraclePort(ClassicOperation, ClassicCandidates, OracleBase):
         if ref in self.held:  # held by the proxy: the model applies it at the release (faults.release)
             return []
         self.log.append(f"t={t} ref {ref} {self.current_member} {API_NAMES[key]} v{version}")
+        prior = self.hypos
         out = self._operate(t, ("send", ref, request))
-        if isinstance(request, JoinGroupRequest) and ref not in self.answers:
-            self._barrier()
+        self._parked(ref, request, prior)
         return out
+
+    def _parked(self, ref: int, request: Request, prior: list[Hypo]) -> None:
+        """After a JoinGroup the target has not answered: wait for the barrier, and when what it
+        shows (state, member count) is also how the group stood before the join (a member's rejoin
+        during PreparingRebalance changes neither), the next request may overtake the join
+        (`ClassicOperation._overtaken_retry`)."""
+        if not isinstance(request, JoinGroupRequest) or ref in self.answers:
+            return
+        seen = self._barrier()
+        before = {
+            (g.state.value, len(g.members)) for h in prior if (g := h.state.groups.get("g")) is not None
+        }
+        if seen is None or seen in before or not before:
+            self.overtakable = (ref, request, prior)
 
     def advance(self, now: int) -> list[Delivery]:
         return self._operate(self.clock(), ("advance",))
