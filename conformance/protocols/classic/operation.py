@@ -45,7 +45,7 @@ class ClassicOperation:
     lost: set[int]
     findings: list[Finding]
     #: a parked JoinGroup the barrier could not see processed: (ref, request, the hypotheses before
-    #: it); the next request may have overtaken it (`_overtaken_retry`)
+    #: it); the next request may have overtaken it (`_overtaking`)
     overtakable: tuple[int, Any, list[Hypo]] | None = None
 
     def _collect(self, timeout: float) -> None:
@@ -182,15 +182,13 @@ class ClassicOperation:
         self.session.ops += 1
         reported = self.hypos[0] if self.hypos else None
         horizon = t - tm.early_ms
-        waited = self._await(self._all_candidates(t, op), t, horizon)
+        overtaken, self.overtakable = self.overtakable, None
+        waited = self._await(self._all_candidates(t, op) + self._overtaking(t, op, overtaken), t, horizon)
         if waited is None:
             return self._new_deliveries()
         cands, keep, reasons, now = waited
-        overtaken, self.overtakable = self.overtakable, None
         if not keep and op[0] == "send":
             retried = self._late_retry(t, op, horizon, now)
-            if retried is not None and not retried[1]:
-                retried = self._overtaken_retry(t, op, horizon, now, overtaken)
             if retried is not None and retried[1]:
                 cands, keep, _, now = retried
             elif retried is None:
@@ -290,32 +288,26 @@ class ClassicOperation:
             self.late_now_ms = 0
         return self._await(cands, t, horizon)
 
-    def _overtaken_retry(
-        self,
-        t: int,
-        op: tuple[Any, ...],
-        horizon: int,
-        now: int,
-        overtaken: tuple[int, Any, list[Hypo]] | None,
-    ) -> tuple[list[Hypo], list[Hypo], dict[int, str], int] | None:
-        """No candidate explains a request sent right after a parked JoinGroup that the barrier could
-        not see processed (`OraclePort._parked`): the target may have taken this request first, as
-        the two came on different connections. The candidates are enumerated once more from the
-        hypotheses before that JoinGroup, with this request applied before it. Seen with 32 groups
-        on Apache Kafka 4.4.0: a member's rejoin on a fresh connection (its own was blocked by a
-        parked join) was overtaken by the other member's join, which completed the round with the
-        parked join's answer. Returns the same as `_await` (never tried without such a JoinGroup)."""
+    def _overtaking(
+        self, t: int, op: tuple[Any, ...], overtaken: tuple[int, Any, list[Hypo]] | None
+    ) -> list[Hypo]:
+        """Candidates for a request sent right after a parked JoinGroup that the barrier could not see
+        processed (`OraclePort._parked`): the target may have taken this request first, as the two
+        came on different connections. They grow from the hypotheses before that JoinGroup, with
+        this request applied before it, and stand beside the others until answers tell the two
+        orders apart (the superseded join's answer may come only at a later operation). Seen with 32
+        groups on Apache Kafka 4.4.0: a member's rejoin on a fresh connection (its own was blocked
+        by a parked join) was overtaken by the other member's join, which completed the round with
+        the parked join's answer."""
         if overtaken is None or op[0] != "send":
-            return [], [], {}, now
+            return []
         ref, request, prior = overtaken
         cands: list[Hypo] = []
         for h in prior:
             for c in self._candidates(h, t, (*op, (ref, request))):
                 c.parent = h
                 cands.append(c)
-        if cands:
-            self.overtakes = getattr(self, "overtakes", 0) + 1
-        return self._await(cands, t, horizon)
+        return cands
 
     def _divergence(self, t: int, op: tuple[Any, ...], reasons: list[str]) -> None:
         what = "time passes"

@@ -163,7 +163,7 @@ class OraclePort(ClassicOperation, ClassicCandidates, OracleBase):
         """After a JoinGroup the target has not answered: wait for the barrier, and when what it
         shows (state, member count) is also how the group stood before the join (a member's rejoin
         during PreparingRebalance changes neither), the next request may overtake the join
-        (`ClassicOperation._overtaken_retry`)."""
+        (`ClassicOperation._overtaking`)."""
         if not isinstance(request, JoinGroupRequest) or ref in self.answers:
             return
         seen = self._barrier()
