@@ -373,3 +373,24 @@ def test_timers_not_early(stable) -> None:  # type: ignore[no-untyped-def]
     due = replace(stable.after.group, timers=(*others, (f"expire:{m1.member_id}", now)))
     expired = Observation(replace(stable.after, group=due), Advance(0), (), removed.after, now)
     assert not fails(inv.timers_not_early, expired)
+
+
+def test_timers_not_early_follows_a_timer_that_armed_one_in_the_same_step(stable) -> None:  # type: ignore[no-untyped-def]
+    """One advance may fire a timer and the one it armed: m2's expiry at ``fired`` completes a join
+    phase that re-arms m1's session at ``fired``, which runs out before the step ends (thorough
+    classic seed 2 on the model: a static member's session re-armed by the completion its
+    predecessor's expiry caused). A removal no such chain reaches is still early."""
+    g = stable.after.group
+    m1, m2 = g.members
+    later = stable.now + 100_000  # m1's own timer, in ``before``, is far from due
+    keep = tuple(t for t in g.timers if not t[0].startswith("expire:"))
+    for fired, broken in (
+        (stable.now - m1.session_timeout_ms, False),
+        (stable.now - m1.session_timeout_ms + 1, True),
+    ):
+        timers = (*keep, (f"expire:{m1.member_id}", later), (f"expire:{m2.member_id}", fired))
+        before = replace(stable.after, group=replace(g, timers=timers))
+        both_gone = with_group(
+            stable, before=before, event=Advance(m1.session_timeout_ms + 10), members=(), timers=keep
+        )
+        assert fails(inv.timers_not_early, both_gone) == broken, fired

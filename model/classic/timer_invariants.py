@@ -32,7 +32,8 @@ def _armed(before: GroupSnap | None, after: GroupSnap, key: str) -> int | None:
 def timers_not_early(obs: Obs) -> Iterator[str]:
     """A session timer is armed at least the member's session timeout ahead, a join or sync timer
     at least the group's rebalance timeout ahead, and time removes a member only when one of the
-    timers that can remove it is due (JoinGroupRequest.json SessionTimeoutMs, RebalanceTimeoutMs)."""
+    timers that can remove it is due, or was armed by a timer that fired in the same step early
+    enough to fire too (JoinGroupRequest.json SessionTimeoutMs, RebalanceTimeoutMs)."""
     a = obs.after.group
     b = obs.before.group if obs.before is not None else None
     if a is None:
@@ -68,7 +69,14 @@ def timers_not_early(obs: Obs) -> Iterator[str]:
         return
     due = {k for k, deadline in b.timers if deadline <= obs.now + slack}
     group_due = bool(due & {"join", "sync", "initial"})
+    # a timer that fired in this step may have armed another one that fired too: a join phase it
+    # completed re-arms every session at its deadline, a rebalance it started arms the join timer
+    first = min((deadline for _k, deadline in b.timers if deadline <= obs.now + slack), default=None)
     kept = {m.member_id for m in a.members}
     for m in b.members:
-        if m.member_id not in kept and not group_due and f"expire:{m.member_id}" not in due:
-            yield f"{m.member_id} was removed at t={obs.now} with none of its timers due"
+        if m.member_id in kept or group_due or f"expire:{m.member_id}" in due:
+            continue
+        chain = min(m.session_timeout_ms, b.rebalance_timeout_ms())
+        if first is not None and first + chain <= obs.now + slack:
+            continue
+        yield f"{m.member_id} was removed at t={obs.now} with none of its timers due"
