@@ -71,6 +71,7 @@ def load_all() -> dict[str, Invariant]:
 
     for name in (
         "model.classic.invariants",
+        "model.classic.progress_invariants",
         "model.consumer.invariants",
         "model.consumer.progress_invariants",
         "model.assignors.invariants",

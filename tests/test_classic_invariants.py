@@ -394,3 +394,28 @@ def test_timers_not_early_follows_a_timer_that_armed_one_in_the_same_step(stable
             stable, before=before, event=Advance(m1.session_timeout_ms + 10), members=(), timers=keep
         )
         assert fails(inv.timers_not_early, both_gone) == broken, fired
+
+
+# ---------------------------------------------------------------------- convergence
+from model.classic import progress_invariants as progress_inv  # noqa: E402
+
+
+def test_eventual_convergence(stable) -> None:  # type: ignore[no-untyped-def]
+    quiet = replace(stable.after, quiet_since=stable.now - 10, convergence_bound_ms=10)
+    assert not fails(progress_inv.eventual_convergence, Observation(quiet, Advance(0), (), quiet, stable.now))
+    early = replace(quiet, convergence_bound_ms=11)
+    rebalancing = replace(early, group=replace(early.group, state=S.PREPARING_REBALANCE))
+    assert not fails(
+        progress_inv.eventual_convergence, Observation(rebalancing, Advance(0), (), rebalancing, stable.now)
+    )
+    late = replace(rebalancing, convergence_bound_ms=10)
+    assert fails(progress_inv.eventual_convergence, Observation(late, Advance(0), (), late, stable.now))
+    c1, c2 = quiet.clients
+    lost = replace(quiet, clients=(c1, replace(c2, owned=frozenset())))
+    assert fails(progress_inv.eventual_convergence, Observation(lost, Advance(0), (), lost, stable.now))
+    twice = replace(quiet, clients=(replace(c1, owned=c1.owned | c2.owned), c2))
+    assert fails(progress_inv.eventual_convergence, Observation(twice, Advance(0), (), twice, stable.now))
+    behind = replace(quiet, clients=(replace(c1, generation=c1.generation - 1), c2))
+    assert fails(progress_inv.eventual_convergence, Observation(behind, Advance(0), (), behind, stable.now))
+    gone = replace(quiet, clients=(replace(c1, phase="left", owned=frozenset()), c2))
+    assert fails(progress_inv.eventual_convergence, Observation(gone, Advance(0), (), gone, stable.now))

@@ -14,6 +14,7 @@ from typing import Any
 from conformance.mutants.base import Mutant
 from conformance.mutants.classic_clients import (
     LooseBalanceClient,
+    NoFollowUpRejoin,
     NoVoidingClient,
     ResetWithoutRejoin,
     SplitBrainPort,
@@ -421,6 +422,16 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "Client-side Assignment Proposal, 'Handling Coordinator Failures' (docs/protocol-reference.md#client-side-assignment); GroupMetadataManager.java L4343",
         ("classic.stable_state_persisted",),
         port=ForgetAssignmentOnLoad,
+    ),
+    Mutant(
+        "cooperative-no-follow-up",
+        "classic",
+        "generic",
+        "a cooperative member that revoked partitions does not rejoin for the follow-up rebalance",
+        "KIP-429 (the follow-up rebalance after a revocation); ConsumerCoordinator.onJoinComplete",
+        ("classic.eventual_convergence",),
+        client=NoFollowUpRejoin,
+        variants=(("assignor", "cooperative-sticky"),),
     ),
     Mutant(
         "timer-off-by-one",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.classic.client import ClassicClient
+from model.classic.client import ClassicClient, Phase
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.messages import JoinGroupRequest
+from model.classic.messages import JoinGroupRequest, SyncGroupResponse
 from model.classic.port import ModelPort
 from model.classic.state import ClassicState
 
@@ -42,6 +42,18 @@ class ResetWithoutRejoin(ClassicClient):
             self.member_id = ""
         if self.cooperative:
             self.owned = ()
+
+
+class NoFollowUpRejoin(ClassicClient):
+    """A cooperative member that revoked partitions does not rejoin at once (KIP-429's follow-up
+    rebalance; Java `ConsumerCoordinator.onJoinComplete` requests it, CC L382-408): the partitions
+    held back for one rebalance stay unassigned until something else rebalances the group."""
+
+    def _on_sync(self, resp: SyncGroupResponse) -> None:
+        already = self.needs_rejoin
+        super()._on_sync(resp)
+        if self.cooperative and not already and self.needs_rejoin and self.phase == Phase.STABLE:
+            self.needs_rejoin = False
 
 
 class SuppressedLeaveWipesId(ClassicClient):

@@ -107,6 +107,13 @@ class DelayRequest:
 
 
 @dataclass(frozen=True)
+class Quiet:
+    """Perturbations stop for ``bound_ms`` (or start again: None); see `ClassicSim.quiet`."""
+
+    bound_ms: int | None
+
+
+@dataclass(frozen=True)
 class Unsubscribe:
     """A static member unsubscribes (its LeaveGroup suppressed, KIP-345) and subscribes again:
     a client-side change with no request (`ClassicClient.unsubscribe`; KAFKA-20983/20985). It is
@@ -127,6 +134,7 @@ Event = (
     | DuplicateRequest
     | DelayRequest
     | Unsubscribe
+    | Quiet
 )
 
 
@@ -159,6 +167,8 @@ class ClassicSim:
     #: clients whose next request is held (`DelayRequest`), and the held requests: name -> (ref, request)
     delay_next: set[str] = field(default_factory=set)
     held: dict[str, tuple[int, Request]] = field(default_factory=dict)
+    quiet_since: int | None = None
+    convergence_bound_ms: int | None = None
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -282,6 +292,20 @@ class ClassicSim:
         deliveries = self._send_due_copies()
         deliveries += self._arrive(ref, request)
         return self._finish(before, Send(name, ref, request, "client"), deliveries)
+
+    def quiet(self, bound_ms: int | None) -> Observation[ClassicWorld]:
+        """Perturbations stop (``bound_ms``: the group must have converged that long after) or
+        start again (None). Armed wire faults are disarmed; held requests and stalled clients are
+        let go by the caller, each as its own step (`conformance.protocols.classic.build.converge`)."""
+        before = self.world
+        if bound_ms is None:
+            self.quiet_since = self.convergence_bound_ms = None
+        else:
+            self.quiet_since, self.convergence_bound_ms = self.now, bound_ms
+            self.lose_next.clear()
+            self.duplicate_next.clear()
+            self.delay_next.clear()
+        return self._finish(before, Quiet(bound_ms), [])
 
     def drop_held(self, name: str) -> None:
         """The held request of ``name`` never arrives: the connection carrying it closed (the process
@@ -444,7 +468,9 @@ class ClassicSim:
             self.port.initial_rebalance_delay_ms,
             tuple(sorted(self.topics.items())),
             leader_assignment,
-            getattr(self.port, "stamp_slack_ms", 0),
+            stamp_slack_ms=getattr(self.port, "stamp_slack_ms", 0),
+            quiet_since=self.quiet_since,
+            convergence_bound_ms=self.convergence_bound_ms,
         )
 
 

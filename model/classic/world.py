@@ -142,3 +142,7 @@ class ClassicWorld:
     the model's own clock; on a real target the oracle's `unseen_cap_ms`, the widest window within
     which its hypotheses date a request's arrival and a timer's firing
     (docs/oracle.md#timing-hypotheses-the-tolerance-window)."""
+    #: set while perturbations have stopped (`ClassicSim.quiet`): since when, and the bound after
+    #: which the group must have converged (`classic.eventual_convergence`); None otherwise
+    quiet_since: int | None = None
+    convergence_bound_ms: int | None = None

@@ -8,12 +8,13 @@ from typing import Any
 
 from conformance.errors import SpecError
 from conformance.mutants import named_mutant, with_mutant_variants
+from conformance.protocols.classic.settle import quiet_gap as quiet_gap
+from conformance.protocols.classic.settle import settle_round as settle_round
 from conformance.protocols.classic.trace import TracedClassicSim
 from model.choice import SeededChooser
 from model.classic.client import ClassicClient, ClientConfig
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.port import ClassicPort, ModelPort
-from model.classic.sim import ClassicSim
 from model.classic.state import ClassicConfig
 
 #: Test-friendly broker settings, as the real targets are configured (initial delay 0, low minimums).
@@ -100,35 +101,3 @@ def make_classic_sim(
     }
     sim.variants, sim.seed = dict(variants), seed
     return sim
-
-
-def quiet_gap(sim: ClassicSim, tick_ms: int = 100) -> int:
-    """How far virtual time may run when no member has protocol work to do.
-
-    Up to the next coordinator timer or request timeout, but never longer than a third of a running
-    member's session timeout (the Java consumer's default heartbeat cadence), so idle time never
-    expires a member that would have heartbeated.
-    """
-    world, now = sim.world, sim.now
-    gaps: list[int] = []
-    if world is not None and world.group is not None:
-        gaps += [d - now for _, d in world.group.timers]
-    gaps += [sent + sim.request_timeout_ms - now for _, sent in sim.awaiting.values()]
-    running = [c for n, c in sim.clients.items() if n not in sim.stalled and c.member_id]
-    gaps += [c.config.session_timeout_ms // 3 for c in running]
-    return max(0, min(gaps)) if gaps else tick_ms
-
-
-def settle_round(sim: ClassicSim, names: list[str], observe: Callable[[Any], None]) -> None:
-    """Every named member acts once; if none had protocol work beyond a heartbeat, time runs on."""
-    from model.classic.messages import HeartbeatRequest
-
-    busy = False
-    for name in names:
-        obs = sim.client_step(name)
-        if obs is not None:
-            observe(obs)
-            request = getattr(obs.event, "request", None)  # None: the request was held (DelayRequest)
-            busy = busy or not isinstance(request, HeartbeatRequest)
-    if not busy:
-        observe(sim.advance(quiet_gap(sim)))

@@ -26,7 +26,7 @@ from conformance.engine.machine import (
 )
 from conformance.engine.rules import MEMBER, FaultRules, TimeRules, WireFaultRules, Wording
 from conformance.protocols.classic.build import make_classic_sim, settle_round
-from conformance.protocols.classic.machine_targeted import TargetedRules
+from conformance.protocols.classic.machine_targeted import ConvergeRules, TargetedRules
 from conformance.protocols.classic.realtime import MODEL_TIMING, MemberTiming, RealTimeSim, real_timing
 from conformance.protocols.classic.trace import TracedClassicSim
 from conformance.protocols.classic.versions import member_versions, resolve
@@ -66,7 +66,9 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
     DuplicateRequest, DelayRequest; on a real target the fault proxy) only under the `faults`
     profile; the targeted rules only on the model and mutants: against a real coordinator the rule
     set (and so each seed's draws) stays as the adapter tests and published reports were tuned with."""
-    mixins = ((WireFaultRules,) if cfg.wire_faults else ()) + (() if cfg.real_time else (TargetedRules,))
+    mixins = ((WireFaultRules,) if cfg.wire_faults else ()) + (
+        () if cfg.real_time else (TargetedRules, ConvergeRules)
+    )
     return bind(ClassicMachine, cfg, *mixins)
 
 
@@ -261,10 +263,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
     def grow_topic(self, extra: int) -> None:
         assert self.sim is not None
         n = self.sim.topics["t"] + extra
-        self.observe(self.sim.create_topic("t", n), f"topic t grows to {n} partitions")
-        for name, c in sorted(self.sim.clients.items()):
-            if c.member_id and c.member_id == c.leader:
-                self.sim.rejoin(name)
+        self.observe(self.sim.grow_topic("t", n), f"topic t grows to {n} partitions")
 
     # ------------------------------------------------------------ adversaries
     @precondition(lambda self: self.ready)

@@ -122,3 +122,21 @@ class TargetedRules(FaultHost):
                 if state() == phase:
                     return True
         return False
+
+
+class ConvergeRules(FaultHost):
+    """The classic convergence check (`classic.eventual_convergence`), on the model and mutants.
+
+    Against a real coordinator a convergence costs real seconds (request, session and two
+    rebalance timeouts), so it is not drawn there yet: docs/invariants.md#classic.eventual_convergence."""
+
+    names: list[str]
+    note: Any
+
+    @precondition(lambda self: self.ready)
+    @rule()
+    def converge(self) -> None:
+        """Perturbations stop; from the bound on, every step must show a converged group."""
+        assert self.sim is not None
+        self.note("perturbations stop")
+        self.sim.converge(lambda obs: self.observe(obs, "converge"))

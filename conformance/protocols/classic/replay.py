@@ -22,16 +22,19 @@ from conformance.engine.checker import Checker, Violation
 from conformance.engine.replay import (
     ReplayResult,
     difference,
+    judge,
+    op_groups,
     recorded_exactly,
     replay,
     sim_from_trace,
+    take_port_findings,
     verdict,
 )
 from conformance.errors import ToolError
 from conformance.formats.trace_file import Trace
 from conformance.protocols.classic.build import make_classic_sim
 from conformance.protocols.classic.swarm import observation_row
-from conformance.protocols.classic.trace import apply_op
+from conformance.protocols.classic.trace import apply_ops
 
 #: real time after the last op: the oracle's late tolerance (500 ms) plus a margin, so an answer the
 #: target gave at the very end is explained or is a divergence, not left pending
@@ -129,33 +132,29 @@ def replay_classic(
         coverage.start(sim)
     checker = Checker("classic")
     strict = exact and recorded_exactly(trace, result)
-    for step in trace.steps:
-        where = f"{trace.path}:{step.line}"
+    groups = op_groups(trace, result)
+    if groups is None:
+        return result
+    for first, recorded in groups:
+        where = f"{trace.path}:{first.line}"
         try:
-            obs = apply_op(sim, step.action, where)
+            observations = apply_ops(sim, first.action, where)
         except ToolError as exc:
             result.error = str(exc)
             return result
         except Exception as exc:  # the target (or an adapter) broke: not a conformance verdict
-            result.error = f"{where}: replaying {step.action.get('op')!r} raised {type(exc).__name__}: {exc}"
+            result.error = f"{where}: replaying {first.action.get('op')!r} raised {type(exc).__name__}: {exc}"
             return result
         if coverage is not None:
             coverage.visit(sim)
-        if result.exact:
-            diff = difference(step, obs)
+        if not observations and result.exact:
+            diff = difference(first, None)
             if diff is not None:
                 result.exact = False
-                result.difference = f"{where}: step {step.n}: {diff}"
-        if obs is None:
-            continue
-        result.observations.append(obs)
-        found = checker.check(obs, step.n)
-        take = getattr(sim.port, "take_findings", None) if real is not None else None
-        found += [Violation(f.rule, f.message, step.n) for f in (take() if take else [])]
-        sim.note_checks(
-            obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
-        )
-        result.violations.extend(found)
+                result.difference = f"{where}: step {first.n}: {diff}"
+        judge(trace, result, checker, sim, recorded, observations)
+        if real is not None:
+            take_port_findings(result, sim, recorded[-1].n)
     take = getattr(sim.port, "take_findings", None) if real is not None else None
     last = trace.steps[-1].n if trace.steps else 0
     if real is not None and real.get("settle_ms"):

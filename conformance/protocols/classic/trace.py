@@ -14,6 +14,7 @@ from typing import Any
 from conformance.errors import UsageError
 from conformance.formats.codec import decode, encode
 from conformance.formats.trace_file import CheckedLog, LogEntry, Trace, trace_of_log
+from conformance.protocols.classic.settle import converge
 from model.classic.sim import ClassicSim
 from model.classic.world import ClassicWorld
 from model.observation import Observation
@@ -103,6 +104,58 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         self._record({"op": "release", "client": name}, obs)
         return obs
 
+    def grow_topic(self, topic: str, partitions: int) -> Observation[ClassicWorld]:
+        """The topic gets more partitions and the leader notices (Java: the leader's metadata
+        snapshot no longer matches its assignment snapshot, `ConsumerCoordinator`
+        ``rejoinNeededOrPending``), as one recorded op: a minimised trace never keeps the growth
+        and drops the leader's rejoin."""
+        self._silent = True
+        try:
+            obs = self.create_topic(topic, partitions)
+        finally:
+            self._silent = False
+        for c in self.clients.values():
+            if c.member_id and c.member_id == c.leader:
+                c.needs_rejoin = True
+        self._record({"op": "grow_topic", "topic": topic, "partitions": partitions}, obs)
+        return obs
+
+    def converge(self, observe: Any = None, limit: int | None = None) -> list[Observation[ClassicWorld]]:
+        """Perturbations stop and the group must converge (`settle.converge`): one recorded op, so
+        a minimised trace keeps or drops the whole convergence, never half of it; its first
+        observation is the op's step, the others ``cont`` steps (as a consumer ``settle``).
+        ``observe`` sees each observation as it happens: a violation raised there ends the op, and
+        the op records how many observations it made (``observations``), so replay stops there too;
+        ``limit`` is that count on replay."""
+        seen: list[Observation[ClassicWorld]] = []
+        start = len(self.log)
+
+        def take(obs: Observation[ClassicWorld]) -> None:
+            self.log.append(LogEntry({"op": "cont"} if seen else {"op": "converge"}, obs, obs.now))
+            seen.append(obs)
+            if observe is not None:
+                observe(obs)
+            if limit is not None and len(seen) >= limit:
+                raise _CutShort
+
+        self._silent = True
+        try:
+            converge(self, sorted(self.clients), take)
+        except _CutShort:
+            self._cut_short(start, len(seen))
+        except BaseException:
+            self._cut_short(start, len(seen))
+            raise
+        finally:
+            self._silent = False
+        return seen
+
+    def _cut_short(self, start: int, count: int) -> None:
+        """The converge op at ``start`` of the log ended after ``count`` observations."""
+        if count and start < len(self.log):
+            first = self.log[start]
+            self.log[start] = replace(first, op={"op": "converge", "observations": count})
+
     def unsubscribe(self, name: str) -> Observation[ClassicWorld] | None:
         return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
 
@@ -144,13 +197,38 @@ class TracedClassicSim(CheckedLog, ClassicSim):
     def _record(
         self, op: dict[str, Any], obs: Observation[ClassicWorld] | None, *, always: bool = False
     ) -> Any:
+        if getattr(self, "_silent", False):
+            return obs  # a step of `converge`: recorded with it
         if obs is not None or always:
             self.log.append(LogEntry(op, obs, self.now))
         return obs
 
 
+class _CutShort(Exception):
+    """Replay reached the number of observations a cut-short ``converge`` recorded."""
+
+
+def _converge_limit(op: dict[str, Any], where: str) -> int | None:
+    """How many observations a recorded ``converge`` made before a violation ended it (None: all)."""
+    count = op.get("observations")
+    if count is None:
+        return None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise UsageError(f"{where}: converge field 'observations' must be a positive integer")
+    return count
+
+
+def apply_ops(sim: TracedClassicSim, op: dict[str, Any], where: str) -> list[Observation[ClassicWorld]]:
+    """Every observation one recorded op makes (``converge`` makes many)."""
+    if op.get("op") == "converge":
+        return sim.converge(limit=_converge_limit(op, where))
+    obs = apply_op(sim, op, where)
+    return [] if obs is None else [obs]
+
+
 def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observation[ClassicWorld] | None:
-    """Do one recorded op on ``sim`` (replay); a malformed op is a usage error naming ``where``."""
+    """Do one recorded op on ``sim`` (replay); a malformed op is a usage error naming ``where``
+    (``converge``: its last observation; `apply_ops` gives them all)."""
     kind = op.get("op")
     client = op.get("client")
     if client is not None and client not in sim.clients:
@@ -172,6 +250,8 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.create_topic(str(op["topic"]), int(op["partitions"]))
         if kind == "append_failure":
             return sim.append_failure()
+        if kind == "grow_topic":
+            return sim.grow_topic(str(op["topic"]), int(op["partitions"]))
         if kind in ("stall", "resume"):
             return sim.stall(client, kind == "stall")
         if kind == "lose_response":
@@ -186,6 +266,9 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             return sim.release(client)
         if kind == "unsubscribe":
             return sim.unsubscribe(client)
+        if kind == "converge":
+            seen = sim.converge(limit=_converge_limit(op, where))
+            return seen[-1] if seen else None
         if kind == "restart":
             sim.restart(client)
         elif kind == "subscribe":
