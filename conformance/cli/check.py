@@ -246,6 +246,10 @@ def print_result(run: TargetRun) -> int:
     )  # type: ignore[attr-defined]
     for f in _uniq_compat(r.compat)[:10]:  # type: ignore[attr-defined]
         print(f"    {f}")
+    from conformance.reporting.deviations import deviation_lines
+
+    for line in deviation_lines(r):
+        print(line)
     if run.faults is not None:  # faults on real targets
         print(f"  {run.faults}")
     if r.restarts:  # type: ignore[attr-defined]

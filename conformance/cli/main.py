@@ -273,6 +273,7 @@ def _require_model(target: str) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     from conformance.engine.profiles import get_profile
     from conformance.engine.run import run_check
+    from conformance.reporting.deviations import deviation_lines
     from conformance.reporting.run_report import write_check_report
     from conformance.targets.open import in_process
 
@@ -314,6 +315,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(
             f"{protocol} on {args.target}: {result.verdict} ({result.max_examples} examples, seed {args.seed}, {result.seconds:.1f} s)"
         )
+        for line in deviation_lines(result):
+            print(line)
         example = None
         if result.violations:
             ids = sorted({v.invariant for v in result.violations})

@@ -67,6 +67,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     )
     for v in result.violations[:10]:
         print(f"  step {v.step}: {v.invariant}: {v.message}")
+    for dev in result.deviations:
+        print(f"  known deviation of Apache Kafka: {dev} (docs/known-deviations.md)")
     if coverage is not None:
         print(f"  {coverage.summary()}")
         if args.coverage_picture:

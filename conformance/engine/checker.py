@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine.kit import ProtocolKit, resolve
+from model.deviations import explain
 from model.invariants import Invariant, for_protocol, load_all
 from model.observation import Observation
 
@@ -18,6 +19,18 @@ class Violation:
     invariant: str
     message: str
     step: int
+
+
+@dataclass
+class Deviation:
+    """A known deviation of Apache Kafka met in a run (`model.deviations`): how often, and the first
+    time (step within its example, and what the invariant said)."""
+
+    id: str
+    invariant: str
+    count: int = 0
+    step: int = 0
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,9 @@ class Checker:
     #: what the last `check` ran and which `sometimes` entries it saw (for trace step lines)
     last_checked: tuple[str, ...] = ()
     last_sometimes: tuple[str, ...] = ()
+    #: known deviations met (id -> `Deviation`); ``strict``: they are violations like any other
+    deviations: dict[str, Deviation] = field(default_factory=dict)
+    strict: bool = False
 
     def __post_init__(self) -> None:
         kit = resolve(self.protocol)
@@ -76,20 +92,30 @@ class Checker:
         checked = [inv.id for inv in self.invariants]
         seen = []
         for inv in self.invariants:
-            out.extend(Violation(inv.id, msg, step) for msg in inv.check(obs))
+            out.extend(self._unexplained(inv, obs, inv.check(obs), step))
         for view, invariants in self.views:
             shown = view.project(obs)
             if shown is None:
                 continue
             for inv in invariants:
                 checked.append(inv.id)
-                out.extend(Violation(inv.id, msg, step) for msg in view.check(inv, shown))
+                out.extend(self._unexplained(inv, shown, view.check(inv, shown), step))
         for inv in self.sometimes:
             if any(True for _ in inv.check(obs)):
                 self.hits[inv.id] += 1
                 seen.append(inv.id)
         self.last_checked, self.last_sometimes = tuple(checked), tuple(seen)
         return out
+
+    def _unexplained(self, inv: Invariant, obs: Any, messages: Iterable[str], step: int) -> list[Violation]:
+        """``inv``'s violations at ``obs``, less one a known deviation explains (counted instead)."""
+        found = [Violation(inv.id, msg, step) for msg in messages]
+        dev = explain(inv.id, obs) if found and not self.strict else None
+        if dev is None:
+            return found
+        seen = self.deviations.setdefault(dev.id, Deviation(dev.id, inv.id, 0, step, found[0].message))
+        seen.count += 1
+        return []
 
     def vacuous(self) -> list[str]:
         """`sometimes` entries that never fired: a run that never did these proves little."""

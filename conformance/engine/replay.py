@@ -1,8 +1,9 @@
 """Replay a trace's ops and judge the target again (docs/traces.md): the protocol-neutral part.
 
 Verdicts: FAILED (an invariant is violated again; exit 1), FIXED (the recorded violation no longer
-happens; exit 0), PASSED (a passing trace still passes; exit 0), ERROR (the trace cannot be
-replayed; exit 2). On the model with the recorded variants the replay must be exact: every event
+happens; exit 0), KNOWN DEVIATION (what is violated is a known deviation of Apache Kafka the model
+keeps, `model.deviations`; exit 0), PASSED (a passing trace still passes; exit 0), ERROR (the trace
+cannot be replayed; exit 2). On the model with the recorded variants the replay must be exact: every event
 and every response equal to the recording, or the trace is stale and the verdict is ERROR.
 
 `replay` merges the variants and hands the trace to its kit's ``replay``, which rebuilds the
@@ -22,7 +23,7 @@ from conformance.engine.windows import DEFAULT_OWNERLESS_BOUND_MS, replayed_wind
 from conformance.formats.codec import dumps, encode
 from conformance.formats.trace_file import Trace
 
-VERDICT_EXIT = {"PASSED": 0, "FIXED": 0, "FAILED": 1, "ERROR": 2}
+VERDICT_EXIT = {"PASSED": 0, "FIXED": 0, "KNOWN DEVIATION": 0, "FAILED": 1, "ERROR": 2}
 
 
 @dataclass
@@ -37,6 +38,8 @@ class ReplayResult:
     error: str | None = None
     observations: list[Any] = field(default_factory=list)
     sim: Any = None
+    #: ids of the known deviations of Apache Kafka the replay met (`model.deviations`)
+    deviations: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -178,6 +181,7 @@ def judge(
             obs, checker.last_checked, [(v.invariant, v.message) for v in found], checker.last_sometimes
         )
         result.violations.extend(found)
+    result.deviations = sorted(checker.deviations)
 
 
 def verdict(result: ReplayResult, strict: bool, lake_row: Callable[..., Any] | None = None) -> ReplayResult:
@@ -190,6 +194,8 @@ def verdict(result: ReplayResult, strict: bool, lake_row: Callable[..., Any] | N
         _window_checks(result.trace, result, lake_row)
     if result.violations:
         result.verdict = "FAILED"
+    elif result.deviations:
+        result.verdict = "KNOWN DEVIATION"
     else:
         result.verdict = "FIXED" if result.trace.verdict == "FAILED" else "PASSED"
     return result

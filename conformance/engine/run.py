@@ -53,6 +53,9 @@ class CheckResult:
     #: ``--groups`` on a real target: each group's (seconds, answers, top-up rounds, restarts); the
     #: run's wall time is its slowest group's
     group_runs: list[tuple[float, int, int, int]] = field(default_factory=list)
+    #: known deviations of Apache Kafka met (`conformance.engine.checker.Deviation`): reported, not
+    #: failed, unless the run was strict about them
+    deviations: list[Any] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -84,11 +87,12 @@ def run_check(
     group: int = 0,
     restarts: int | None = None,
     stop_at: float | None = None,
+    strict_deviations: bool = False,
 ) -> CheckResult:
     kit = resolve(protocol)
     seed_only_draws()  # the same seed draws the same run in every process (conformance/engine/draws.py)
     variants = dict(variants or {})
-    checker = Checker(kit)
+    checker = Checker(kit, strict=strict_deviations)
     n = max_examples if max_examples is not None else profile.max_examples
     result = CheckResult(kit.name, target, seed_value, n, variants, level=level)
     result.target_version = target_version  # written into a counterexample's trace header
@@ -171,6 +175,7 @@ def run_check(
     result.seconds = time.perf_counter() - start
     result.sometimes = dict(checker.hits)
     result.vacuous = checker.vacuous()
+    result.deviations = sorted(checker.deviations.values(), key=lambda d: d.id)
     if keep_going is not None:
         _take_divergences(result, keep_going)
     return result

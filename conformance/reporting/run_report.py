@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.protocols import get_kit
+from conformance.reporting.deviations import deviation_rows, deviation_section
 from conformance.reporting.junit import write_junit
 from conformance.specs import load_invariants
 
@@ -21,6 +22,7 @@ def write_check_report(result: Any, directory: Path, counterexample: Any = None)
     directory.mkdir(parents=True, exist_ok=True)
     specs = load_invariants()
     failed = {v.invariant for v in result.violations}
+    deviating = {d.invariant for d in getattr(result, "deviations", ())}
     rows = []
     for inv_id, spec in sorted(specs.items()):
         if spec.protocol not in reported_families(result.protocol):
@@ -29,7 +31,7 @@ def write_check_report(result: Any, directory: Path, counterexample: Any = None)
             hits = result.sometimes.get(inv_id, 0)
             verdict = "SEEN" if hits else "NEVER SEEN"
         else:
-            verdict = "FAILED" if inv_id in failed else "PASSED"
+            verdict = "FAILED" if inv_id in failed else ("KNOWN DEVIATION" if inv_id in deviating else "PASSED")
         rows.append({"id": inv_id, "kind": spec.kind, "verdict": verdict, "source": spec.source})
     data = {
         "protocol": result.protocol,
@@ -41,6 +43,7 @@ def write_check_report(result: Any, directory: Path, counterexample: Any = None)
         "seconds": round(result.seconds, 2),
         "invariants": rows,
         "violations": [v.__dict__ for v in result.violations],
+        "known_deviations": deviation_rows(result),
         "steps": result.steps,
     }
     (directory / "results.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -54,6 +57,7 @@ def write_check_report(result: Any, directory: Path, counterexample: Any = None)
         "|---|---|---|",
     ]
     lines += [f"| `{r['id']}` | {r['kind']} | {r['verdict']} |" for r in rows]
+    lines += deviation_section(result)
     if result.violations:
         lines += ["", "## Counterexample", ""]
         lines += [f"- {v.invariant}: {v.message} (step {v.step})" for v in result.violations]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.classic.client import ClassicClient
+from model.classic.deviations import assigned, skipped_with_new_metadata
 from model.classic.messages import Request, SyncGroupResponse
 from model.classic.port import ClassicPort
 from model.classic.world import (
@@ -169,6 +170,10 @@ class ClassicSim:
     held: dict[str, tuple[int, Request]] = field(default_factory=dict)
     quiet_since: int | None = None
     convergence_bound_ms: int | None = None
+    #: the topics the group's assignment was computed on, and known-deviation tags (deviation id,
+    #: client name): `model.classic.deviations`
+    assignment_topics: tuple[tuple[str, int], ...] | None = None
+    deviations: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -410,13 +415,17 @@ class ClassicSim:
             client = self.clients[name]
             client.leader_output = ()
             client.on_response(d.response, self.topics)
+            topics = tuple(sorted(self.topics.items()))
+            skipped_with_new_metadata(self.deviations, name, d.response, self.assignment_topics, topics)
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
                 self._record_delivery(name, client.generation, d.response.assignment)
             if client.leader_output:
+                self.assignment_topics = topics
+                assigned(self.deviations)
                 leader_assignment = LeaderAssignment(
                     name,
                     client.protocol or "",
-                    tuple(sorted(self.topics.items())),
+                    topics,
                     client.leader_input,
                     client.leader_output,
                 )
@@ -471,6 +480,8 @@ class ClassicSim:
             stamp_slack_ms=getattr(self.port, "stamp_slack_ms", 0),
             quiet_since=self.quiet_since,
             convergence_bound_ms=self.convergence_bound_ms,
+            assignment_topics=self.assignment_topics,
+            deviations=frozenset(self.deviations),
         )
 
 

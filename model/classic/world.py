@@ -146,3 +146,7 @@ class ClassicWorld:
     #: which the group must have converged (`classic.eventual_convergence`); None otherwise
     quiet_since: int | None = None
     convergence_bound_ms: int | None = None
+    #: the topics the group's current assignment was computed on (None: no assignment yet), and the
+    #: known-deviation tags the simulator set (`model.deviations`)
+    assignment_topics: tuple[tuple[str, int], ...] | None = None
+    deviations: frozenset[tuple[str, str]] = frozenset()

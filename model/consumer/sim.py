@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from model.choice import Chooser
 from model.consumer.client import ClientState, VirtualConsumer
+from model.consumer.deviations import heard, unheard_copy
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -98,6 +99,8 @@ class ConsumerSim:
     held: dict[str, tuple[int, ConsumerGroupHeartbeatRequest, VirtualConsumer]] = field(default_factory=dict)
     #: the wire fault of a member's next exchange (`duplicate` / `cut`), told to a port that has `wire_fault`
     wire_next: dict[str, str] = field(default_factory=dict)
+    #: known-deviation tags (`model.deviations`): (deviation id, client name)
+    deviations: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         for name in sorted(self.specs):
@@ -133,6 +136,7 @@ class ConsumerSim:
             quiet_since=self.quiet_since,
             convergence_bound_ms=self.convergence_bound_ms,
             known_member_ids=frozenset(self.known_member_ids),
+            deviations=frozenset(self.deviations),
         )
 
     def _record(self, method: str, **args: object) -> None:
@@ -191,6 +195,7 @@ class ConsumerSim:
             client.on_request_lost(self.now)
             return False
         client.on_response(response, self.now)
+        heard(self.deviations, name, response)
         return True
 
     def reconcile(self, name: str) -> Obs | None:
@@ -234,6 +239,7 @@ class ConsumerSim:
         self._record("restart", name=name)
         self.lose_next.discard(name)
         self.clients[name] = self._process(self.specs[name])
+        heard(self.deviations, name, None)
         return self._step(ClientEvent(name, "restart"), None)
 
     def subscribe(self, name: str, topics: tuple[str, ...], regex: str | None = None) -> Obs:
@@ -268,9 +274,9 @@ class ConsumerSim:
         if name in self.held:
             self.release(name)
         ref = self._ref()
-        return self._step(
-            HeartbeatEvent(ref, request, name, heard=False), self.port.heartbeat(request, ref, self.now)
-        )
+        result = self.port.heartbeat(request, ref, self.now)
+        unheard_copy(self.deviations, name, ref, result)
+        return self._step(HeartbeatEvent(ref, request, name, heard=False), result)
 
     def duplicate(self, name: str) -> Obs | None:
         """The client's last heartbeat arrives a second time (a network-level retry)."""
@@ -303,6 +309,7 @@ class ConsumerSim:
         result = (
             copy(request, ref, self.now) if copy is not None else self.port.heartbeat(request, ref, self.now)
         )
+        unheard_copy(self.deviations, name, ref, result)
         out.append(self._step(HeartbeatEvent(ref, request, name, heard=False), result))
         return out
 

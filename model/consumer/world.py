@@ -161,6 +161,8 @@ class ConsumerWorld:
 
     regex_resolution: str = "sync"
     """The coordinator's ``regex_resolution`` ("async": Kafka 4.0+, `model.consumer.regex_rules`)."""
+    deviations: frozenset[tuple[str, str]] = frozenset()
+    """Known-deviation tags (deviation id, client name) the simulator set (`model.deviations`)."""
 
     def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
         """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
@@ -178,6 +180,7 @@ def capture_world(
     quiet_since: int | None = None,
     convergence_bound_ms: int | None = None,
     known_member_ids: frozenset[str] | None = None,
+    deviations: frozenset[tuple[str, str]] = frozenset(),
 ) -> ConsumerWorld:
     """Snapshot ``state`` and the clients' views."""
     views = tuple(c.view() if isinstance(c, VirtualConsumer) else c for c in clients)
@@ -193,6 +196,7 @@ def capture_world(
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,
+        deviations=deviations,
     )
 
 
