@@ -29,10 +29,19 @@ def test_the_acknowledgement_after_a_stale_copy_carries_no_assignment() -> None:
     assert ack["member_epoch"] == copy["member_epoch"]
     last = steps["3. c2 heartbeats (3)"]
     assert last["client_owns"] == ["t3-1"]
-    member = sim.snapshot().groups["g"].members[sim.clients["c2"].member_id]
+    world = sim.snapshot()
+    member = world.groups["g"].members[sim.clients["c2"].member_id]
     assert member.assigned == {("t3", 0), ("t3", 1)}
+    assert ("stale-heartbeat-copy", "c2") in world.deviations
 
 
-def test_the_thorough_trace_replays_failed_exactly() -> None:
+def test_the_thorough_trace_replays_as_a_known_deviation_exactly() -> None:
+    """The promise is still broken (strictly judged, tests/test_known_deviations.py), and reported as
+    the known deviation docs/known-deviations.md#stale-heartbeat-copy."""
     result = replay(read_trace(TRACE))
-    assert result.exact and result.verdict == "FAILED", (result.verdict, result.difference, result.error)
+    assert result.exact and result.verdict == "KNOWN DEVIATION", (
+        result.verdict,
+        result.difference,
+        result.error,
+    )
+    assert result.deviations == ["stale-heartbeat-copy"]

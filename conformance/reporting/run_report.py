@@ -31,7 +31,9 @@ def write_check_report(result: Any, directory: Path, counterexample: Any = None)
             hits = result.sometimes.get(inv_id, 0)
             verdict = "SEEN" if hits else "NEVER SEEN"
         else:
-            verdict = "FAILED" if inv_id in failed else ("KNOWN DEVIATION" if inv_id in deviating else "PASSED")
+            verdict = (
+                "FAILED" if inv_id in failed else ("KNOWN DEVIATION" if inv_id in deviating else "PASSED")
+            )
         rows.append({"id": inv_id, "kind": spec.kind, "verdict": verdict, "source": spec.source})
     data = {
         "protocol": result.protocol,

@@ -1,0 +1,83 @@
+"""Known deviations of Apache Kafka (model.deviations, docs/known-deviations.md): a promise the model
+breaks as Kafka does is reported, not failed, and only when the tagged step explains all of it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from conformance.engine.checker import Checker
+from conformance.formats.trace_file import read_trace
+from conformance.trace.replay import replay
+from model.classic.progress_invariants import eventual_convergence as classic_convergence
+from model.consumer.progress_invariants import eventual_convergence as consumer_convergence
+from model.deviations import explain, load_all
+
+FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
+CLASSIC = FINDINGS / "classic.eventual_convergence_e91431a45c0a.ndjson"
+CONSUMER = FINDINGS / "consumer.eventual_convergence_7ace519098b6.ndjson"
+
+
+def _last_violation(path: Path, predicate):  # type: ignore[no-untyped-def]
+    result = replay(read_trace(path))
+    assert result.exact and result.verdict == "KNOWN DEVIATION", (result.verdict, result.difference)
+    hits = [o for o in result.observations if list(predicate(o))]
+    assert hits, "the promise is broken in the replay"
+    return result, hits[-1]
+
+
+def test_every_deviation_names_its_promise_and_a_finding_that_exists() -> None:
+    from model.invariants import load_all as invariants
+
+    registry = invariants()
+    for dev in load_all().values():
+        assert dev.invariant in registry and registry[dev.invariant].kind == "liveness", dev.id
+        assert (FINDINGS.parent.parent / dev.finding).exists(), dev.finding
+        assert dev.sources and dev.title, dev.id
+
+
+def test_the_static_leader_snapshot_is_a_known_deviation() -> None:
+    result, obs = _last_violation(CLASSIC, classic_convergence)
+    assert result.deviations == ["kip-814-leader-snapshot"]
+    assert ("kip-814-leader-snapshot", "c1") in obs.after.deviations
+    dev = explain("classic.eventual_convergence", obs)
+    assert dev is not None and dev.id == "kip-814-leader-snapshot"
+    strict = Checker("classic", strict=True)
+    assert any(v.invariant == "classic.eventual_convergence" for v in strict.check(obs, 1))
+    assert not Checker("classic").check(obs, 1)
+
+
+def test_the_snapshot_does_not_explain_a_partition_it_knew_of() -> None:
+    _, obs = _last_violation(CLASSIC, classic_convergence)
+    world = obs.after
+    known = dict(world.assignment_topics or ())
+    owner = next(c for c in world.clients if any(p < known.get(t, 0) for t, p in c.owned))
+    dropped = replace(owner, owned=frozenset(tp for tp in owner.owned if tp[1] >= known.get(tp[0], 0)))
+    broken = replace(
+        obs, after=replace(world, clients=tuple(dropped if c is owner else c for c in world.clients))
+    )
+    assert list(classic_convergence(broken))
+    assert explain("classic.eventual_convergence", broken) is None
+    untagged = replace(obs, after=replace(world, deviations=frozenset()))
+    assert explain("classic.eventual_convergence", untagged) is None
+
+
+def test_the_stale_heartbeat_copy_is_a_known_deviation() -> None:
+    result, obs = _last_violation(CONSUMER, consumer_convergence)
+    assert result.deviations == ["stale-heartbeat-copy"]
+    dev = explain("consumer.eventual_convergence", obs)
+    assert dev is not None and dev.id == "stale-heartbeat-copy"
+    strict = Checker("consumer", strict=True)
+    assert any(v.invariant == "consumer.eventual_convergence" for v in strict.check(obs, 1))
+
+
+def test_the_stale_copy_does_not_explain_an_untagged_client() -> None:
+    _, obs = _last_violation(CONSUMER, consumer_convergence)
+    world = obs.after
+    tagged = {s for _, s in world.deviations}
+    other = next(c for c in world.clients if c.active and c.name not in tagged and c.owned)
+    short = replace(other, owned=frozenset(sorted(other.owned)[1:]))
+    broken = replace(
+        obs, after=replace(world, clients=tuple(short if c is other else c for c in world.clients))
+    )
+    assert explain("consumer.eventual_convergence", broken) is None
