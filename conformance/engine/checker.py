@@ -92,14 +92,18 @@ class Checker:
         checked = [inv.id for inv in self.invariants]
         seen = []
         for inv in self.invariants:
-            out.extend(self._unexplained(inv, obs, inv.check(obs), step))
+            messages = inv.check(obs)
+            if messages:
+                out.extend(self._unexplained(inv, obs, messages, step))
         for view, invariants in self.views:
             shown = view.project(obs)
             if shown is None:
                 continue
             for inv in invariants:
                 checked.append(inv.id)
-                out.extend(self._unexplained(inv, shown, view.check(inv, shown), step))
+                messages = list(view.check(inv, shown))
+                if messages:
+                    out.extend(self._unexplained(inv, shown, messages, step))
         for inv in self.sometimes:
             if any(True for _ in inv.check(obs)):
                 self.hits[inv.id] += 1
@@ -107,10 +111,10 @@ class Checker:
         self.last_checked, self.last_sometimes = tuple(checked), tuple(seen)
         return out
 
-    def _unexplained(self, inv: Invariant, obs: Any, messages: Iterable[str], step: int) -> list[Violation]:
+    def _unexplained(self, inv: Invariant, obs: Any, messages: list[str], step: int) -> list[Violation]:
         """``inv``'s violations at ``obs``, less one a known deviation explains (counted instead)."""
         found = [Violation(inv.id, msg, step) for msg in messages]
-        dev = explain(inv.id, obs) if found and not self.strict else None
+        dev = None if self.strict else explain(inv.id, obs)
         if dev is None:
             return found
         seen = self.deviations.setdefault(dev.id, Deviation(dev.id, inv.id, 0, step, found[0].message))
