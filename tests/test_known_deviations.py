@@ -81,3 +81,27 @@ def test_the_stale_copy_does_not_explain_an_untagged_client() -> None:
         obs, after=replace(world, clients=tuple(short if c is other else c for c in world.clients))
     )
     assert explain("consumer.eventual_convergence", broken) is None
+
+
+def test_a_run_lists_its_known_deviations_and_passes(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from conformance.engine.checker import Deviation
+    from conformance.engine.run import CheckResult
+    from conformance.reporting.deviations import deviation_lines
+    from conformance.reporting.run_report import write_check_report
+
+    result = CheckResult("classic", "model", 0, 1, {})
+    result.deviations = [
+        Deviation("kip-814-leader-snapshot", "classic.eventual_convergence", 3, 7, "t-1 owned by nobody")
+    ]
+    assert result.verdict == "PASSED"
+    lines = deviation_lines(result)
+    assert "kip-814-leader-snapshot breaks classic.eventual_convergence" in lines[0]
+    assert "3 observation(s); first: t-1 owned by nobody" in lines[1]
+    out = write_check_report(result, tmp_path)
+    summary = (out / "summary.md").read_text()
+    assert "## Known deviations of Apache Kafka" in summary
+    assert "| `classic.eventual_convergence` | liveness | KNOWN DEVIATION |" in summary
+    data = json.loads((out / "results.json").read_text())
+    assert [d["id"] for d in data["known_deviations"]] == ["kip-814-leader-snapshot"]
