@@ -82,6 +82,7 @@ def load_all() -> dict[str, Invariant]:
         "model.classic.timer_invariants",
         "model.consumer.client_invariants",  # added by the kill matrix
         "model.consumer.promise_invariants",
+        "model.consumer.subscription_invariants",
     ):
         try:
             importlib.import_module(name)

@@ -1149,6 +1149,12 @@ def test_every_invariant_can_fail() -> None:
     from tests.test_consumer_regex import _sync_rule_observation  # it imports this module
 
     expect("consumer.regex_resolved_off_heartbeat", _sync_rule_observation())
+    from tests.test_reconcile_to_subscription import _checked_change
+
+    expect(
+        "consumer.assignment_within_subscription",
+        _checked_change(False, world_rule=True, subscribed_topic_names=("t",)),
+    )
 
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
@@ -1190,6 +1196,8 @@ def test_invariant_registry_entries() -> None:
         "consumer.ended_membership_rejoins",
         "consumer.subscription_change_bumps_epoch",
         "consumer.member_epoch_is_assignment_epoch",
+        # a Kafka 4.1+ rule restated: model/consumer/subscription_invariants.py
+        "consumer.assignment_within_subscription",
     }
     assert set(ALL_IDS) == expected
     for inv_id in expected:

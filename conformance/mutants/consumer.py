@@ -407,7 +407,41 @@ CONSUMER_MUTANT_LIST += (
         "a new subscription regex is resolved, and bumps the group epoch, in the heartbeat that brings it",
         "KAFKA-17593 / apache/kafka PR #17864; GroupMetadataManager.maybeUpdateRegularExpressions and "
         "handleRegularExpressionsResult in Apache Kafka 4.4.0",
-        ("consumer.regex_resolved_off_heartbeat",),
+        ("consumer.regex_resolved_off_heartbeat", "consumer.assignment_within_subscription"),
         coordinator=ResolvesRegexInHeartbeat,
+    ),
+)
+
+
+# -- reconciliation to the subscription (Kafka 4.1+, KAFKA-19431) ------------------------------------
+
+
+class ReconcileIgnoresSubscription(ConsumerCoordinator):
+    """Generic: a coordinator meant to follow KAFKA-19431 that reconciles as Kafka 4.0 did: the
+    target of a topic the member no longer subscribes to still counts, and a subscription change
+    alone revokes nothing (the model's ``reconcile_to_subscription=False``)."""
+
+    def reconcile_member(
+        self, txn: Any, member: ConsumerMember, owned: Any, now: int, subscription_changed: bool = False
+    ) -> ConsumerMember:
+        fixed = self.config
+        self.config = replace(fixed, reconcile_to_subscription=False)
+        try:
+            return super().reconcile_member(txn, member, owned, now, subscription_changed)
+        finally:
+            self.config = fixed
+
+
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "reconcile-ignores-subscription",
+        "consumer",
+        "generic",
+        "reconciliation ignores the member's subscription: a dropped topic's partitions wait for the next target",
+        "KAFKA-19431 / apache/kafka PR #20055 (Kafka 4.1+); CurrentAssignmentBuilder "
+        "updateCurrentAssignment and subscribedTopicIds in Apache Kafka 4.4.0",
+        ("consumer.assignment_within_subscription",),
+        coordinator=ReconcileIgnoresSubscription,
+        variants=_BATCHING,
     ),
 )

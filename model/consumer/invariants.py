@@ -334,3 +334,4 @@ def uniform_balanced(obs: Obs) -> list[str]:
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
 from model.consumer import progress_invariants as _progress_invariants  # noqa: E402, F401
 from model.consumer import promise_invariants as _promise_invariants  # noqa: E402, F401
+from model.consumer import subscription_invariants as _subscription_invariants  # noqa: E402, F401

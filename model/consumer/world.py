@@ -163,6 +163,9 @@ class ConsumerWorld:
     """The coordinator's ``regex_resolution`` ("async": Kafka 4.0+, `model.consumer.regex_rules`)."""
     deviations: frozenset[tuple[str, str]] = frozenset()
     """Known-deviation tags (deviation id, client name) the simulator set (`model.deviations`)."""
+    reconcile_to_subscription: bool = False
+    """The coordinator's ``reconcile_to_subscription`` (True: KAFKA-19431, Kafka 4.1+; False: Kafka
+    4.0, or not known: `consumer.assignment_within_subscription` is then not checked)."""
 
     def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
         """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
@@ -193,6 +196,7 @@ def capture_world(
         assignment_interval_ms=0 if config is None else config.assignment_interval_ms,
         offset_commit_epochs="exact" if config is None else config.offset_commit_epochs,
         regex_resolution="sync" if config is None else config.regex_resolution,
+        reconcile_to_subscription=False if config is None else config.reconcile_to_subscription,
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,
