@@ -105,3 +105,54 @@ def test_a_run_lists_its_known_deviations_and_passes(tmp_path: Path, capsys) -> 
     assert "| `classic.eventual_convergence` | liveness | KNOWN DEVIATION |" in summary
     data = json.loads((out / "results.json").read_text())
     assert [d["id"] for d in data["known_deviations"]] == ["kip-814-leader-snapshot"]
+
+
+def _returning_leader(join_version: int):  # type: ignore[no-untyped-def]
+    """Two members on t(1), c1 static and leading; t grows, c1's process restarts before it rejoins,
+    then perturbations stop: the group settles without t-1 (docs/known-deviations.md)."""
+    from conformance.protocols.build import make_classic_sim
+
+    clients = [
+        {"name": "c1", "instance_id": "i1", "join_version": join_version, "session_timeout_ms": 6000},
+        {"name": "c2", "join_version": 0, "session_timeout_ms": 6000},
+    ]
+    sim = make_classic_sim({"t": 1}, clients, {}, {})
+    seen: list = []
+    sim.converge(seen.append)
+    assert sim.world.group is not None and sim.world.group.leader == sim.clients["c1"].member_id
+    sim.grow_topic("t", 2)
+    sim.restart("c1")
+    sim.converge(seen.append)
+    return sim, seen
+
+
+def test_a_returning_static_leader_misses_the_growth_at_every_join_version() -> None:
+    for version, dev_id in ((9, "kip-814-leader-snapshot"), (5, "static-leader-unaware")):
+        sim, seen = _returning_leader(version)
+        broken = [o for o in seen if list(classic_convergence(o))]
+        assert broken, version
+        assert all(explain("classic.eventual_convergence", o).id == dev_id for o in broken), version  # type: ignore[union-attr]
+        assert {d for d, _ in broken[-1].after.deviations} == {dev_id}
+        assert not any(("t", 1) in c.owned for c in broken[-1].after.clients)
+
+
+def test_no_op_replays_after_a_converge_a_violation_cut_short(tmp_path: Path) -> None:
+    """A violation inside ``converge`` ends the example, so a trace with an op after a cut-short
+    converge is no run's trace; replay refuses it (and so the minimiser never keeps one)."""
+    import dataclasses
+
+    from conformance.formats.trace_file import write_trace
+    from conformance.protocols.build import make_classic_sim
+    from conformance.protocols.classic.kit import to_trace
+
+    sim = make_classic_sim({"t": 1}, [{"name": "c1"}, {"name": "c2"}], {}, {})
+    seen: list = []
+    sim.converge(seen.append)
+    sim.grow_topic("t", 2)
+    trace = to_trace(sim, target="model", target_version="test", origin={"kind": "test"}, violations=[])
+    assert replay(read_trace(write_trace(trace, tmp_path / "whole.ndjson"))).verdict == "PASSED"
+    first = trace.steps[0]
+    cut = dataclasses.replace(first, action={"op": "converge", "observations": len(seen)})
+    bad = dataclasses.replace(trace, steps=[cut, *trace.steps[1:]])
+    result = replay(read_trace(write_trace(bad, tmp_path / "cut.ndjson")))
+    assert result.verdict == "ERROR" and "after a converge cut short" in (result.error or "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.classic.client import ClassicClient
-from model.classic.deviations import assigned, skipped_with_new_metadata
+from model.classic.deviations import assigned, returning_leader
 from model.classic.messages import Request, SyncGroupResponse
 from model.classic.port import ClassicPort
 from model.classic.world import (
@@ -416,7 +416,9 @@ class ClassicSim:
             client.leader_output = ()
             client.on_response(d.response, self.topics)
             topics = tuple(sorted(self.topics.items()))
-            skipped_with_new_metadata(self.deviations, name, d.response, self.assignment_topics, topics)
+            group = self.port.group(self.group_id)
+            leader = group.leader if group is not None else None
+            returning_leader(self.deviations, name, d.response, leader, self.assignment_topics, topics)
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
                 self._record_delivery(name, client.generation, d.response.assignment)
             if client.leader_output:

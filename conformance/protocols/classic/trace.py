@@ -27,6 +27,8 @@ class TracedClassicSim(CheckedLog, ClassicSim):
     """A `ClassicSim` that records what the driver does (the Hypothesis machine, scenarios, replay)."""
 
     setup: dict[str, Any]
+    #: replay: a converge cut short by a violation was replayed (`_not_after_cut`)
+    ended_by_violation = False
     variants: dict[str, str]
     seed: int
     log: list[LogEntry]
@@ -218,10 +220,21 @@ def _converge_limit(op: dict[str, Any], where: str) -> int | None:
     return count
 
 
+def _not_after_cut(sim: TracedClassicSim, op: dict[str, Any], where: str) -> None:
+    """A converge cut short by a violation ended its example: no run records an op after it, and a
+    minimiser candidate that puts one there replays a world no run can reach."""
+    if getattr(sim, "ended_by_violation", False):
+        raise UsageError(f"{where}: op {op.get('op')!r} after a converge cut short by a violation")
+
+
 def apply_ops(sim: TracedClassicSim, op: dict[str, Any], where: str) -> list[Observation[ClassicWorld]]:
     """Every observation one recorded op makes (``converge`` makes many)."""
     if op.get("op") == "converge":
-        return sim.converge(limit=_converge_limit(op, where))
+        _not_after_cut(sim, op, where)
+        limit = _converge_limit(op, where)
+        seen = sim.converge(limit=limit)
+        sim.ended_by_violation = limit is not None and len(seen) >= limit
+        return seen
     obs = apply_op(sim, op, where)
     return [] if obs is None else [obs]
 
@@ -231,6 +244,7 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
     (``converge``: its last observation; `apply_ops` gives them all)."""
     kind = op.get("op")
     client = op.get("client")
+    _not_after_cut(sim, op, where)
     if client is not None and client not in sim.clients:
         raise UsageError(f"{where}: unknown client {client!r}")
     try:
@@ -267,7 +281,7 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
         if kind == "unsubscribe":
             return sim.unsubscribe(client)
         if kind == "converge":
-            seen = sim.converge(limit=_converge_limit(op, where))
+            seen = apply_ops(sim, op, where)
             return seen[-1] if seen else None
         if kind == "restart":
             sim.restart(client)
