@@ -62,7 +62,10 @@ def test_false_alarms_of_the_invariants_stay_fixed(path: Path) -> None:
     classic.leader_list_complete and classic.assignment_visible_after_persist: a client that resumed
     after a stall was handed responses buffered since the coordinator produced them, and they were
     judged again against a group that had moved on (explore --members 2 --partitions 2 --depth 13
-    --variant assignor=range); responses are judged when produced (`model.classic.sim.produced`)."""
+    --variant assignor=range); responses are judged when produced (`model.classic.sim.produced`).
+    mixed.upgrade_rules: a failover reloaded an empty consumer group in place of a classic group
+    that was never written, and the invariant read it as an upgrade (thorough mixed profile, seed 4;
+    tests/test_mixed_failover_reload.py)."""
     result = replay(read_trace(path))
     assert result.exact, result.error or result.difference
     assert result.violations == [] and result.verdict == "FIXED"
