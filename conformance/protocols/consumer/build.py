@@ -11,6 +11,7 @@ from conformance.mutants import named_mutant, with_mutant_variants
 from conformance.mutants.sim import mutant_client_sim
 from conformance.protocols.consumer.trace import TracedConsumerSim
 from model.choice import SeededChooser
+from model.consumer.regex_rules import RegexRules
 
 #: Test-friendly consumer-group settings (short timeouts on the virtual clock, as on real targets).
 CONSUMER_TEST_CONFIG = {"session_timeout_ms": 3000, "heartbeat_interval_ms": 500}
@@ -104,7 +105,14 @@ def make_consumer_sim(
 
 def consumer_settle_bound(sim: Any) -> int:
     """Long enough for every perturbation to wash out: silent members expire (session timeout),
-    members that never revoke are fenced (rebalance timeout), and everyone reconciles."""
+    members that never revoke are fenced (rebalance timeout), and everyone reconciles. With a regex
+    subscribed and resolved asynchronously, a new regex may wait for the batch interval after the
+    last resolution (GMM REGEX_BATCH_REFRESH_MIN_INTERVAL_MS, `RegexRules.regex_min_interval_ms`)
+    until a heartbeat starts its resolution, whose result bumps the epoch: one more reconciliation
+    (the thorough consumer profile on the model, seed 1, judged a group Assigning at that bump)."""
     rebalance = max((s.rebalance_timeout_ms for s in sim.specs.values()), default=0)
     config = sim.port.config
-    return int(config.session_timeout_ms + rebalance + 4 * config.heartbeat_interval_ms)
+    bound = config.session_timeout_ms + rebalance + 4 * config.heartbeat_interval_ms
+    if config.regex_resolution == "async" and any(c.regex for c in sim.clients.values()):
+        bound += RegexRules.regex_min_interval_ms + config.heartbeat_interval_ms + rebalance
+    return int(bound)
