@@ -12,6 +12,7 @@ from conformance.trace.replay import replay
 from model.classic.progress_invariants import eventual_convergence as classic_convergence
 from model.consumer.progress_invariants import eventual_convergence as consumer_convergence
 from model.deviations import explain, load_all
+from model.errors import ErrorCode
 
 FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
 CLASSIC = FINDINGS / "classic.eventual_convergence_e91431a45c0a.ndjson"
@@ -156,3 +157,19 @@ def test_no_op_replays_after_a_converge_a_violation_cut_short(tmp_path: Path) ->
     bad = dataclasses.replace(trace, steps=[cut, *trace.steps[1:]])
     result = replay(read_trace(write_trace(bad, tmp_path / "cut.ndjson")))
     assert result.verdict == "ERROR" and "after a converge cut short" in (result.error or "")
+
+
+def test_a_v9_answer_naming_another_leader_is_not_a_known_deviation() -> None:
+    """Below v9 Kafka names the previous leader id; at v9 it answers SkipAssignment. A coordinator
+    that answers a v9 join the old way is not explained by `static-leader-unaware`."""
+    from types import SimpleNamespace
+
+    from model.classic.deviations import UNAWARE_LEADER, returning_leader
+    from model.classic.messages import JoinGroupResponse
+
+    answer = JoinGroupResponse(ErrorCode.NONE, 2, "consumer", "range", leader="old", member_id="new")
+    for version, tagged_ in ((5, True), (9, False)):
+        tags: set[tuple[str, str]] = set()
+        group = SimpleNamespace(leader="new")
+        returning_leader(tags, "c1", answer, group, (("t", 1),), (("t", 2),), version)  # type: ignore[arg-type]
+        assert ((UNAWARE_LEADER, "c1") in tags) is tagged_, version

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from model.classic.messages import JoinGroupResponse
-from model.classic.world import ClassicWorld
+from model.classic.world import ClassicWorld, GroupSnap
 from model.deviations import known_deviation
 from model.errors import ErrorCode
 from model.observation import Observation
@@ -35,17 +35,25 @@ def returning_leader(
     tags: set[tuple[str, str]],
     name: str,
     response: object,
-    group_leader: str | None,
+    group: GroupSnap | None,
     assigned_on: Topics | None,
     topics: Topics,
+    join_version: int,
 ) -> None:
-    """Tag ``name`` if ``response`` lets a returning static leader miss a metadata change."""
+    """Tag ``name`` if ``response`` (to its JoinGroup at ``join_version``) lets a returning static
+    leader miss a metadata change. A v9+ answer naming another leader is not Kafka's behaviour and
+    is not tagged."""
     if not isinstance(response, JoinGroupResponse) or response.error != ErrorCode.NONE:
         return
     if response.skip_assignment and response.leader == response.member_id:
         if assigned_on is not None and assigned_on != topics:
             tags.add((KIP_814_SNAPSHOT, name))
-    elif group_leader == response.member_id and response.leader != response.member_id:
+    elif (
+        join_version < 9
+        and group is not None
+        and group.leader == response.member_id
+        and response.leader != response.member_id
+    ):
         tags.add((UNAWARE_LEADER, name))
 
 

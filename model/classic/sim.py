@@ -416,9 +416,10 @@ class ClassicSim:
             client.leader_output = ()
             client.on_response(d.response, self.topics)
             topics = tuple(sorted(self.topics.items()))
-            group = self.port.group(self.group_id)
-            leader = group.leader if group is not None else None
-            returning_leader(self.deviations, name, d.response, leader, self.assignment_topics, topics)
+            group, version = self.port.group(self.group_id), client.config.join_version
+            returning_leader(
+                self.deviations, name, d.response, group, self.assignment_topics, topics, version
+            )
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
                 self._record_delivery(name, client.generation, d.response.assignment)
             if client.leader_output:
