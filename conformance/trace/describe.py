@@ -147,7 +147,12 @@ def action(op: dict[str, Any]) -> str:
         "duplicate_request": f"{client}'s next request is duplicated",
         "delay_request": f"{client}'s next request is held on the wire",
         "release": f"{client}'s held request arrives",
-        "restart": f"{client} restarts",
+        "restart": f"{client} restarts"
+        + (
+            f" with session {op['session_timeout_ms']} ms, rebalance {op.get('rebalance_timeout_ms')} ms"
+            if "session_timeout_ms" in op
+            else ""
+        ),
         "unsubscribe": f"{client} unsubscribes (static: no LeaveGroup) and subscribes again",
         "subscribe": f"{client} subscribes to {','.join(op.get('topics', []))}",
         "protocols": f"{client} now offers {','.join(op.get('assignors', []))}",

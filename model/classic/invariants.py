@@ -21,6 +21,7 @@ from model.classic.messages import (
 )
 from model.classic.sim import Send, Unsubscribe, produced
 from model.classic.state import VALID_PREVIOUS, GroupState
+from model.classic.timer_invariants import armed_session
 from model.classic.world import ClassicWorld
 from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
@@ -340,8 +341,11 @@ def session_expiry_armed(obs: Obs) -> Iterator[str]:
             if (not parked and not covered) or m.is_new:
                 yield f"member {m.member_id} has no expiry timer"
             continue
-        bound = obs.now + (300_000 if m.is_new else m.session_timeout_ms)
-        if deadline > max(bound, obs.now + m.session_timeout_ms):
+        session = armed_session(obs, m)
+        if session is None:
+            continue  # armed earlier, and checked then: a fixed deadline only moves closer
+        bound = obs.now + (300_000 if m.is_new else session)
+        if deadline > max(bound, obs.now + session):
             yield f"member {m.member_id} expiry at {deadline} beyond {bound}"
     for pid in g.pending_members:
         if g.timer(f"pending:{pid}") is None:

@@ -106,8 +106,8 @@ def live_session_not_expired(obs: Obs) -> Iterator[str]:
         return  # a whole join phase ran inside this step: its own timers may remove members
     kept = {m.member_id for m in a.group.members} if a.group is not None else set()
     for m in b.group.members:
-        if m.member_id in kept:
-            continue
+        if m.member_id in kept or m.member_id in b.group.pending_sync:
+            continue  # a member that never synced this generation goes at the rebalance timeout (KAFKA-12890)
         deadline = b.group.timer(f"expire:{m.member_id}")
         if deadline is not None and deadline > obs.now:
             yield f"{m.member_id} removed at {obs.now} though its session runs until {deadline}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from model.classic.sim import Advance
-from model.classic.world import ClassicWorld, GroupSnap
+from model.classic.world import ClassicWorld, GroupSnap, MemberSnap
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -80,3 +80,21 @@ def timers_not_early(obs: Obs) -> Iterator[str]:
         if first is not None and first + chain <= obs.now + slack:
             continue
         yield f"{m.member_id} was removed at t={obs.now} with none of its timers due"
+
+
+def armed_session(obs: Observation[ClassicWorld], m: MemberSnap) -> int | None:
+    """The session timeout ``m``'s expiry timer may have been armed with in this observation, or
+    None if neither the timer nor the member's timeouts changed. A static replacement's new member
+    id is armed with the replaced member's session timeout before the new one is stored
+    (GMM updateStaticMemberThenRebalanceOrCompleteJoin, rescheduleClassicGroupMemberHeartbeat)."""
+    b = obs.before.group if obs.before is not None else None
+    if b is None:
+        return m.session_timeout_ms
+    old = b.member(m.member_id)
+    key = f"expire:{m.member_id}"
+    if old is not None:
+        same = (old.session_timeout_ms, old.is_new) == (m.session_timeout_ms, m.is_new)
+        now = obs.after.group.timer(key) if obs.after.group is not None else None
+        return None if same and b.timer(key) == now else m.session_timeout_ms
+    replaced = [x.session_timeout_ms for x in b.members if m.instance_id is not None and x.instance_id == m.instance_id]
+    return max([m.session_timeout_ms, *replaced])

@@ -15,8 +15,17 @@ from hypothesis.stateful import precondition, rule
 
 from conformance.engine.rules import MEMBER, FaultHost
 from conformance.protocols.classic.build import quiet_gap
+from conformance.protocols.classic.settle import settle_round
 from model.classic.messages import HeartbeatRequest
 from model.classic.state import GroupState
+
+#: a redeployed member's session and rebalance timeouts (ms): the model's legal session range
+#: starts at 6 s (model/classic/state.py), and a rebalance timeout below the session one is legal
+REDEPLOY_SESSION_MS = (6_000, 8_000, 12_000)
+REDEPLOY_REBALANCE_MS = (6_000, 10_000, 15_000)
+#: `live_long` ends after this many settle rounds even if its span has not passed (a group that
+#: rebalances for ever; each round lets idle time run at most a third of a session)
+LIVE_LONG_MAX_ROUNDS = 1_000
 
 
 class TargetedRules(FaultHost):
@@ -57,6 +66,39 @@ class TargetedRules(FaultHost):
             leader = [n for n in self.names if self.sim.clients[n].member_id == group.leader]
             for n in leader:
                 self.observe(self.sim.client_step(n), f"{n} step (leader)")
+
+    @precondition(lambda self: self.ready)
+    @rule(i=MEMBER, session=st.sampled_from(REDEPLOY_SESSION_MS), rebalance=st.sampled_from(REDEPLOY_REBALANCE_MS))
+    def redeploy(self, i: int, session: int, rebalance: int) -> None:
+        """The process restarts with other session.timeout.ms and max.poll.interval.ms values (a
+        redeploy with a changed config): the JoinGroup that follows carries them, and a static
+        member's replacement must take them (KIP-345; KAFKA-14009). Widens the input space beyond
+        one fixed timeout relation; drawn values are legal for the model's group.min/max.session.timeout.ms."""
+        assert self.sim is not None
+        name = self.client(i)
+        old = self.sim.clients[name]
+        if old.config.instance_id is not None and old.member_id:
+            self.incarnations.append((name, old.member_id, old.config.instance_id))
+        self.sim.restart(name, (session, rebalance))
+        self.note(f"{name} restarts with session {session} ms, rebalance {rebalance} ms")
+
+    @precondition(lambda self: self.ready)
+    @rule()
+    def live_long(self) -> None:
+        """Members act normally for longer than the coordinator's longest timer, KIP-394's new-member
+        join timeout (group.new.member.join.timeout.ms, 300 s) plus a session: the settle rule's
+        rounds span well under a minute, so a member never lived that long. A coordinator that
+        expires a heartbeating member once that timer runs out (KAFKA-9232) shows only here."""
+        assert self.sim is not None
+        config = getattr(getattr(self.sim.port, "coordinator", None), "config", None)
+        span = getattr(config, "new_member_join_timeout_ms", 300_000) + max(
+            c.config.session_timeout_ms for c in self.sim.clients.values()
+        )
+        end, rounds = self.sim.now + span, 0
+        self.note(f"members live for {span} ms")
+        while self.sim.now <= end and rounds < LIVE_LONG_MAX_ROUNDS:
+            settle_round(self.sim, self.names, lambda obs: self.observe(obs, "live long"))
+            rounds += 1
 
     @precondition(lambda self: self.ready and self.static_names())
     @rule(i=MEMBER)

@@ -162,17 +162,24 @@ class TracedClassicSim(CheckedLog, ClassicSim):
         return self._record({"op": "unsubscribe", "client": name}, super().unsubscribe(name))
 
     # ------------------------------------------------------------ client-only changes
-    def restart(self, name: str) -> None:
-        """The process restarts: a fresh consumer with the same config (a static one replaces itself)."""
+    def restart(self, name: str, timeouts: tuple[int, int] | None = None) -> None:
+        """The process restarts: a fresh consumer with the same config (a static one replaces itself);
+        with ``timeouts``, a redeploy whose session and rebalance timeouts (ms) changed."""
         old = self.clients[name]
-        self.clients[name] = type(old)(name, old.config)  # a mutant client stays a mutant
+        config = old.config
+        if timeouts is not None:
+            config = replace(config, session_timeout_ms=timeouts[0], rebalance_timeout_ms=timeouts[1])
+        self.clients[name] = type(old)(name, config)  # a mutant client stays a mutant
         self.drop_held(name)  # the old process's connection closed with it
         self.awaiting.pop(name, None)
         self.stalled.discard(name)
         if self.world is not None:  # the next observation starts from the new process (an answer
             # to the old one then reaches a client that never was its member)
             self.world = replace(self.world, clients=self.client_snaps())
-        self._record({"op": "restart", "client": name}, None, always=True)
+        op: dict[str, Any] = {"op": "restart", "client": name}
+        if timeouts is not None:
+            op["session_timeout_ms"], op["rebalance_timeout_ms"] = timeouts
+        self._record(op, None, always=True)
 
     def subscribe(self, name: str, topics: tuple[str, ...]) -> None:
         c = self.clients[name]
@@ -284,7 +291,7 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
             seen = apply_ops(sim, op, where)
             return seen[-1] if seen else None
         if kind == "restart":
-            sim.restart(client)
+            sim.restart(client, _redeployed(op, where))
         elif kind == "subscribe":
             sim.subscribe(client, tuple(op["topics"]))
         elif kind == "protocols":
@@ -298,6 +305,24 @@ def apply_op(sim: TracedClassicSim, op: dict[str, Any], where: str) -> Observati
     except KeyError as exc:
         raise UsageError(f"{where}: op {kind!r} lacks field {exc.args[0]!r}") from None
     return None
+
+
+#: a redeploy's timeouts as a replayed op may give them (ms): a positive 32-bit int
+_TIMEOUT_RANGE = (1, 2**31 - 1)
+
+
+def _redeployed(op: dict[str, Any], where: str) -> tuple[int, int] | None:
+    """The new session and rebalance timeouts of a redeploying restart, or None (same config)."""
+    fields = ("session_timeout_ms", "rebalance_timeout_ms")
+    if not any(f in op for f in fields):
+        return None
+    values = []
+    for f in fields:
+        v = op.get(f)
+        if type(v) is not int or not _TIMEOUT_RANGE[0] <= v <= _TIMEOUT_RANGE[1]:
+            raise UsageError(f"{where}: restart field {f!r} must be an integer in {list(_TIMEOUT_RANGE)}")
+        values.append(v)
+    return values[0], values[1]
 
 
 def state_summary(world: ClassicWorld | None) -> dict[str, Any] | None:

@@ -391,3 +391,24 @@ class TargetedRules(FaultHost):
             self.observe(self.sim.advance(500))
         self.sim.set_slow(name, False)
         self.note(f"{name} callbacks immediate")
+
+    @precondition(lambda self: self.ready and self.regex_holders())
+    @rule(i=MEMBER)
+    def subscribe_to_nothing(self, i: int) -> None:
+        """A member whose regex the coordinator holds subscribes to nothing (empty names, and ""
+        to clear the SubscribedTopicRegex): legal after joining (KIP-848), and it must bump the
+        group epoch and take the member's partitions away (KAFKA-19899). Widens `subscribe`, which
+        draws non-empty subscriptions only; the member's next heartbeat carries the change."""
+        assert self.sim is not None
+        regex = self.regex_holders()
+        name = self.flush(regex[i % len(regex)])
+        self.observe(self.sim.subscribe(name, ()), f"{name} subscribes to nothing")
+        self.observe(self.sim.client_step(name))
+
+    def regex_holders(self) -> list[str]:
+        """The members whose subscription, as the coordinator holds it, has a regex."""
+        assert self.sim is not None
+        world = self.sim.world
+        group = None if world is None else world.groups.get(self.sim.group_id)
+        held = {m.member_id for m in group.members.values() if m.subscribed_topic_regex} if group else set()
+        return [n for n in self.names if self.sim.client(n).member_id in held]
