@@ -78,6 +78,7 @@ def client() -> dict[str, Any]:
             "heartbeat_version": integer(0, 4),
             "leave_version": integer(0, 5),
             "commit_version": integer(0, 8),
+            "commit_joined_generation": {"type": "boolean"},
             "version": integer(0, 1),
             "session_timeout_ms": TIMEOUT,
             "rebalance_timeout_ms": TIMEOUT,

@@ -78,6 +78,10 @@ class ClientConfig:
     heartbeat_version: int = 4
     leave_version: int = 5
     commit_version: int = 8
+    #: commit with the generation of the last JoinGroup answer even before SyncGroup completes (the
+    #: coordinator answers REBALANCE_IN_PROGRESS in CompletingRebalance, which dpkp/kafka-python
+    #: PR #2614 handles); False: Java's `generationIfStable()`, no commit outside Stable
+    commit_joined_generation: bool = False
 
 
 @dataclass
@@ -178,7 +182,8 @@ class ClassicClient:
         itself and sends nothing: ConsumerCoordinator.sendOffsetCommitRequest, `generationIfStable()`
         null -> CommitFailedException / RebalanceInProgressException. Matters under the
         `stale_subscription` fault, which keeps the owned partitions across the reset."""
-        if self.inflight is not None or self.phase != Phase.STABLE or not self.owned or self.generation < 0:
+        phases = (Phase.STABLE, Phase.SYNCING) if self.config.commit_joined_generation else (Phase.STABLE,)
+        if self.inflight is not None or self.phase not in phases or not self.owned or self.generation < 0:
             return None
         self.inflight = "commit"
         parts = tuple(OffsetCommitPartition(t, p, offset) for t, p in self.owned)

@@ -96,5 +96,9 @@ def armed_session(obs: Observation[ClassicWorld], m: MemberSnap) -> int | None:
         same = (old.session_timeout_ms, old.is_new) == (m.session_timeout_ms, m.is_new)
         now = obs.after.group.timer(key) if obs.after.group is not None else None
         return None if same and b.timer(key) == now else m.session_timeout_ms
-    replaced = [x.session_timeout_ms for x in b.members if m.instance_id is not None and x.instance_id == m.instance_id]
+    replaced = [
+        x.session_timeout_ms
+        for x in b.members
+        if m.instance_id is not None and x.instance_id == m.instance_id
+    ]
     return max([m.session_timeout_ms, *replaced])

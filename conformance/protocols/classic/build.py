@@ -61,7 +61,15 @@ def client_config(spec: Mapping[str, Any], variants: Mapping[str, str], where: s
         heartbeat_version=int(spec.get("heartbeat_version", 4)),
         leave_version=int(spec.get("leave_version", 5)),
         commit_version=int(spec.get("commit_version", 8)),
+        commit_joined_generation=_flag(spec, "commit_joined_generation", where),
     )
+
+
+def _flag(spec: Mapping[str, Any], key: str, where: str) -> bool:
+    value = spec.get(key, False)
+    if not isinstance(value, bool):
+        raise SpecError(f"{where}: client {spec.get('name', '?')!r} field {key!r} must be true or false")
+    return value
 
 
 def make_classic_sim(

@@ -84,9 +84,16 @@ def _setup_arguments(settings: MachineSettings, timing: MemberTiming) -> dict[st
         # the model only: now and then a group.max.size the members reach (GROUP_MAX_SIZE_REACHED,
         # KIP-389); a real target keeps the size it was started with (learned, conformance/targets/settings.py)
         **({} if settings.real_time else {"max_size": st.sampled_from((0, 0, 0, 0, 1, 2))}),
+        # the model only: per member, commits before SyncGroup completes (kafka-python's policy,
+        # `ClientConfig.commit_joined_generation`) or only while Stable (Java's)
+        **({} if settings.real_time else {"joined_commits": _per_member(settings, st.booleans())}),
         # real targets: now and then the last member asks for a session the target rejects
         **({"outside": st.sampled_from((False,) * 5 + (True,))} if timing.outside_session_ms else {}),
     }
+
+
+def _per_member(settings: MachineSettings, values: Any) -> Any:
+    return st.lists(values, min_size=settings.max_members, max_size=settings.max_members)
 
 
 class ClassicMachine(TimeRules, FaultRules, GroupMachine):
@@ -118,6 +125,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         versions: list[tuple[int, ...]],
         outside: bool = False,
         max_size: int = 0,
+        joined_commits: list[bool] | None = None,
     ) -> None:
         cfg, timing = self.settings, self.timing
         variants = dict(cfg.variants)
@@ -139,6 +147,8 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
             }
             if static[i]:
                 spec["instance_id"] = f"i{i + 1}"
+            if joined_commits and joined_commits[i]:
+                spec["commit_joined_generation"] = True
             if outside and i == members - 1 and timing.outside_session_ms:
                 spec["session_timeout_ms"] = timing.outside_session_ms  # INVALID_SESSION_TIMEOUT
             clients.append(spec)

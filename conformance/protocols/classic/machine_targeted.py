@@ -68,7 +68,11 @@ class TargetedRules(FaultHost):
                 self.observe(self.sim.client_step(n), f"{n} step (leader)")
 
     @precondition(lambda self: self.ready)
-    @rule(i=MEMBER, session=st.sampled_from(REDEPLOY_SESSION_MS), rebalance=st.sampled_from(REDEPLOY_REBALANCE_MS))
+    @rule(
+        i=MEMBER,
+        session=st.sampled_from(REDEPLOY_SESSION_MS),
+        rebalance=st.sampled_from(REDEPLOY_REBALANCE_MS),
+    )
     def redeploy(self, i: int, session: int, rebalance: int) -> None:
         """The process restarts with other session.timeout.ms and max.poll.interval.ms values (a
         redeploy with a changed config): the JoinGroup that follows carries them, and a static
@@ -81,6 +85,25 @@ class TargetedRules(FaultHost):
             self.incarnations.append((name, old.member_id, old.config.instance_id))
         self.sim.restart(name, (session, rebalance))
         self.note(f"{name} restarts with session {session} ms, rebalance {rebalance} ms")
+
+    @precondition(lambda self: self.ready and self.joined_committers())
+    @rule(i=MEMBER, j=MEMBER)
+    def commit_while_syncing(self, i: int, j: int) -> None:
+        """A member that commits with the generation of its JoinGroup answer (kafka-python's policy,
+        `ClientConfig.commit_joined_generation`) commits between that answer and its SyncGroup:
+        member j rejoins, single steps run until the group is in CompletingRebalance, then the
+        commit, which the coordinator answers REBALANCE_IN_PROGRESS (docs/protocol-reference.md#a7;
+        dpkp/kafka-python PR #2614). Whole settle rounds send the SyncGroup at once."""
+        assert self.sim is not None
+        names = self.joined_committers()
+        name = names[i % len(names)]
+        if not self._reach(GroupState.COMPLETING_REBALANCE, self.client(j)):
+            return
+        self.observe(self.sim.commit(name, len(self.observations)), f"{name} commit (before its SyncGroup)")
+
+    def joined_committers(self) -> list[str]:
+        assert self.sim is not None
+        return [n for n in self.names if self.sim.clients[n].config.commit_joined_generation]
 
     @precondition(lambda self: self.ready)
     @rule()
