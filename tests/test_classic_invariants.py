@@ -419,3 +419,29 @@ def test_eventual_convergence(stable) -> None:  # type: ignore[no-untyped-def]
     assert fails(progress_inv.eventual_convergence, Observation(behind, Advance(0), (), behind, stable.now))
     gone = replace(quiet, clients=(replace(c1, phase="left", owned=frozenset()), c2))
     assert fails(progress_inv.eventual_convergence, Observation(gone, Advance(0), (), gone, stable.now))
+
+
+def test_lost_member_id_releases_partitions(stable) -> None:  # type: ignore[no-untyped-def]
+    """A cooperative consumer that lost its member id but still owns a partition breaks the promise;
+    an eager one, or one under the armed stale_subscription fault, does not."""
+    c1 = stable.after.clients[0]
+    held = replace(c1, owned=frozenset({("t", 0)}), cooperative=True)
+    lost = replace(held, member_id="", generation=-1)
+
+    def obs(before, after):  # type: ignore[no-untyped-def]
+        clients = lambda c: (c, *stable.after.clients[1:])  # noqa: E731
+        return Observation(
+            replace(stable.after, clients=clients(before)),
+            Advance(0),
+            (),
+            replace(stable.after, clients=clients(after)),
+            0,
+        )
+
+    assert fails(pinv.lost_member_id_releases_partitions, obs(held, lost))
+    assert not fails(pinv.lost_member_id_releases_partitions, obs(held, replace(lost, owned=frozenset())))
+    assert not fails(pinv.lost_member_id_releases_partitions, obs(held, replace(lost, cooperative=False)))
+    armed = replace(held, stale_subscription=True)
+    assert not fails(
+        pinv.lost_member_id_releases_partitions, obs(armed, replace(lost, stale_subscription=False))
+    )

@@ -76,6 +76,7 @@ def test_the_commit_policy_field_must_be_a_boolean() -> None:
         ("classic", "kafka-14009", 40, "classic.join_sets_member_timeouts"),
         ("classic", "kafka-9232", 40, "classic.live_session_not_expired"),
         ("classic", "kafka-python-2614", 80, "classic.rebalance_in_progress_keeps_membership"),
+        ("classic", "kafka-12983", 150, "classic.lost_member_id_releases_partitions"),
         ("consumer", "kafka-19899", 40, "consumer.subscription_change_bumps_epoch"),
     ],
 )

@@ -111,3 +111,19 @@ def live_session_not_expired(obs: Obs) -> Iterator[str]:
         deadline = b.group.timer(f"expire:{m.member_id}")
         if deadline is not None and deadline > obs.now:
             yield f"{m.member_id} removed at {obs.now} though its session runs until {deadline}"
+
+
+@invariant("classic.lost_member_id_releases_partitions", "transition", "classic")
+def lost_member_id_releases_partitions(obs: Obs) -> Iterator[str]:
+    """A cooperative consumer that loses its member id gives up its partitions at once (onPartitionsLost), whatever it was doing, so it never claims them again as a new member (KIP-429; KAFKA-12983)."""
+    b, a = obs.before, obs.after
+    if b is None:
+        return
+    before = {c.name: c for c in b.clients}
+    for c in a.clients:
+        old = before.get(c.name)
+        if old is None or not old.member_id or c.member_id or not c.cooperative or old.stale_subscription:
+            continue  # the stale_subscription fault keeps them on purpose (KAFKA-12984's input)
+        if c.owned:
+            kept = sorted(f"{t}-{p}" for t, p in c.owned)
+            yield f"{c.name} lost member id {old.member_id} but still owns {kept}"

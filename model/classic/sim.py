@@ -458,6 +458,8 @@ class ClassicSim:
                 c.phase.value,
                 frozenset(c.owned),
                 frozenset(c.config.topics),
+                c.cooperative,
+                c.stale_subscription,
             )
             for name, c in sorted(self.clients.items())
         )

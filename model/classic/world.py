@@ -104,6 +104,10 @@ class ClientSnap:
     phase: str
     owned: frozenset[TopicPartition]
     subscribed: frozenset[str]
+    #: the client follows KIP-429 (cooperative-sticky chosen)
+    cooperative: bool = False
+    #: the `stale_subscription` fault is armed: its next fall-out keeps the owned partitions
+    stale_subscription: bool = False
 
 
 @dataclass(frozen=True)
