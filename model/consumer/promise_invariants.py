@@ -148,6 +148,8 @@ def regex_resolved_off_heartbeat(obs: Obs) -> Iterator[str]:
     if gb is None or gb.group_epoch == 0:
         return  # a new group's first bump
     old, new = gb.members.get(response.member_id or ""), ga.members.get(response.member_id or "")
+    if old is None and new is not None and new.instance_id is not None:  # a static member's new process
+        old = next((m for m in gb.members.values() if m.instance_id == new.instance_id), None)
     names_changed = (
         new is not None and (old.subscribed_topic_names if old else frozenset()) != new.subscribed_topic_names
     )
