@@ -26,7 +26,12 @@ from conformance.engine.machine import (
 )
 from conformance.engine.rules import MEMBER, FaultRules, TimeRules, WireFaultRules, Wording
 from conformance.protocols.classic.build import make_classic_sim, settle_round
-from conformance.protocols.classic.machine_targeted import ConvergeRules, TargetedRules
+from conformance.protocols.classic.machine_targeted import (
+    REDEPLOY_REBALANCE_MS,
+    REDEPLOY_SESSION_MS,
+    ConvergeRules,
+    TargetedRules,
+)
 from conformance.protocols.classic.realtime import MODEL_TIMING, MemberTiming, RealTimeSim, real_timing
 from conformance.protocols.classic.trace import TracedClassicSim
 from conformance.protocols.classic.versions import member_versions, resolve
@@ -87,9 +92,18 @@ def _setup_arguments(settings: MachineSettings, timing: MemberTiming) -> dict[st
         # the model only: per member, commits before SyncGroup completes (kafka-python's policy,
         # `ClientConfig.commit_joined_generation`) or only while Stable (Java's)
         **({} if settings.real_time else {"joined_commits": _per_member(settings, st.booleans())}),
+        # the model only: per member, session and rebalance timeouts across legal values and
+        # relations (a rebalance timeout below the session one included), mostly the default pair
+        **({} if settings.real_time else {"timeouts": _per_member(settings, st.sampled_from(TIMEOUT_PAIRS))}),
         # real targets: now and then the last member asks for a session the target rejects
         **({"outside": st.sampled_from((False,) * 5 + (True,))} if timing.outside_session_ms else {}),
     }
+
+
+#: the model's default pair (MODEL_TIMING) four times in ten, else any of the redeploy values
+TIMEOUT_PAIRS = ((MODEL_TIMING.session_timeout_ms, MODEL_TIMING.rebalance_timeout_ms),) * 6 + tuple(
+    (s, r) for s in REDEPLOY_SESSION_MS for r in REDEPLOY_REBALANCE_MS
+)
 
 
 def _per_member(settings: MachineSettings, values: Any) -> Any:
@@ -126,6 +140,7 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
         outside: bool = False,
         max_size: int = 0,
         joined_commits: list[bool] | None = None,
+        timeouts: list[tuple[int, int]] | None = None,
     ) -> None:
         cfg, timing = self.settings, self.timing
         variants = dict(cfg.variants)
@@ -149,6 +164,8 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
                 spec["instance_id"] = f"i{i + 1}"
             if joined_commits and joined_commits[i]:
                 spec["commit_joined_generation"] = True
+            if timeouts:
+                spec["session_timeout_ms"], spec["rebalance_timeout_ms"] = timeouts[i]
             if outside and i == members - 1 and timing.outside_session_ms:
                 spec["session_timeout_ms"] = timing.outside_session_ms  # INVALID_SESSION_TIMEOUT
             clients.append(spec)
@@ -171,7 +188,11 @@ class ClassicMachine(TimeRules, FaultRules, GroupMachine):
             f"setup {members} members x {topics}, assignor {chosen}, static {static[:members]}, versions "
             + " ".join(resolve(versions[i], static[i]).short() for i in range(members))
             + (f", group.max.size {max_size}" if max_size else "")
-            + f", session {timing.session_timeout_ms} ms"
+            + (
+                f", session/rebalance ms {' '.join(f'{a}/{b}' for a, b in timeouts[:members])}"
+                if timeouts
+                else f", session {timing.session_timeout_ms} ms"
+            )
             + (f" (c{members}: {timing.outside_session_ms} ms, outside the legal range)" if outside else "")
         )
 
