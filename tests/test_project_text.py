@@ -185,3 +185,16 @@ def test_the_path_checker_sees_a_missing_file(tmp_path: Path) -> None:
 def test_every_named_repository_file_exists(path: Path) -> None:
     missing = missing_repository_files(path)
     assert not missing, f"{path.relative_to(ROOT)} names files that do not exist: {missing}"
+
+
+def test_the_readme_counts_the_catalogue_as_it_is() -> None:
+    import yaml
+
+    entries = yaml.safe_load((ROOT / "specs" / "invariants.yaml").read_text())["invariants"]
+    promises = sum(1 for e in entries if e.get("nature") == "promise")
+    text = " ".join(README.read_text().split())
+    found = re.search(
+        r"catalogue of (\d+) invariants \(`specs/invariants.yaml`, (\d+) of them promises", text
+    )
+    assert found is not None
+    assert (int(found.group(1)), int(found.group(2))) == (len(entries), promises)
