@@ -25,7 +25,9 @@ REDEPLOY_SESSION_MS = (6_000, 8_000, 12_000)
 REDEPLOY_REBALANCE_MS = (6_000, 10_000, 15_000)
 #: `live_long` ends after this many settle rounds even if its span has not passed (a group that
 #: rebalances for ever; each round lets idle time run at most a third of a session)
-LIVE_LONG_MAX_ROUNDS = 1_000
+LIVE_LONG_MAX_ROUNDS = 400
+#: ... and once the group has not been Stable for this many rounds in a row
+LIVE_LONG_UNSTABLE_ROUNDS = 30
 
 
 class TargetedRules(FaultHost):
@@ -34,6 +36,8 @@ class TargetedRules(FaultHost):
     names: list[str]
     incarnations: list[tuple[str, str, str]]
     note: Any
+    #: `live_long` ran in this run
+    lived_long = False
 
     @precondition(lambda self: self.ready and self.static_names())
     @rule(
@@ -105,23 +109,28 @@ class TargetedRules(FaultHost):
         assert self.sim is not None
         return [n for n in self.names if self.sim.clients[n].config.commit_joined_generation]
 
-    @precondition(lambda self: self.ready)
+    @precondition(lambda self: self.ready and not self.lived_long)
     @rule()
     def live_long(self) -> None:
         """Members act normally for longer than the coordinator's longest timer, KIP-394's new-member
         join timeout (group.new.member.join.timeout.ms, 300 s) plus a session: the settle rule's
         rounds span well under a minute, so a member never lived that long. A coordinator that
-        expires a heartbeating member once that timer runs out (KAFKA-9232) shows only here."""
+        expires a heartbeating member once that timer runs out (KAFKA-9232) shows only here. Once per
+        run; it ends early once the group has not been Stable for `LIVE_LONG_UNSTABLE_ROUNDS` rounds: a long
+        stable life is the point, and a group that keeps rebalancing would cost hundreds of
+        observations per example (and per shrink attempt) for nothing new."""
         assert self.sim is not None
         config = getattr(getattr(self.sim.port, "coordinator", None), "config", None)
         span = getattr(config, "new_member_join_timeout_ms", 300_000) + max(
             c.config.session_timeout_ms for c in self.sim.clients.values()
         )
-        end, rounds = self.sim.now + span, 0
+        self.lived_long = True
+        end, rounds, unstable = self.sim.now + span, 0, 0
         self.note(f"members live for {span} ms")
-        while self.sim.now <= end and rounds < LIVE_LONG_MAX_ROUNDS:
+        while self.sim.now <= end and rounds < LIVE_LONG_MAX_ROUNDS and unstable < LIVE_LONG_UNSTABLE_ROUNDS:
             settle_round(self.sim, self.names, lambda obs: self.observe(obs, "live long"))
             rounds += 1
+            unstable = 0 if self.stable() else unstable + 1
 
     @precondition(lambda self: self.ready and self.static_names())
     @rule(i=MEMBER)
@@ -153,6 +162,11 @@ class TargetedRules(FaultHost):
         ms = c.config.session_timeout_ms + 1
         self.observe(self.sim.advance(ms), f"advance {ms}ms")
         self.observe(self.sim.stall(name, False), f"{name} resumes")
+
+    def stable(self) -> bool:
+        assert self.sim is not None
+        group = self.sim.world.group if self.sim.world is not None else None
+        return group is not None and group.state == GroupState.STABLE
 
     def static_names(self) -> list[str]:
         assert self.sim is not None
