@@ -109,14 +109,14 @@ class TargetedRules(FaultHost):
         assert self.sim is not None
         return [n for n in self.names if self.sim.clients[n].config.commit_joined_generation]
 
-    @precondition(lambda self: self.ready and not self.lived_long)
+    @precondition(lambda self: self.ready and not self.lived_long and self.unperturbed())
     @rule()
     def live_long(self) -> None:
         """Members act normally for longer than the coordinator's longest timer, KIP-394's new-member
         join timeout (group.new.member.join.timeout.ms, 300 s) plus a session: the settle rule's
         rounds span well under a minute, so a member never lived that long. A coordinator that
         expires a heartbeating member once that timer runs out (KAFKA-9232) shows only here. Once per
-        run; it ends early once the group has not been Stable for `LIVE_LONG_UNSTABLE_ROUNDS` rounds: a long
+        run, with no fault armed (a normal life, not a fault's aftermath); it ends early once the group has not been Stable for `LIVE_LONG_UNSTABLE_ROUNDS` rounds: a long
         stable life is the point, and a group that keeps rebalancing would cost hundreds of
         observations per example (and per shrink attempt) for nothing new."""
         assert self.sim is not None
@@ -162,6 +162,12 @@ class TargetedRules(FaultHost):
         ms = c.config.session_timeout_ms + 1
         self.observe(self.sim.advance(ms), f"advance {ms}ms")
         self.observe(self.sim.stall(name, False), f"{name} resumes")
+
+    def unperturbed(self) -> bool:
+        """No member stalled and no wire fault armed or held."""
+        sim = self.sim
+        assert sim is not None
+        return not (sim.stalled or sim.lose_next or sim.duplicate_next or sim.delay_next or sim.held)
 
     def stable(self) -> bool:
         assert self.sim is not None
