@@ -12,23 +12,34 @@ A static leader rejoining a Stable group is replaced without a rebalance (KIP-34
   new process does not know it leads and acts on no metadata change at all, the one it missed
   included (the behaviour KIP-814 fixed, kept for older versions). Tagged at that answer.
 
+A static follower rejoining a Stable group with a changed subscription is replaced without a
+rebalance as well: the coordinator compares only the selected protocol's name, not the member's
+new metadata (GMM updateStaticMemberThenRebalanceOrCompleteJoin; KAFKA-12759, apache/kafka PR
+#22593 open), and the Java consumer joined with the new subscription already, so nobody asks for
+the rebalance that would assign its new topics
+(reports/findings/static-follower-subscription-change.md). Tagged at that answer.
+
 A leader that runs the assignor again clears the tags (`assigned`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from model.classic.messages import JoinGroupResponse
+from model.classic.state import GroupState
 from model.classic.world import ClassicWorld, GroupSnap
-from model.deviations import known_deviation
+from model.deviations import known_deviation, tagged
 from model.errors import ErrorCode
 from model.observation import Observation
 
 KIP_814_SNAPSHOT = "kip-814-leader-snapshot"
 UNAWARE_LEADER = "static-leader-unaware"
+FOLLOWER_SUBSCRIPTION = "static-follower-subscription"
 
 Topics = tuple[tuple[str, int], ...]
+Subscriptions = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def returning_leader(
@@ -57,9 +68,39 @@ def returning_leader(
         tags.add((UNAWARE_LEADER, name))
 
 
+def static_subscriptions(group: GroupSnap | None, leader_input: tuple[tuple[str, Any], ...]) -> Subscriptions:
+    """The subscription of each static member the leader's assignor was given, by instance id."""
+    members = group.members if group is not None else ()
+    instance = {m.member_id: m.instance_id for m in members if m.instance_id is not None}
+    return tuple(
+        sorted((instance[mid], tuple(sorted(sub.topics))) for mid, sub in leader_input if mid in instance)
+    )
+
+
+def returning_follower(
+    tags: set[tuple[str, str]],
+    name: str,
+    response: object,
+    group: GroupSnap | None,
+    assigned_on: Subscriptions,
+    config: Any,
+) -> None:
+    """Tag ``name`` if ``response`` replaces it as a static follower of a Stable group, without a
+    rebalance, while its subscription differs from the one the group's assignment was computed on."""
+    if not isinstance(response, JoinGroupResponse) or response.error != ErrorCode.NONE:
+        return
+    if config.instance_id is None or group is None or group.state != GroupState.STABLE:
+        return
+    if response.leader == response.member_id or group.leader == response.member_id:
+        return
+    before = dict(assigned_on).get(config.instance_id)
+    if before is not None and before != tuple(sorted(config.topics)):
+        tags.add((FOLLOWER_SUBSCRIPTION, name))
+
+
 def assigned(tags: set[tuple[str, str]]) -> None:
-    """A leader ran the assignor on the current metadata: no skipped change is left."""
-    for tag in [t for t in tags if t[0] in (KIP_814_SNAPSHOT, UNAWARE_LEADER)]:
+    """A leader ran the assignor on the current metadata and subscriptions: nothing skipped is left."""
+    for tag in [t for t in tags if t[0] in (KIP_814_SNAPSHOT, UNAWARE_LEADER, FOLLOWER_SUBSCRIPTION)]:
         tags.discard(tag)
 
 
@@ -72,6 +113,25 @@ def _converged_on_assigned_metadata(obs: Observation[ClassicWorld]) -> bool:
         return False
     seen = replace(world, topics=world.assignment_topics)
     return not eventual_convergence(replace(obs, after=seen))
+
+
+def _converged_on_assigned_subscriptions(obs: Observation[ClassicWorld]) -> bool:
+    """The group converged on the subscriptions its assignment was computed on: each tagged
+    follower judged by the subscription the leader was given for it."""
+    from model.classic.progress_invariants import eventual_convergence
+
+    world = obs.after
+    before = dict(world.assignment_subscriptions)
+    tagged_names = tagged(world, FOLLOWER_SUBSCRIPTION)
+    clients = []
+    for c in world.clients:
+        old = before.get(c.instance_id) if c.instance_id is not None else None
+        if c.name in tagged_names:
+            if old is None:
+                return False
+            c = replace(c, subscribed=frozenset(old))
+        clients.append(c)
+    return not eventual_convergence(replace(obs, after=replace(world, clients=tuple(clients))))
 
 
 known_deviation(
@@ -99,3 +159,17 @@ known_deviation(
     ),
     "reports/findings/static-leader-missed-growth.md",
 )(_converged_on_assigned_metadata)
+
+known_deviation(
+    FOLLOWER_SUBSCRIPTION,
+    "classic.eventual_convergence",
+    "a static follower that rejoins a Stable group with a new subscription is replaced without a "
+    "rebalance and its new topics are never assigned",
+    (
+        "KIP-345",
+        "KAFKA-12759 / apache/kafka PR #22593 (open)",
+        "GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin, Apache Kafka 4.4.0 "
+        "(only the selected protocol's name is compared)",
+    ),
+    "reports/findings/static-follower-subscription-change.md",
+)(_converged_on_assigned_subscriptions)

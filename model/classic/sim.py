@@ -11,15 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.classic.client import ClassicClient
-from model.classic.deviations import assigned, returning_leader
+from model.classic.deviations import assigned, returning_follower, returning_leader, static_subscriptions
 from model.classic.messages import Request, SyncGroupResponse
 from model.classic.port import ClassicPort
-from model.classic.world import (
-    ClassicWorld,
-    ClientSnap,
-    Delivered,
-    LeaderAssignment,
-)
+from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment
 from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
 from model.observation import Observation
@@ -170,9 +165,10 @@ class ClassicSim:
     held: dict[str, tuple[int, Request]] = field(default_factory=dict)
     quiet_since: int | None = None
     convergence_bound_ms: int | None = None
-    #: the topics the group's assignment was computed on, and known-deviation tags (deviation id,
-    #: client name): `model.classic.deviations`
+    #: the topics and static members' subscriptions the group's assignment was computed on, and
+    #: known-deviation tags (deviation id, client name): `model.classic.deviations`
     assignment_topics: tuple[tuple[str, int], ...] | None = None
+    assignment_subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
     deviations: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -420,10 +416,14 @@ class ClassicSim:
             returning_leader(
                 self.deviations, name, d.response, group, self.assignment_topics, topics, version
             )
+            returning_follower(
+                self.deviations, name, d.response, group, self.assignment_subscriptions, client.config
+            )
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
                 self._record_delivery(name, client.generation, d.response.assignment)
             if client.leader_output:
                 self.assignment_topics = topics
+                self.assignment_subscriptions = static_subscriptions(group, client.leader_input)
                 assigned(self.deviations)
                 leader_assignment = LeaderAssignment(
                     name,
@@ -487,6 +487,7 @@ class ClassicSim:
             convergence_bound_ms=self.convergence_bound_ms,
             assignment_topics=self.assignment_topics,
             deviations=frozenset(self.deviations),
+            assignment_subscriptions=self.assignment_subscriptions,
         )
 
 

@@ -84,7 +84,7 @@ def timers_not_early(obs: Obs) -> Iterator[str]:
 
 def armed_session(obs: Observation[ClassicWorld], m: MemberSnap) -> int | None:
     """The session timeout ``m``'s expiry timer may have been armed with in this observation, or
-    None if neither the timer nor the member's timeouts changed. A static replacement's new member
+    None if the timer did not change. A static replacement's new member
     id is armed with the replaced member's session timeout before the new one is stored
     (GMM updateStaticMemberThenRebalanceOrCompleteJoin, rescheduleClassicGroupMemberHeartbeat)."""
     b = obs.before.group if obs.before is not None else None
@@ -93,9 +93,11 @@ def armed_session(obs: Observation[ClassicWorld], m: MemberSnap) -> int | None:
     old = b.member(m.member_id)
     key = f"expire:{m.member_id}"
     if old is not None:
-        same = (old.session_timeout_ms, old.is_new) == (m.session_timeout_ms, m.is_new)
+        # a JoinGroup that changes a member's session timeout leaves an armed deadline as it is
+        # (the next heartbeat or completed join arms the new one), so an unchanged timer was
+        # checked when it was armed
         now = obs.after.group.timer(key) if obs.after.group is not None else None
-        return None if same and b.timer(key) == now else m.session_timeout_ms
+        return None if b.timer(key) == now else m.session_timeout_ms
     replaced = [
         x.session_timeout_ms
         for x in b.members

@@ -154,3 +154,6 @@ class ClassicWorld:
     #: known-deviation tags the simulator set (`model.deviations`)
     assignment_topics: tuple[tuple[str, int], ...] | None = None
     deviations: frozenset[tuple[str, str]] = frozenset()
+    #: the subscription of each static member (by group.instance.id) the group's current assignment
+    #: was computed on
+    assignment_subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
