@@ -308,6 +308,8 @@ def trace_header() -> dict[str, Any]:
             "policy": {"enum": [p.value for p in MigrationPolicy]},
             "seed": integer(strict.INT_MIN, strict.INT_MAX),
             "tick_ms": integer(strict.MIN_EVERY_MS, strict.MAX_TICK_MS),
+            "classic_max_size": integer(1, 1_000),
+            "consumer_max_size": integer(1, 1_000),
         }
     )
     short_text = {"type": "string", "maxLength": 256}

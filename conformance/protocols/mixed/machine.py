@@ -39,6 +39,14 @@ def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
     return bind(MixedMachine, cfg, *((WireFaultRules,) if cfg.wire_faults else ()))
 
 
+#: (group.max.size of classic groups, group.consumer.max.size) per run, 0 for Kafka's default (no
+#: limit): a group at either limit is refused members, and the conversions between the two group
+#: types are refused above them (docs/protocol-reference.md#b13). Chosen by the run's drawn
+#: coordinator seed, so the draws of every other value stay as they were (and a shrunk seed, 0,
+#: has no limit)
+SIZE_LIMITS = ((0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0), (3, 0), (0, 2), (2, 4))
+
+
 class MixedMachine(MixedGroupMachine):
     """Mixed groups on the model's `MixedCoordinator`."""
 
@@ -51,12 +59,24 @@ class MixedMachine(MixedGroupMachine):
         first=st.lists(st.booleans(), min_size=2, max_size=3),
         seed=st.integers(0, 2**16),
     )
-    def setup(self, policy: str, assignor: str, partitions: int, first: list[bool], seed: int) -> None:
+    def setup(
+        self,
+        policy: str,
+        assignor: str,
+        partitions: int,
+        first: list[bool],
+        seed: int,
+    ) -> None:
         chosen = MigrationPolicy(self.settings.variants.get("migration_policy") or policy)
-        setup = {"policy": chosen.value, "seed": seed}
+        setup: dict[str, object] = {"policy": chosen.value, "seed": seed}
+        limits = SIZE_LIMITS[seed % len(SIZE_LIMITS)]
+        for key, limit in zip(("classic_max_size", "consumer_max_size"), limits, strict=True):
+            if limit:
+                setup[key] = limit
         self.run = make_mixed_run(setup, self.settings.variants, "--variant")  # its log is the trace
         self.assignor = assignor  # one classic protocol per run, so classic members can share a group
-        self.steps.append(f"setup policy {chosen.value}, classic assignor {assignor}, t:{partitions}")
+        sizes = "".join(f", {k} {v}" for k, v in setup.items() if k.endswith("max_size"))
+        self.steps.append(f"setup policy {chosen.value}, classic assignor {assignor}, t:{partitions}{sizes}")
         self._do(None, lambda: self.run.topic("t", partitions) if self.run else None)
         for classic in first:
             self._add(classic, None, 9)

@@ -11,7 +11,7 @@ re-runs the ops on a coordinator rebuilt from the header and compares every even
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from conformance.errors import SpecError, UsageError
@@ -113,6 +113,28 @@ class TracedMixedRun(CheckedLog, MixedRun):
         raise KeyError("observation not in the log")
 
 
+#: the set-up keys of a mixed run; the size limits are optional (absent: Kafka's default, no limit)
+SETUP_KEYS = ("policy", "seed", "tick_ms", "classic_max_size", "consumer_max_size")
+
+
+def _limit(setup: dict[str, Any], key: str, where: str) -> int:
+    value = setup[key]
+    if type(value) is not int or not 1 <= value <= 1_000:
+        raise SpecError(f"{where}: set-up key {key} must be an integer from 1 to 1000, not {value!r}")
+    return value
+
+
+def _config(policy: MigrationPolicy, limits: dict[str, int]) -> MixedConfig:
+    """``classic_max_size`` is the model's group.max.size of classic groups (the downgrade limit),
+    ``consumer_max_size`` group.consumer.max.size (the upgrade limit): `MixedConfig`."""
+    config = MixedConfig(policy=policy)
+    if "classic_max_size" in limits:
+        config = replace(config, classic=replace(config.classic, max_size=limits["classic_max_size"]))
+    if "consumer_max_size" in limits:
+        config = replace(config, consumer=replace(config.consumer, max_size=limits["consumer_max_size"]))
+    return config
+
+
 def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) -> TracedMixedRun:
     """A run on the mixed coordinator (or ``variants['mixed_mutant']``) described by ``setup``:
     ``policy`` (group.consumer.migration.policy), ``seed`` (the coordinator's chooser), ``tick_ms``."""
@@ -121,11 +143,14 @@ def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) 
 
     MIXED_MUTANTS = {**FIRST, **HELDOUT_MIXED_MUTANTS}
 
-    unknown = set(setup) - {"policy", "seed", "tick_ms"}
+    unknown = set(setup) - set(SETUP_KEYS)
     if unknown:
         raise SpecError(
-            f"{where}: unknown mixed set-up key(s) {sorted(unknown)} (known: policy, seed, tick_ms)"
+            f"{where}: unknown mixed set-up key(s) {sorted(unknown)} (known: {', '.join(SETUP_KEYS)})"
         )
+    limits = {
+        key: _limit(setup, key, where) for key in ("classic_max_size", "consumer_max_size") if key in setup
+    }
     policy_name = str(variants.get("migration_policy", setup.get("policy", "bidirectional")))
     try:
         policy = MigrationPolicy(policy_name)
@@ -140,12 +165,12 @@ def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) 
     cls = MIXED_MUTANTS[mutant] if mutant else MixedCoordinator
     seed = int(setup.get("seed", 0))
     run = TracedMixedRun(
-        cls(MixedConfig(policy=policy), SeededChooser(seed)),
+        cls(_config(policy, limits), SeededChooser(seed)),
         (),
         tick_ms=int(setup.get("tick_ms", 1_000)),
         keep_observations=True,
     )
-    run.setup = {"policy": policy.value, "seed": seed, "tick_ms": run.tick_ms}
+    run.setup = {"policy": policy.value, "seed": seed, "tick_ms": run.tick_ms, **limits}
     run.variants, run.seed = dict(variants), seed
     return run
 
