@@ -296,6 +296,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "max_examples": (1, 1_000_000),
     "restarts": (0, 1000),
     "depth": (0, 1000),
+    "perturbations": (0, 100),
     "members": (1, 64),
     "partitions": (1, 1024),
     "budget": (0.001, 7 * 24 * 3600.0),

@@ -174,7 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--partitions", type=integer("partitions"), default=2)
     ex.add_argument("--depth", type=integer("depth"), default=12)
     ex.add_argument("--budget", type=number("budget"), default=600.0, help="seconds")
-    ex.add_argument("--ops", help="comma-separated op alphabet (default step,advance,stall,resume)")
+    ex.add_argument(
+        "--ops",
+        help="comma-separated op alphabet (classic default step,advance,stall,resume; perturbations:"
+        " leave,restart,subscribe,lose_response and, classic only, stale_subscription)",
+    )
+    ex.add_argument(
+        "--perturbations",
+        type=integer("perturbations"),
+        help="at most this many perturbing ops on any path (default: no bound)",
+    )
     ex.add_argument("--variant", action="append", default=[])
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
     ex.add_argument("--report-dir", type=Path)

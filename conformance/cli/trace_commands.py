@@ -129,7 +129,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     kit = get_kit(args.protocol)
     ops = None if not args.ops else tuple(o.strip() for o in args.ops.split(",") if o.strip())
     result = kit.require("explore")(
-        args.members, args.partitions, depth=args.depth, variants=variants, budget_s=args.budget, ops=ops
+        args.members,
+        args.partitions,
+        depth=args.depth,
+        variants=variants,
+        budget_s=args.budget,
+        ops=ops,
+        perturbations=args.perturbations,
     )
     make_trace = kit.require("explore_trace")
     shown = ", ".join(f"{k}={v}" for k, v in sorted(variants.items())) or "none"
@@ -137,6 +143,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     print(
         f"explore {args.protocol}: {args.members} members x {args.partitions} partitions, variants {shown}, "
         f"ops {','.join(result.ops)}"
+        + ("" if result.perturbations is None else f", at most {result.perturbations} perturbation(s) a path")
     )
     bound = (
         f"complete after {result.levels_done} levels (no new states)"

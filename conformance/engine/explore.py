@@ -44,6 +44,8 @@ class ExploreResult:
     found: dict[str, Found] = field(default_factory=dict)
     setup: dict[str, Any] = field(default_factory=dict)
     prefix: tuple[dict[str, Any], ...] = ()
+    #: the most perturbing ops on any path (None: no bound), as the kit counts them
+    perturbations: int | None = None
 
     @property
     def states(self) -> int:
@@ -52,6 +54,12 @@ class ExploreResult:
     @property
     def transitions(self) -> int:
         return int(self.graph.number_of_edges())
+
+
+def perturbed_key(key: str, used: int, budget: int | None) -> str:
+    """An abstract state key with the perturbations spent so far, when they are bounded: the same
+    state with budget left can reach more (TLC keeps the count as a state variable)."""
+    return key if budget is None else f"{key}/{used}"
 
 
 def path_to(parent: dict[str, tuple[str, dict[str, Any]] | None], key: str) -> tuple[dict[str, Any], ...]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to
+from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to, perturbed_key
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
@@ -31,12 +31,18 @@ from conformance.protocols.classic.build import make_classic_sim, quiet_gap
 from conformance.protocols.classic.trace import CLIENT_OPS, TracedClassicSim, apply_op, to_trace
 
 DEFAULT_OPS = ("step", "advance", "stall", "resume")
-ALL_OPS = (*DEFAULT_OPS, "lose_response", "leave", "restart", "stale_subscription")
+#: the perturbing ops ``--ops`` may add (Vanlightly's KIP-848 specification perturbs a group by
+#: leaves, crashes, subscription changes and replies lost on an old connection); ``subscribe``
+#: toggles a member between t and t,u (topic u of one partition then joins the set-up)
+PERTURBATIONS = ("lose_response", "leave", "restart", "stale_subscription", "subscribe")
+ALL_OPS = (*DEFAULT_OPS, *PERTURBATIONS)
 #: explore op kinds the BFS polish adds only when the trace itself used that kind
 OPTIONAL_KINDS = ("lose_response", "leave", "restart")
 
 
-def classic_setup(members: int, partitions: int, variants: dict[str, str]) -> dict[str, Any]:
+def classic_setup(
+    members: int, partitions: int, variants: dict[str, str], ops: tuple[str, ...] = DEFAULT_OPS
+) -> dict[str, Any]:
     assignor = variants.get("assignor", "range")
     if assignor == "mixed":
         raise UsageError("explore: pick one assignor (--variant assignor=...), not mixed")
@@ -50,15 +56,17 @@ def classic_setup(members: int, partitions: int, variants: dict[str, str]) -> di
         }
         for i in range(members)
     ]
-    return {"topics": {"t": partitions}, "clients": clients, "config": {}}
+    topics = {"t": partitions, **({"u": 1} if "subscribe" in ops else {})}
+    return {"topics": topics, "clients": clients, "config": {}}
 
 
 def _fresh(setup: dict[str, Any], variants: dict[str, str]) -> TracedClassicSim:
     return make_classic_sim(setup["topics"], setup["clients"], setup["config"], variants, where="explore")
 
 
-def _enabled(sim: TracedClassicSim, ops: Iterable[str]) -> list[dict[str, Any]]:
-    wanted = set(ops)
+def _enabled(sim: TracedClassicSim, ops: Iterable[str], perturb: bool = True) -> list[dict[str, Any]]:
+    """The ops enabled in ``sim``; ``perturb`` False: none of `PERTURBATIONS` (the budget is spent)."""
+    wanted = set(ops) if perturb else set(ops) - set(PERTURBATIONS)
     out: list[dict[str, Any]] = []
     for name in sorted(sim.clients):
         c = sim.clients[name]
@@ -78,6 +86,9 @@ def _enabled(sim: TracedClassicSim, ops: Iterable[str]) -> list[dict[str, Any]]:
         if "stale_subscription" in wanted and c.owned and not c.stale_subscription and c.cooperative:
             # the fault of docs/bug-catalogue.md#row-2
             out.append({"op": "stale_subscription", "client": name})
+        if "subscribe" in wanted and "u" in sim.topics:
+            topics = ["t"] if "u" in c.config.topics else ["t", "u"]
+            out.append({"op": "subscribe", "client": name, "topics": topics})
     if "advance" in wanted:
         out.append({"op": "advance", "ms": quiet_gap(sim)})
     return out
@@ -98,13 +109,17 @@ def explore_classic(
     symmetry: bool = True,
     cpu_clock: bool = False,
     prefix: tuple[dict[str, Any], ...] = (),
+    perturbations: int | None = None,
 ) -> ExploreResult:
-    """BFS to ``depth`` ops (after the optional ``prefix`` ops, which every path then starts with)."""
+    """BFS to ``depth`` ops (after the optional ``prefix`` ops, which every path then starts with);
+    at most ``perturbations`` of `PERTURBATIONS` on any path (None: no bound), the count so far
+    being part of the state (`perturbed_key`)."""
     if not 1 <= members <= 4 or not 1 <= partitions <= 8:
         raise UsageError("explore: --members 1..4 and --partitions 1..8")
     variants = dict(variants or {})
-    setup = classic_setup(members, partitions, variants)
+    setup = classic_setup(members, partitions, variants, ops)
     result = ExploreResult("classic", members, partitions, variants, depth, ops, setup=setup)
+    result.perturbations = perturbations
     graph = result.graph
     checker = watched(Checker("classic"))  # transitions and findings on a terminal's progress line
     clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
@@ -114,7 +129,7 @@ def explore_classic(
         apply_op(root, op, "explore --prefix")
     root.log.clear()
     result.prefix = tuple(prefix)
-    root_key = abstract_key(root, symmetry=symmetry)
+    root_key = perturbed_key(abstract_key(root, symmetry=symmetry), 0, perturbations)
     graph.add_node(root_key, depth=0, group=group_state(root))
     parent: dict[str, tuple[str, dict[str, Any]] | None] = {root_key: None}
     frontier: list[tuple[str, TracedClassicSim]] = [(root_key, root)]
@@ -124,14 +139,20 @@ def explore_classic(
             if clock() - start > budget_s:
                 result.budget_hit = True
                 break
-            for op in _enabled(sim, ops):
+            used = getattr(sim, "explore_perturbed", 0)
+            for op in _enabled(sim, ops, perturbations is None or used < perturbations):
                 child = clone(sim)
                 obs = apply_op(child, op, "explore")
                 child.log.clear()
                 child.port.records.clear()  # type: ignore[attr-defined]  # the log of records, not state
-                if obs is None and op["op"] not in ("restart", "stale_subscription"):
+                if obs is None and op["op"] not in ("restart", "stale_subscription", "subscribe"):
                     continue
-                child_key = abstract_key(child, symmetry=symmetry)
+                child.explore_perturbed = used + (op["op"] in PERTURBATIONS)  # type: ignore[attr-defined]
+                child_key = perturbed_key(
+                    abstract_key(child, symmetry=symmetry),
+                    child.explore_perturbed,  # type: ignore[attr-defined]
+                    perturbations,
+                )
                 violations = checker.check(obs, level + 1) if obs is not None else []
                 new = child_key not in graph
                 if new:
@@ -228,6 +249,7 @@ def explore(
     budget_s: float = 600.0,
     ops: tuple[str, ...] | None = None,
     cpu_clock: bool = False,
+    perturbations: int | None = None,
 ) -> ExploreResult:
     """The kit's ``explore``: `explore_classic` over ``ops`` (None: `DEFAULT_OPS`; a usage error
     naming an op it does not know)."""
@@ -236,7 +258,14 @@ def explore(
     if unknown:
         raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_OPS)})")
     return explore_classic(
-        members, partitions, depth=depth, variants=variants, budget_s=budget_s, ops=ops, cpu_clock=cpu_clock
+        members,
+        partitions,
+        depth=depth,
+        variants=variants,
+        budget_s=budget_s,
+        ops=ops,
+        cpu_clock=cpu_clock,
+        perturbations=perturbations,
     )
 
 

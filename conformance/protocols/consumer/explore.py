@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to
+from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to, perturbed_key
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
@@ -31,6 +31,12 @@ from conformance.protocols.consumer.build import make_consumer_sim
 from conformance.protocols.consumer.trace import TracedConsumerSim, action_of, to_trace
 
 CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
+#: the perturbations of Vanlightly's KIP-848 specification a run may add with ``--ops``: a member
+#: leaves, its process restarts (a crash; with ``stall`` and ``advance``, a live member's session
+#: expiring), it changes its subscription (t <-> t,u: topic u of one partition joins the set-up),
+#: its next answer is lost on the old connection
+PERTURBATIONS = ("leave", "restart", "subscribe", "lose_response")
+ALL_CONSUMER_OPS = (*CONSUMER_OPS, *PERTURBATIONS)
 TICK_MS = 500
 
 
@@ -133,9 +139,10 @@ def consumer_group_state(sim: Any) -> str:
     return "Empty" if group is None else str(getattr(group.state, "value", group.state))
 
 
-def consumer_setup(members: int, partitions: int) -> dict[str, Any]:
+def consumer_setup(members: int, partitions: int, ops: tuple[str, ...] = CONSUMER_OPS) -> dict[str, Any]:
     clients = [{"name": f"c{i + 1}", "topics": ["t"], "rebalance_timeout_ms": 1500} for i in range(members)]
-    return {"topics": {"t": partitions}, "clients": clients, "config": {}}
+    topics = {"t": partitions, **({"u": 1} if "subscribe" in ops else {})}
+    return {"topics": topics, "clients": clients, "config": {}}
 
 
 def _fresh(setup: dict[str, Any], variants: dict[str, str]) -> TracedConsumerSim:
@@ -144,7 +151,9 @@ def _fresh(setup: dict[str, Any], variants: dict[str, str]) -> TracedConsumerSim
     return sim
 
 
-def _enabled(sim: Any) -> list[dict[str, Any]]:
+def _enabled(sim: Any, ops: tuple[str, ...] = CONSUMER_OPS, perturb: bool = True) -> list[dict[str, Any]]:
+    """The ops enabled in ``sim``; ``perturb`` False: none of `PERTURBATIONS` (the budget is spent)."""
+    wanted = set(ops) if perturb else set(ops) - set(PERTURBATIONS)
     out: list[dict[str, Any]] = []
     for name in sorted(sim.clients):
         c = sim.clients[name]
@@ -152,6 +161,15 @@ def _enabled(sim: Any) -> list[dict[str, Any]]:
             out.append({"op": "client_step", "name": name})
             out.append({"op": "reconcile", "name": name})
         out.append({"op": "stall", "name": name, "stalled": not c.crashed})
+        if "leave" in wanted and not c.crashed and c.member_id and c.member_epoch > 0:
+            out.append({"op": "leave", "name": name})
+        if "restart" in wanted and c.member_id:
+            out.append({"op": "restart", "name": name})
+        if "subscribe" in wanted and not c.crashed:
+            topics = ["t"] if "u" in c.topics else ["t", "u"]
+            out.append({"op": "subscribe", "name": name, "topics": topics})
+        if "lose_response" in wanted and not c.crashed and name not in sim.lose_next:
+            out.append({"op": "lose_response", "name": name})
     out.append({"op": "advance", "ms": TICK_MS})
     return out
 
@@ -169,18 +187,24 @@ def explore_consumer(
     budget_s: float = 600.0,
     symmetry: bool = True,
     cpu_clock: bool = False,
+    ops: tuple[str, ...] = CONSUMER_OPS,
+    perturbations: int | None = None,
 ) -> ExploreResult:
+    """BFS to ``depth`` ops; at most ``perturbations`` of `PERTURBATIONS` on any path (None: no
+    bound), the count so far being part of the state, as `MaxPerturbations` is in Vanlightly's
+    specification."""
     if not 1 <= members <= 4 or not 1 <= partitions <= 8:
         raise UsageError("explore: --members 1..4 and --partitions 1..8")
     variants = dict(variants or {})
-    setup = consumer_setup(members, partitions)
-    result = ExploreResult("consumer", members, partitions, variants, depth, CONSUMER_OPS, setup=setup)
+    setup = consumer_setup(members, partitions, ops)
+    result = ExploreResult("consumer", members, partitions, variants, depth, ops, setup=setup)
+    result.perturbations = perturbations
     graph: Any = result.graph
     checker = watched(Checker("consumer"))  # transitions and findings on a terminal's progress line
     clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
     start = clock()
     root = _fresh(setup, variants)
-    root_key = consumer_key(root, symmetry=symmetry)
+    root_key = perturbed_key(consumer_key(root, symmetry=symmetry), 0, perturbations)
     graph.add_node(root_key, depth=0, group=consumer_group_state(root))
     parent: dict[str, tuple[str, dict[str, Any]] | None] = {root_key: None}
     frontier = [(root_key, root)]
@@ -190,14 +214,18 @@ def explore_consumer(
             if clock() - start > budget_s:
                 result.budget_hit = True
                 break
-            for op in _enabled(sim):
+            used = getattr(sim, "explore_perturbed", 0)
+            for op in _enabled(sim, ops, perturbations is None or used < perturbations):
                 child = _clone(sim)
                 before = len(child.log)
                 observations = child.replay([action_of(op, "explore")])
                 if not observations and len(child.log) == before and op["op"] != "stall":
                     continue
                 child.port.records = list(child.port.records)
-                child_key = consumer_key(child, symmetry=symmetry)
+                child.explore_perturbed = used + (op["op"] in PERTURBATIONS)
+                child_key = perturbed_key(
+                    consumer_key(child, symmetry=symmetry), child.explore_perturbed, perturbations
+                )
                 violations = [
                     v for n, obs in enumerate(observations) for v in checker.check(obs, level + 1 + n)
                 ]
@@ -269,12 +297,23 @@ def explore(
     budget_s: float = 600.0,
     ops: tuple[str, ...] | None = None,
     cpu_clock: bool = False,
+    perturbations: int | None = None,
 ) -> ExploreResult:
-    """The kit's ``explore``: `explore_consumer` (its alphabet is fixed: ``ops`` must be None)."""
-    if ops is not None:
-        raise UsageError(f"--ops: the consumer explorer uses {','.join(CONSUMER_OPS)}")
+    """The kit's ``explore``: `explore_consumer` over ``ops`` (None: `CONSUMER_OPS`; the ops it
+    always has plus any of `PERTURBATIONS`)."""
+    ops = CONSUMER_OPS if ops is None else tuple(dict.fromkeys((*CONSUMER_OPS, *ops)))
+    unknown = sorted(set(ops) - set(ALL_CONSUMER_OPS))
+    if unknown:
+        raise UsageError(f"--ops: unknown op(s) {unknown} (known: {', '.join(ALL_CONSUMER_OPS)})")
     return explore_consumer(
-        members, partitions, depth=depth, variants=variants, budget_s=budget_s, cpu_clock=cpu_clock
+        members,
+        partitions,
+        depth=depth,
+        variants=variants,
+        budget_s=budget_s,
+        cpu_clock=cpu_clock,
+        ops=ops,
+        perturbations=perturbations,
     )
 
 
