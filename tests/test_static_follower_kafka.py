@@ -1,4 +1,4 @@
-"""The coordinator half of the known deviation `static-follower-subscription`
+"""The coordinator half of the known deviation `static-subscription-change`
 (docs/known-deviations.md), checked on the Apache Kafka the suite starts.
 
 A static follower's process restarts subscribed to one more topic while its group is Stable. Kafka

@@ -12,11 +12,11 @@ A static leader rejoining a Stable group is replaced without a rebalance (KIP-34
   new process does not know it leads and acts on no metadata change at all, the one it missed
   included (the behaviour KIP-814 fixed, kept for older versions). Tagged at that answer.
 
-A static follower rejoining a Stable group with a changed subscription is replaced without a
-rebalance as well: the coordinator compares only the selected protocol's name, not the member's
-new metadata (GMM updateStaticMemberThenRebalanceOrCompleteJoin; KAFKA-12759, apache/kafka PR
-#22593 open), and the Java consumer joined with the new subscription already, so nobody asks for
-the rebalance that would assign its new topics
+A static member, follower or leader, rejoining a Stable group with a changed subscription is
+replaced without a rebalance as well: the coordinator compares only the selected protocol's name,
+not the member's new metadata (GMM updateStaticMemberThenRebalanceOrCompleteJoin; KAFKA-12759,
+apache/kafka PR #22593 open), and the Java consumer joined with the new subscription already, so
+nobody asks for the rebalance that would assign its new topics
 (reports/findings/static-follower-subscription-change.md). Tagged at that answer.
 
 A leader that runs the assignor again clears the tags (`assigned`).
@@ -36,7 +36,7 @@ from model.observation import Observation
 
 KIP_814_SNAPSHOT = "kip-814-leader-snapshot"
 UNAWARE_LEADER = "static-leader-unaware"
-FOLLOWER_SUBSCRIPTION = "static-follower-subscription"
+STATIC_SUBSCRIPTION = "static-subscription-change"
 
 Topics = tuple[tuple[str, int], ...]
 Subscriptions = tuple[tuple[str, tuple[str, ...]], ...]
@@ -77,7 +77,7 @@ def static_subscriptions(group: GroupSnap | None, leader_input: tuple[tuple[str,
     )
 
 
-def returning_follower(
+def returning_static(
     tags: set[tuple[str, str]],
     name: str,
     response: object,
@@ -85,48 +85,40 @@ def returning_follower(
     assigned_on: Subscriptions,
     config: Any,
 ) -> None:
-    """Tag ``name`` if ``response`` replaces it as a static follower of a Stable group, without a
+    """Tag ``name`` if ``response`` replaces it as a static member of a Stable group, without a
     rebalance, while its subscription differs from the one the group's assignment was computed on."""
     if not isinstance(response, JoinGroupResponse) or response.error != ErrorCode.NONE:
         return
     if config.instance_id is None or group is None or group.state != GroupState.STABLE:
         return
-    if response.leader == response.member_id or group.leader == response.member_id:
-        return
     before = dict(assigned_on).get(config.instance_id)
     if before is not None and before != tuple(sorted(config.topics)):
-        tags.add((FOLLOWER_SUBSCRIPTION, name))
+        tags.add((STATIC_SUBSCRIPTION, name))
 
 
 def assigned(tags: set[tuple[str, str]]) -> None:
     """A leader ran the assignor on the current metadata and subscriptions: nothing skipped is left."""
-    for tag in [t for t in tags if t[0] in (KIP_814_SNAPSHOT, UNAWARE_LEADER, FOLLOWER_SUBSCRIPTION)]:
+    for tag in [t for t in tags if t[0] in (KIP_814_SNAPSHOT, UNAWARE_LEADER, STATIC_SUBSCRIPTION)]:
         tags.discard(tag)
 
 
-def _converged_on_assigned_metadata(obs: Observation[ClassicWorld]) -> bool:
-    """The group converged on the metadata its assignment was computed on."""
+def _converged_on_assigned_input(obs: Observation[ClassicWorld]) -> bool:
+    """The group converged on what its assignment was computed on: the metadata, when a returning
+    leader was tagged, and each tagged static member judged by the subscription the leader was
+    given for it."""
     from model.classic.progress_invariants import eventual_convergence
 
     world = obs.after
-    if world.assignment_topics is None:
-        return False
-    seen = replace(world, topics=world.assignment_topics)
-    return not eventual_convergence(replace(obs, after=seen))
-
-
-def _converged_on_assigned_subscriptions(obs: Observation[ClassicWorld]) -> bool:
-    """The group converged on the subscriptions its assignment was computed on: each tagged
-    follower judged by the subscription the leader was given for it."""
-    from model.classic.progress_invariants import eventual_convergence
-
-    world = obs.after
+    if tagged(world, KIP_814_SNAPSHOT) or tagged(world, UNAWARE_LEADER):
+        if world.assignment_topics is None:
+            return False
+        world = replace(world, topics=world.assignment_topics)
     before = dict(world.assignment_subscriptions)
-    tagged_names = tagged(world, FOLLOWER_SUBSCRIPTION)
+    names = tagged(world, STATIC_SUBSCRIPTION)
     clients = []
     for c in world.clients:
-        old = before.get(c.instance_id) if c.instance_id is not None else None
-        if c.name in tagged_names:
+        if c.name in names:
+            old = before.get(c.instance_id) if c.instance_id is not None else None
             if old is None:
                 return False
             c = replace(c, subscribed=frozenset(old))
@@ -145,7 +137,7 @@ known_deviation(
         "ConsumerCoordinator.onLeaderElected (skipAssignment), Apache Kafka clients 3.2+",
     ),
     "reports/findings/static-leader-missed-growth.md",
-)(_converged_on_assigned_metadata)
+)(_converged_on_assigned_input)
 
 known_deviation(
     UNAWARE_LEADER,
@@ -158,12 +150,12 @@ known_deviation(
         "docs/protocol-reference.md#a3-1 (a v<9 answer names the previous leader id)",
     ),
     "reports/findings/static-leader-missed-growth.md",
-)(_converged_on_assigned_metadata)
+)(_converged_on_assigned_input)
 
 known_deviation(
-    FOLLOWER_SUBSCRIPTION,
+    STATIC_SUBSCRIPTION,
     "classic.eventual_convergence",
-    "a static follower that rejoins a Stable group with a new subscription is replaced without a "
+    "a static member that rejoins a Stable group with a new subscription is replaced without a "
     "rebalance and its new topics are never assigned",
     (
         "KIP-345",
@@ -172,4 +164,4 @@ known_deviation(
         "(only the selected protocol's name is compared)",
     ),
     "reports/findings/static-follower-subscription-change.md",
-)(_converged_on_assigned_subscriptions)
+)(_converged_on_assigned_input)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.classic.client import ClassicClient
-from model.classic.deviations import assigned, returning_follower, returning_leader, static_subscriptions
+from model.classic.deviations import assigned, returning_leader, returning_static, static_subscriptions
 from model.classic.messages import Request, SyncGroupResponse
 from model.classic.port import ClassicPort
 from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment
@@ -416,7 +416,7 @@ class ClassicSim:
             returning_leader(
                 self.deviations, name, d.response, group, self.assignment_topics, topics, version
             )
-            returning_follower(
+            returning_static(
                 self.deviations, name, d.response, group, self.assignment_subscriptions, client.config
             )
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:

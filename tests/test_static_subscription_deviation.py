@@ -1,4 +1,4 @@
-"""The known deviation `static-follower-subscription` (docs/known-deviations.md): a static follower
+"""The known deviation `static-subscription-change` (docs/known-deviations.md): a static member
 that restarts with a new subscription into a Stable group is replaced without a rebalance, as
 Apache Kafka does (KAFKA-12759), so its new topic is never assigned."""
 
@@ -10,16 +10,14 @@ from pathlib import Path
 from conformance.engine.checker import Checker
 from conformance.formats.trace_file import read_trace
 from conformance.trace.replay import replay
-from model.classic.deviations import FOLLOWER_SUBSCRIPTION
+from model.classic.deviations import STATIC_SUBSCRIPTION
 from model.classic.progress_invariants import eventual_convergence
 from model.deviations import explain
 
-FINDING = (
-    Path(__file__).resolve().parents[1]
-    / "reports"
-    / "findings"
-    / "classic.eventual_convergence_05aaf342cbbc.ndjson"
-)
+FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
+FINDING = FINDINGS / "classic.eventual_convergence_05aaf342cbbc.ndjson"
+#: the same restart of a static leader at JoinGroup v5 (thorough classic profile, seed 0)
+LEADER = FINDINGS / "classic.eventual_convergence_07364901ef04.ndjson"
 
 
 def _restarted_follower(new_topics: tuple[str, ...], join_version: int = 5):  # type: ignore[no-untyped-def]
@@ -48,11 +46,11 @@ def _restarted_follower(new_topics: tuple[str, ...], join_version: int = 5):  # 
 def test_the_finding_replays_as_the_known_deviation() -> None:
     result = replay(read_trace(FINDING))
     assert result.exact and result.verdict == "KNOWN DEVIATION", (result.verdict, result.difference)
-    assert result.deviations == [FOLLOWER_SUBSCRIPTION]
+    assert result.deviations == [STATIC_SUBSCRIPTION]
     broken = [o for o in result.observations if list(eventual_convergence(o))]
     assert broken
     obs = broken[-1]
-    assert (FOLLOWER_SUBSCRIPTION, "c2") in obs.after.deviations
+    assert (STATIC_SUBSCRIPTION, "c2") in obs.after.deviations
     strict = Checker("classic", strict=True)
     assert any(v.invariant == "classic.eventual_convergence" for v in strict.check(obs, 1))
     assert not Checker("classic").check(obs, 1)
@@ -64,7 +62,7 @@ def test_a_follower_restarting_with_a_new_topic_is_never_given_it_at_every_join_
         assert sim.world.group is not None and sim.world.group.generation == generation, version
         broken = [o for o in seen if list(eventual_convergence(o))]
         assert broken, version
-        assert all(explain("classic.eventual_convergence", o).id == FOLLOWER_SUBSCRIPTION for o in broken)  # type: ignore[union-attr]
+        assert all(explain("classic.eventual_convergence", o).id == STATIC_SUBSCRIPTION for o in broken)  # type: ignore[union-attr]
         assert not any(tp[0] == "u" for c in broken[-1].after.clients for tp in c.owned)
 
 
@@ -97,3 +95,16 @@ def test_a_partition_of_the_old_subscription_owned_by_nobody_is_not_explained() 
     assert explain("classic.eventual_convergence", broken) is None
     untagged = replace(obs, after=replace(world, deviations=frozenset()))
     assert explain("classic.eventual_convergence", untagged) is None
+
+
+def test_a_static_leader_restarting_with_a_new_topic_is_explained_too() -> None:
+    result = replay(read_trace(LEADER))
+    assert result.exact and result.verdict == "KNOWN DEVIATION", (result.verdict, result.difference)
+    broken = [o for o in result.observations if list(eventual_convergence(o))]
+    obs = broken[-1]
+    assert (STATIC_SUBSCRIPTION, "c1") in obs.after.deviations
+    assert obs.after.group is not None and obs.after.group.leader == obs.after.clients[0].member_id
+    untagged = replace(obs, after=replace(obs.after, deviations=frozenset()))
+    assert explain("classic.eventual_convergence", untagged) is None
+    strict = Checker("classic", strict=True)
+    assert any(v.invariant == "classic.eventual_convergence" for v in strict.check(obs, 1))
