@@ -1,10 +1,13 @@
 """The consumer oracle takes the member id a coordinator generates for a ConsumerGroupHeartbeat v0 join.
 
-A v0 join may name no member; the coordinator then makes the id (KIP-848; from v1 the client must
-send its own, KIP-1082). The target below is the model coordinator with another seed, so every id it
-makes differs from the one the oracle's model would draw; no broker is needed. Joins in v0 (dynamic
-and static) and in v1 share one group, heartbeat, and leave: no finding, and the hypotheses hold the
-target's ids. Teeth: an id a member already has, or an empty one, is still a finding.
+A v0 join may name no member; the coordinator then makes the id (KIP-848; GroupMetadataManager
+``consumerGroupHeartbeat``, apache/kafka@1eb7644 L1744). From v1 the client must send its own
+(KIP-1082: ``throwIfConsumerGroupHeartbeatRequestIsInvalid`` refuses an empty id when the request
+version reaches ``CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION``, apache/kafka PR #17549). The
+target below is the model coordinator with another seed, so every id it makes differs from the one
+the oracle's model would draw; no broker is needed. Joins in v0 (dynamic and static) and in v1
+share one group, heartbeat, and leave: no finding, and the hypotheses hold the target's ids. Teeth:
+an id a member already has, or a blank one, is still a finding.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from test_consumer_oracle_adoption import CONFIG, ScriptedPort
 
 from model.choice import SeededChooser
@@ -77,11 +81,9 @@ def test_a_generated_id_a_member_already_has_is_a_finding() -> None:
     assert messages and "ref 11" in messages[0] and "which a member of the group has" in messages[0]
 
 
-def test_an_empty_generated_id_is_a_finding() -> None:
-    def blank(answer: ConsumerGroupHeartbeatResponse) -> ConsumerGroupHeartbeatResponse:
-        return dataclasses.replace(answer, member_id="")
-
-    port, _ = run({1: blank})
+@pytest.mark.parametrize("blank", ["", " "])
+def test_a_blank_generated_id_is_a_finding(blank: str) -> None:
+    port, _ = run({1: lambda answer: dataclasses.replace(answer, member_id=blank)})
     messages = [f.message for f in port.findings]
     assert messages and "ref 1" in messages[0] and "member id" in messages[0]
 

@@ -201,13 +201,10 @@ class AssignmentAdoption:
 def generated_member_id(state: ConsumerCoordinatorState, request: Any, target: Any) -> tuple[Any, str | None]:
     """The request to run on a hypothesis, and why the target's answer is refused (None: it is not).
 
-    A v0 join with an empty member id asks the coordinator to make one (KIP-848; KIP-1082 makes v1
-    clients send their own): Kafka draws ``Uuid.randomUuid()`` and goes on exactly as for a join
-    under that id (GroupMetadataManager ``consumerGroupHeartbeat``, apache/kafka@1eb7644 L1744; the
-    empty id is refused from v1 on by ``throwIfConsumerGroupHeartbeatRequestIsInvalid``, its
-    ``CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION`` test, apache/kafka PR #17549). So when the
-    target accepted such a join under a fresh id, the hypothesis runs the join under that id instead
-    of the model's own draw; an id a member of the group already has is no fresh id, a finding."""
+    A v0 join without a member id has the coordinator make one (KIP-848; from v1 the client must
+    send its own, KIP-1082): Kafka draws a random Uuid and goes on as for a join under it
+    (GroupMetadataManager ``consumerGroupHeartbeat``, apache/kafka@1eb7644 L1744). So the hypothesis
+    runs the join under the target's id; an id a member already has, or a blank one, is no fresh id."""
     if (
         not isinstance(request, ConsumerGroupHeartbeatRequest)
         or request.version != 0
@@ -215,7 +212,7 @@ def generated_member_id(state: ConsumerCoordinatorState, request: Any, target: A
         or request.member_id != ""
         or not isinstance(target, ConsumerGroupHeartbeatResponse)
         or target.error_code != ErrorCode.NONE
-        or not target.member_id
+        or not (target.member_id or "").strip()
     ):
         return request, None
     g = state.groups.get(request.group_id)
