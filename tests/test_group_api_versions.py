@@ -1,10 +1,15 @@
-"""Every version of every classic group API that the target advertises and the model speaks is sent.
+"""Every version of every group API that the target advertises and the model speaks is sent.
 
 The classic machine draws each member's versions (conformance/protocols/classic/versions.py); a
 seeded run must send exactly the advertised-and-supported (api, version) pairs: on the model, the
 model's whole ranges; on Apache Kafka, what its ApiVersions answer leaves of them (Kafka 4.4.0
 advertises JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5 and OffsetCommit v2-10:
 KIP-896 removed OffsetCommit v0-1 in 4.0; `test_group_api_versions_kafka`).
+
+KIP-848 members send ConsumerGroupHeartbeat v0 or v1 and OffsetCommit v9 (`CONSUMER_LADDER`): in
+v0 a join may name no member and the coordinator makes the id, from v1 the client brings its own
+(KIP-1082). Real targets run v1 unless `--variant heartbeat_version=0` is pinned, so the ladder puts
+both versions in one group.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from conformance.protocols.classic.versions import MODEL_VERSIONS, MemberVersion
 from conformance.wire.codec import API_HEARTBEAT, API_JOIN_GROUP, API_OFFSET_COMMIT, SUPPORTED
 from conformance.wire.connection import Capabilities
 from model.classic.port import ModelPort
+from model.consumer.port import ModelConsumerPort
 
 
 class RecordingPort(ModelPort):
@@ -132,3 +138,74 @@ def test_a_session_timer_armed_early_is_caught_and_the_model_passes() -> None:
     assert {v.invariant for v in caught.violations} == {"classic.timers_not_early"}
     model = run_check("classic", profile=PROFILES["ci"], max_examples=30, seed_value=1)
     assert model.violations == []
+
+
+# ---------------------------------------------------------------- KIP-848: ConsumerGroupHeartbeat v0 and v1
+#: one group of KIP-848 members: v0 ones let the coordinator make their ids, v1 ones bring their own
+CONSUMER_LADDER: list[dict[str, Any]] = [
+    {"name": "k1", "version": 0},
+    {"name": "k2", "version": 0, "instance_id": "i2"},
+    {"name": "k3", "version": 1},
+    {"name": "k4", "version": 1, "instance_id": "i4"},
+]
+#: (api key, version) every KIP-848 member of the ladder sends between them
+CONSUMER_SENT = {(68, 0), (68, 1), (8, 9)}
+
+
+class RecordingConsumerPort(ModelConsumerPort):
+    """The model's KIP-848 port, noting the (api key, version) of every request it is sent."""
+
+    sent: set[tuple[int, int]] = set()
+
+    def heartbeat(self, request: Any, ref: int, now: int) -> Any:
+        RecordingConsumerPort.sent.add((68, request.version))
+        return super().heartbeat(request, ref, now)
+
+    def offset_commit(self, request: Any, ref: int, now: int) -> Any:
+        RecordingConsumerPort.sent.add((8, request.version))
+        return super().offset_commit(request, ref, now)
+
+
+def drive_consumers(sim: Any, observe: Any, pause_ms: int) -> None:
+    """The ladder joins and settles (bounded rounds), each member commits, the static v0 member
+    leaves for a while (-2) and comes back as a new process (a v0 join without an id, replacing
+    itself under its instance id), the group settles again and everyone leaves."""
+    from model.consumer.client import ClientState
+
+    names = [c["name"] for c in CONSUMER_LADDER]
+
+    def settle() -> None:
+        for _ in range(40):
+            for n in names:
+                observe(sim.client_step(n))
+            observe(sim.advance(pause_ms))
+            if all(sim.clients[n].state == ClientState.STABLE and sim.clients[n].owned for n in names):
+                return
+        raise AssertionError({n: sim.clients[n].state for n in names})
+
+    settle()
+    for n in names:
+        observe(sim.commit(n))
+    observe(sim.leave("k2"))
+    observe(sim.restart("k2"))
+    settle()
+    for n in names:
+        observe(sim.leave(n))
+
+
+def test_the_model_answers_consumer_group_heartbeat_v0_and_v1_in_one_group() -> None:
+    from conformance.protocols.consumer.build import make_consumer_sim
+    from model.invariants import for_protocol, load_all
+
+    load_all()
+    checks = for_protocol("consumer", ("safety", "transition"))
+    RecordingConsumerPort.sent = set()
+    sim = make_consumer_sim({"t": 4}, CONSUMER_LADDER, {}, {}, port_factory=RecordingConsumerPort)
+    broken: list[str] = []
+    drive_consumers(
+        sim,
+        lambda obs: broken.extend(m for i in checks for m in i.check(obs)) if obs is not None else None,
+        250,
+    )
+    assert broken == []
+    assert RecordingConsumerPort.sent == CONSUMER_SENT

@@ -7,7 +7,8 @@ members' targets since the assignment was computed is never changed by a later a
 (`pin_revealed`, `adoption_constraints`); if no legal completion exists the target's choice is
 illegal, a protocol finding. The model coordinator runs the adopted assignment through a hook
 (`Adopting`, `adopting`). The functions are shared by the consumer and the mixed oracle;
-`AssignmentAdoption` is the consumer port's part.
+`AssignmentAdoption` is the consumer port's part. The member id a coordinator makes for a v0 join
+is taken too (`generated_member_id`).
 """
 
 from __future__ import annotations
@@ -72,10 +73,13 @@ class AssignmentAdoption:
         self, c: CHypo, request: Any, ref: int, at: int, target: Any, prior: frozenset[TopicPartition] | None
     ) -> list[tuple[CHypo, str | None]]:
         before = c.state.copy()
+        request, refused = generated_member_id(c.state, request, target)
         answer = self._run(c, request, ref, at)
         c._answer = answer  # type: ignore[attr-defined]
         if target is None:
             return [(c, None)]
+        if refused is not None:
+            return [(c, refused)]
         why, _notes = compare(answer, target, prior)
         if why is None:
             self._freeze(c, request, target)
@@ -192,6 +196,32 @@ class AssignmentAdoption:
         g = c.state.groups.get(request.group_id)
         if g is not None:
             c.pins, c.pin_epoch = pin_revealed(c.pins, c.pin_epoch, g, request.member_id)
+
+
+def generated_member_id(state: ConsumerCoordinatorState, request: Any, target: Any) -> tuple[Any, str | None]:
+    """The request to run on a hypothesis, and why the target's answer is refused (None: it is not).
+
+    A v0 join without a member id has the coordinator make one (KIP-848; from v1 the client must
+    send its own, KIP-1082): Kafka draws a random Uuid and goes on as for a join under it
+    (GroupMetadataManager ``consumerGroupHeartbeat``, apache/kafka@1eb7644 L1744). So the hypothesis
+    runs the join under the target's id; an id a member already has, or a blank one, is no fresh id."""
+    if (
+        not isinstance(request, ConsumerGroupHeartbeatRequest)
+        or request.version != 0
+        or request.member_epoch != 0
+        or request.member_id != ""
+        or not isinstance(target, ConsumerGroupHeartbeatResponse)
+        or target.error_code != ErrorCode.NONE
+        or not (target.member_id or "").strip()
+    ):
+        return request, None
+    g = state.groups.get(request.group_id)
+    if g is not None and target.member_id in g.members:
+        return (
+            request,
+            f"the target generated member id {target.member_id!r}, which a member of the group has",
+        )
+    return dataclasses.replace(request, member_id=target.member_id), None
 
 
 def free_partitions(

@@ -16,6 +16,7 @@ from conformance.errors import TargetError
 from conformance.protocols.consumer.codec import (
     API_CONSUMER_GROUP_HEARTBEAT,
     API_OFFSET_COMMIT,
+    OFFSET_COMMIT_VERSION,
     decode_heartbeat,
     decode_offset_commit,
 )
@@ -36,6 +37,7 @@ class ConsumerOperation:
 
     hypos: list[CHypo]
     answers: dict[int, Any]
+    requests: dict[int, tuple[str, Any, int, int]]
     origin_reported: bool
     adoptions: int
 
@@ -45,6 +47,8 @@ class ConsumerOperation:
         self.pre_split = self.switched = None
         reported = self.hypos[0] if self.hypos else None
         t = self.clock()
+        version = getattr(payload, "__version__", getattr(request, "version", OFFSET_COMMIT_VERSION))
+        self.requests[ref] = (member, request, int(version), t)
         if not self._send(t, member, payload, ref, NAMES[api]):
             return Result()
         target, t_ans = self._await(ref, t)

@@ -4,7 +4,7 @@ The twin of `conformance.protocols.classic.oracle` for ConsumerGroupHeartbeat (a
 v9. Every request goes to the target over its member's own connection and to the model on the same
 input. A ConsumerGroupHeartbeat is answered at once (Kafka never parks it, GroupMetadataManager
 ``consumerGroupHeartbeat``), so one operation is: send, wait for the answer (with a deadline), then
-keep the model *hypotheses* that explain it. Three things the inputs alone do not decide:
+keep the model *hypotheses* that explain it. Four things the inputs alone do not decide:
 
 * Real time. A model timer (session, rebalance; docs/protocol-reference.md#b8) whose deadline lies in
   ``(t - late, t_answer]`` may or may not have fired in the target when it handled the request
@@ -16,6 +16,8 @@ keep the model *hypotheses* that explain it. Three things the inputs alone do no
   otherwise the target's choice is illegal, a protocol finding.
 * Where a new group's epochs start: Kafka 4.0 starts at 0, Kafka 4.3+ at 1 (KAFKA-20268,
   apache/kafka#21700, ``initial_group_epoch``). Both are protocol-legal; the first join decides.
+* The member id a v0 join without one is given (KIP-848; v1 members bring their own, KIP-1082): the
+  hypotheses run the join under the target's id when no member has it (`generated_member_id`).
 
 No hypothesis explains the answer -> a protocol finding (rule ``oracle.ConsumerGroupHeartbeat`` or
 ``oracle.OffsetCommit``) with the request, the target's answer and what the model expected.
@@ -120,6 +122,8 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
         self.current_member = "?"
         self.log: list[str] = []
         self.answers: dict[int, Any] = {}
+        #: every request sent: ref -> (member, model request, version on the wire, port ms)
+        self.requests: dict[int, tuple[str, Any, int, int]] = {}
         self.members: set[str] = set()
         self.notes_reported = 0
         self.adoptions = 0
