@@ -20,6 +20,10 @@ Obs = Observation[ConsumerWorld]
 
 
 _EMPTY: frozenset[TopicPartition] = frozenset()
+#: what `_pairs` reads of an observation (`model.invariant_reads`)
+PAIRS = ("after.groups", "before", "before.groups")
+#: what `ConsumerWorld.regex_view` and `member_subscribes` need of the world after
+SUBSCRIBES = ("after.regex_resolution", "after.topic_describe_denied")
 
 
 def _pairs(obs: Obs) -> Iterator[tuple[str, GroupView | None, GroupView]]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
 from model.consumer.client import ClientView
 from model.consumer.messages import TopicPartition
-from model.consumer.observe import _EMPTY, Obs, _active_clients, _heartbeat_request, _pairs
+from model.consumer.observe import _EMPTY, PAIRS, SUBSCRIBES, Obs, _active_clients, _heartbeat_request, _pairs
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     REBALANCE,
@@ -23,9 +23,11 @@ from model.consumer.state import (
 )
 from model.consumer.world import (
     AdvanceEvent,
+    HeartbeatEvent,
     heartbeat_response,
 )
 from model.errors import ErrorCode
+from model.invariant_reads import on
 from model.invariants import invariant
 
 
@@ -50,7 +52,7 @@ def session_timeout_removes(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer")
+@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer", reads=(*PAIRS, "now"))
 def rebalance_timeout_fences(obs: Obs) -> list[str]:
     """A member waiting to revoke has a rebalance timer armed with its epoch, and none stays past that deadline.
 
@@ -72,7 +74,7 @@ def rebalance_timeout_fences(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.static_leave_expires", "liveness", "consumer")
+@invariant("consumer.static_leave_expires", "liveness", "consumer", reads=(*PAIRS, "now"))
 def static_leave_expires(obs: Obs) -> list[str]:
     """A static member parked with epoch -2 keeps a session timer and is gone once it expires.
 
@@ -93,7 +95,7 @@ def static_leave_expires(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.target_computed_on_next_heartbeat", "liveness", "consumer")
+@invariant("consumer.target_computed_on_next_heartbeat", "liveness", "consumer", when=on(HeartbeatEvent))
 def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     """After a successful heartbeat the target is computed for the current group epoch, unless a batching coordinator's assignment interval still runs (then it is not).
 
@@ -136,7 +138,7 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     return []
 
 
-@invariant("consumer.reconciliation_progress", "liveness", "consumer")
+@invariant("consumer.reconciliation_progress", "liveness", "consumer", when=on(HeartbeatEvent))
 def reconciliation_progress(obs: Obs) -> list[str]:
     """A member's own accepted heartbeat leaves it waiting (UNRELEASED_PARTITIONS) only for a partition another member still holds.
 
@@ -170,7 +172,7 @@ def reconciliation_progress(obs: Obs) -> list[str]:
     ]
 
 
-@invariant("consumer.rejoin_always_possible", "liveness", "consumer")
+@invariant("consumer.rejoin_always_possible", "liveness", "consumer", when=on(HeartbeatEvent))
 def rejoin_always_possible(obs: Obs) -> list[str]:
     """A dynamic member that rejoins with epoch 0 is not fenced for its epoch: a fenced member can rejoin at once.
 
@@ -202,7 +204,9 @@ def rejoin_always_possible(obs: Obs) -> list[str]:
     ]
 
 
-@invariant("consumer.no_double_client_assignment", "safety", "consumer")
+@invariant(
+    "consumer.no_double_client_assignment", "safety", "consumer", reads=("after.clients", "after.groups")
+)
 def no_double_client_assignment(obs: Obs) -> list[str]:
     """No partition is owned at the same time by two clients that are both current members of the group (consumer view).
 
@@ -238,7 +242,7 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.legal_target_assignment", "safety", "consumer")
+@invariant("consumer.legal_target_assignment", "safety", "consumer", reads=(*PAIRS, *SUBSCRIBES))
 def legal_target_assignment(obs: Obs) -> list[str]:
     """No partition is in two members' targets; once computed for the current epoch, the target covers every partition some member subscribes to and only such partitions.
 
@@ -280,7 +284,7 @@ def _awaits_regex(m: ConsumerMember, view: Mapping[str, ResolvedRegex] | None) -
     return view is not None and bool(m.subscribed_topic_regex) and m.subscribed_topic_regex not in view
 
 
-@invariant("consumer.valid_member_epoch", "safety", "consumer")
+@invariant("consumer.valid_member_epoch", "safety", "consumer", reads=("after.clients", *PAIRS))
 def valid_member_epoch(obs: Obs) -> list[str]:
     """A member (server side) or client (consumer side) at the assignment epoch holds no partition that is in another member's target.
 
@@ -309,7 +313,9 @@ def valid_member_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.valid_stable_group_state", "safety", "consumer")
+@invariant(
+    "consumer.valid_stable_group_state", "safety", "consumer", reads=(*PAIRS, *SUBSCRIBES, "after.topics")
+)
 def valid_stable_group_state(obs: Obs) -> list[str]:
     """In a STABLE group every member is STABLE at the group epoch with nothing pending and its assigned set equal to its target (less, since KAFKA-19431, the partitions of topics it no longer subscribes to or that no longer exist).
 
@@ -338,7 +344,7 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.valid_partition_epoch", "safety", "consumer")
+@invariant("consumer.valid_partition_epoch", "safety", "consumer", reads=PAIRS)
 def valid_partition_epoch(obs: Obs) -> list[str]:
     """The partition-epoch map records exactly the held partitions, each with its holder's member epoch; free partitions have none.
 
@@ -361,7 +367,12 @@ def valid_partition_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.member_epoch_monotonic", "transition", "consumer")
+@invariant(
+    "consumer.member_epoch_monotonic",
+    "transition",
+    "consumer",
+    reads=(*PAIRS, "after.clients", "before.clients"),
+)
 def member_epoch_monotonic(obs: Obs) -> list[str]:
     """A member's epoch never decreases, on the coordinator or on its client, except when it leaves (-1/-2) or rejoins (0).
 
@@ -385,7 +396,7 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.no_ghost_member", "safety", "consumer")
+@invariant("consumer.no_ghost_member", "safety", "consumer", reads=(*PAIRS, "after.known_member_ids"))
 def no_ghost_member(obs: Obs) -> list[str]:
     """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
 
@@ -404,7 +415,12 @@ def no_ghost_member(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.eventual_convergence", "liveness", "consumer")
+@invariant(
+    "consumer.eventual_convergence",
+    "liveness",
+    "consumer",
+    reads=("after.clients", "after.convergence_bound_ms", "after.groups", "after.quiet_since", "now"),
+)
 def eventual_convergence(obs: Obs) -> list[str]:
     """Once perturbations stop for the convergence bound, every active client is a STABLE member at the assignment epoch owning exactly its assigned partitions, and the group has no other members.
 
@@ -445,7 +461,7 @@ def eventual_convergence(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.sometimes_revocation", "sometimes", "consumer")
+@invariant("consumer.sometimes_revocation", "sometimes", "consumer", reads=PAIRS)
 def sometimes_revocation(obs: Obs) -> list[str]:
     """A member was asked to revoke partitions (a rebalance with revocation happened).
 
@@ -461,7 +477,7 @@ def sometimes_revocation(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer")
+@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer", reads=PAIRS)
 def sometimes_static_rejoin(obs: Obs) -> list[str]:
     """A static member that left with epoch -2 came back under its instance id.
 
