@@ -11,7 +11,17 @@ a non-empty list when the interesting thing happened. The first docstring line i
 from __future__ import annotations
 
 from model.consumer.messages import TopicPartition
-from model.consumer.observe import _EMPTY, PAIRS, SUBSCRIBES, Obs, _heartbeat_request, _pairs, _reported_owned
+from model.consumer.observe import (
+    _EMPTY,
+    GROUPS,
+    PAIRS,
+    SUBSCRIBES,
+    Obs,
+    _groups,
+    _heartbeat_request,
+    _pairs,
+    _reported_owned,
+)
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     derive_group_state,
@@ -34,14 +44,14 @@ __all__ = ["ConsumerWorld"]
 # ------------------------------------------------------------------------- safety: KIP-848 (docs/protocol-reference.md#e15 to #e24)
 
 
-@invariant("consumer.single_partition_holder", "safety", "consumer", reads=PAIRS)
+@invariant("consumer.single_partition_holder", "safety", "consumer", reads=GROUPS)
 def single_partition_holder(obs: Obs) -> list[str]:
     """A partition has at most one holder (assigned or pending revocation) in a group at every point.
 
     docs/protocol-reference.md#e15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         seen: dict[TopicPartition, str] = {}
         for mid in sorted(g.members):
             m = g.members[mid]
@@ -274,7 +284,7 @@ def offset_commit_exact_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.group_state_derived", "safety", "consumer", reads=PAIRS)
+@invariant("consumer.group_state_derived", "safety", "consumer", reads=GROUPS)
 def group_state_derived(obs: Obs) -> list[str]:
     """The group state is the function of (members, group epoch, assignment epoch) defined by CoG L887.
 
@@ -282,14 +292,14 @@ def group_state_derived(obs: Obs) -> list[str]:
     RECONCILING iff some member is not STABLE at the assignment epoch; else STABLE.
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         derived = derive_group_state(dict(g.members), g.group_epoch, g.assignment_epoch)
         if g.state != derived:
             out.append(f"{gid}: state {g.state.value} but members/epochs give {derived.value}")
     return out
 
 
-@invariant("consumer.uniform_balanced", "safety", "consumer", reads=(*PAIRS, *SUBSCRIBES))
+@invariant("consumer.uniform_balanced", "safety", "consumer", reads=(*GROUPS, *SUBSCRIBES))
 def uniform_balanced(obs: Obs) -> list[str]:
     """With the uniform assignor and homogeneous subscriptions, a current target assigns every subscribed partition exactly once and sizes differ by at most one.
 
@@ -298,7 +308,7 @@ def uniform_balanced(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     denied = obs.after.topic_describe_denied
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         if g.last_assignor != "uniform" or g.group_epoch != g.assignment_epoch or not g.members:
             continue
         view = obs.after.regex_view(g)

@@ -10,7 +10,18 @@ from collections.abc import Mapping
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
 from model.consumer.client import ClientView
 from model.consumer.messages import TopicPartition
-from model.consumer.observe import _EMPTY, PAIRS, SUBSCRIBES, Obs, _active_clients, _heartbeat_request, _pairs
+from model.consumer.observe import (
+    _EMPTY,
+    CLIENTS,
+    GROUPS,
+    PAIRS,
+    SUBSCRIBES,
+    Obs,
+    _active_clients,
+    _groups,
+    _heartbeat_request,
+    _pairs,
+)
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     REBALANCE,
@@ -21,11 +32,7 @@ from model.consumer.state import (
     ResolvedRegex,
     member_subscribes,
 )
-from model.consumer.world import (
-    AdvanceEvent,
-    HeartbeatEvent,
-    heartbeat_response,
-)
+from model.consumer.world import AdvanceEvent, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
 from model.invariant_reads import on
 from model.invariants import invariant
@@ -52,14 +59,14 @@ def session_timeout_removes(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer", reads=(*PAIRS, "now"))
+@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer", reads=(*GROUPS, "now"))
 def rebalance_timeout_fences(obs: Obs) -> list[str]:
     """A member waiting to revoke has a rebalance timer armed with its epoch, and none stays past that deadline.
 
     docs/protocol-reference.md#e26 (GMM L2681ff, L3429-3470; #b8).
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         for mid in sorted(g.members):
             m = g.members[mid]
             if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0 or m.classic is not None:
@@ -74,14 +81,14 @@ def rebalance_timeout_fences(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.static_leave_expires", "liveness", "consumer", reads=(*PAIRS, "now"))
+@invariant("consumer.static_leave_expires", "liveness", "consumer", reads=(*GROUPS, "now"))
 def static_leave_expires(obs: Obs) -> list[str]:
     """A static member parked with epoch -2 keeps a session timer and is gone once it expires.
 
     docs/protocol-reference.md#e27 (GMM L3018; #b7: timers are not cancelled on a -2 leave).
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         for mid in sorted(g.members):
             if g.members[mid].member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 continue
@@ -204,9 +211,7 @@ def rejoin_always_possible(obs: Obs) -> list[str]:
     ]
 
 
-@invariant(
-    "consumer.no_double_client_assignment", "safety", "consumer", reads=("after.clients", "after.groups")
-)
+@invariant("consumer.no_double_client_assignment", "safety", "consumer", reads=("after.clients", *GROUPS))
 def no_double_client_assignment(obs: Obs) -> list[str]:
     """No partition is owned at the same time by two clients that are both current members of the group (consumer view).
 
@@ -242,7 +247,7 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.legal_target_assignment", "safety", "consumer", reads=(*PAIRS, *SUBSCRIBES))
+@invariant("consumer.legal_target_assignment", "safety", "consumer", reads=(*GROUPS, *SUBSCRIBES))
 def legal_target_assignment(obs: Obs) -> list[str]:
     """No partition is in two members' targets; once computed for the current epoch, the target covers every partition some member subscribes to and only such partitions.
 
@@ -250,7 +255,7 @@ def legal_target_assignment(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     denied = obs.after.topic_describe_denied
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         view = obs.after.regex_view(g)
         seen: dict[TopicPartition, str] = {}
         for mid in sorted(g.target):
@@ -284,7 +289,7 @@ def _awaits_regex(m: ConsumerMember, view: Mapping[str, ResolvedRegex] | None) -
     return view is not None and bool(m.subscribed_topic_regex) and m.subscribed_topic_regex not in view
 
 
-@invariant("consumer.valid_member_epoch", "safety", "consumer", reads=("after.clients", *PAIRS))
+@invariant("consumer.valid_member_epoch", "safety", "consumer", reads=("after.clients", *GROUPS))
 def valid_member_epoch(obs: Obs) -> list[str]:
     """A member (server side) or client (consumer side) at the assignment epoch holds no partition that is in another member's target.
 
@@ -293,7 +298,7 @@ def valid_member_epoch(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     world = obs.after
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         others: dict[TopicPartition, str] = {tp: mid for mid, ps in g.target.items() for tp in ps}
         for mid in sorted(g.members):
             m = g.members[mid]
@@ -314,7 +319,7 @@ def valid_member_epoch(obs: Obs) -> list[str]:
 
 
 @invariant(
-    "consumer.valid_stable_group_state", "safety", "consumer", reads=(*PAIRS, *SUBSCRIBES, "after.topics")
+    "consumer.valid_stable_group_state", "safety", "consumer", reads=(*GROUPS, *SUBSCRIBES, "after.topics")
 )
 def valid_stable_group_state(obs: Obs) -> list[str]:
     """In a STABLE group every member is STABLE at the group epoch with nothing pending and its assigned set equal to its target (less, since KAFKA-19431, the partitions of topics it no longer subscribes to or that no longer exist).
@@ -325,7 +330,7 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     denied, topics = obs.after.topic_describe_denied, obs.after.topics
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         if g.state != GroupState.STABLE:
             continue
         view = obs.after.regex_view(g)
@@ -344,14 +349,14 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.valid_partition_epoch", "safety", "consumer", reads=PAIRS)
+@invariant("consumer.valid_partition_epoch", "safety", "consumer", reads=GROUPS)
 def valid_partition_epoch(obs: Obs) -> list[str]:
     """The partition-epoch map records exactly the held partitions, each with its holder's member epoch; free partitions have none.
 
     Vanlightly TLA+ ValidPartitionEpoch; docs/protocol-reference.md#b1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         held: set[TopicPartition] = set()
         for mid in sorted(g.members):
             m = g.members[mid]
@@ -367,12 +372,7 @@ def valid_partition_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant(
-    "consumer.member_epoch_monotonic",
-    "transition",
-    "consumer",
-    reads=(*PAIRS, "after.clients", "before.clients"),
-)
+@invariant("consumer.member_epoch_monotonic", "transition", "consumer", reads=(*PAIRS, *CLIENTS))
 def member_epoch_monotonic(obs: Obs) -> list[str]:
     """A member's epoch never decreases, on the coordinator or on its client, except when it leaves (-1/-2) or rejoins (0).
 
@@ -396,7 +396,7 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.no_ghost_member", "safety", "consumer", reads=(*PAIRS, "after.known_member_ids"))
+@invariant("consumer.no_ghost_member", "safety", "consumer", reads=(*GROUPS, "after.known_member_ids"))
 def no_ghost_member(obs: Obs) -> list[str]:
     """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
 
@@ -408,7 +408,7 @@ def no_ghost_member(obs: Obs) -> list[str]:
     if known is None:
         return []
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         for mid in sorted(set(g.members) - known):
             held = sorted(g.members[mid].assigned)
             out.append(f"{gid}: member {mid} is known to no client" + (f" and holds {held}" if held else ""))
