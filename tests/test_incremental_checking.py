@@ -146,3 +146,15 @@ def test_check_paths_rejects_unknown_paths() -> None:
     for bad in ("after", "group", "after.group.members", "before.", "event.ref"):
         with pytest.raises(ValueError):
             check_paths([bad])
+
+
+def test_a_replaced_invariant_list_is_honoured() -> None:
+    """A checker whose invariant list is changed after a check checks the new list."""
+    walk = classic_walk(3, 1)
+    checker = Checker("classic")
+    checker.check(next(walk), 1)
+    dropped = {inv.id for inv in checker.invariants[5:]}
+    checker.invariants = checker.invariants[:5]
+    checker.check(next(walk), 2)
+    assert checker.last_checked[:5] == tuple(inv.id for inv in checker.invariants)
+    assert not dropped & set(checker.last_checked)

@@ -26,7 +26,6 @@ class Reuse:
     """The last messages of each invariant, and whether they are still valid ("stale" if not)."""
 
     def __init__(self, own: list[Invariant], sometimes: list[Invariant]) -> None:
-        self.own, self.sometimes = own, sometimes
         self.sizes = (len(own), len(sometimes))
         self.invariants = [*own, *sometimes]
         self.own_ids = tuple(inv.id for inv in own)
@@ -40,12 +39,13 @@ class Reuse:
         self.values: list[Any] = [_UNSEEN] * len(paths)
         self.undeclared = [inv.reads is None for inv in self.invariants]
         self.when = [inv.when for inv in self.invariants]
+        self.predicates = [inv.predicate for inv in self.invariants]
         self.stale = [True] * len(self.invariants)
         self.messages: list[list[str]] = [[] for _ in self.invariants]
 
     def serves(self, own: list[Invariant], sometimes: list[Invariant]) -> bool:
-        """Whether this memo was made for these very lists (unchanged since)."""
-        return own is self.own and sometimes is self.sometimes and (len(own), len(sometimes)) == self.sizes
+        """Whether this memo was made for these invariants, in this order."""
+        return len(own) == self.sizes[0] and self.invariants == own + sometimes
 
     def start(self, obs: Any) -> None:
         """Mark stale every invariant reading a part of ``obs`` that changed since the last check."""
@@ -62,6 +62,7 @@ class Reuse:
     def results(self, obs: Any, lo: int, hi: int) -> list[list[str]]:
         """The messages of the invariants at positions ``lo`` to ``hi``: run again where stale."""
         stale, messages, undeclared, when = self.stale, self.messages, self.undeclared, self.when
+        predicates = self.predicates
         for pos in range(lo, hi):
             if not stale[pos]:
                 continue
@@ -69,6 +70,6 @@ class Reuse:
             if test is not None and not test(obs):
                 messages[pos] = []  # it has nothing to say here; it runs again where it may
                 continue
-            messages[pos] = self.invariants[pos].check(obs)
+            messages[pos] = list(predicates[pos](obs))  # what `Invariant.check` returns
             stale[pos] = undeclared[pos]
         return messages[lo:hi]

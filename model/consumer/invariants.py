@@ -65,7 +65,7 @@ def single_partition_holder(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.assign_only_free", "transition", "consumer", reads=PAIRS)
+@invariant("consumer.assign_only_free", "transition", "consumer", reads=PAIRS, when=changed("groups"))
 def assign_only_free(obs: Obs) -> list[str]:
     """A member is given a partition only when no other remaining member holds it.
 
@@ -219,7 +219,9 @@ def static_instance_unique(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.max_size", "transition", "consumer", reads=(*PAIRS, "after.max_size"))
+@invariant(
+    "consumer.max_size", "transition", "consumer", reads=(*PAIRS, "after.max_size"), when=changed("groups")
+)
 def max_size(obs: Obs) -> list[str]:
     """A new member never takes a group beyond group.consumer.max.size.
 

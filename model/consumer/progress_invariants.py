@@ -34,7 +34,7 @@ from model.consumer.state import (
 )
 from model.consumer.world import AdvanceEvent, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
-from model.invariant_reads import on
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 
 
@@ -461,7 +461,7 @@ def eventual_convergence(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.sometimes_revocation", "sometimes", "consumer", reads=PAIRS)
+@invariant("consumer.sometimes_revocation", "sometimes", "consumer", reads=PAIRS, when=changed("groups"))
 def sometimes_revocation(obs: Obs) -> list[str]:
     """A member was asked to revoke partitions (a rebalance with revocation happened).
 
@@ -477,7 +477,7 @@ def sometimes_revocation(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer", reads=PAIRS)
+@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer", reads=PAIRS, when=changed("groups"))
 def sometimes_static_rejoin(obs: Obs) -> list[str]:
     """A static member that left with epoch -2 came back under its instance id.
 

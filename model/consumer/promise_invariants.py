@@ -12,7 +12,7 @@ from model.consumer.observe import PAIRS
 from model.consumer.state import ConsumerMember, member_subscribes
 from model.consumer.world import ConsumerWorld, GroupView, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
-from model.invariant_reads import on
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -91,7 +91,9 @@ def _awaits_resolution(world: ConsumerWorld, gb: GroupView, old: ConsumerMember,
     )
 
 
-@invariant("consumer.member_epoch_is_assignment_epoch", "transition", "consumer", reads=PAIRS)
+@invariant(
+    "consumer.member_epoch_is_assignment_epoch", "transition", "consumer", reads=PAIRS, when=changed("groups")
+)
 def member_epoch_is_assignment_epoch(obs: Obs) -> Iterator[str]:
     """A member epoch that moves forward moves to the group's target assignment epoch: no epoch is ever handed out that no target assignment carries (KIP-848 member epoch; KAFKA-19974).
 
