@@ -93,7 +93,8 @@ class _Recorder:
             return attr.__get__(self)  # so do a method's
         if not prefix:
             if name in ("before", "after"):
-                log.add("before") if name == "before" else None
+                if name == "before":
+                    log.add("before")  # whether there is one
                 world = getattr(target, name)
                 return None if world is None else _Recorder(world, name, log)
             log.add(name)
