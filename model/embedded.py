@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 TopicPartition = tuple[str, int]
 
@@ -283,6 +284,17 @@ def _read_version(r: _Reader) -> int:
 
 def decode_subscription(data: bytes) -> Subscription:
     """Parse ConsumerProtocolSubscription bytes (ConsumerProtocol.deserializeSubscription)."""
+    if type(data) is bytes:  # the result is immutable: the same bytes parse the same
+        return _decode_subscription_cached(data)
+    return _decode_subscription(data)
+
+
+@lru_cache(maxsize=4096)
+def _decode_subscription_cached(data: bytes) -> Subscription:
+    return _decode_subscription(data)
+
+
+def _decode_subscription(data: bytes) -> Subscription:
     r = _Reader(data, "subscription")
     version = _read_version(r)
     topics = tuple(r.string("topics") for _ in range(r.array_length("topics")))
@@ -295,6 +307,17 @@ def decode_subscription(data: bytes) -> Subscription:
 
 def decode_assignment(data: bytes) -> Assignment:
     """Parse ConsumerProtocolAssignment bytes (ConsumerProtocol.deserializeAssignment)."""
+    if type(data) is bytes:  # the result is immutable: the same bytes parse the same
+        return _decode_assignment_cached(data)
+    return _decode_assignment(data)
+
+
+@lru_cache(maxsize=4096)
+def _decode_assignment_cached(data: bytes) -> Assignment:
+    return _decode_assignment(data)
+
+
+def _decode_assignment(data: bytes) -> Assignment:
     r = _Reader(data, "assignment")
     _read_version(r)
     partitions = r.topic_partitions("assigned_partitions")

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from model.invariant_reads import check_paths
+
 Kind = Literal["safety", "transition", "liveness", "sometimes"]
 KINDS: tuple[str, ...] = ("safety", "transition", "liveness", "sometimes")
 Predicate = Callable[[Any], Iterable[str]]
@@ -33,6 +35,12 @@ class Invariant:
     protocol: str
     predicate: Predicate
     summary: str
+    #: the observation paths the predicate reads (`model.invariant_reads`); None: not declared,
+    #: checked on every step
+    reads: tuple[str, ...] | None = None
+    #: a cheap test the observation passes whenever the predicate has something to say: where it
+    #: fails, the predicate yields nothing (`model.invariant_reads.on`); None: no such test
+    when: Callable[[Any], bool] | None = None
 
     def check(self, observation: Any) -> list[str]:
         return list(self.predicate(observation))
@@ -41,8 +49,17 @@ class Invariant:
 REGISTRY: dict[str, Invariant] = {}
 
 
-def invariant(inv_id: str, kind: Kind, protocol: str) -> Callable[[Predicate], Predicate]:
-    """Register ``fn`` as the one implementation of ``inv_id``."""
+def invariant(
+    inv_id: str,
+    kind: Kind,
+    protocol: str,
+    reads: Iterable[str] | None = None,
+    when: Callable[[Any], bool] | None = None,
+) -> Callable[[Predicate], Predicate]:
+    """Register ``fn`` as the one implementation of ``inv_id``. ``reads`` (the observation paths it
+    reads) and ``when`` (a test it needs to pass to yield anything) let a checker skip it where it
+    cannot have changed its mind or cannot say anything (`model.invariant_reads`)."""
+    paths = None if reads is None else check_paths(reads)
 
     def register(fn: Predicate) -> Predicate:
         if inv_id in REGISTRY:
@@ -50,7 +67,7 @@ def invariant(inv_id: str, kind: Kind, protocol: str) -> Callable[[Predicate], P
         if kind not in KINDS:
             raise ValueError(f"invariant {inv_id}: unknown kind {kind}")
         summary = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        REGISTRY[inv_id] = Invariant(inv_id, kind, protocol, fn, summary)
+        REGISTRY[inv_id] = Invariant(inv_id, kind, protocol, fn, summary, paths, when)
         return fn
 
     return register

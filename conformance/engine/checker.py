@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine.kit import ProtocolKit, resolve
+from conformance.engine.reuse import Reuse
 from model.deviations import explain
 from model.invariants import Invariant, for_protocol, load_all
 from model.observation import Observation
@@ -74,6 +75,10 @@ class Checker:
     #: known deviations met (id -> `Deviation`); ``strict``: they are violations like any other
     deviations: dict[str, Deviation] = field(default_factory=dict)
     strict: bool = False
+    #: reuse an invariant's messages while the parts of the observation it reads (its ``reads``)
+    #: are the same objects as when it last ran (`Reuse`); False: run every invariant every step
+    incremental: bool = True
+    _reuse: Reuse | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         kit = resolve(self.protocol)
@@ -86,29 +91,44 @@ class Checker:
         self.views = [(view, view.invariants()) for view in plan.views]
         for inv in self.sometimes:
             self.hits.setdefault(inv.id, 0)
+        if self.incremental:
+            self._reuse = Reuse(self.invariants, self.sometimes)
 
     def check(self, obs: Observation[Any], step: int) -> list[Violation]:
         out: list[Violation] = []
-        checked = [inv.id for inv in self.invariants]
-        seen = []
-        for inv in self.invariants:
-            messages = inv.check(obs)
+        reuse = self._reuse
+        if reuse is not None and not reuse.serves(self.invariants, self.sometimes):
+            reuse = self._reuse = Reuse(self.invariants, self.sometimes)  # the lists were replaced
+        if reuse is not None:
+            reuse.start(obs)
+            own, checked = reuse.results(obs, 0, len(self.invariants)), reuse.own_ids
+        else:
+            own, checked = (
+                [inv.check(obs) for inv in self.invariants],
+                tuple(inv.id for inv in self.invariants),
+            )
+        for inv, messages in zip(self.invariants, own, strict=True):
             if messages:
                 out.extend(self._unexplained(inv, obs, messages, step))
         for view, invariants in self.views:
             shown = view.project(obs)
             if shown is None:
                 continue
+            checked += tuple(inv.id for inv in invariants)
             for inv in invariants:
-                checked.append(inv.id)
                 messages = list(view.check(inv, shown))
                 if messages:
                     out.extend(self._unexplained(inv, shown, messages, step))
-        for inv in self.sometimes:
-            if any(True for _ in inv.check(obs)):
+        if reuse is not None:
+            some = reuse.results(obs, len(self.invariants), len(reuse.invariants))
+        else:
+            some = [inv.check(obs) for inv in self.sometimes]
+        seen = []
+        for inv, messages in zip(self.sometimes, some, strict=True):
+            if messages:
                 self.hits[inv.id] += 1
                 seen.append(inv.id)
-        self.last_checked, self.last_sometimes = tuple(checked), tuple(seen)
+        self.last_checked, self.last_sometimes = checked, tuple(seen)
         return out
 
     def _unexplained(self, inv: Invariant, obs: Any, messages: list[str], step: int) -> list[Violation]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 
 from model.assignors import get_assignor
 from model.classic.messages import (
@@ -84,6 +85,14 @@ class ClientConfig:
     commit_joined_generation: bool = False
 
 
+@lru_cache(maxsize=64)
+def _cooperative(name: str, options: tuple[tuple[str, str, object], ...], _types: tuple[type, ...]) -> bool:
+    """Whether assignor ``name`` (with its ``options``) prefers COOPERATIVE: asked on every
+    snapshot, and an assignor's protocols depend on its name and options only."""
+    chosen = {k: v for a, k, v in options if a == name}
+    return "COOPERATIVE" in get_assignor(name, **chosen).rebalance_protocols
+
+
 @dataclass
 class ClassicClient:
     name: str
@@ -112,8 +121,11 @@ class ClassicClient:
 
     @property
     def cooperative(self) -> bool:
-        main = self.config.assignors[0]
-        return "COOPERATIVE" in self._assignor(main).rebalance_protocols
+        name, options = self.config.assignors[0], self.config.assignor_options
+        try:  # the value types are part of the key: True and 1 are equal but not the same option
+            return _cooperative(name, options, tuple(type(v) for _a, _k, v in options))
+        except TypeError:  # an unhashable option value: no cache
+            return _cooperative.__wrapped__(name, options, ())
 
     def _assignor(self, name: str):  # type: ignore[no-untyped-def]
         options = {k: v for a, k, v in self.config.assignor_options if a == name}

@@ -19,16 +19,19 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.classic.sim import Send, Unsubscribe, produced
+from model.classic.sim import Send, Unsubscribe, produced, responded
 from model.classic.state import VALID_PREVIOUS, GroupState
 from model.classic.timer_invariants import armed_session
 from model.classic.world import ClassicWorld
 from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 from model.observation import Observation
 
 Obs = Observation[ClassicWorld]
+#: the group before and after a step (`model.invariant_reads`)
+STEP = ("before", "before.group", "after.group")
 S = GroupState
 E = ErrorCode
 
@@ -46,7 +49,7 @@ def _partitions(data: bytes) -> frozenset[TopicPartition] | None:
         return None
 
 
-@invariant("classic.state_transitions_legal", "transition", "classic")
+@invariant("classic.state_transitions_legal", "transition", "classic", reads=("after.transitions",))
 def state_transitions_legal(obs: Obs) -> Iterator[str]:
     """The group state changes only along the edges of Kafka's state machine (docs/protocol-reference.md#e1; CGS L112-116, CG L1457)."""
     for prev, nxt in obs.after.transitions:
@@ -54,7 +57,12 @@ def state_transitions_legal(obs: Obs) -> Iterator[str]:
             yield f"illegal transition {prev.value} -> {nxt.value}"
 
 
-@invariant("classic.generation_bump_once", "transition", "classic")
+@invariant(
+    "classic.generation_bump_once",
+    "transition",
+    "classic",
+    reads=(*STEP, "after.failover", "after.transitions"),
+)
 def generation_bump_once(obs: Obs) -> Iterator[str]:
     """The generation rises by exactly 1 per completed join phase and never otherwise (docs/protocol-reference.md#e2; CG L1283)."""
     b, a = obs.before, obs.after
@@ -68,7 +76,12 @@ def generation_bump_once(obs: Obs) -> Iterator[str]:
         yield f"generation {b.group.generation} -> {a.group.generation} with {completed} completed join phase(s)"
 
 
-@invariant("classic.generation_monotonic", "transition", "classic")
+@invariant(
+    "classic.generation_monotonic",
+    "transition",
+    "classic",
+    reads=(*STEP, "after.failover", "after.persisted", "before.persisted"),
+)
 def generation_monotonic(obs: Obs) -> Iterator[str]:
     """Generations never go back; a failover may only fall back to the persisted generation ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment)."""
     b, a = obs.before, obs.after
@@ -84,7 +97,7 @@ def generation_monotonic(obs: Obs) -> Iterator[str]:
         yield f"persisted generation went back {b.persisted.generation} -> {a.persisted.generation}"
 
 
-@invariant("classic.leader_is_member", "safety", "classic")
+@invariant("classic.leader_is_member", "safety", "classic", reads=("after.group",))
 def leader_is_member(obs: Obs) -> Iterator[str]:
     """A non-empty group's leader is one of its members; a group without members has no leader (docs/protocol-reference.md#e3; CG L428, L470)."""
     g = obs.after.group
@@ -97,7 +110,7 @@ def leader_is_member(obs: Obs) -> Iterator[str]:
         yield f"group without members has leader {g.leader!r}"
 
 
-@invariant("classic.protocol_supported", "safety", "classic")
+@invariant("classic.protocol_supported", "safety", "classic", reads=("after.group",))
 def protocol_supported(obs: Obs) -> Iterator[str]:
     """The selected protocol is supported by every member and all members share one protocol type (docs/protocol-reference.md#e4; CG L1053, L1103)."""
     g = obs.after.group
@@ -110,7 +123,7 @@ def protocol_supported(obs: Obs) -> Iterator[str]:
             yield f"member {m.member_id} protocol type {m.protocol_type!r} != group's {g.protocol_type!r}"
 
 
-@invariant("classic.static_instance_unique", "safety", "classic")
+@invariant("classic.static_instance_unique", "safety", "classic", reads=("after.group",))
 def static_instance_unique(obs: Obs) -> Iterator[str]:
     """group.instance.id and member id map one-to-one: at most one live member per instance (docs/protocol-reference.md#e5; KIP-345, CG L542)."""
     g = obs.after.group
@@ -127,7 +140,7 @@ def static_instance_unique(obs: Obs) -> Iterator[str]:
         yield f"static member map {dict(g.static_members)} disagrees with members {seen}"
 
 
-@invariant("classic.max_size", "safety", "classic")
+@invariant("classic.max_size", "safety", "classic", when=on(Send))
 def max_size(obs: Obs) -> Iterator[str]:
     """A group never grows beyond group.max.size through JoinGroup (docs/protocol-reference.md#e6; GMM L5480)."""
     g = obs.after.group
@@ -143,7 +156,7 @@ def max_size(obs: Obs) -> Iterator[str]:
         yield f"{size} {'joining ' if joining else ''}members exceed group.max.size {obs.after.max_size}"
 
 
-@invariant("classic.leader_sync_installs", "transition", "classic")
+@invariant("classic.leader_sync_installs", "transition", "classic", when=changed("group"))
 def leader_sync_installs(obs: Obs) -> Iterator[str]:
     """Only the current leader's SyncGroup for the current generation in CompletingRebalance installs assignments (docs/protocol-reference.md#e7; GMM L5684)."""
     b, a = obs.before, obs.after
@@ -177,7 +190,7 @@ def leader_sync_installs(obs: Obs) -> Iterator[str]:
         yield f"assignment of {sorted(changed)} changed by {type(ev).__name__} outside the leader's sync"
 
 
-@invariant("classic.assignment_visible_after_persist", "transition", "classic")
+@invariant("classic.assignment_visible_after_persist", "transition", "classic", when=responded)
 def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
     """A member receives an assignment only after the group metadata holding it was persisted (docs/protocol-reference.md#e7; GMM L5684)."""
     a = obs.after
@@ -189,7 +202,7 @@ def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
                 yield f"sync response ref {d.ref} carries an assignment that was never persisted"
 
 
-@invariant("classic.stale_generation_rejected", "transition", "classic")
+@invariant("classic.stale_generation_rejected", "transition", "classic", when=on(Send))
 def stale_generation_rejected(obs: Obs) -> Iterator[str]:
     """Heartbeat, SyncGroup and OffsetCommit with another generation than the group's never succeed (docs/protocol-reference.md#e8; GMM L6005, L5859; CG L822)."""
     ev, b = obs.event, obs.before
@@ -222,7 +235,7 @@ def stale_generation_rejected(obs: Obs) -> Iterator[str]:
         yield f"SyncGroup with stale generation {req.generation_id} was parked"
 
 
-@invariant("classic.no_commit_while_completing", "transition", "classic")
+@invariant("classic.no_commit_while_completing", "transition", "classic", when=on(Send))
 def no_commit_while_completing(obs: Obs) -> Iterator[str]:
     """No offset commit from a group member is accepted while the group is CompletingRebalance (docs/protocol-reference.md#e9; CG L822)."""
     ev, b = obs.event, obs.before
@@ -240,7 +253,7 @@ def no_commit_while_completing(obs: Obs) -> Iterator[str]:
             yield "offset commit accepted during CompletingRebalance"
 
 
-@invariant("classic.replaced_static_fenced", "transition", "classic")
+@invariant("classic.replaced_static_fenced", "transition", "classic", when=changed("group"))
 def replaced_static_fenced(obs: Obs) -> Iterator[str]:
     """A replaced static member's parked JoinGroup and SyncGroup are answered FENCED_INSTANCE_ID (docs/protocol-reference.md#e10; CG L542)."""
     b, a = obs.before, obs.after
@@ -261,7 +274,7 @@ def replaced_static_fenced(obs: Obs) -> Iterator[str]:
                 yield f"replaced member {m.member_id} parked ref {ref} answered {errors}, not FENCED_INSTANCE_ID"
 
 
-@invariant("classic.join_completes_when_all_joined", "safety", "classic")
+@invariant("classic.join_completes_when_all_joined", "safety", "classic", reads=("after.group",))
 def join_completes_when_all_joined(obs: Obs) -> Iterator[str]:
     """Outside the initial rebalance, the join phase completes as soon as every member has rejoined (docs/protocol-reference.md#e11; GMM L4528; KAFKA-7909).
 
@@ -274,7 +287,7 @@ def join_completes_when_all_joined(obs: Obs) -> Iterator[str]:
         yield "every member joined but the join phase did not complete"
 
 
-@invariant("classic.join_phase_bounded", "liveness", "classic")
+@invariant("classic.join_phase_bounded", "liveness", "classic", reads=(*STEP, "now"))
 def join_phase_bounded(obs: Obs) -> Iterator[str]:
     """A rebalance in PreparingRebalance has its completion timer armed within the group rebalance timeout (docs/protocol-reference.md#e11; GMM L5250)."""
     g = obs.after.group
@@ -294,7 +307,12 @@ def join_phase_bounded(obs: Obs) -> Iterator[str]:
         yield f"join timer at {deadline} beyond now + rebalance timeout {obs.now + timeout}"
 
 
-@invariant("classic.initial_rebalance_bounded", "liveness", "classic")
+@invariant(
+    "classic.initial_rebalance_bounded",
+    "liveness",
+    "classic",
+    reads=(*STEP, "now", "after.initial_rebalance_delay_ms"),
+)
 def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
     """An initial rebalance waits the whole initial delay first and ends within max(initial delay, rebalance timeout) (docs/protocol-reference.md#e12; GMM L5208, L5277)."""
     g = obs.after.group
@@ -313,7 +331,7 @@ def initial_rebalance_bounded(obs: Obs) -> Iterator[str]:
         yield f"initial delay timer at {deadline}: the {delay} ms initial rebalance delay is not waited"
 
 
-@invariant("classic.unsynced_members_removed", "liveness", "classic")
+@invariant("classic.unsynced_members_removed", "liveness", "classic", reads=("after.group", "now"))
 def unsynced_members_removed(obs: Obs) -> Iterator[str]:
     """Members that joined but never sync are removed one rebalance timeout after join completion (docs/protocol-reference.md#e13; GMM L5435)."""
     g = obs.after.group
@@ -326,7 +344,7 @@ def unsynced_members_removed(obs: Obs) -> Iterator[str]:
         yield f"sync timer at {deadline} beyond the rebalance timeout"
 
 
-@invariant("classic.session_expiry_armed", "liveness", "classic")
+@invariant("classic.session_expiry_armed", "liveness", "classic", reads=(*STEP, "now"))
 def session_expiry_armed(obs: Obs) -> Iterator[str]:
     """Every member not parked in Join/Sync has an expiry timer within its session timeout (300 s while new); pending ids expire too (docs/protocol-reference.md#e14; GMM L5004)."""
     g = obs.after.group
@@ -352,7 +370,7 @@ def session_expiry_armed(obs: Obs) -> Iterator[str]:
             yield f"pending member {pid} has no expiry timer"
 
 
-@invariant("classic.single_owner_coordinator", "safety", "classic")
+@invariant("classic.single_owner_coordinator", "safety", "classic", reads=("after.group",))
 def single_owner_coordinator(obs: Obs) -> Iterator[str]:
     """In the coordinator's stored assignments of a generation no partition belongs to two members."""
     g = obs.after.group
@@ -367,7 +385,7 @@ def single_owner_coordinator(obs: Obs) -> Iterator[str]:
             owner[tp] = m.member_id
 
 
-@invariant("classic.single_owner_consumer", "safety", "classic")
+@invariant("classic.single_owner_consumer", "safety", "classic", reads=("after.delivered",))
 def single_owner_consumer(obs: Obs) -> Iterator[str]:
     """No partition is delivered to two consumers for the same generation (consumer view; KAFKA-7026)."""
     for generation, rows in obs.after.delivered:
@@ -379,7 +397,7 @@ def single_owner_consumer(obs: Obs) -> Iterator[str]:
                 owner[tp] = client
 
 
-@invariant("classic.leader_list_complete", "transition", "classic")
+@invariant("classic.leader_list_complete", "transition", "classic", when=responded)
 def leader_list_complete(obs: Obs) -> Iterator[str]:
     """The leader's JoinGroup member list holds every member of the new generation (KAFKA-9801; CG L1302).
 
@@ -403,7 +421,7 @@ def leader_list_complete(obs: Obs) -> Iterator[str]:
                 yield f"leader list {sorted(listed)} != members {sorted(ids)} of generation {r.generation_id}"
 
 
-@invariant("classic.lost_generation_rejoins", "liveness", "classic")
+@invariant("classic.lost_generation_rejoins", "liveness", "classic", when=on(Send))
 def lost_generation_rejoins(obs: Obs) -> Iterator[str]:
     """A consumer that has lost its generation sends only JoinGroup (or LeaveGroup) until it has a new one: it can always rejoin.
 
@@ -424,7 +442,7 @@ def lost_generation_rejoins(obs: Obs) -> Iterator[str]:
         yield f"{event.client} lost its generation but sent {type(event.request).__name__} instead of rejoining"
 
 
-@invariant("classic.static_rejoin_keeps_member_id", "transition", "classic")
+@invariant("classic.static_rejoin_keeps_member_id", "transition", "classic", when=on(Unsubscribe))
 def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
     """A static member that unsubscribes with its LeaveGroup suppressed keeps its member id, so its rejoin is the same member's.
 
@@ -450,7 +468,7 @@ def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
         )
 
 
-@invariant("classic.followers_get_no_member_list", "transition", "classic")
+@invariant("classic.followers_get_no_member_list", "transition", "classic", when=responded)
 def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
     """Only the leader receives the member list in JoinGroup ("Phase 1", docs/protocol-reference.md#client-side-assignment; CG L1302)."""
     for d in produced(obs):
@@ -460,41 +478,8 @@ def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
                 yield f"follower {r.member_id} received the member list"
 
 
-# ---------------------------------------------------------------------- sometimes
-@invariant("classic.sometimes_rebalance_completed", "sometimes", "classic")
-def sometimes_rebalance_completed(obs: Obs) -> Iterator[str]:
-    """A rebalance reached Stable."""
-    if any(nxt == S.STABLE for _, nxt in obs.after.transitions):
-        yield "stable"
-
-
-@invariant("classic.sometimes_member_expired", "sometimes", "classic")
-def sometimes_member_expired(obs: Obs) -> Iterator[str]:
-    """A member was removed by a timer (session, join or sync expiry)."""
-    b, a = obs.before, obs.after
-    if b is None or b.group is None or a.group is None or a.failover or type(obs.event).__name__ != "Advance":
-        return
-    if {m.member_id for m in b.group.members} - {m.member_id for m in a.group.members}:
-        yield "expired"
-
-
-@invariant("classic.sometimes_generation_fenced", "sometimes", "classic")
-def sometimes_generation_fenced(obs: Obs) -> Iterator[str]:
-    """A request was answered ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID (a zombie was fenced)."""
-    for d in produced(obs):
-        if getattr(d.response, "error", None) in (E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID):
-            yield "fenced"
-
-
-@invariant("classic.sometimes_member_id_required", "sometimes", "classic")
-def sometimes_member_id_required(obs: Obs) -> Iterator[str]:
-    """A KIP-394 MEMBER_ID_REQUIRED round trip happened."""
-    for d in produced(obs):
-        if getattr(d.response, "error", None) == E.MEMBER_ID_REQUIRED:
-            yield "member id required"
-
-
 # The kill matrix's response and durability invariants (docs/mutants.md#added-invariants) register too.
 from model.classic import promise_invariants as _promise_invariants  # noqa: E402, F401
 from model.classic import response_invariants as _response_invariants  # noqa: E402, F401
+from model.classic import sometimes_invariants as _sometimes_invariants  # noqa: E402, F401
 from model.classic.timer_invariants import timers_not_early  # noqa: E402, F401

@@ -24,7 +24,19 @@ def _active(world: ClassicWorld) -> list[ClientSnap]:
     return [c for c in world.clients if c.phase not in GONE and c.subscribed]
 
 
-@invariant("classic.eventual_convergence", "liveness", "classic")
+@invariant(
+    "classic.eventual_convergence",
+    "liveness",
+    "classic",
+    reads=(
+        "after.clients",
+        "after.convergence_bound_ms",
+        "after.group",
+        "after.quiet_since",
+        "after.topics",
+        "now",
+    ),
+)
 def eventual_convergence(obs: Obs) -> list[str]:
     """Once perturbations stop for the convergence bound, the group is Stable with exactly the active clients as members, each at the group's generation, and every partition of a subscribed topic is owned by exactly one of them.
 

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from model.classic.messages import JoinGroupRequest, OffsetCommitResponse, SyncGroupResponse
-from model.classic.sim import Advance, Send, produced
+from model.classic.sim import Advance, Send, produced, responded
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld, ClientSnap
 from model.errors import ErrorCode
+from model.invariant_reads import on
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -33,7 +34,7 @@ def _rebalance_only(response: object) -> bool:
     return False
 
 
-@invariant("classic.rebalance_in_progress_keeps_membership", "transition", "classic")
+@invariant("classic.rebalance_in_progress_keeps_membership", "transition", "classic", when=responded)
 def rebalance_in_progress_keeps_membership(obs: Obs) -> Iterator[str]:
     """REBALANCE_IN_PROGRESS on SyncGroup or OffsetCommit only asks for a rejoin: the consumer keeps its member id, generation and partitions (KIP-429; Kafka protocol guide error codes; KAFKA-14016)."""
     ev, b, a = obs.event, obs.before, obs.after
@@ -67,7 +68,7 @@ def rebalance_in_progress_keeps_membership(obs: Obs) -> Iterator[str]:
             yield f"{name} answered REBALANCE_IN_PROGRESS on {kind} gave up {lost}"
 
 
-@invariant("classic.join_sets_member_timeouts", "transition", "classic")
+@invariant("classic.join_sets_member_timeouts", "transition", "classic", when=on(Send))
 def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
     """A JoinGroup that admits or updates a member gives it the session and rebalance timeouts of that request, a static replacement included (KIP-345; Kafka protocol guide JoinGroup; KAFKA-14009)."""
     ev, a = obs.event, obs.after
@@ -96,7 +97,7 @@ def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
         )
 
 
-@invariant("classic.live_session_not_expired", "transition", "classic")
+@invariant("classic.live_session_not_expired", "transition", "classic", when=on(Advance))
 def live_session_not_expired(obs: Obs) -> Iterator[str]:
     """While time passes, a member of a Stable group is removed only once its session deadline has passed: a member that keeps heartbeating stays (KIP-62; KIP-394; Kafka consumer config session.timeout.ms; KAFKA-9232)."""
     ev, b, a = obs.event, obs.before, obs.after
@@ -113,7 +114,12 @@ def live_session_not_expired(obs: Obs) -> Iterator[str]:
             yield f"{m.member_id} removed at {obs.now} though its session runs until {deadline}"
 
 
-@invariant("classic.lost_member_id_releases_partitions", "transition", "classic")
+@invariant(
+    "classic.lost_member_id_releases_partitions",
+    "transition",
+    "classic",
+    reads=("after.clients", "before", "before.clients"),
+)
 def lost_member_id_releases_partitions(obs: Obs) -> Iterator[str]:
     """A cooperative consumer that loses its member id gives up its partitions at once (onPartitionsLost), whatever it was doing, so it never claims them again as a new member (KIP-429; KAFKA-12983)."""
     b, a = obs.before, obs.after

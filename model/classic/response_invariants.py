@@ -17,10 +17,11 @@ from model.classic.messages import (
     OffsetCommitResponse,
     SyncGroupRequest,
 )
-from model.classic.sim import Send, produced
+from model.classic.sim import Send, produced, responded
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld
 from model.errors import ErrorCode
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -29,7 +30,7 @@ S = GroupState
 E = ErrorCode
 
 
-@invariant("classic.parked_requests_answered", "transition", "classic")
+@invariant("classic.parked_requests_answered", "transition", "classic", when=changed("group"))
 def parked_requests_answered(obs: Obs) -> Iterator[str]:
     """A parked JoinGroup or SyncGroup is answered in the step that un-parks it (docs/protocol-reference.md#a3, #a4; GMM L4887, L5684)."""
     b, a = obs.before, obs.after
@@ -52,7 +53,7 @@ def parked_requests_answered(obs: Obs) -> Iterator[str]:
             yield f"{m.member_id}'s parked {kind} (ref {ref}) was dropped without a response"
 
 
-@invariant("classic.one_response_per_request", "transition", "classic")
+@invariant("classic.one_response_per_request", "transition", "classic", when=responded)
 def one_response_per_request(obs: Obs) -> Iterator[str]:
     """No request is answered twice (Kafka protocol: exactly one response per request)."""
     seen: set[int] = set()
@@ -62,7 +63,7 @@ def one_response_per_request(obs: Obs) -> Iterator[str]:
         seen.add(d.ref)
 
 
-@invariant("classic.stable_state_persisted", "safety", "classic")
+@invariant("classic.stable_state_persisted", "safety", "classic", reads=("after.group", "after.persisted"))
 def stable_state_persisted(obs: Obs) -> Iterator[str]:
     """A Stable group's generation, member ids and assignments are those of its last persisted GroupMetadata ("Handling Coordinator Failures", docs/protocol-reference.md#client-side-assignment; KAFKA-10284)."""
     g, p = obs.after.group, obs.after.persisted
@@ -83,7 +84,7 @@ def stable_state_persisted(obs: Obs) -> Iterator[str]:
             yield f"{mid}'s assignment differs from the persisted one"
 
 
-@invariant("classic.instance_fencing", "transition", "classic")
+@invariant("classic.instance_fencing", "transition", "classic", when=on(Send))
 def instance_fencing(obs: Obs) -> Iterator[str]:
     """A request naming a group.instance.id that the group maps to another member id is answered FENCED_INSTANCE_ID (KIP-345; CG L790; KAFKA-8225).
 
@@ -117,7 +118,7 @@ def instance_fencing(obs: Obs) -> Iterator[str]:
             yield f"{type(req).__name__} from {req.member_id} for instance {req.group_instance_id} (held by {holder}) answered {names}"
 
 
-@invariant("classic.leader_sync_covers_members", "transition", "classic")
+@invariant("classic.leader_sync_covers_members", "transition", "classic", when=on(Send))
 def leader_sync_covers_members(obs: Obs) -> Iterator[str]:
     """The leader's SyncGroup that completes a rebalance assigns to every member of the generation (KAFKA-9801; CG L1302)."""
     ev, b, a = obs.event, obs.before, obs.after

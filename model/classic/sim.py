@@ -9,11 +9,13 @@ the adapter layer plugs a real coordinator (plus the oracle) into the same seam.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from model.classic.client import ClassicClient
 from model.classic.deviations import assigned, returning_leader, returning_static, static_subscriptions
-from model.classic.messages import Request, SyncGroupResponse
+from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse
 from model.classic.port import ClassicPort
+from model.classic.snapshot import client_snaps, kept
 from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment
 from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
@@ -170,6 +172,10 @@ class ClassicSim:
     assignment_topics: tuple[tuple[str, int], ...] | None = None
     assignment_subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
     deviations: set[tuple[str, str]] = field(default_factory=set)
+    #: per client, the fields of its last `ClientSnap` and the snapshot (`client_snaps`)
+    _snap_cache: dict[str, tuple[tuple[Any, ...], ClientSnap]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -412,13 +418,11 @@ class ClassicSim:
             client.leader_output = ()
             client.on_response(d.response, self.topics)
             topics = tuple(sorted(self.topics.items()))
-            group, version = self.port.group(self.group_id), client.config.join_version
-            returning_leader(
-                self.deviations, name, d.response, group, self.assignment_topics, topics, version
-            )
-            returning_static(
-                self.deviations, name, d.response, group, self.assignment_subscriptions, client.config
-            )
+            # only a JoinGroup answer is judged against the group (`returning_leader`, `returning_static`)
+            group = self.port.group(self.group_id) if isinstance(d.response, JoinGroupResponse) else None
+            args = (self.deviations, name, d.response, group)
+            returning_leader(*args, self.assignment_topics, topics, client.config.join_version)
+            returning_static(*args, self.assignment_subscriptions, client.config)
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
                 self._record_delivery(name, client.generation, d.response.assignment)
             if client.leader_output:
@@ -449,20 +453,7 @@ class ClassicSim:
         self.delivered = tuple((g, table[g]) for g in keep)
 
     def client_snaps(self) -> tuple[ClientSnap, ...]:
-        return tuple(
-            ClientSnap(
-                name,
-                c.member_id,
-                c.config.instance_id,
-                c.generation,
-                c.phase.value,
-                frozenset(c.owned),
-                frozenset(c.config.topics),
-                c.cooperative,
-                c.stale_subscription,
-            )
-            for name, c in sorted(self.clients.items())
-        )
+        return client_snaps(self.clients, self._snap_cache, self.world)
 
     def snapshot(self, leader_assignment: LeaderAssignment | None, failover: bool) -> ClassicWorld:
         clients = self.client_snaps()
@@ -471,23 +462,26 @@ class ClassicSim:
             # the group was deleted (Kafka's metadata cleanup, or a Kafka 0.9 Dead group): its
             # generations start over, and a generation number seen before names another round
             self.delivered = ()
-        return ClassicWorld(
-            group,
-            clients,
-            self.port.persisted(self.group_id),
-            self.delivered,
-            self.port.take_transitions(),
-            failover,
-            self.port.max_size,
-            self.port.initial_rebalance_delay_ms,
-            tuple(sorted(self.topics.items())),
-            leader_assignment,
-            stamp_slack_ms=getattr(self.port, "stamp_slack_ms", 0),
-            quiet_since=self.quiet_since,
-            convergence_bound_ms=self.convergence_bound_ms,
-            assignment_topics=self.assignment_topics,
-            deviations=frozenset(self.deviations),
-            assignment_subscriptions=self.assignment_subscriptions,
+        return kept(
+            self.world,
+            ClassicWorld(
+                group,
+                clients,
+                self.port.persisted(self.group_id),
+                self.delivered,
+                self.port.take_transitions(),
+                failover,
+                self.port.max_size,
+                self.port.initial_rebalance_delay_ms,
+                tuple(sorted(self.topics.items())),
+                leader_assignment,
+                stamp_slack_ms=getattr(self.port, "stamp_slack_ms", 0),
+                quiet_since=self.quiet_since,
+                convergence_bound_ms=self.convergence_bound_ms,
+                assignment_topics=self.assignment_topics,
+                deviations=frozenset(self.deviations),
+                assignment_subscriptions=self.assignment_subscriptions,
+            ),
         )
 
 
@@ -496,3 +490,8 @@ def produced(obs: Observation[ClassicWorld]) -> tuple[Delivery, ...]:
     buffered while it stalled (a `Stall` event): they were judged when produced, against the group as
     it was then, and are not judged again against a group that has moved on."""
     return () if isinstance(obs.event, Stall) else tuple(obs.deliveries)
+
+
+def responded(obs: Observation[ClassicWorld]) -> bool:
+    """Whether `produced` is not empty: the ``when`` of the invariants that judge only responses."""
+    return bool(obs.deliveries) and not isinstance(obs.event, Stall)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from model.classic.sim import Advance
 from model.classic.world import ClassicWorld, GroupSnap, MemberSnap
+from model.invariant_reads import changed
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -28,7 +29,7 @@ def _armed(before: GroupSnap | None, after: GroupSnap, key: str) -> int | None:
     return deadline
 
 
-@invariant("classic.timers_not_early", "transition", "classic")
+@invariant("classic.timers_not_early", "transition", "classic", when=changed("group"))
 def timers_not_early(obs: Obs) -> Iterator[str]:
     """A session timer is armed at least the member's session timeout ahead, a join or sync timer
     at least the group's rebalance timeout ahead, and time removes a member only when one of the

@@ -8,8 +8,9 @@ generation, the partitions each client received in a successful SyncGroup.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from model.classic.state import ClassicGroup, GroupState
+from model.classic.state import ClassicGroup, GroupState, Member
 from model.embedded import TopicPartition
 
 Delivered = tuple[tuple[int, tuple[tuple[str, frozenset[TopicPartition]], ...]], ...]
@@ -72,27 +73,54 @@ class GroupSnap:
             group.protocol_type,
             group.protocol,
             group.leader,
-            tuple(
-                MemberSnap(
-                    m.member_id,
-                    m.instance_id,
-                    m.protocol_type,
-                    m.protocol_names(),
-                    m.assignment,
-                    m.awaiting_join,
-                    m.awaiting_sync,
-                    m.is_new,
-                    m.session_timeout_ms,
-                    m.rebalance_timeout_ms,
-                    m.join_version,
-                )
-                for m in group.members.values()
-            ),
+            tuple(_member_snap(m) for m in group.members.values()),
             tuple(sorted(group.static_members.items())),
             frozenset(group.pending_members),
             frozenset(group.pending_sync),
             tuple(sorted((k, t.deadline) for k, t in group.timers.items())),
         )
+
+
+#: member id -> (the member's field values at its last snapshot, that snapshot)
+_MEMBER_SNAPS: dict[str, tuple[tuple[Any, ...], MemberSnap]] = {}
+
+
+def _member_snap(m: Member) -> MemberSnap:
+    """``m``'s snapshot; the last one taken of its member id while each field is still the very
+    object it was then (so the snapshot is the same value), else a new one."""
+    fields = (
+        m.member_id,
+        m.instance_id,
+        m.protocol_type,
+        m.protocols,
+        m.assignment,
+        m.awaiting_join,
+        m.awaiting_sync,
+        m.is_new,
+        m.session_timeout_ms,
+        m.rebalance_timeout_ms,
+        m.join_version,
+    )
+    hit = _MEMBER_SNAPS.get(m.member_id)
+    if hit is not None and all(a is b for a, b in zip(hit[0], fields, strict=True)):
+        return hit[1]
+    snap = MemberSnap(
+        m.member_id,
+        m.instance_id,
+        m.protocol_type,
+        m.protocol_names(),
+        m.assignment,
+        m.awaiting_join,
+        m.awaiting_sync,
+        m.is_new,
+        m.session_timeout_ms,
+        m.rebalance_timeout_ms,
+        m.join_version,
+    )
+    if len(_MEMBER_SNAPS) >= 1024:
+        _MEMBER_SNAPS.clear()
+    _MEMBER_SNAPS[m.member_id] = (fields, snap)
+    return snap
 
 
 @dataclass(frozen=True)

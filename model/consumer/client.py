@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from model.choice import Chooser
 from model.consumer.ids import new_member_id
@@ -128,12 +129,14 @@ class VirtualConsumer:
         self.next_heartbeat_at = 0
         self._sent = _SentFields()
         self._sent_at = 0
+        self._last_view: tuple[tuple[Any, ...], ClientView] | None = None
 
     # ---------------------------------------------------------------- view
 
     def view(self) -> ClientView:
+        """The consumer view; the last one while each field is still the very object it was then."""
         active = not self.crashed and self.state not in (ClientState.UNSUBSCRIBED, ClientState.FATAL)
-        return ClientView(
+        fields = (
             self.name,
             self.group_id,
             self.member_id,
@@ -143,6 +146,12 @@ class VirtualConsumer:
             self.instance_id,
             active,
         )
+        last = self._last_view
+        if last is not None and all(a is b for a, b in zip(last[0], fields, strict=True)):
+            return last[1]
+        view = ClientView(*fields)
+        self._last_view = (fields, view)
+        return view
 
     # ---------------------------------------------------------------- application actions
 

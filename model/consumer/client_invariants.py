@@ -13,13 +13,14 @@ from model.consumer.messages import ConsumerGroupHeartbeatResponse
 from model.consumer.state import LEAVE_GROUP_MEMBER_EPOCH
 from model.consumer.world import ConsumerWorld, HeartbeatEvent
 from model.errors import ErrorCode
+from model.invariant_reads import delivered, on
 from model.invariants import invariant
 from model.observation import Observation
 
 Obs = Observation[ConsumerWorld]
 
 
-@invariant("consumer.responses_well_formed", "transition", "consumer")
+@invariant("consumer.responses_well_formed", "transition", "consumer", when=delivered)
 def responses_well_formed(obs: Obs) -> Iterator[str]:
     """A successful heartbeat response names each topic and partition once and carries a non-negative epoch unless it answers a leave.
 
@@ -42,7 +43,7 @@ def responses_well_formed(obs: Obs) -> Iterator[str]:
                 yield f"ref {d.ref}: assignment of {e.topic} lists {list(e.partitions)}"
 
 
-@invariant("consumer.fenced_member_releases_first", "safety", "consumer")
+@invariant("consumer.fenced_member_releases_first", "safety", "consumer", reads=("after.clients",))
 def fenced_member_releases_first(obs: Obs) -> Iterator[str]:
     """A consumer that is (re)joining owns no partitions: a fenced member releases everything before it heartbeats again.
 
@@ -54,7 +55,7 @@ def fenced_member_releases_first(obs: Obs) -> Iterator[str]:
             yield f"{c.name} is rejoining while it still owns {sorted(c.owned)}"
 
 
-@invariant("consumer.static_close_is_temporary", "transition", "consumer")
+@invariant("consumer.static_close_is_temporary", "transition", "consumer", when=on(HeartbeatEvent))
 def static_close_is_temporary(obs: Obs) -> Iterator[str]:
     """A static consumer closes with epoch -2 (a temporary leave that keeps its assignment), never -1.
 

@@ -11,7 +11,17 @@ a non-empty list when the interesting thing happened. The first docstring line i
 from __future__ import annotations
 
 from model.consumer.messages import TopicPartition
-from model.consumer.observe import _EMPTY, Obs, _heartbeat_request, _pairs, _reported_owned
+from model.consumer.observe import (
+    _EMPTY,
+    GROUPS,
+    PAIRS,
+    SUBSCRIBES,
+    Obs,
+    _groups,
+    _heartbeat_request,
+    _pairs,
+    _reported_owned,
+)
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     derive_group_state,
@@ -19,11 +29,13 @@ from model.consumer.state import (
 )
 from model.consumer.world import (
     ConsumerWorld,
+    HeartbeatEvent,
     OffsetCommitEvent,
     heartbeat_response,
     offset_commit_response,
 )
 from model.errors import ErrorCode
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 
 __all__ = ["ConsumerWorld"]
@@ -32,14 +44,14 @@ __all__ = ["ConsumerWorld"]
 # ------------------------------------------------------------------------- safety: KIP-848 (docs/protocol-reference.md#e15 to #e24)
 
 
-@invariant("consumer.single_partition_holder", "safety", "consumer")
+@invariant("consumer.single_partition_holder", "safety", "consumer", reads=GROUPS)
 def single_partition_holder(obs: Obs) -> list[str]:
     """A partition has at most one holder (assigned or pending revocation) in a group at every point.
 
     docs/protocol-reference.md#e15 (CoG L1045-1105: adding an already-held partition throws); KAFKA-16147.
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         seen: dict[TopicPartition, str] = {}
         for mid in sorted(g.members):
             m = g.members[mid]
@@ -53,7 +65,7 @@ def single_partition_holder(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.assign_only_free", "transition", "consumer")
+@invariant("consumer.assign_only_free", "transition", "consumer", reads=PAIRS, when=changed("groups"))
 def assign_only_free(obs: Obs) -> list[str]:
     """A member is given a partition only when no other remaining member holds it.
 
@@ -75,7 +87,7 @@ def assign_only_free(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.epoch_advance_after_revocation", "transition", "consumer")
+@invariant("consumer.epoch_advance_after_revocation", "transition", "consumer", when=changed("groups"))
 def epoch_advance_after_revocation(obs: Obs) -> list[str]:
     """A member's epoch advances past partitions it gave up only if its request reported an owned set without them.
 
@@ -105,7 +117,7 @@ def epoch_advance_after_revocation(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.epoch_order", "transition", "consumer")
+@invariant("consumer.epoch_order", "transition", "consumer", reads=PAIRS)
 def epoch_order(obs: Obs) -> list[str]:
     """Assignment epoch <= group epoch, every member epoch <= assignment epoch, and neither group epoch nor assignment epoch ever decreases.
 
@@ -129,7 +141,7 @@ def epoch_order(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.epoch_fencing", "transition", "consumer")
+@invariant("consumer.epoch_fencing", "transition", "consumer", when=on(HeartbeatEvent))
 def epoch_fencing(obs: Obs) -> list[str]:
     """A heartbeat whose epoch is neither the member's epoch nor its previous epoch with owned ⊆ assigned is rejected and changes nothing.
 
@@ -165,7 +177,7 @@ def epoch_fencing(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.static_instance_unique", "transition", "consumer")
+@invariant("consumer.static_instance_unique", "transition", "consumer", reads=PAIRS)
 def static_instance_unique(obs: Obs) -> list[str]:
     """At most one member per instance id; the static map matches the members; an instance id moves to a new member only after its holder left with epoch -2.
 
@@ -207,7 +219,9 @@ def static_instance_unique(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.max_size", "transition", "consumer")
+@invariant(
+    "consumer.max_size", "transition", "consumer", reads=(*PAIRS, "after.max_size"), when=changed("groups")
+)
 def max_size(obs: Obs) -> list[str]:
     """A new member never takes a group beyond group.consumer.max.size.
 
@@ -229,7 +243,7 @@ def max_size(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.offset_commit_exact_epoch", "transition", "consumer")
+@invariant("consumer.offset_commit_exact_epoch", "transition", "consumer", when=on(OffsetCommitEvent))
 def offset_commit_exact_epoch(obs: Obs) -> list[str]:
     """A consumer-group offset commit is accepted iff it comes from a member with exactly its current epoch (or with a negative epoch to a group without members; under KIP-1251 also an older epoch not below the partition's assignment epoch).
 
@@ -272,7 +286,7 @@ def offset_commit_exact_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.group_state_derived", "safety", "consumer")
+@invariant("consumer.group_state_derived", "safety", "consumer", reads=GROUPS)
 def group_state_derived(obs: Obs) -> list[str]:
     """The group state is the function of (members, group epoch, assignment epoch) defined by CoG L887.
 
@@ -280,14 +294,14 @@ def group_state_derived(obs: Obs) -> list[str]:
     RECONCILING iff some member is not STABLE at the assignment epoch; else STABLE.
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         derived = derive_group_state(dict(g.members), g.group_epoch, g.assignment_epoch)
         if g.state != derived:
             out.append(f"{gid}: state {g.state.value} but members/epochs give {derived.value}")
     return out
 
 
-@invariant("consumer.uniform_balanced", "safety", "consumer")
+@invariant("consumer.uniform_balanced", "safety", "consumer", reads=(*GROUPS, *SUBSCRIBES))
 def uniform_balanced(obs: Obs) -> list[str]:
     """With the uniform assignor and homogeneous subscriptions, a current target assigns every subscribed partition exactly once and sizes differ by at most one.
 
@@ -296,7 +310,7 @@ def uniform_balanced(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     denied = obs.after.topic_describe_denied
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         if g.last_assignor != "uniform" or g.group_epoch != g.assignment_epoch or not g.members:
             continue
         view = obs.after.regex_view(g)

@@ -20,6 +20,14 @@ Obs = Observation[ConsumerWorld]
 
 
 _EMPTY: frozenset[TopicPartition] = frozenset()
+#: what `_pairs` reads of an observation (`model.invariant_reads`)
+PAIRS = ("after.groups", "before", "before.groups")
+#: what `_groups` reads
+GROUPS = ("after.groups",)
+#: the consumer views before and after
+CLIENTS = ("after.clients", "before.clients")
+#: what `ConsumerWorld.regex_view` and `member_subscribes` need of the world after
+SUBSCRIBES = ("after.regex_resolution", "after.topic_describe_denied")
 
 
 def _pairs(obs: Obs) -> Iterator[tuple[str, GroupView | None, GroupView]]:
@@ -27,6 +35,12 @@ def _pairs(obs: Obs) -> Iterator[tuple[str, GroupView | None, GroupView]]:
     for gid in sorted(obs.after.groups):
         before = None if obs.before is None else obs.before.groups.get(gid)
         yield gid, before, obs.after.groups[gid]
+
+
+def _groups(obs: Obs) -> Iterator[tuple[str, GroupView]]:
+    """(group id, group after) for every group after the step: `_pairs` without the before."""
+    for gid in sorted(obs.after.groups):
+        yield gid, obs.after.groups[gid]
 
 
 def _heartbeat_request(obs: Obs) -> ConsumerGroupHeartbeatRequest | None:

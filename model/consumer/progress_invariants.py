@@ -10,7 +10,18 @@ from collections.abc import Mapping
 from model.consumer import client_invariants as _client_invariants  # noqa: E402, F401
 from model.consumer.client import ClientView
 from model.consumer.messages import TopicPartition
-from model.consumer.observe import _EMPTY, Obs, _active_clients, _heartbeat_request, _pairs
+from model.consumer.observe import (
+    _EMPTY,
+    CLIENTS,
+    GROUPS,
+    PAIRS,
+    SUBSCRIBES,
+    Obs,
+    _active_clients,
+    _groups,
+    _heartbeat_request,
+    _pairs,
+)
 from model.consumer.state import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     REBALANCE,
@@ -21,11 +32,9 @@ from model.consumer.state import (
     ResolvedRegex,
     member_subscribes,
 )
-from model.consumer.world import (
-    AdvanceEvent,
-    heartbeat_response,
-)
+from model.consumer.world import AdvanceEvent, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 
 
@@ -50,14 +59,14 @@ def session_timeout_removes(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer")
+@invariant("consumer.rebalance_timeout_fences", "liveness", "consumer", reads=(*GROUPS, "now"))
 def rebalance_timeout_fences(obs: Obs) -> list[str]:
     """A member waiting to revoke has a rebalance timer armed with its epoch, and none stays past that deadline.
 
     docs/protocol-reference.md#e26 (GMM L2681ff, L3429-3470; #b8).
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         for mid in sorted(g.members):
             m = g.members[mid]
             if m.state != MemberState.UNREVOKED_PARTITIONS or m.member_epoch < 0 or m.classic is not None:
@@ -72,14 +81,14 @@ def rebalance_timeout_fences(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.static_leave_expires", "liveness", "consumer")
+@invariant("consumer.static_leave_expires", "liveness", "consumer", reads=(*GROUPS, "now"))
 def static_leave_expires(obs: Obs) -> list[str]:
     """A static member parked with epoch -2 keeps a session timer and is gone once it expires.
 
     docs/protocol-reference.md#e27 (GMM L3018; #b7: timers are not cancelled on a -2 leave).
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         for mid in sorted(g.members):
             if g.members[mid].member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 continue
@@ -93,7 +102,7 @@ def static_leave_expires(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.target_computed_on_next_heartbeat", "liveness", "consumer")
+@invariant("consumer.target_computed_on_next_heartbeat", "liveness", "consumer", when=on(HeartbeatEvent))
 def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     """After a successful heartbeat the target is computed for the current group epoch, unless a batching coordinator's assignment interval still runs (then it is not).
 
@@ -136,7 +145,7 @@ def target_computed_on_next_heartbeat(obs: Obs) -> list[str]:
     return []
 
 
-@invariant("consumer.reconciliation_progress", "liveness", "consumer")
+@invariant("consumer.reconciliation_progress", "liveness", "consumer", when=on(HeartbeatEvent))
 def reconciliation_progress(obs: Obs) -> list[str]:
     """A member's own accepted heartbeat leaves it waiting (UNRELEASED_PARTITIONS) only for a partition another member still holds.
 
@@ -170,7 +179,7 @@ def reconciliation_progress(obs: Obs) -> list[str]:
     ]
 
 
-@invariant("consumer.rejoin_always_possible", "liveness", "consumer")
+@invariant("consumer.rejoin_always_possible", "liveness", "consumer", when=on(HeartbeatEvent))
 def rejoin_always_possible(obs: Obs) -> list[str]:
     """A dynamic member that rejoins with epoch 0 is not fenced for its epoch: a fenced member can rejoin at once.
 
@@ -202,7 +211,7 @@ def rejoin_always_possible(obs: Obs) -> list[str]:
     ]
 
 
-@invariant("consumer.no_double_client_assignment", "safety", "consumer")
+@invariant("consumer.no_double_client_assignment", "safety", "consumer", reads=("after.clients", *GROUPS))
 def no_double_client_assignment(obs: Obs) -> list[str]:
     """No partition is owned at the same time by two clients that are both current members of the group (consumer view).
 
@@ -238,7 +247,7 @@ def no_double_client_assignment(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.legal_target_assignment", "safety", "consumer")
+@invariant("consumer.legal_target_assignment", "safety", "consumer", reads=(*GROUPS, *SUBSCRIBES))
 def legal_target_assignment(obs: Obs) -> list[str]:
     """No partition is in two members' targets; once computed for the current epoch, the target covers every partition some member subscribes to and only such partitions.
 
@@ -246,7 +255,7 @@ def legal_target_assignment(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     denied = obs.after.topic_describe_denied
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         view = obs.after.regex_view(g)
         seen: dict[TopicPartition, str] = {}
         for mid in sorted(g.target):
@@ -280,7 +289,7 @@ def _awaits_regex(m: ConsumerMember, view: Mapping[str, ResolvedRegex] | None) -
     return view is not None and bool(m.subscribed_topic_regex) and m.subscribed_topic_regex not in view
 
 
-@invariant("consumer.valid_member_epoch", "safety", "consumer")
+@invariant("consumer.valid_member_epoch", "safety", "consumer", reads=("after.clients", *GROUPS))
 def valid_member_epoch(obs: Obs) -> list[str]:
     """A member (server side) or client (consumer side) at the assignment epoch holds no partition that is in another member's target.
 
@@ -289,7 +298,7 @@ def valid_member_epoch(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     world = obs.after
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         others: dict[TopicPartition, str] = {tp: mid for mid, ps in g.target.items() for tp in ps}
         for mid in sorted(g.members):
             m = g.members[mid]
@@ -309,7 +318,9 @@ def valid_member_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.valid_stable_group_state", "safety", "consumer")
+@invariant(
+    "consumer.valid_stable_group_state", "safety", "consumer", reads=(*GROUPS, *SUBSCRIBES, "after.topics")
+)
 def valid_stable_group_state(obs: Obs) -> list[str]:
     """In a STABLE group every member is STABLE at the group epoch with nothing pending and its assigned set equal to its target (less, since KAFKA-19431, the partitions of topics it no longer subscribes to or that no longer exist).
 
@@ -319,7 +330,7 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
     """
     out: list[str] = []
     denied, topics = obs.after.topic_describe_denied, obs.after.topics
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         if g.state != GroupState.STABLE:
             continue
         view = obs.after.regex_view(g)
@@ -338,14 +349,14 @@ def valid_stable_group_state(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.valid_partition_epoch", "safety", "consumer")
+@invariant("consumer.valid_partition_epoch", "safety", "consumer", reads=GROUPS)
 def valid_partition_epoch(obs: Obs) -> list[str]:
     """The partition-epoch map records exactly the held partitions, each with its holder's member epoch; free partitions have none.
 
     Vanlightly TLA+ ValidPartitionEpoch; docs/protocol-reference.md#b1 (CoG L1014-1110); KAFKA-16147 (epoch lost).
     """
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         held: set[TopicPartition] = set()
         for mid in sorted(g.members):
             m = g.members[mid]
@@ -361,7 +372,7 @@ def valid_partition_epoch(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.member_epoch_monotonic", "transition", "consumer")
+@invariant("consumer.member_epoch_monotonic", "transition", "consumer", reads=(*PAIRS, *CLIENTS))
 def member_epoch_monotonic(obs: Obs) -> list[str]:
     """A member's epoch never decreases, on the coordinator or on its client, except when it leaves (-1/-2) or rejoins (0).
 
@@ -385,7 +396,7 @@ def member_epoch_monotonic(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.no_ghost_member", "safety", "consumer")
+@invariant("consumer.no_ghost_member", "safety", "consumer", reads=(*GROUPS, "after.known_member_ids"))
 def no_ghost_member(obs: Obs) -> list[str]:
     """Every member of a group has a member id that some consumer process has known: the coordinator holds no ghost member that no client can heartbeat for or leave with.
 
@@ -397,14 +408,19 @@ def no_ghost_member(obs: Obs) -> list[str]:
     if known is None:
         return []
     out: list[str] = []
-    for gid, _, g in _pairs(obs):
+    for gid, g in _groups(obs):
         for mid in sorted(set(g.members) - known):
             held = sorted(g.members[mid].assigned)
             out.append(f"{gid}: member {mid} is known to no client" + (f" and holds {held}" if held else ""))
     return out
 
 
-@invariant("consumer.eventual_convergence", "liveness", "consumer")
+@invariant(
+    "consumer.eventual_convergence",
+    "liveness",
+    "consumer",
+    reads=("after.clients", "after.convergence_bound_ms", "after.groups", "after.quiet_since", "now"),
+)
 def eventual_convergence(obs: Obs) -> list[str]:
     """Once perturbations stop for the convergence bound, every active client is a STABLE member at the assignment epoch owning exactly its assigned partitions, and the group has no other members.
 
@@ -445,7 +461,7 @@ def eventual_convergence(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.sometimes_revocation", "sometimes", "consumer")
+@invariant("consumer.sometimes_revocation", "sometimes", "consumer", reads=PAIRS, when=changed("groups"))
 def sometimes_revocation(obs: Obs) -> list[str]:
     """A member was asked to revoke partitions (a rebalance with revocation happened).
 
@@ -461,7 +477,7 @@ def sometimes_revocation(obs: Obs) -> list[str]:
     return out
 
 
-@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer")
+@invariant("consumer.sometimes_static_rejoin", "sometimes", "consumer", reads=PAIRS, when=changed("groups"))
 def sometimes_static_rejoin(obs: Obs) -> list[str]:
     """A static member that left with epoch -2 came back under its instance id.
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from model.consumer.observe import PAIRS
 from model.consumer.state import ConsumerMember, member_subscribes
 from model.consumer.world import ConsumerWorld, GroupView, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
+from model.invariant_reads import changed, on
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -21,7 +23,7 @@ E = ErrorCode
 MEMBERSHIP_ENDED = frozenset({E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID, E.GROUP_ID_NOT_FOUND})
 
 
-@invariant("consumer.ended_membership_rejoins", "transition", "consumer")
+@invariant("consumer.ended_membership_rejoins", "transition", "consumer", when=on(HeartbeatEvent))
 def ended_membership_rejoins(obs: Obs) -> Iterator[str]:
     """A consumer told FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or GROUP_ID_NOT_FOUND gives up its partitions and rejoins with epoch 0 or stops; it never goes on with the refused epoch (KIP-848; librdkafka PR #5488).
 
@@ -51,7 +53,7 @@ def _subscription(m: ConsumerMember) -> tuple[frozenset[str], str | None]:
     return m.subscribed_topic_names, m.subscribed_topic_regex or None
 
 
-@invariant("consumer.subscription_change_bumps_epoch", "transition", "consumer")
+@invariant("consumer.subscription_change_bumps_epoch", "transition", "consumer", when=on(HeartbeatEvent))
 def subscription_change_bumps_epoch(obs: Obs) -> Iterator[str]:
     """A heartbeat that changes a member's subscribed topic names or regex (to empty included) bumps the group epoch, so a new target follows (KIP-848; KAFKA-19899).
 
@@ -89,7 +91,9 @@ def _awaits_resolution(world: ConsumerWorld, gb: GroupView, old: ConsumerMember,
     )
 
 
-@invariant("consumer.member_epoch_is_assignment_epoch", "transition", "consumer")
+@invariant(
+    "consumer.member_epoch_is_assignment_epoch", "transition", "consumer", reads=PAIRS, when=changed("groups")
+)
 def member_epoch_is_assignment_epoch(obs: Obs) -> Iterator[str]:
     """A member epoch that moves forward moves to the group's target assignment epoch: no epoch is ever handed out that no target assignment carries (KIP-848 member epoch; KAFKA-19974).
 
@@ -113,7 +117,7 @@ def member_epoch_is_assignment_epoch(obs: Obs) -> Iterator[str]:
                 )
 
 
-@invariant("consumer.regex_resolved_off_heartbeat", "transition", "consumer")
+@invariant("consumer.regex_resolved_off_heartbeat", "transition", "consumer", when=on(HeartbeatEvent))
 def regex_resolved_off_heartbeat(obs: Obs) -> Iterator[str]:
     """Under asynchronous resolution, a heartbeat that brings a regex new to the group neither bumps the group epoch for it nor puts its topics in the subscription metadata: its resolution lands later (KAFKA-17593).
 

@@ -137,6 +137,7 @@ class ConsumerSim:
             convergence_bound_ms=self.convergence_bound_ms,
             known_member_ids=frozenset(self.known_member_ids),
             deviations=frozenset(self.deviations),
+            prev=self.world,
         )
 
     def _record(self, method: str, **args: object) -> None:

@@ -14,6 +14,7 @@ from model.consumer.messages import TopicPartition, from_topic_partitions
 from model.consumer.state import ConsumerMember, member_subscribes
 from model.consumer.world import ConsumerWorld, GroupView, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
+from model.invariant_reads import on
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -36,7 +37,7 @@ def subscribed_topics(world: ConsumerWorld, group: GroupView, member: ConsumerMe
     return frozenset(t for t in world.topics if member_subscribes(member, t, denied, resolved))
 
 
-@invariant("consumer.assignment_within_subscription", "transition", "consumer")
+@invariant("consumer.assignment_within_subscription", "transition", "consumer", when=on(HeartbeatEvent))
 def assignment_within_subscription(obs: Obs) -> Iterator[str]:
     """Under KAFKA-19431's rule, a heartbeat that reconciles a member or changes its subscription leaves it, and the assignment its answer carries, no partition of a topic outside its subscription (KAFKA-19431; apache/kafka PR #20055).
 

@@ -184,13 +184,28 @@ def capture_world(
     convergence_bound_ms: int | None = None,
     known_member_ids: frozenset[str] | None = None,
     deviations: frozenset[tuple[str, str]] = frozenset(),
+    prev: ConsumerWorld | None = None,
 ) -> ConsumerWorld:
-    """Snapshot ``state`` and the clients' views."""
+    """Snapshot ``state`` and the clients' views. A part equal to ``prev``'s (the previous snapshot)
+    is ``prev``'s object: a checker skips the invariants whose inputs are the same objects
+    (`conformance.engine.reuse`)."""
     views = tuple(c.view() if isinstance(c, VirtualConsumer) else c for c in clients)
+    groups: Mapping[str, GroupView] = MappingProxyType(
+        {gid: GroupView.of(g) for gid, g in state.groups.items()}
+    )
+    topics: Mapping[str, int] = MappingProxyType(dict(state.topics))
+    if prev is not None:
+        groups = _kept(prev.groups, groups)
+        views = prev.clients if views == prev.clients else views
+        topics = prev.topics if topics == prev.topics else topics
+        known_member_ids = (
+            prev.known_member_ids if known_member_ids == prev.known_member_ids else known_member_ids
+        )
+        deviations = prev.deviations if deviations == prev.deviations else deviations
     return ConsumerWorld(
-        groups=MappingProxyType({gid: GroupView.of(g) for gid, g in state.groups.items()}),
+        groups=groups,
         clients=views,
-        topics=MappingProxyType(dict(state.topics)),
+        topics=topics,
         max_size=2**31 - 1 if config is None else config.max_size,
         topic_describe_denied=frozenset() if config is None else config.topic_describe_denied,
         assignment_interval_ms=0 if config is None else config.assignment_interval_ms,
@@ -202,6 +217,15 @@ def capture_world(
         known_member_ids=known_member_ids,
         deviations=deviations,
     )
+
+
+def _kept(prev: Mapping[str, GroupView], groups: Mapping[str, GroupView]) -> Mapping[str, GroupView]:
+    """``groups`` with each view equal to ``prev``'s replaced by it; ``prev`` itself if all are."""
+    if groups.keys() != prev.keys():
+        return MappingProxyType({gid: prev[gid] if prev.get(gid) == g else g for gid, g in groups.items()})
+    if all(prev[gid] == g for gid, g in groups.items()):
+        return prev
+    return MappingProxyType({gid: prev[gid] if prev[gid] == g else g for gid, g in groups.items()})
 
 
 def observe(
