@@ -92,12 +92,13 @@ def save_graph(result: ExploreResult, path: Path) -> Path:
 
 
 def clone_chooser(chooser: Any) -> Any:
-    """A seeded chooser copied through `random.Random.getstate` (deepcopy walks 625 ints)."""
+    """A seeded chooser copied through `random.Random.getstate` (deepcopy walks 625 ints; the
+    generator is made without seeding it, which would read the system's entropy first)."""
     rng = getattr(chooser, "_rng", None)
-    if not isinstance(rng, random.Random):
+    if type(rng) is not random.Random:
         return copy.deepcopy(chooser)
     new = copy.copy(chooser)
-    new._rng = random.Random()
+    new._rng = random.Random.__new__(random.Random)
     new._rng.setstate(rng.getstate())
     return new
 

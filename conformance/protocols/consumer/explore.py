@@ -12,7 +12,6 @@ into an ordinary consumer trace.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import itertools
@@ -21,13 +20,14 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to, perturbed_key
+from conformance.engine.explore import ExploreResult, Found, path_to, perturbed_key
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
 from conformance.protocols.consumer.build import make_consumer_sim
+from conformance.protocols.consumer.clone import clone, deep_clone
 from conformance.protocols.consumer.trace import TracedConsumerSim, action_of, to_trace
 
 CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
@@ -216,7 +216,7 @@ def explore_consumer(
                 break
             used = getattr(sim, "explore_perturbed", 0)
             for op in _enabled(sim, ops, perturbations is None or used < perturbations):
-                child = _clone(sim)
+                child = clone(sim)
                 before = len(child.log)
                 observations = child.replay([action_of(op, "explore")])
                 if not observations and len(child.log) == before and op["op"] != "stall":
@@ -252,14 +252,8 @@ def explore_consumer(
     return result
 
 
-def _clone(sim: Any) -> Any:
-    """Deep copy sharing the frozen world snapshot (it holds read-only mapping proxies) and the log."""
-    memo: dict[int, Any] = {id(sim.world): sim.world, id(sim.log): [], id(sim.actions): []}
-    coordinator = getattr(sim.port, "coordinator", None)
-    for chooser in (getattr(sim, "chooser", None), getattr(coordinator, "chooser", None)):
-        if chooser is not None and id(chooser) not in memo:
-            memo[id(chooser)] = clone_chooser(chooser)  # shared by the clients: one copy for all
-    return copy.deepcopy(sim, memo)
+#: the deep copy (`deep_clone`): the reference a plain search copies states with
+_clone = deep_clone
 
 
 def consumer_found_trace(result: ExploreResult, found: Found) -> Trace:
@@ -333,4 +327,4 @@ def polish_space(trace: Trace) -> PolishSpace:
 
     # a settle is many ops (and no explore edge): never added whole
     own = (*CONSUMER_OPS, "cont", "settle")
-    return PolishSpace(root, apply, _enabled, _clone, lambda sim: consumer_key(sim, symmetry=False), own)
+    return PolishSpace(root, apply, _enabled, clone, lambda sim: consumer_key(sim, symmetry=False), own)
