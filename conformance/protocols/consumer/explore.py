@@ -200,12 +200,25 @@ def _horizon(sim: Any) -> int:
     )
 
 
+def _orders(sim: Any) -> list[tuple[str, ...]]:
+    """The client orders the symmetric key tries: clients sorted by their spec, and every order of
+    clients with equal specs. Each client's entry in the key holds its spec, so two states' texts
+    can only be equal under orders with equal spec sequences, and reordering both alike keeps them
+    equal: the least text over these orders tells the same states apart as the least over every
+    permutation. The spec holds the client's name, so no two clients tie and one order is tried."""
+    by_spec: dict[str, list[str]] = {}
+    for name in sorted(sim.clients):
+        by_spec.setdefault(repr(sim.specs[name]), []).append(name)
+    tied = [itertools.permutations(by_spec[spec]) for spec in sorted(by_spec)]
+    return [tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*tied)]
+
+
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
-    names = tuple(sorted(sim.clients))
+    """A short stable id of the abstract state: the least text over `_orders` when ``symmetry``."""
     horizon = _horizon(sim)
     best = None
     group = sim.port.coordinator_state().groups.get(sim.group_id)
-    for order in itertools.permutations(names) if symmetry else [names]:
+    for order in _orders(sim) if symmetry else [tuple(sorted(sim.clients))]:
         norm = _Norm(sim, order, group)
         structure = (
             None if group is None else norm.value(group),
