@@ -103,6 +103,26 @@ def clone_chooser(chooser: Any) -> Any:
     return new
 
 
+_PLAIN: dict[type, bool] = {}
+_COPY_HOOKS = ("__slots__", "__copy__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__")
+
+
+def shallow_copy(x: Any) -> Any:
+    """`copy.copy`, without going through the reduce protocol for a plain object (a ``__dict__``,
+    no slots and no copy hooks, as the simulators, clients and ports of `model` are)."""
+    t = type(x)
+    plain = _PLAIN.get(t)
+    if plain is None:
+        plain = _PLAIN[t] = hasattr(x, "__dict__") and not any(
+            hook in vars(k) for k in t.__mro__[:-1] for hook in _COPY_HOOKS
+        )
+    if not plain:
+        return copy.copy(x)
+    new = object.__new__(t)
+    new.__dict__.update(x.__dict__)
+    return new
+
+
 MAX_GRAPH_BYTES = 512 * 1024 * 1024  # an explore graph of a few million states
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conformance.engine.explore import clone_chooser
+from conformance.engine.explore import clone_chooser, shallow_copy
 from model.consumer.client import VirtualConsumer
 from model.consumer.port import ModelConsumerPort
 from model.consumer.state import ConsumerCoordinatorState, ConsumerGroup
@@ -107,8 +107,8 @@ def _client(c: VirtualConsumer, copies: dict[int, Any]) -> VirtualConsumer:
     done = copies.get(id(c))
     if done is not None:
         return done  # type: ignore[no-any-return]
-    new = copy.copy(c)
-    new._sent = copy.copy(c._sent)
+    new = shallow_copy(c)
+    new._sent = shallow_copy(c._sent)
     copies[id(c)] = new
     return new
 
@@ -119,16 +119,16 @@ def clone(sim: Any) -> Any:
         return deep_clone(sim)
     port = sim.port
     coordinator = port.coordinator
-    new_coordinator = copy.copy(coordinator)  # the class of a mutant's coordinator too
+    new_coordinator = shallow_copy(coordinator)  # the class of a mutant's coordinator too
     choosers = {id(sim.chooser): clone_chooser(sim.chooser)}
     if id(coordinator.chooser) not in choosers:
         choosers[id(coordinator.chooser)] = clone_chooser(coordinator.chooser)
     new_coordinator.chooser = choosers[id(coordinator.chooser)]
-    new_port = copy.copy(port)
+    new_port = shallow_copy(port)
     new_port.coordinator = new_coordinator
     new_port.state = port.state.copy()
     new_port.records = list(port.records)
-    out = copy.copy(sim)
+    out = shallow_copy(sim)
     out.port = new_port
     out.chooser = choosers[id(sim.chooser)]
     copies: dict[int, Any] = {}
