@@ -92,13 +92,34 @@ def save_graph(result: ExploreResult, path: Path) -> Path:
 
 
 def clone_chooser(chooser: Any) -> Any:
-    """A seeded chooser copied through `random.Random.getstate` (deepcopy walks 625 ints)."""
+    """A seeded chooser copied through `random.Random.getstate` (deepcopy walks 625 ints; the
+    generator is made without seeding it, which would read the system's entropy first)."""
     rng = getattr(chooser, "_rng", None)
-    if not isinstance(rng, random.Random):
+    if type(rng) is not random.Random:
         return copy.deepcopy(chooser)
     new = copy.copy(chooser)
-    new._rng = random.Random()
+    new._rng = random.Random.__new__(random.Random)
     new._rng.setstate(rng.getstate())
+    return new
+
+
+_PLAIN: dict[type, bool] = {}
+_COPY_HOOKS = ("__slots__", "__copy__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__")
+
+
+def shallow_copy(x: Any) -> Any:
+    """`copy.copy`, without going through the reduce protocol for a plain object (a ``__dict__``,
+    no slots and no copy hooks, as the simulators, clients and ports of `model` are)."""
+    t = type(x)
+    plain = _PLAIN.get(t)
+    if plain is None:
+        plain = _PLAIN[t] = hasattr(x, "__dict__") and not any(
+            hook in vars(k) for k in t.__mro__[:-1] for hook in _COPY_HOOKS
+        )
+    if not plain:
+        return copy.copy(x)
+    new = object.__new__(t)
+    new.__dict__.update(x.__dict__)
     return new
 
 

@@ -54,15 +54,15 @@ def _decode_assignment(data: bytes) -> Any:
 
 
 class _Ctx:
-    def __init__(self, sim: ClassicSim, order: tuple[str, ...]) -> None:
+    def __init__(
+        self, sim: ClassicSim, order: tuple[str, ...], generation: int, rank: dict[int, int]
+    ) -> None:
         self.sim = sim
         self.index = {name: i for i, name in enumerate(order)}
         self.member = {c.member_id: self.index[n] for n, c in sim.clients.items() if c.member_id}
-        group = sim.port.group(sim.clients[order[0]].config.group_id) if order else None
-        self.generation = group.generation if group is not None else 0
+        self.generation = generation  # the group's (0 without a group)
         self.now = sim.now
-        self.seen: set[int] | None = None  # collecting: every generation the state mentions
-        self.rank: dict[int, int] = {}
+        self.rank = rank
 
     def mid(self, member_id: str | None) -> Any:
         if not member_id:
@@ -77,16 +77,7 @@ class _Ctx:
     def gen(self, g: int) -> Any:
         if g < 0:
             return ("none",)
-        if self.seen is not None:
-            self.seen.add(g)
-            return g
         return self.rank.get(g, g - self.generation)
-
-    def ranks(self, seen: set[int]) -> _Ctx:
-        """Past generations by rank: the rules compare generations (equal, newer), never subtract."""
-        past = sorted((g for g in seen if g < self.generation), reverse=True)
-        self.rank = {g: -(i + 1) for i, g in enumerate(past)}
-        return self
 
     def ref(self, ref: int | None) -> Any:
         if ref is None:
@@ -176,13 +167,18 @@ def _client(ctx: _Ctx, name: str) -> Any:
     ) + (("stale_subscription",) if c.stale_subscription else ())  # docs/bug-catalogue.md#row-2
 
 
-def _structure(ctx: _Ctx, order: tuple[str, ...], group_id: str) -> Any:
+def _ranks(seen: set[int], generation: int) -> dict[int, int]:
+    """Past generations by rank: the rules compare generations (equal, newer), never subtract."""
+    past = sorted((g for g in seen if g < generation), reverse=True)
+    return {g: -(i + 1) for i, g in enumerate(past)}
+
+
+def _structure(ctx: _Ctx, order: tuple[str, ...], group_id: str, persisted: Any) -> Any:
     sim = ctx.sim
     delivered = tuple(
         (ctx.gen(g), tuple(sorted((ctx.index.get(n, n), tuple(sorted(p))) for n, p in row)))
         for g, row in sim.delivered
     )
-    persisted = sim.port.persisted(group_id)
     return (
         _group(ctx, group_id),
         tuple(_client(ctx, n) for n in order),
@@ -197,16 +193,72 @@ def _structure(ctx: _Ctx, order: tuple[str, ...], group_id: str) -> Any:
     )
 
 
+def _generations(sim: ClassicSim, group_id: str, persisted: Any) -> set[int]:
+    """Every generation `_structure` reads (through `_Ctx.gen`), without building it: the ones
+    `_Ctx.ranks` ranks."""
+    seen: list[int] = []
+    state = sim.port.state.groups.get(group_id) if hasattr(sim.port, "state") else None
+    if state is not None:
+        for m in state.members.values():
+            for _, data in m.protocols:
+                decoded = _decode_sub(data)
+                if decoded is not None:
+                    seen.append(decoded[2])
+                    claim = decoded[3]
+                    if claim is not None and claim[0] != "raw" and claim[1] is not None:
+                        seen.append(claim[1])
+        for k, t in state.timers.items():
+            if k == "sync":
+                seen.extend(t.args)
+    for c in sim.clients.values():
+        seen.append(c.generation)
+        seen.append(c.claim_generation)
+    seen.extend(g for g, _ in sim.delivered)
+    if persisted is not None:
+        seen.append(persisted.generation)
+    return {g for g in seen if g >= 0}
+
+
+#: the entries of `_client` that name clients (member ids, the leader, pending assignments)
+_NAMING = (1, 4, 9)
+
+
+def _orders(ctx: _Ctx, names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The client orders the symmetric key tries: clients sorted by their entry in the key less
+    what names clients (`_NAMING`), and every order of clients whose such entries are equal. Two
+    states' texts can only be equal under orders putting equal entries in equal positions, and
+    reordering both alike keeps them equal: the least text over these orders tells the same states
+    apart as the least over every permutation."""
+    by_entry: dict[str, list[str]] = {}
+    for name in names:
+        entry = _client(ctx, name)
+        by_entry.setdefault(repr(tuple(x for i, x in enumerate(entry) if i not in _NAMING)), []).append(name)
+    tied = [itertools.permutations(by_entry[e]) for e in sorted(by_entry)]
+    return [tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*tied)]
+
+
 def abstract_key(sim: ClassicSim, *, symmetry: bool = True) -> str:
     """A short stable id of the abstract state (least over client renamings when ``symmetry``)."""
     names = tuple(sorted(sim.clients))
     group_id = sim.clients[names[0]].config.group_id if names else sim.group_id
-    orders = itertools.permutations(names) if symmetry else [names]
-    collector = _Ctx(sim, names)
-    seen: set[int] = set()
-    collector.seen = seen
-    _structure(collector, names, group_id)  # first pass: the generations to rank
-    best = min(repr(_structure(_Ctx(sim, order).ranks(seen), order, group_id)) for order in orders)
+    persisted = sim.port.persisted(group_id)
+    seen = _generations(sim, group_id, persisted)  # the generations to rank
+    contexts: dict[str, tuple[int, dict[int, int]]] = {}  # per group id: its generation and ranks
+
+    def ctx(order: tuple[str, ...]) -> _Ctx:
+        gid = sim.clients[order[0]].config.group_id if order else ""
+        if gid not in contexts:
+            group = sim.port.group(gid) if order else None
+            generation = group.generation if group is not None else 0
+            contexts[gid] = (generation, _ranks(seen, generation))
+        return _Ctx(sim, order, *contexts[gid])
+
+    orders: Any = [names]
+    if symmetry and len({c.config.group_id for c in sim.clients.values()}) == 1:
+        orders = _orders(ctx(names), names)  # one group: its generation does not depend on the order
+    elif symmetry:
+        orders = itertools.permutations(names)
+    best = min(repr(_structure(ctx(order), order, group_id, persisted)) for order in orders)
     return hashlib.blake2b(best.encode(), digest_size=10).hexdigest()
 
 

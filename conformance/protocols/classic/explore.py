@@ -14,13 +14,19 @@ symmetry sets), run on the executable model instead of a specification.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to, perturbed_key
+from conformance.engine.explore import (
+    ExploreResult,
+    Found,
+    clone_chooser,
+    path_to,
+    perturbed_key,
+    shallow_copy,
+)
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
@@ -229,7 +235,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     out = type(sim).__new__(type(sim))
     out.__dict__.update(sim.__dict__)
     out.port = new_port
-    out.clients = {n: copy.copy(c) for n, c in sim.clients.items()}
+    out.clients = {n: shallow_copy(c) for n, c in sim.clients.items()}
     out.topics = dict(sim.topics)
     out.awaiting = dict(sim.awaiting)
     out.stalled = set(sim.stalled)

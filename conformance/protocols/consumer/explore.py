@@ -12,7 +12,6 @@ into an ordinary consumer trace.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import itertools
@@ -21,13 +20,14 @@ from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, clone_chooser, path_to, perturbed_key
+from conformance.engine.explore import ExploreResult, Found, path_to, perturbed_key
 from conformance.engine.polish import PolishSpace
 from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
 from conformance.protocols.consumer.build import make_consumer_sim
+from conformance.protocols.consumer.clone import clone, deep_clone
 from conformance.protocols.consumer.trace import TracedConsumerSim, action_of, to_trace
 
 CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
@@ -40,56 +40,139 @@ ALL_CONSUMER_OPS = (*CONSUMER_OPS, *PERTURBATIONS)
 TICK_MS = 500
 
 
+#: how `_Norm.value` encodes a value, by its type (the order of the tests decides, as in `_kind`)
+_ATOM, _ENUM, _INT, _STR, _BYTES, _DATACLASS, _DICT, _SET, _SEQUENCE, _OTHER = range(10)
+_KINDS: dict[type, int] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+#: a field name's reading of an int: (an epoch, a time)
+_INT_NAMES: dict[str, tuple[bool, bool]] = {}
+#: frozen dataclass types, whose encoding under one renaming, epoch and clock `_MEMO` keeps
+_FROZEN: set[type] = set()
+#: (id of a frozen value, field name, context) -> (the value, its encoding); the value is kept so
+#: that its id is not reused while the entry lives
+_MEMO: dict[tuple[int, str, int], tuple[Any, Any]] = {}
+#: a context (member ids by index, group epoch, clock) -> a small number naming it in `_MEMO`
+_CONTEXTS: dict[Any, int] = {}
+_MEMO_LIMIT = 1 << 18
+
+
+def _kind(t: type) -> int:
+    """The encoding of values of type ``t`` (computed once per type)."""
+    kind = _KINDS.get(t)
+    if kind is None:
+        if issubclass(t, bool) or t is type(None):
+            kind = _ATOM
+        elif issubclass(t, Enum):
+            kind = _ENUM
+        elif issubclass(t, int):
+            kind = _INT
+        elif issubclass(t, str):
+            kind = _STR
+        elif issubclass(t, bytes):
+            kind = _BYTES
+        elif dataclasses.is_dataclass(t) and not issubclass(t, type):
+            kind = _DATACLASS
+            _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+            if getattr(getattr(t, "__dataclass_params__", None), "frozen", False):
+                _FROZEN.add(t)
+        elif issubclass(t, dict):
+            kind = _DICT
+        elif issubclass(t, frozenset | set):
+            kind = _SET
+        elif issubclass(t, tuple | list):
+            kind = _SEQUENCE
+        else:
+            kind = _OTHER
+        _KINDS[t] = kind
+    return kind
+
+
+def _int_name(name: str) -> tuple[bool, bool]:
+    reading = _INT_NAMES.get(name)
+    if reading is None:
+        reading = _INT_NAMES[name] = ("epoch" in name, name.endswith("_at") or name == "deadline")
+    return reading
+
+
 class _Norm:
-    def __init__(self, sim: Any, order: tuple[str, ...]) -> None:
+    def __init__(self, sim: Any, order: tuple[str, ...], group: Any = None) -> None:
         self.index = {name: i for i, name in enumerate(order)}
-        self.member = {c.member_id: self.index[n] for n, c in sim.clients.items() if c.member_id}
-        group = sim.port.coordinator_state().groups.get(sim.group_id)
+        self.member = {c.member_id: ("m", self.index[n]) for n, c in sim.clients.items() if c.member_id}
         self.epoch = group.group_epoch if group is not None else 0
         self.now = sim.now
+        if len(_MEMO) > _MEMO_LIMIT:
+            _MEMO.clear()
+            _CONTEXTS.clear()
+        context = (tuple(sorted(self.member.items())), self.epoch, self.now)
+        self.context = _CONTEXTS.setdefault(context, len(_CONTEXTS))
 
     def value(self, v: Any, name: str = "") -> Any:
-        if isinstance(v, bool) or v is None:
+        """``v`` with member ids, epochs and times made relative; sets and maps in ``repr`` order."""
+        t = type(v)
+        kind = _KINDS.get(t)
+        if kind is None:
+            kind = _kind(t)
+        if kind == _ATOM:
             return v
-        if isinstance(v, Enum):
+        if kind == _ENUM:
             return v.name
-        if isinstance(v, int):
-            if "epoch" in name and v > 0:
+        if kind == _INT:
+            epoch, at = _int_name(name)
+            if epoch and v > 0:
                 return ("e", v - self.epoch)
-            if name.endswith("_at") or name == "deadline":
+            if at:
                 return ("t", v - self.now)
             return v
-        if isinstance(v, str):
-            if v in self.member:
-                return ("m", self.member[v])
-            return v
-        if isinstance(v, bytes):
+        if kind == _STR:
+            return self.member.get(v, v)
+        if kind == _DATACLASS:
+            if t in _FROZEN:  # a pure function of the value, its name and the context: kept
+                memo = (id(v), name, self.context)
+                hit = _MEMO.get(memo)
+                if hit is not None and hit[0] is v:
+                    return hit[1]
+            value = self.value
+            out = (t.__name__, tuple([value(getattr(v, f), f) for f in _FIELDS[t]]))
+            if t in _FROZEN:
+                _MEMO[memo] = (v, out)
+            return out
+        if kind == _DICT:
+            value = self.value
+            inner = "epoch" if "epoch" in name else name
+            pairs = [(repr(value(k)), value(x, inner)) for k, x in v.items()]
+            if len(pairs) > 1:
+                pairs.sort(key=repr)
+            return tuple(pairs)
+        if kind == _SET:
+            value = self.value
+            items = [value(x, name) for x in v]
+            if len(items) > 1:
+                items.sort(key=repr)
+            return tuple(items)
+        if kind == _SEQUENCE:
+            value = self.value
+            return tuple([value(x, name) for x in v])
+        if kind == _BYTES:
             return v.hex()
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return (
-                type(v).__name__,
-                tuple(self.value(getattr(v, f.name), f.name) for f in dataclasses.fields(v)),
-            )
-        if isinstance(v, dict):
-            epochs = "epoch" in name
-            return tuple(
-                sorted(
-                    ((repr(self.value(k)), self.value(x, "epoch" if epochs else name)) for k, x in v.items()),
-                    key=repr,
-                )
-            )
-        if isinstance(v, frozenset | set):
-            return tuple(sorted((self.value(x, name) for x in v), key=repr))
-        if isinstance(v, tuple | list):
-            return tuple(self.value(x, name) for x in v)
         return repr(v)
 
 
+_CLIENT_SKIP = frozenset({"name", "chooser", "group_id"})
+
+
 def _client(norm: _Norm, c: Any, horizon: int) -> Any:
-    skip = {"name", "chooser", "group_id"}
-    return tuple(
-        (k, _client_field(norm, c, k, v, horizon)) for k, v in sorted(vars(c).items()) if k not in skip
-    )
+    fields = vars(c)
+    value = norm.value
+    out = []
+    for k in sorted(fields):
+        if k in _CLIENT_SKIP:
+            continue
+        v = fields[k]
+        if k == "next_heartbeat_at" or k == "_sent_at":
+            out.append((k, _client_field(norm, c, k, v, horizon)))
+        else:
+            out.append((k, value(v, k)))
+    return tuple(out)
 
 
 def _client_field(norm: _Norm, c: Any, name: str, v: Any, horizon: int) -> Any:
@@ -117,13 +200,26 @@ def _horizon(sim: Any) -> int:
     )
 
 
+def _orders(sim: Any) -> list[tuple[str, ...]]:
+    """The client orders the symmetric key tries: clients sorted by their spec, and every order of
+    clients with equal specs. Each client's entry in the key holds its spec, so two states' texts
+    can only be equal under orders with equal spec sequences, and reordering both alike keeps them
+    equal: the least text over these orders tells the same states apart as the least over every
+    permutation. The spec holds the client's name, so no two clients tie and one order is tried."""
+    by_spec: dict[str, list[str]] = {}
+    for name in sorted(sim.clients):
+        by_spec.setdefault(repr(sim.specs[name]), []).append(name)
+    tied = [itertools.permutations(by_spec[spec]) for spec in sorted(by_spec)]
+    return [tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*tied)]
+
+
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
-    names = tuple(sorted(sim.clients))
+    """A short stable id of the abstract state: the least text over `_orders` when ``symmetry``."""
     horizon = _horizon(sim)
     best = None
-    for order in itertools.permutations(names) if symmetry else [names]:
-        norm = _Norm(sim, order)
-        group = sim.port.coordinator_state().groups.get(sim.group_id)
+    group = sim.port.coordinator_state().groups.get(sim.group_id)
+    for order in _orders(sim) if symmetry else [tuple(sorted(sim.clients))]:
+        norm = _Norm(sim, order, group)
         structure = (
             None if group is None else norm.value(group),
             tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n], horizon)) for n in order),
@@ -216,7 +312,7 @@ def explore_consumer(
                 break
             used = getattr(sim, "explore_perturbed", 0)
             for op in _enabled(sim, ops, perturbations is None or used < perturbations):
-                child = _clone(sim)
+                child = clone(sim)
                 before = len(child.log)
                 observations = child.replay([action_of(op, "explore")])
                 if not observations and len(child.log) == before and op["op"] != "stall":
@@ -252,14 +348,8 @@ def explore_consumer(
     return result
 
 
-def _clone(sim: Any) -> Any:
-    """Deep copy sharing the frozen world snapshot (it holds read-only mapping proxies) and the log."""
-    memo: dict[int, Any] = {id(sim.world): sim.world, id(sim.log): [], id(sim.actions): []}
-    coordinator = getattr(sim.port, "coordinator", None)
-    for chooser in (getattr(sim, "chooser", None), getattr(coordinator, "chooser", None)):
-        if chooser is not None and id(chooser) not in memo:
-            memo[id(chooser)] = clone_chooser(chooser)  # shared by the clients: one copy for all
-    return copy.deepcopy(sim, memo)
+#: the deep copy (`deep_clone`): the reference a plain search copies states with
+_clone = deep_clone
 
 
 def consumer_found_trace(result: ExploreResult, found: Found) -> Trace:
@@ -333,4 +423,4 @@ def polish_space(trace: Trace) -> PolishSpace:
 
     # a settle is many ops (and no explore edge): never added whole
     own = (*CONSUMER_OPS, "cont", "settle")
-    return PolishSpace(root, apply, _enabled, _clone, lambda sim: consumer_key(sim, symmetry=False), own)
+    return PolishSpace(root, apply, _enabled, clone, lambda sim: consumer_key(sim, symmetry=False), own)
