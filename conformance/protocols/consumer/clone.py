@@ -49,6 +49,7 @@ _PORT_FIELDS = frozenset({"config", "coordinator", "records", "state"})
 _COORDINATOR_FIELDS = frozenset({"config", "chooser"})
 _CLIENT_FIELDS = frozenset(
     {
+        "_last_view",  # a cache of the client's last snapshot view (immutable, shared)
         "_sent",
         "_sent_at",
         "auto_reconcile",

@@ -157,7 +157,8 @@ class _Norm:
         return repr(v)
 
 
-_CLIENT_SKIP = frozenset({"name", "chooser", "group_id"})
+#: not state: the name, the shared chooser, the group, and the cache of the client's last snapshot view
+_CLIENT_SKIP = frozenset({"name", "chooser", "group_id", "_last_view"})
 
 
 def _client(norm: _Norm, c: Any, horizon: int) -> Any:
