@@ -374,6 +374,8 @@ class TargetedRules(FaultHost):
     note: Any
     flush: Any
     observe_deletion: Any
+    #: `delete_abandoned_group` ran in this example (it runs once)
+    abandoned: bool = False
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, j=MEMBER)
@@ -409,14 +411,15 @@ class TargetedRules(FaultHost):
         self.sim.set_slow(name, False)
         self.note(f"{name} callbacks immediate")
 
-    @precondition(lambda self: self.ready)
+    @precondition(lambda self: self.ready and not self.abandoned)
     @rule(i=MEMBER)
     def delete_abandoned_group(self, i: int) -> None:
         """Member i stalls (a partition, a long pause), the others close, its session expires and
         an admin deletes the group, now Empty; then i comes back and heartbeats with the epoch it
         had. Kafka answers GROUP_ID_NOT_FOUND, which ends the membership: the consumer rejoins with
         epoch 0 and creates the group again. The window librdkafka PR #5488 needs (a consumer that
-        retries GROUP_ID_NOT_FOUND with its old epoch, docs/bug-catalogue-heldout.md#hb-21)."""
+        retries GROUP_ID_NOT_FOUND with its old epoch, docs/bug-catalogue-heldout.md#hb-21). The
+        others then start again; once per example, so that the group's other windows stay open."""
         assert self.sim is not None
         name = self.flush(self.client(i))
         self.observe(self.sim.stall(name, True), f"{name} stalls")
@@ -430,6 +433,10 @@ class TargetedRules(FaultHost):
         for _ in range(2):  # the old epoch's answer, then what the consumer does about it
             self.observe(self.sim.client_step(name))
             self.observe(self.sim.advance(500), "advance 500 ms")
+        for other in self.names:  # the others start again (once per example: the group is back)
+            if other != name:
+                self.observe(self.sim.restart(other), f"{other} restarts")
+        self.abandoned = True
 
     @precondition(lambda self: self.ready and self.regex_holders())
     @rule(i=MEMBER)
