@@ -338,11 +338,12 @@ class ConsumerMachine(TimeRules, FaultRules, GroupMachine):
         name = self.flush(self.client(i))
         self.observe(self.sim.stale_heartbeat(name, delta), f"{name} heartbeats with epoch {delta:+d}")
 
-    @precondition(lambda self: self.ready)
+    @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_delete_groups", True))
     @rule()
     def delete_group(self) -> None:
         """An admin deletes the group (DeleteGroups): Kafka deletes it, and its committed offsets,
-        only when it is Empty, else NON_EMPTY_GROUP (`model.consumer.group_deletion`)."""
+        only when it is Empty, else NON_EMPTY_GROUP (`model.consumer.group_deletion`). Drawn on a
+        real target only when it offers DeleteGroups."""
         assert self.sim is not None
         self.observe_deletion()
 

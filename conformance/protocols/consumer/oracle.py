@@ -107,6 +107,11 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
         versions = self.adapter.connect().api_versions
         return self._own_topics() and all(versions.get(k, (0, -1))[1] >= 0 for k in (37, 20))
 
+    @property
+    def supports_delete_groups(self) -> bool:
+        """The target offers DeleteGroups (ApiVersions): the `delete_group` rule is drawn only then."""
+        return self.adapter.connect().api_versions.get(API_DELETE_GROUPS, (0, -1))[1] >= 0
+
     def __post_init__(self) -> None:
         self.adapter = self.session.adapter
         self.config: ConsumerCoordinatorConfig = self.coordinator.config
