@@ -1156,6 +1156,10 @@ def test_every_invariant_can_fail() -> None:
         _checked_change(False, world_rule=True, subscribed_topic_names=("t",)),
     )
 
+    from tests.test_delete_groups import deletion_violations
+
+    expect("consumer.deleted_group_is_gone", deletion_violations())
+
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
 
@@ -1196,6 +1200,7 @@ def test_invariant_registry_entries() -> None:
         "consumer.ended_membership_rejoins",
         "consumer.subscription_change_bumps_epoch",
         "consumer.member_epoch_is_assignment_epoch",
+        "consumer.deleted_group_is_gone",
         # a Kafka 4.1+ rule restated: model/consumer/subscription_invariants.py
         "consumer.assignment_within_subscription",
     }

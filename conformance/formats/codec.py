@@ -37,6 +37,8 @@ MODULES: tuple[tuple[str, str], ...] = (
 
 #: Worlds, snapshots, simulators and settings are not codec types: only messages and events are.
 _SKIP_SUFFIXES = ("World", "View", "Run", "Sim", "Port", "Config", "Result", "Snap", "State")
+#: message types whose Kafka name ends like a skipped one
+_MESSAGES = frozenset({"DeletableGroupResult"})
 
 
 class CodecError(ValueError):
@@ -62,7 +64,7 @@ def _load() -> None:
                 isinstance(obj, type)
                 and dataclasses.is_dataclass(obj)
                 and obj.__module__ == module_name
-                and not name.endswith(_SKIP_SUFFIXES)
+                and (name in _MESSAGES or not name.endswith(_SKIP_SUFFIXES))
             ):
                 tag = prefix + name
                 _TYPES[tag] = obj

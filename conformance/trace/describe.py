@@ -100,6 +100,8 @@ def request(req: Any, names: Names) -> str:
         )
     if kind == "OffsetCommit":
         return f"OffsetCommit epoch {req.generation_id_or_member_epoch} member {names(req.member_id)}"
+    if kind == "DeleteGroups":
+        return f"DeleteGroups v{req.version} {', '.join(req.groups_names)}"
     return kind
 
 
@@ -122,6 +124,8 @@ def response(resp: Any, names: Names) -> str:
     if kind == "OffsetCommit" and hasattr(resp, "partitions"):
         codes = sorted({e.name if hasattr(e, "name") else str(e) for _, _, e in resp.partitions})
         return f"OffsetCommit {','.join(codes) or 'NONE'}"
+    if kind == "DeleteGroups":
+        return "DeleteGroups " + ", ".join(f"{g}: {getattr(e, 'name', e)}" for g, e in resp.errors().items())
     if kind == "ConsumerGroupHeartbeat":
         assigned = resp.assigned()
         return f"ConsumerGroupHeartbeat {err} epoch {resp.member_epoch}" + (

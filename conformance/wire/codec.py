@@ -27,6 +27,7 @@ API_LEAVE_GROUP = 13
 API_SYNC_GROUP = 14
 API_DESCRIBE_GROUPS = 15
 API_API_VERSIONS = 18
+API_DELETE_GROUPS = 42
 
 #: Versions of each API this adapter can speak (kio has them all; these are the ones exercised).
 SUPPORTED: dict[int, tuple[int, int]] = {
@@ -38,6 +39,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     API_SYNC_GROUP: (0, 5),
     API_API_VERSIONS: (0, 3),
     API_DESCRIBE_GROUPS: (0, 5),
+    API_DELETE_GROUPS: (0, 2),
 }
 
 API_NAMES = {
@@ -49,6 +51,7 @@ API_NAMES = {
     API_SYNC_GROUP: "SyncGroup",
     API_API_VERSIONS: "ApiVersions",
     API_DESCRIBE_GROUPS: "DescribeGroups",
+    API_DELETE_GROUPS: "DeleteGroups",
 }
 
 

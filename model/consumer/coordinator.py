@@ -1,4 +1,4 @@
-"""The KIP-848 group coordinator: ConsumerGroupHeartbeat, OffsetCommit, timers, topic changes.
+"""The KIP-848 group coordinator: ConsumerGroupHeartbeat, OffsetCommit, DeleteGroups, timers, topic changes.
 
 docs/protocol-reference.md#b2 (pipeline, GMM `consumerGroupHeartbeat` L1661-1816), #b4 (group-epoch bumps),
 docs/protocol-reference.md#b5 (reconciliation, see `model.consumer.reconcile`), #b6 (ordered validation), #b7 (leave and
@@ -34,13 +34,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
+from model.consumer.group_deletion import GroupDeletion
 from model.consumer.ids import is_valid_member_uuid, new_member_id
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     to_topic_partitions,
 )
-from model.consumer.offsets import OffsetsAndTopics
 from model.consumer.records import (
     CurrentAssignmentTombstone,
     GroupEpochRecord,
@@ -69,11 +69,12 @@ from model.errors import ErrorCode
 from model.result import Result
 
 
-class ConsumerCoordinator(OffsetsAndTopics):
+class ConsumerCoordinator(GroupDeletion):
     """The KIP-848 coordinator of one shard. Public entry points:
 
     * ``handle_consumer_group_heartbeat(state, request, ref, now) -> Result``
     * ``handle_offset_commit(state, request, ref, now) -> Result``
+    * ``handle_delete_groups(state, request, ref, now) -> Result`` (`model.consumer.group_deletion`)
     * ``advance(state, now) -> Result`` (fire due timers)
     * ``create_topic`` / ``delete_topic`` / ``add_partitions`` (metadata image changes)
     * ``on_loaded(state, now)`` and ``failover(records, now)`` (coordinator failover)

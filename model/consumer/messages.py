@@ -1,4 +1,5 @@
-"""KIP-848 wire messages as plain frozen data: ConsumerGroupHeartbeat (key 68) and OffsetCommit (key 8).
+"""KIP-848 wire messages as plain frozen data: ConsumerGroupHeartbeat (key 68), OffsetCommit (key 8) and
+DeleteGroups (key 42).
 
 Field names are Kafka's (MSG `ConsumerGroupHeartbeatRequest.json`, `ConsumerGroupHeartbeatResponse.json`,
 `OffsetCommitRequest.json`, `OffsetCommitResponse.json`) in snake_case; docs/protocol-reference.md#d, #b10, #b12.
@@ -135,3 +136,29 @@ class OffsetCommitResponse:
     def errors(self) -> dict[TopicPartition, ErrorCode]:
         """Per-partition error codes of the response."""
         return {(t.name, p.partition_index): p.error_code for t in self.topics for p in t.partitions}
+
+
+@dataclass(frozen=True)
+class DeleteGroupsRequest:
+    """DeleteGroups request, versions 0-2 (``DeleteGroupsRequest.json``: v1 as v0, v2 flexible; an
+    admin's request, not a member's). Kafka answers each distinct group id once (KafkaApis
+    ``handleDeleteGroupsRequest``)."""
+
+    groups_names: tuple[str, ...]
+    version: int = 2
+
+
+@dataclass(frozen=True)
+class DeletableGroupResult:
+    group_id: str
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True)
+class DeleteGroupsResponse:
+    results: tuple[DeletableGroupResult, ...]
+    throttle_time_ms: int = 0
+
+    def errors(self) -> dict[str, ErrorCode]:
+        """Per-group error codes of the response."""
+        return {r.group_id: r.error_code for r in self.results}

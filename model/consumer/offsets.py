@@ -12,9 +12,9 @@ from model.consumer.messages import (
     OffsetCommitResponseTopic,
     TopicPartition,
 )
+from model.consumer.offset_records import OffsetCommitRecord
 from model.consumer.records import (
     MetadataRefreshRecord,
-    OffsetCommitRecord,
     TopicDeletedRecord,
     TopicRecord,
     apply,

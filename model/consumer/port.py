@@ -10,6 +10,7 @@ from typing import Protocol
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
 )
 from model.consumer.records import compact
 from model.consumer.state import ConsumerCoordinatorState
@@ -25,6 +26,8 @@ class ConsumerPort(Protocol):
     def heartbeat(self, request: ConsumerGroupHeartbeatRequest, ref: int, now: int) -> Result: ...
 
     def offset_commit(self, request: object, ref: int, now: int) -> Result: ...
+
+    def delete_groups(self, request: DeleteGroupsRequest, ref: int, now: int) -> Result: ...
 
     def advance(self, now: int) -> Result: ...
 
@@ -55,6 +58,9 @@ class ModelConsumerPort:
 
     def offset_commit(self, request: object, ref: int, now: int) -> Result:
         return self._keep(self.coordinator.handle_offset_commit(self.state, request, ref, now))  # type: ignore[arg-type]
+
+    def delete_groups(self, request: DeleteGroupsRequest, ref: int, now: int) -> Result:
+        return self._keep(self.coordinator.handle_delete_groups(self.state, request, ref, now))
 
     def advance(self, now: int) -> Result:
         return self._keep(self.coordinator.advance(self.state, now))

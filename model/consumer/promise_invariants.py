@@ -10,7 +10,14 @@ from collections.abc import Iterator
 
 from model.consumer.observe import PAIRS
 from model.consumer.state import ConsumerMember, member_subscribes
-from model.consumer.world import ConsumerWorld, GroupView, HeartbeatEvent, heartbeat_response
+from model.consumer.world import (
+    ConsumerWorld,
+    DeleteGroupsEvent,
+    GroupView,
+    HeartbeatEvent,
+    delete_groups_response,
+    heartbeat_response,
+)
 from model.errors import ErrorCode
 from model.invariant_reads import changed, on
 from model.invariants import invariant
@@ -163,3 +170,33 @@ def regex_resolved_off_heartbeat(obs: Obs) -> Iterator[str]:
         and ga.subscription_metadata == gb.subscription_metadata
     ):
         yield f"{gid}: the heartbeat bringing {regex!r} bumped the group epoch to {ga.group_epoch} before its resolution"
+
+
+#: answers that treat a heartbeat as one to a group that exists
+AS_IF_GROUP_EXISTED = frozenset({E.NONE, E.UNKNOWN_MEMBER_ID, E.FENCED_MEMBER_EPOCH})
+
+
+@invariant("consumer.deleted_group_is_gone", "transition", "consumer")
+def deleted_group_is_gone(obs: Obs) -> Iterator[str]:
+    """DeleteGroups deletes only an Empty group (else NON_EMPTY_GROUP; an unknown one is GROUP_ID_NOT_FOUND), and a deleted group is gone with its committed offsets: a heartbeat with member epoch > 0 to a group that does not exist is answered GROUP_ID_NOT_FOUND, never as if it still existed.
+
+    A promise an operator and a client rely on (docs/invariants.md#nature).
+    """
+    ev, b, a = obs.event, obs.before, obs.after
+    if b is None:
+        return
+    if isinstance(ev, HeartbeatEvent) and ev.request.member_epoch > 0:
+        r = heartbeat_response(obs)
+        gid = ev.request.group_id
+        if r is not None and b.group(gid) is None and r.error_code in AS_IF_GROUP_EXISTED:
+            yield f"{gid} does not exist, yet a heartbeat with epoch {ev.request.member_epoch} is answered {E(r.error_code).name}"
+    answer = delete_groups_response(obs) if isinstance(ev, DeleteGroupsEvent) else None
+    for gid, code in (answer.errors() if answer is not None else {}).items():
+        old = b.group(gid)
+        members = old is not None and bool(old.members)
+        if code == E.NONE and (members or a.group(gid) is not None or gid in a.committed):
+            yield f"{gid} deleted, but it had members, or it or its offsets are still there"
+        elif code == E.NON_EMPTY_GROUP and not members:
+            yield f"{gid} answered NON_EMPTY_GROUP without a member"
+        elif code == E.GROUP_ID_NOT_FOUND and (old is not None or gid in b.committed):
+            yield f"{gid} answered GROUP_ID_NOT_FOUND, but it exists"

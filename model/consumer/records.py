@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from model.consumer.messages import TopicPartition
+from model.consumer.offset_records import OffsetCommitRecord, OffsetCommitTombstone
 from model.consumer.regex_records import RegexResolvedRecord, RegexResolvedTombstone
 from model.consumer.state import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -144,23 +145,11 @@ class CurrentAssignmentTombstone:
 @dataclass(frozen=True)
 class ConsumerGroupTombstone:
     """The group is deleted (CoG ``createGroupTombstoneRecords``): on a conversion to a classic group
-    (docs/protocol-reference.md#b13) or when an empty consumer group is replaced by a classic one."""
+    (docs/protocol-reference.md#b13), when an empty consumer group is replaced by a classic one, or
+    by DeleteGroups (after its offsets' tombstones). Committed offsets are not group records."""
 
     durable: ClassVar[bool] = True
     group_id: str
-
-
-@dataclass(frozen=True)
-class OffsetCommitRecord:
-    """OffsetCommit: one committed offset (OMM)."""
-
-    durable: ClassVar[bool] = True
-    group_id: str
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
 
 
 # -- metadata image (durable: the cluster metadata log, survives coordinator failover) --------------
@@ -233,6 +222,7 @@ ConsumerRecord = (
     | CurrentAssignmentTombstone
     | ConsumerGroupTombstone
     | OffsetCommitRecord
+    | OffsetCommitTombstone
     | TopicRecord
     | TopicDeletedRecord
     | TimerScheduled
@@ -412,6 +402,11 @@ def apply(state: ConsumerCoordinatorState, record: object) -> ConsumerCoordinato
             state.offsets.setdefault(record.group_id, {})[(record.topic, record.partition)] = CommittedOffset(
                 record.offset, record.leader_epoch, record.metadata
             )
+        case OffsetCommitTombstone(group_id=g, topic=t, partition=p):
+            committed = state.offsets.get(g, {})
+            committed.pop((t, p), None)
+            if not committed:
+                state.offsets.pop(g, None)
         case _:
             group_id = getattr(record, "group_id", None)
             if not isinstance(group_id, str):
@@ -461,7 +456,10 @@ def compaction_key(record: object) -> tuple[object, ...]:
     OffsetCommitKey; group-coordinator/src/main/resources/common/message/). A tombstone shares its
     record's key. Topic records are keyed by topic name (the metadata image)."""
     match record:
-        case OffsetCommitRecord(group_id=g, topic=t, partition=p):
+        case (
+            OffsetCommitRecord(group_id=g, topic=t, partition=p)
+            | OffsetCommitTombstone(group_id=g, topic=t, partition=p)
+        ):
             return ("offset", g, t, p)
         case TopicRecord(topic=t) | TopicDeletedRecord(topic=t):
             return ("topic", t)

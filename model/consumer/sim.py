@@ -25,6 +25,7 @@ from model.consumer.deviations import heard, unheard_copy
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DeleteGroupsRequest,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -35,6 +36,7 @@ from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,
     ConsumerWorld,
+    DeleteGroupsEvent,
     FailoverEvent,
     HeartbeatEvent,
     OffsetCommitEvent,
@@ -445,6 +447,13 @@ class ConsumerSim:
         """Create a topic, delete it, or grow it to ``partitions`` (action create|delete|add_partitions)."""
         self._record("topic", action=action, topic=topic, partitions=partitions)
         return self._step(TopicEvent(action, topic, partitions), self.port.topic(action, topic, partitions))
+
+    def delete_group(self) -> Obs:
+        """An admin deletes the run's group (DeleteGroups, `model.consumer.group_deletion`): Kafka
+        deletes only an Empty group, and its committed offsets with it."""
+        self._record("delete_group")
+        request, ref = DeleteGroupsRequest((self.group_id,)), self._ref()
+        return self._step(DeleteGroupsEvent(ref, request), self.port.delete_groups(request, ref, self.now))
 
     def failover(self) -> Obs:
         self._record("failover")  # a held heartbeat reaches the new coordinator when released

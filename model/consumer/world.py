@@ -20,6 +20,8 @@ from model.consumer.client import ClientView, VirtualConsumer
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     TopicPartition,
@@ -60,6 +62,16 @@ class OffsetCommitEvent:
     ref: int
     request: OffsetCommitRequest
     client: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteGroupsEvent:
+    """A DeleteGroups request (an admin's, no member's) handled by the coordinator."""
+
+    ref: int
+    request: DeleteGroupsRequest
+    client: str = "admin"
+    """Who sent it: an admin client, the sequence diagrams' lane."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +178,8 @@ class ConsumerWorld:
     reconcile_to_subscription: bool = False
     """The coordinator's ``reconcile_to_subscription`` (True: KAFKA-19431, Kafka 4.1+; False: Kafka
     4.0, or not known: `consumer.assignment_within_subscription` is then not checked)."""
+    committed: Mapping[str, frozenset[TopicPartition]] = field(default_factory=lambda: MappingProxyType({}))
+    """The partitions each group id has a committed offset for (coordinator view)."""
 
     def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
         """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
@@ -212,6 +226,7 @@ def capture_world(
         offset_commit_epochs="exact" if config is None else config.offset_commit_epochs,
         regex_resolution="sync" if config is None else config.regex_resolution,
         reconcile_to_subscription=False if config is None else config.reconcile_to_subscription,
+        committed=MappingProxyType({g: frozenset(o) for g, o in state.offsets.items() if o}),
         quiet_since=quiet_since,
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,
@@ -262,5 +277,15 @@ def offset_commit_response(obs: Observation[ConsumerWorld]) -> OffsetCommitRespo
         return None
     for d in obs.deliveries:
         if d.ref == event.ref and isinstance(d.response, OffsetCommitResponse):
+            return d.response
+    return None
+
+
+def delete_groups_response(obs: Observation[ConsumerWorld]) -> DeleteGroupsResponse | None:
+    event = obs.event
+    if not isinstance(event, DeleteGroupsEvent):
+        return None
+    for d in obs.deliveries:
+        if d.ref == event.ref and isinstance(d.response, DeleteGroupsResponse):
             return d.response
     return None

@@ -2,7 +2,8 @@
 
 The consumer-protocol twin of `conformance.protocols.classic.codec`: ConsumerGroupHeartbeat (api key 68,
 v0-v1; ``ConsumerGroupHeartbeatRequest.json`` / ``ConsumerGroupHeartbeatResponse.json`` in Kafka's
-``clients/src/main/resources/common/message/``) and OffsetCommit v9 (the first version a KIP-848
+``clients/src/main/resources/common/message/``), DeleteGroups (api key 42, v0-v2, an admin's request)
+and OffsetCommit v9 (the first version a KIP-848
 member may use, docs/protocol-reference.md#b12; topics still named, not ids). Inside the model a topic is its
 *name*; on the wire ConsumerGroupHeartbeat names topics by topic id, so the caller passes a
 `TopicMap` that knows the run's real topic names and ids (looked up with Metadata v12).
@@ -14,10 +15,21 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.wire.codec import API_METADATA, build, metadata_request, module, payload_class, topic_ids
+from conformance.wire.codec import (
+    API_DELETE_GROUPS,
+    API_METADATA,
+    build,
+    metadata_request,
+    module,
+    payload_class,
+    topic_ids,
+)
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
@@ -189,14 +201,35 @@ def decode_offset_commit(wire: Any, topics: TopicMap) -> OffsetCommitResponse:
     )
 
 
+def encode_delete_groups(request: DeleteGroupsRequest, version: int, real: dict[str, str]) -> Any:
+    """The kio DeleteGroups of ``version`` (v0-v2 carry the same field); model group ids renamed by
+    ``real`` (model id -> the run's real group id)."""
+    cls = payload_class(API_DELETE_GROUPS, version, True)
+    return build(cls, {"groups_names": tuple(real.get(g, g) for g in request.groups_names)})
+
+
+def decode_delete_groups(wire: Any, real: dict[str, str]) -> DeleteGroupsResponse:
+    """The model response for a kio DeleteGroups response (real group ids mapped back)."""
+    model = {r: m for m, r in real.items()}
+    return DeleteGroupsResponse(
+        tuple(
+            DeletableGroupResult(model.get(str(r.group_id), str(r.group_id)), _err(r.error_code))
+            for r in wire.results
+        )
+    )
+
+
 __all__ = [
     "API_CONSUMER_GROUP_HEARTBEAT",
+    "API_DELETE_GROUPS",
     "API_METADATA",
     "API_OFFSET_COMMIT",
     "OFFSET_COMMIT_VERSION",
     "TopicMap",
+    "decode_delete_groups",
     "decode_heartbeat",
     "decode_offset_commit",
+    "encode_delete_groups",
     "encode_heartbeat",
     "encode_offset_commit",
     "metadata_request",

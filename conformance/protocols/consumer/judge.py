@@ -1,5 +1,7 @@
 """The KIP-848 oracle's comparison: a model answer against the target's, at the protocol level.
 
+A DeleteGroups answer must agree group by group on the error code.
+
 Errors, member ids, member epochs and assignments must agree; an absent assignment means
 "unchanged" (docs/protocol-reference.md#b10), so it matches the member's previous one either way (a kafka-compat
 note). The heartbeat interval Kafka echoes is a kafka-compat note too. Answers that mean "find the
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from model.consumer.messages import OffsetCommitResponse, TopicPartition
+from model.consumer.messages import DeleteGroupsResponse, OffsetCommitResponse, TopicPartition
 from model.errors import ErrorCode
 
 #: coordinator errors a client answers by finding the coordinator again (Errors.java 14, 15, 16)
@@ -25,7 +27,7 @@ RESEND_DEADLINE_S = 30.0
 def coordinator_moved(answer: Any) -> bool:
     if answer is None:
         return False
-    if isinstance(answer, OffsetCommitResponse):
+    if isinstance(answer, OffsetCommitResponse | DeleteGroupsResponse):
         codes = set(answer.errors().values())
         return bool(codes) and codes <= COORDINATOR_MOVED
     return answer.error_code in COORDINATOR_MOVED
@@ -38,6 +40,11 @@ def compare(model: Any, target: Any, prior: frozenset[TopicPartition] | None) ->
         mine, theirs = model.errors(), target.errors()
         if mine != theirs:
             return f"partition errors {_errs(theirs)}, model {_errs(mine)}", notes
+        return None, notes
+    if isinstance(model, DeleteGroupsResponse):
+        mine_g, theirs_g = model.errors(), target.errors()
+        if mine_g != theirs_g:
+            return f"group errors {_group_errs(theirs_g)}, model {_group_errs(mine_g)}", notes
         return None, notes
     if model.error_code != target.error_code:
         return f"error {_e(target.error_code)}, model {_e(model.error_code)}", notes
@@ -77,9 +84,15 @@ def _errs(errors: Mapping[TopicPartition, Any]) -> str:
     return "{" + ", ".join(f"{t}-{p}: {_e(c)}" for (t, p), c in sorted(errors.items())) + "}"
 
 
+def _group_errs(errors: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{g}: {_e(c)}" for g, c in sorted(errors.items())) + "}"
+
+
 def short(resp: Any) -> str:
     if resp is None:
         return "nothing"
+    if isinstance(resp, DeleteGroupsResponse):
+        return f"DeleteGroups{_group_errs(resp.errors())}"
     if isinstance(resp, OffsetCommitResponse):
         return f"OffsetCommit{_errs(resp.errors())}"
     if resp.error_code != ErrorCode.NONE:

@@ -28,7 +28,7 @@ from conformance.protocols.consumer.realtime import (
     RealTimeConsumerSim,
 )
 from model.consumer.sim import ConsumerSim
-from model.consumer.world import HeartbeatEvent
+from model.consumer.world import HeartbeatEvent, delete_groups_response
 from model.observation import Observation
 
 SERVER_ASSIGNORS = (None, "uniform", "range")
@@ -338,6 +338,22 @@ class ConsumerMachine(TimeRules, FaultRules, GroupMachine):
         name = self.flush(self.client(i))
         self.observe(self.sim.stale_heartbeat(name, delta), f"{name} heartbeats with epoch {delta:+d}")
 
+    @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_delete_groups", True))
+    @rule()
+    def delete_group(self) -> None:
+        """An admin deletes the group (DeleteGroups): Kafka deletes it, and its committed offsets,
+        only when it is Empty, else NON_EMPTY_GROUP (`model.consumer.group_deletion`). Drawn on a
+        real target only when it offers DeleteGroups."""
+        assert self.sim is not None
+        self.observe_deletion()
+
+    def observe_deletion(self) -> None:
+        assert self.sim is not None
+        obs = self.sim.delete_group()
+        answer = delete_groups_response(obs)
+        codes = "nothing" if answer is None else ",".join(c.name for c in answer.errors().values())
+        self.observe(obs, f"admin deletes group {self.sim.group_id} -> {codes}")
+
     @precondition(lambda self: self.ready and getattr(self.sim.port, "supports_topic_changes", True))
     @rule(action=st.sampled_from(("grow", "create", "delete")))
     def topic_change(self, action: str) -> None:
@@ -357,6 +373,10 @@ class TargetedRules(FaultHost):
 
     names: list[str]
     note: Any
+    flush: Any
+    observe_deletion: Any
+    #: `delete_abandoned_group` ran in this example (it runs once)
+    abandoned: bool = False
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, j=MEMBER)
@@ -391,6 +411,33 @@ class TargetedRules(FaultHost):
             self.observe(self.sim.advance(500))
         self.sim.set_slow(name, False)
         self.note(f"{name} callbacks immediate")
+
+    @precondition(lambda self: self.ready and not self.abandoned)
+    @rule(i=MEMBER)
+    def delete_abandoned_group(self, i: int) -> None:
+        """Member i stalls (a partition, a long pause), the others close, its session expires and
+        an admin deletes the group, now Empty; then i comes back and heartbeats with the epoch it
+        had. Kafka answers GROUP_ID_NOT_FOUND, which ends the membership: the consumer rejoins with
+        epoch 0 and creates the group again. The window librdkafka PR #5488 needs (a consumer that
+        retries GROUP_ID_NOT_FOUND with its old epoch, docs/bug-catalogue-heldout.md#hb-21). The
+        others then start again; once per example, so that the group's other windows stay open."""
+        assert self.sim is not None
+        name = self.flush(self.client(i))
+        self.observe(self.sim.stall(name, True), f"{name} stalls")
+        for other in self.names:
+            if other != name:
+                self.observe(self.sim.leave(self.flush(other)), f"{other} leaves")
+        ms = self.sim.port.config.session_timeout_ms + 1000
+        self.observe(self.sim.advance(ms), f"advance {ms} ms")
+        self.observe_deletion()
+        self.observe(self.sim.stall(name, False), f"{name} resumes")
+        for _ in range(2):  # the old epoch's answer, then what the consumer does about it
+            self.observe(self.sim.client_step(name))
+            self.observe(self.sim.advance(500), "advance 500 ms")
+        for other in self.names:  # the others start again (once per example: the group is back)
+            if other != name:
+                self.observe(self.sim.restart(other), f"{other} restarts")
+        self.abandoned = True
 
     @precondition(lambda self: self.ready and self.regex_holders())
     @rule(i=MEMBER)

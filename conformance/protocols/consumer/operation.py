@@ -1,6 +1,6 @@
 """One operation of the KIP-848 oracle: a request sent, its answer awaited and judged.
 
-A ConsumerGroupHeartbeat or an OffsetCommit is answered at once, so the oracle sends it, waits for
+A ConsumerGroupHeartbeat, an OffsetCommit or a DeleteGroups is answered at once, so the oracle sends it, waits for
 the answer (resending after "find the coordinator again" answers, as the Java consumer does), and
 keeps the candidates that explain it (`ExchangePort`). None does: a protocol finding. The first
 kept is the one shown; its kafka-compat notes (an echoed interval, an adopted assignor choice,
@@ -15,8 +15,10 @@ from typing import Any
 from conformance.errors import TargetError
 from conformance.protocols.consumer.codec import (
     API_CONSUMER_GROUP_HEARTBEAT,
+    API_DELETE_GROUPS,
     API_OFFSET_COMMIT,
     OFFSET_COMMIT_VERSION,
+    decode_delete_groups,
     decode_heartbeat,
     decode_offset_commit,
 )
@@ -29,7 +31,11 @@ from model.consumer.messages import (
 )
 from model.result import Delivery, Result
 
-NAMES = {API_CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat", API_OFFSET_COMMIT: "OffsetCommit"}
+NAMES = {
+    API_CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
+    API_OFFSET_COMMIT: "OffsetCommit",
+    API_DELETE_GROUPS: "DeleteGroups",
+}
 
 
 class ConsumerOperation:
@@ -114,6 +120,8 @@ class ConsumerOperation:
     def _decode_arrival(self, arrival: Any) -> Any:
         if arrival.api_key == API_CONSUMER_GROUP_HEARTBEAT:
             return decode_heartbeat(arrival.value, self.topics)
+        if arrival.api_key == API_DELETE_GROUPS:
+            return decode_delete_groups(arrival.value, {self.group_id: self.real_group})
         return decode_offset_commit(arrival.value, self.topics)
 
     def _prior(self, request: Any) -> frozenset[TopicPartition] | None:

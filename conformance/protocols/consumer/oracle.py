@@ -1,7 +1,7 @@
 """The consumer-protocol oracle: a real KIP-848 coordinator behind `ConsumerPort`, the model beside it.
 
-The twin of `conformance.protocols.classic.oracle` for ConsumerGroupHeartbeat (api key 68) and OffsetCommit
-v9. Every request goes to the target over its member's own connection and to the model on the same
+The twin of `conformance.protocols.classic.oracle` for ConsumerGroupHeartbeat (api key 68), OffsetCommit
+v9 and an admin's DeleteGroups (api key 42). Every request goes to the target over its member's own connection and to the model on the same
 input. A ConsumerGroupHeartbeat is answered at once (Kafka never parks it, GroupMetadataManager
 ``consumerGroupHeartbeat``), so one operation is: send, wait for the answer (with a deadline), then
 keep the model *hypotheses* that explain it. Four things the inputs alone do not decide:
@@ -38,9 +38,11 @@ from conformance.protocols.consumer.adoption import AssignmentAdoption, adopting
 from conformance.protocols.consumer.assignment import complete_assignment, legal_assignment
 from conformance.protocols.consumer.codec import (
     API_CONSUMER_GROUP_HEARTBEAT,
+    API_DELETE_GROUPS,
     API_OFFSET_COMMIT,
     OFFSET_COMMIT_VERSION,
     TopicMap,
+    encode_delete_groups,
     encode_heartbeat,
     encode_offset_commit,
 )
@@ -51,6 +53,7 @@ from conformance.wire.session import TargetSession
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
     OffsetCommitRequest,
 )
 from model.consumer.state import ConsumerCoordinatorState
@@ -106,6 +109,11 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
         versions = self.adapter.connect().api_versions
         return self._own_topics() and all(versions.get(k, (0, -1))[1] >= 0 for k in (37, 20))
 
+    @property
+    def supports_delete_groups(self) -> bool:
+        """The target offers DeleteGroups (ApiVersions): the `delete_group` rule is drawn only then."""
+        return self.adapter.connect().api_versions.get(API_DELETE_GROUPS, (0, -1))[1] >= 0
+
     def __post_init__(self) -> None:
         self.adapter = self.session.adapter
         self.config: ConsumerCoordinatorConfig = self.coordinator.config
@@ -155,6 +163,19 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
             return Result()
         payload = encode_offset_commit(request, OFFSET_COMMIT_VERSION, self.real_group, self.topics)
         return self._exchange(API_OFFSET_COMMIT, request, payload, ref)
+
+    def delete_groups(self, request: DeleteGroupsRequest, ref: int, now: int) -> Result:
+        """An admin's DeleteGroups, on its own connection to the group's coordinator (as the admin
+        client sends it), at the highest version (v0-v2) the target offers."""
+        lo, hi = self.adapter.connect().api_versions.get(API_DELETE_GROUPS, (0, -1))
+        version = min(hi, request.version)
+        if version < max(lo, 0):
+            self._finding(
+                "protocol", "oracle.DeleteGroups", f"target offers no DeleteGroups v0-v{request.version}"
+            )
+            return Result()
+        payload = encode_delete_groups(request, version, {self.group_id: self.real_group})
+        return self._exchange(API_DELETE_GROUPS, request, payload, ref)
 
     def advance(self, now: int) -> Result:
         t = self.clock()
@@ -214,6 +235,8 @@ class ConsumerOraclePort(ConsumerOperation, AssignmentAdoption, ExchangePort):
         coord = self.coords[c.origin]
         if isinstance(request, ConsumerGroupHeartbeatRequest):
             result = coord.handle_consumer_group_heartbeat(c.state, request, ref, at)
+        elif isinstance(request, DeleteGroupsRequest):
+            result = coord.handle_delete_groups(c.state, request, ref, at)
         else:
             result = coord.handle_offset_commit(c.state, request, ref, at)
         return next((d.response for d in result.deliveries if d.ref == ref), None)

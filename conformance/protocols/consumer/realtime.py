@@ -17,6 +17,7 @@ from model.consumer.sim import Action
 from model.consumer.world import (
     AdvanceEvent,
     ConsumerWorld,
+    DeleteGroupsEvent,
     HeartbeatEvent,
     OffsetCommitEvent,
     capture_world,
@@ -37,6 +38,10 @@ MODEL_CONSUMER_TIMING = ConsumerTimingChoices()
 #: Against real coordinators (session timeout 2 s on the launchers): shorter rebalance timeouts and
 #: fewer, shorter sleeps, so an example takes seconds.
 REAL_CONSUMER_TIMING = ConsumerTimingChoices((1000, 2000), (100, 600, 2600), (100, 250), 4)
+
+
+#: the connection an admin's request (DeleteGroups) goes on: no member's
+ADMIN = "admin"
 
 
 class RealTimeConsumerSim(TracedConsumerSim):
@@ -89,6 +94,10 @@ class RealTimeConsumerSim(TracedConsumerSim):
         self._sync(name)
         return super().commit(name, offset)
 
+    def delete_group(self) -> Any:
+        self._sync(ADMIN)
+        return super().delete_group()
+
     def delay_request(self, name: str) -> Any:
         self._sync(name)
         return super().delay_request(name)
@@ -110,7 +119,7 @@ class RealTimeConsumerSim(TracedConsumerSim):
         checks it first), then the request from the state they left. When the request's answer
         refuted the hypothesis reported before it (`timer_split.switched_from`), the observation
         starts from the state the surviving hypothesis had, not from the refuted one's."""
-        request = isinstance(event, HeartbeatEvent | OffsetCommitEvent)
+        request = isinstance(event, HeartbeatEvent | OffsetCommitEvent | DeleteGroupsEvent)
         switch = getattr(self.port, "take_switched", None)
         switched = switch() if switch is not None and request else None
         if switched is not None:  # the reported hypothesis was refuted: start from the survivor's state

@@ -25,10 +25,18 @@ def op_of(action: Action) -> dict[str, Any]:
     return {"op": action.name, **{k: list(v) if isinstance(v, tuple) else v for k, v in action.args}}
 
 
+#: the fields an op may carry, for the ops that take a fixed set (checked before anything runs)
+OP_FIELDS: dict[str, frozenset[str]] = {"delete_group": frozenset()}
+
+
 def action_of(op: dict[str, Any], where: str) -> Action:
     name = op.get("op")
     if not isinstance(name, str) or name == "cont" or name.startswith("_") or not hasattr(ConsumerSim, name):
         raise UsageError(f"{where}: unknown consumer op {name!r}")
+    allowed = OP_FIELDS.get(name)
+    extra = sorted(k for k in op if k != "op" and allowed is not None and k not in allowed)
+    if extra:
+        raise UsageError(f"{where}: consumer op {name!r} has no field {', '.join(map(repr, extra))}")
     return Action(name, tuple(sorted((k, v) for k, v in op.items() if k != "op")))
 
 
