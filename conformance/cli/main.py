@@ -50,7 +50,7 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     from conformance.cli import help as texts
-    from conformance.cli.arguments import integer, number
+    from conformance.cli.arguments import integer
 
     p = _Parser(
         prog="groupcheck",
@@ -166,27 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--format", default="text", choices=["text", "mermaid", "svg", "png"])
     sh.add_argument("--output", type=Path)
     sh.add_argument("--steps", help="only steps FROM:TO")
-    ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
-    ex.add_argument(
-        "--protocol", default=DEFAULT_PROTOCOL, choices=[k.name for k in KITS.values() if k.explore]
-    )
-    ex.add_argument("--members", type=integer("members"), default=2)
-    ex.add_argument("--partitions", type=integer("partitions"), default=2)
-    ex.add_argument("--depth", type=integer("depth"), default=12)
-    ex.add_argument("--budget", type=number("budget"), default=600.0, help="seconds")
-    ex.add_argument(
-        "--ops",
-        help="comma-separated op alphabet (classic default step,advance,stall,resume; perturbations:"
-        " leave,restart,subscribe,lose_response and, classic only, stale_subscription)",
-    )
-    ex.add_argument(
-        "--perturbations",
-        type=integer("perturbations"),
-        help="at most this many perturbing ops on any path (default: no bound)",
-    )
-    ex.add_argument("--variant", action="append", default=[])
-    ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
-    ex.add_argument("--report-dir", type=Path)
+    from conformance.cli.trace_commands import add_explore_parser
+
+    add_explore_parser(sub, [k.name for k in KITS.values() if k.explore], DEFAULT_PROTOCOL)
 
     # -- suite power (conformance/mutants)
     from conformance.power.command import add_parser as add_mutants_parser

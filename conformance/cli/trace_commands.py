@@ -121,6 +121,31 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_explore_parser(sub: Any, protocols: list[str], default: str) -> None:
+    """The `explore` subcommand's arguments."""
+    from conformance.cli.arguments import integer, number
+
+    ex = sub.add_parser("explore", help="breadth-first exploration of the model's abstract state graph")
+    ex.add_argument("--protocol", default=default, choices=protocols)
+    ex.add_argument("--members", type=integer("members"), default=2)
+    ex.add_argument("--partitions", type=integer("partitions"), default=2)
+    ex.add_argument("--depth", type=integer("depth"), default=12)
+    ex.add_argument("--budget", type=number("budget"), default=600.0, help="seconds")
+    ex.add_argument(
+        "--ops",
+        help="comma-separated op alphabet (classic default step,advance,stall,resume; perturbations:"
+        " leave,restart,subscribe,lose_response and, classic only, stale_subscription)",
+    )
+    ex.add_argument(
+        "--perturbations",
+        type=integer("perturbations"),
+        help="at most this many perturbing ops on any path (default: no bound)",
+    )
+    ex.add_argument("--variant", action="append", default=[])
+    ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
+    ex.add_argument("--report-dir", type=Path)
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
     from conformance.engine.explore import save_graph
     from conformance.trace.emit import emit_counterexample
