@@ -68,10 +68,24 @@ def rebalance_in_progress_keeps_membership(obs: Obs) -> Iterator[str]:
             yield f"{name} answered REBALANCE_IN_PROGRESS on {kind} gave up {lost}"
 
 
+def _answered_as_is(before: ClassicWorld | None, generation: int, member_id: str) -> bool:
+    """A JoinGroup from a known member with unchanged protocols, in CompletingRebalance or from a
+    follower in Stable, is answered with the current generation and changes nothing, its timeouts
+    included: it only repeats the answer a client may have missed (apache/kafka
+    GroupMetadataManager `classicGroupJoinExistingMember`). The promise covers joins that admit or
+    update a member."""
+    if before is None or before.group is None or generation != before.group.generation:
+        return False
+    return (
+        before.group.state in (S.COMPLETING_REBALANCE, S.STABLE)
+        and before.group.member(member_id) is not None
+    )
+
+
 @invariant("classic.join_sets_member_timeouts", "transition", "classic", when=on(Send))
 def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
     """A JoinGroup that admits or updates a member gives it the session and rebalance timeouts of that request, a static replacement included (KIP-345; Kafka protocol guide JoinGroup; KAFKA-14009)."""
-    ev, a = obs.event, obs.after
+    ev, b, a = obs.event, obs.before, obs.after
     if not isinstance(ev, Send) or not isinstance(ev.request, JoinGroupRequest) or a.group is None:
         return
     req = ev.request
@@ -82,6 +96,8 @@ def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
         if getattr(d.response, "error", None) != E.NONE:
             return  # refused: the member (if any) keeps what it had
         member_id = d.response.member_id
+        if _answered_as_is(b, d.response.generation_id, member_id):
+            return
     if not member_id and req.group_instance_id is not None:
         member_id = dict(a.group.static_members).get(req.group_instance_id, "")
     m = a.group.member(member_id) if member_id else None
