@@ -30,13 +30,23 @@ class KnownDeviation:
     sources: tuple[str, ...]
     finding: str
     explains: Explains
+    #: further promises the same behaviour breaks (``explains`` judges each of them)
+    also: tuple[str, ...] = ()
+
+    def breaks(self, invariant_id: str) -> bool:
+        return invariant_id == self.invariant or invariant_id in self.also
 
 
 REGISTRY: dict[str, KnownDeviation] = {}
 
 
 def known_deviation(
-    dev_id: str, invariant: str, title: str, sources: tuple[str, ...], finding: str
+    dev_id: str,
+    invariant: str,
+    title: str,
+    sources: tuple[str, ...],
+    finding: str,
+    also: tuple[str, ...] = (),
 ) -> Callable[[Explains], Explains]:
     """Register ``fn(observation) -> bool`` as the test that ``invariant``'s violation at this
     observation is explained by deviation ``dev_id`` alone."""
@@ -44,7 +54,7 @@ def known_deviation(
     def register(fn: Explains) -> Explains:
         if dev_id in REGISTRY:
             raise ValueError(f"known deviation {dev_id} registered twice")
-        REGISTRY[dev_id] = KnownDeviation(dev_id, invariant, title, sources, finding, fn)
+        REGISTRY[dev_id] = KnownDeviation(dev_id, invariant, title, sources, finding, fn, also)
         return fn
 
     return register
@@ -62,7 +72,7 @@ def explain(invariant_id: str, observation: Any) -> KnownDeviation | None:
     if not getattr(world, "deviations", ()):
         return None
     for dev in REGISTRY.values():
-        if dev.invariant == invariant_id and tagged(world, dev.id) and dev.explains(observation):
+        if dev.breaks(invariant_id) and tagged(world, dev.id) and dev.explains(observation):
             return dev
     return None
 

@@ -83,3 +83,51 @@ def test_classic_state_count_pinned_at_small_bound() -> None:
     fast = explore_classic(2, 1, depth=8, budget_s=300, cpu_clock=True)
     assert fast.levels_done == 8 and not fast.budget_hit
     assert fast.states == _plain_classic(2, 1, 8) == 379
+
+
+def test_consumer_two_members_one_partition_finishes() -> None:
+    """Past epochs by rank (`_past_ranks`): before, a stalled client's epoch fell further behind the
+    group's with every rebalance of the other member and 2 x 1 never finished."""
+    r = cx.explore_consumer(2, 1, depth=1000, budget_s=600, cpu_clock=True)
+    assert r.complete and not r.budget_hit and not r.found
+    assert (r.states, r.levels_done) == (5360, 30)
+
+
+def test_ranked_epochs_merge_only_states_with_the_same_next_steps(monkeypatch: Any) -> None:
+    """States that differ only in how far behind their past epochs lie get one key, and every op
+    takes them to states with one key again (one step of a bisimulation, at every merge the search
+    meets to depth 14 at 2 x 1)."""
+    ranked = cx._past_ranks
+    monkeypatch.setattr(cx, "_past_ranks", lambda sim, group: {})
+    root = cx._fresh(cx.consumer_setup(2, 1), {})
+    seen, frontier, states = {cx.consumer_key(root)}, [root], [root]
+    for _ in range(14):
+        nxt = []
+        for sim in frontier:
+            for child in _children(sim).values():
+                key = cx.consumer_key(child)
+                if key not in seen:
+                    seen.add(key)
+                    nxt.append(child)
+        frontier = nxt
+        states += nxt
+    monkeypatch.setattr(cx, "_past_ranks", ranked)
+    groups: dict[str, list[Any]] = {}
+    for sim in states:
+        groups.setdefault(cx.consumer_key(sim), []).append(sim)
+    merged = [g for g in groups.values() if len(g) > 1]
+    assert merged, "ranking merges some states at this bound"
+    for group in merged:
+        nexts = [{op: cx.consumer_key(c) for op, c in _children(sim).items()} for sim in group]
+        assert all(n == nexts[0] for n in nexts[1:])
+
+
+def _children(sim: Any) -> dict[str, Any]:
+    out = {}
+    for op in cx._enabled(sim):
+        child = cx.clone(sim)
+        before = len(child.log)
+        obs = child.replay([action_of(op, "explore")])
+        if obs or len(child.log) != before or op["op"] == "stall":
+            out[cx._label(op)] = child
+    return out

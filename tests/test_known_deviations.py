@@ -11,12 +11,14 @@ from conformance.formats.trace_file import read_trace
 from conformance.trace.replay import replay
 from model.classic.progress_invariants import eventual_convergence as classic_convergence
 from model.consumer.progress_invariants import eventual_convergence as consumer_convergence
+from model.consumer.progress_invariants import no_double_client_assignment
 from model.deviations import explain, load_all
 from model.errors import ErrorCode
 
 FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
 CLASSIC = FINDINGS / "classic.eventual_convergence_e91431a45c0a.ndjson"
 CONSUMER = FINDINGS / "consumer.eventual_convergence_7ace519098b6.ndjson"
+OWNERSHIP = FINDINGS / "consumer.no_double_client_assignment_918737a10d27.ndjson"
 
 
 def _last_violation(path: Path, predicate):  # type: ignore[no-untyped-def]
@@ -33,6 +35,7 @@ def test_every_deviation_names_its_promise_and_a_finding_that_exists() -> None:
     registry = invariants()
     for dev in load_all().values():
         assert dev.invariant in registry and registry[dev.invariant].kind == "liveness", dev.id
+        assert all(other in registry for other in dev.also), dev.also
         assert (FINDINGS.parent.parent / dev.finding).exists(), dev.finding
         assert dev.sources and dev.title, dev.id
 
@@ -173,3 +176,18 @@ def test_a_v9_answer_naming_another_leader_is_not_a_known_deviation() -> None:
         group = SimpleNamespace(leader="new")
         returning_leader(tags, "c1", answer, group, (("t", 1),), (("t", 2),), version)  # type: ignore[arg-type]
         assert ((UNAWARE_LEADER, "c1") in tags) is tagged_, version
+
+
+def test_a_stale_copy_can_leave_two_clients_owning_a_partition() -> None:
+    """Thorough consumer, seed 2: a late copy of a join, after the group was deleted and created
+    again, takes the answer that told the member to hold nothing; the client, at an epoch number the
+    new group reached too, keeps its partition and is never told (reports/thorough-model.md)."""
+    result, obs = _last_violation(OWNERSHIP, no_double_client_assignment)
+    assert result.deviations == ["stale-heartbeat-copy"]
+    for promise in ("consumer.no_double_client_assignment", "consumer.valid_member_epoch"):
+        dev = explain(promise, obs)
+        assert dev is not None and dev.id == "stale-heartbeat-copy", promise
+    strict = {v.invariant for v in Checker("consumer", strict=True).check(obs, 1)}
+    assert {"consumer.no_double_client_assignment", "consumer.valid_member_epoch"} <= strict
+    untagged = replace(obs, after=replace(obs.after, deviations=frozenset()))
+    assert explain("consumer.no_double_client_assignment", untagged) is None

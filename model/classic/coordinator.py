@@ -310,7 +310,8 @@ class ClassicCoordinator(RebalanceRules):
             tx.emit(MemberUpserted(group.group_id, replace(member, awaiting_sync=ref)))
             if req.member_id == group.leader:
                 self.install_assignment(tx, group, req, now)
-        else:
+        else:  # Stable: the current assignment; unlike the Scala GroupCoordinator, GroupMetadataManager
+            # `classicGroupSyncGroup` does not re-arm the member's session timer here
             tx.reply(
                 ref,
                 SyncGroupResponse(E.NONE, group.protocol_type, group.protocol, member.assignment),

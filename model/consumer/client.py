@@ -74,9 +74,6 @@ class ClientView:
     instance_id: str | None
     active: bool
     """Running and wanting to be in the group (not crashed, left or failed)."""
-    incarnation: int = 0
-    """How many times the group had been deleted when the client last heard an answer: the life of
-    the group its epoch and partitions belong to (`ConsumerWorld.incarnation`)."""
 
 
 @dataclass
@@ -133,7 +130,6 @@ class VirtualConsumer:
         self._sent = _SentFields()
         self._sent_at = 0
         self._last_view: tuple[tuple[Any, ...], ClientView] | None = None
-        self.incarnation = 0  # set by the simulator that delivers the answers
 
     # ---------------------------------------------------------------- view
 
@@ -149,7 +145,6 @@ class VirtualConsumer:
             self.state.value,
             self.instance_id,
             active,
-            self.incarnation,
         )
         last = self._last_view
         if last is not None and all(a is b for a, b in zip(last[0], fields, strict=True)):

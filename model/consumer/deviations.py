@@ -42,29 +42,42 @@ def heard(tags: set[tuple[str, str]], name: str, response: ConsumerGroupHeartbea
 @known_deviation(
     STALE_COPY,
     "consumer.eventual_convergence",
-    "a late copy of an incremental heartbeat takes the answer that carried the member's new "
-    "assignment; the client never learns of the partitions it was given",
+    "a late copy of a heartbeat takes the answer that carried the member's new assignment; the "
+    "client never learns of the partitions it was given or must give up",
     (
         "GroupMetadataManager.consumerGroupHeartbeat, Apache Kafka 4.4.0 (assignment sent only on "
         "a full request or a changed assignment)",
         "KIP-848 (a repeated heartbeat is meant to be harmless)",
     ),
     "reports/findings/stale-heartbeat-copy.md",
+    also=("consumer.no_double_client_assignment", "consumer.valid_member_epoch"),
 )
 def stale_copy_explains(obs: Observation[ConsumerWorld]) -> bool:
-    """The convergence violation is only tagged clients owning less than their assignment."""
-    from model.consumer.progress_invariants import eventual_convergence
+    """Every promise it breaks holds once each tagged client has heard its assignment: the member
+    assigned what the client owns where it owns less (convergence), the client owning nothing its
+    member is not assigned (the partitions a copy's answer took away, reports/thorough-model.md)."""
+    from model.consumer.progress_invariants import (
+        eventual_convergence,
+        no_double_client_assignment,
+        valid_member_epoch,
+    )
 
     world = obs.after
     names = tagged(world, STALE_COPY)
     groups = dict(world.groups)
+    clients = []
     for c in world.clients:
         g = groups.get(c.group_id)
         m = g.members.get(c.member_id) if g is not None and c.name in names and c.active else None
+        if g is not None and m is not None and not c.owned <= m.assigned:
+            c = replace(c, owned=c.owned & m.assigned)
+        clients.append(c)
         if g is None or m is None or not c.owned < m.assigned:
             continue
         members = dict(g.members)
         members[c.member_id] = replace(m, assigned=c.owned)
         groups[c.group_id] = replace(g, members=MappingProxyType(members))
-    repaired = replace(world, groups=MappingProxyType(groups))
-    return not eventual_convergence(replace(obs, after=repaired))
+    repaired = replace(obs, after=replace(world, groups=MappingProxyType(groups), clients=tuple(clients)))
+    return not any(
+        p(repaired) for p in (eventual_convergence, no_double_client_assignment, valid_member_epoch)
+    )

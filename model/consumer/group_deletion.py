@@ -89,9 +89,3 @@ class GroupDeletion(OffsetsAndTopics):
             return  # only offsets: Kafka's Empty simple group (module docstring)
         if group.members:
             raise _Rejected(ErrorCode.NON_EMPTY_GROUP, f"group {txn.group_id} is not empty")
-
-
-def deleted(result: Result, group_id: str) -> bool:
-    """Whether a DeleteGroups answer says ``group_id`` is gone (the simulator counts the group's lives)."""
-    answers = [d.response for d in result.deliveries if isinstance(d.response, DeleteGroupsResponse)]
-    return any(a.errors().get(group_id) == ErrorCode.NONE for a in answers)

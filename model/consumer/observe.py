@@ -26,8 +26,6 @@ PAIRS = ("after.groups", "before", "before.groups")
 GROUPS = ("after.groups",)
 #: the consumer views before and after
 CLIENTS = ("after.clients", "before.clients")
-#: the consumer views after, with the groups they are judged against and the life of the group
-CLIENT_READS = ("after.clients", "after.incarnation", *GROUPS)
 #: what `ConsumerWorld.regex_view` and `member_subscribes` need of the world after
 SUBSCRIBES = ("after.regex_resolution", "after.topic_describe_denied")
 

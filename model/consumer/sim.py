@@ -7,10 +7,12 @@ coordinator (plus the oracle) into the same seam. Time is virtual (``now`` in ms
 yields an `Observation[ConsumerWorld]`; every action is appended to ``actions`` so a run can be
 written down and replayed exactly.
 
-Faults: a lost response, a duplicated or stale heartbeat, a member stalled past its timeouts,
-failover, topic changes. Wire faults (profile ``faults``, docs/faults.md): a heartbeat applied twice
-(`duplicate_request`), a connection cut under it (`cut_connection`), a heartbeat held by the
-network and delivered later (`delay_request` / `release`).
+Faults: a response lost after the coordinator applied the request, a duplicated
+heartbeat, a heartbeat with a stale epoch, a member stalled past its session or rebalance timeout,
+coordinator failover, topic creation/deletion/growth. Wire faults (profile ``faults``, docs/faults.md):
+a heartbeat that reaches the coordinator twice (`duplicate_request`), a connection cut under a
+heartbeat the coordinator already took (`cut_connection`), and a heartbeat held by the network and
+delivered later, after other members' requests or time (`delay_request` / `release`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from dataclasses import dataclass, field
 from model.choice import Chooser
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.deviations import heard, unheard_copy
-from model.consumer.group_deletion import deleted
 from model.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -47,6 +48,9 @@ from model.observation import Observation
 from model.result import Result
 
 Obs = Observation[ConsumerWorld]
+
+
+# ---------------------------------------------------------------------------------------- port
 
 
 # ---------------------------------------------------------------------------------------- actions
@@ -89,7 +93,6 @@ class ConsumerSim:
     lose_next: set[str] = field(default_factory=set)
     last_request: dict[str, ConsumerGroupHeartbeatRequest] = field(default_factory=dict)
     known_member_ids: set[str] = field(default_factory=set)
-    deletions: int = 0  # the group's deletions so far (`ConsumerWorld.incarnation`)
     quiet_since: int | None = None
     convergence_bound_ms: int | None = None
     actions: list[Action] = field(default_factory=list)
@@ -136,7 +139,6 @@ class ConsumerSim:
             convergence_bound_ms=self.convergence_bound_ms,
             known_member_ids=frozenset(self.known_member_ids),
             deviations=frozenset(self.deviations),
-            incarnation=self.deletions,
             prev=self.world,
         )
 
@@ -196,7 +198,6 @@ class ConsumerSim:
             client.on_request_lost(self.now)
             return False
         client.on_response(response, self.now)
-        client.incarnation = self.deletions
         heard(self.deviations, name, response)
         return True
 
@@ -452,9 +453,7 @@ class ConsumerSim:
         deletes only an Empty group, and its committed offsets with it."""
         self._record("delete_group")
         request, ref = DeleteGroupsRequest((self.group_id,)), self._ref()
-        result = self.port.delete_groups(request, ref, self.now)
-        self.deletions += deleted(result, self.group_id)
-        return self._step(DeleteGroupsEvent(ref, request), result)
+        return self._step(DeleteGroupsEvent(ref, request), self.port.delete_groups(request, ref, self.now))
 
     def failover(self) -> Obs:
         self._record("failover")  # a held heartbeat reaches the new coordinator when released

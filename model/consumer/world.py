@@ -175,9 +175,6 @@ class ConsumerWorld:
     """The coordinator's ``regex_resolution`` ("async": Kafka 4.0+, `model.consumer.regex_rules`)."""
     deviations: frozenset[tuple[str, str]] = frozenset()
     """Known-deviation tags (deviation id, client name) the simulator set (`model.deviations`)."""
-    incarnation: int = 0
-    """How many times the run's group was deleted: epochs start over in each life of the group, so a
-    client's epoch means something only in the life it heard it in (`ClientView.incarnation`)."""
     reconcile_to_subscription: bool = False
     """The coordinator's ``reconcile_to_subscription`` (True: KAFKA-19431, Kafka 4.1+; False: Kafka
     4.0, or not known: `consumer.assignment_within_subscription` is then not checked)."""
@@ -201,7 +198,6 @@ def capture_world(
     convergence_bound_ms: int | None = None,
     known_member_ids: frozenset[str] | None = None,
     deviations: frozenset[tuple[str, str]] = frozenset(),
-    incarnation: int = 0,
     prev: ConsumerWorld | None = None,
 ) -> ConsumerWorld:
     """Snapshot ``state`` and the clients' views. A part equal to ``prev``'s (the previous snapshot)
@@ -235,7 +231,6 @@ def capture_world(
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,
         deviations=deviations,
-        incarnation=incarnation,
     )
 
 

@@ -95,15 +95,16 @@ def _int_name(name: str) -> tuple[bool, bool]:
 
 
 class _Norm:
-    def __init__(self, sim: Any, order: tuple[str, ...], group: Any = None) -> None:
+    def __init__(self, sim: Any, order: tuple[str, ...], group: Any = None, past: Any = None) -> None:
         self.index = {name: i for i, name in enumerate(order)}
         self.member = {c.member_id: ("m", self.index[n]) for n, c in sim.clients.items() if c.member_id}
         self.epoch = group.group_epoch if group is not None else 0
         self.now = sim.now
+        self.past: dict[int, int] = past or {}  # epochs behind every live one, by rank (`_past_ranks`)
         if len(_MEMO) > _MEMO_LIMIT:
             _MEMO.clear()
             _CONTEXTS.clear()
-        context = (tuple(sorted(self.member.items())), self.epoch, self.now)
+        context = (tuple(sorted(self.member.items())), self.epoch, self.now, tuple(sorted(self.past.items())))
         self.context = _CONTEXTS.setdefault(context, len(_CONTEXTS))
 
     def value(self, v: Any, name: str = "") -> Any:
@@ -119,7 +120,8 @@ class _Norm:
         if kind == _INT:
             epoch, at = _int_name(name)
             if epoch and v > 0:
-                return ("e", v - self.epoch)
+                rank = self.past.get(v)
+                return ("e", v - self.epoch) if rank is None else ("p", rank)
             if at:
                 return ("t", v - self.now)
             return v
@@ -176,6 +178,29 @@ def _client(norm: _Norm, c: Any, horizon: int) -> Any:
     return tuple(out)
 
 
+def _past_ranks(sim: Any, group: Any) -> dict[int, int]:
+    """Epochs behind every live one, by rank: the clients' epochs and the members' KIP-1251
+    assignment epochs below the least group, target, member, previous and partition epoch.
+
+    Such an epoch is only compared (KIP-848 heartbeat validation, GMM
+    ``throwIfConsumerGroupMemberEpochIsInvalid``: equal, previous or fenced; KIP-1251 commits: not
+    before the assignment epoch), never subtracted from, and never meets a later epoch (epochs
+    grow): ranks keep every comparison. Relative to the group epoch, a stalled client's epoch, or a
+    partition a member keeps while the others rebalance, falls further behind without end, which
+    kept even 2 x 1 from finishing (as classic ranks past generations)."""
+    live: list[int] = []
+    behind: list[int] = [c.member_epoch for c in sim.clients.values()]
+    behind += [c.inflight.member_epoch for c in sim.clients.values() if c.inflight is not None]
+    if group is not None:
+        live += (group.group_epoch, group.assignment_epoch, *group.partition_epochs.values())
+        for m in group.members.values():
+            live += (m.member_epoch, m.previous_member_epoch)
+            behind += (e for _, e in m.assignment_epochs)
+    floor = min((e for e in live if e > 0), default=float("inf"))
+    past = sorted({e for e in behind if 0 < e < floor}, reverse=True)
+    return {e: -(i + 1) for i, e in enumerate(past)}
+
+
 def _client_field(norm: _Norm, c: Any, name: str, v: Any, horizon: int) -> Any:
     """A client's times, clamped to what its rules can tell apart (`model.consumer.client`).
 
@@ -219,8 +244,9 @@ def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
     horizon = _horizon(sim)
     best = None
     group = sim.port.coordinator_state().groups.get(sim.group_id)
+    past = _past_ranks(sim, group)
     for order in _orders(sim) if symmetry else [tuple(sorted(sim.clients))]:
-        norm = _Norm(sim, order, group)
+        norm = _Norm(sim, order, group, past)
         structure = (
             None if group is None else norm.value(group),
             tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n], horizon)) for n in order),
