@@ -67,7 +67,9 @@ def test_false_alarms_of_the_invariants_stay_fixed(path: Path) -> None:
     that was never written, and the invariant read it as an upgrade (thorough mixed profile, seed 4;
     tests/test_mixed_failover_reload.py). classic.join_sets_member_timeouts: a JoinGroup repeating a
     member's protocols in CompletingRebalance, answered as is, was required to set new timeouts
-    (thorough classic, seed 1)."""
+    (thorough classic, seed 1). consumer.valid_member_epoch: after DeleteGroups, a client held the
+    new group's target epoch number from the group's previous life while its member was behind it
+    (thorough consumer, seed 2)."""
     result = replay(read_trace(path))
     assert result.exact, result.error or result.difference
     assert result.violations == [] and result.verdict == "FIXED"

@@ -294,7 +294,8 @@ def valid_member_epoch(obs: Obs) -> list[str]:
     """A member (server side) or client (consumer side) at the assignment epoch holds no partition that is in another member's target.
 
     Vanlightly TLA+ ValidMemberEpoch: reaching the target epoch implies every partition moving away
-    has been given up.
+    has been given up. A client is judged at its member's epoch only: after DeleteGroups epochs start
+    over, and a client can hold the new target epoch's number from the group's previous life.
     """
     out: list[str] = []
     world = obs.after
@@ -308,8 +309,9 @@ def valid_member_epoch(obs: Obs) -> list[str]:
                 if others.get(tp, mid) != mid:
                     out.append(f"{gid}: {mid} at epoch {m.member_epoch} holds {tp} targeted to {others[tp]}")
         for c in sorted(world.clients, key=lambda c: c.name):
-            if c.group_id != gid or c.member_id not in g.members or c.member_epoch != g.assignment_epoch:
-                continue
+            m = g.members.get(c.member_id) if c.group_id == gid else None
+            if m is None or c.member_epoch != g.assignment_epoch or m.member_epoch != c.member_epoch:
+                continue  # an epoch its member is not at (after a deletion) is fenced at the next heartbeat
             for tp in sorted(c.owned):
                 if others.get(tp, c.member_id) != c.member_id:
                     out.append(
