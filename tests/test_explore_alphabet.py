@@ -73,3 +73,27 @@ def test_an_unknown_op_is_a_usage_error() -> None:
         consumer.explore(1, 1, depth=1, ops=("crash_everything",))
     with pytest.raises(UsageError, match="unknown op"):
         classic.explore(1, 1, depth=1, ops=("crash_everything",))
+
+
+def test_static_members_change_what_leave_and_restart_reach() -> None:
+    """``--static N``: the first N members carry group.instance.id, so a leave keeps the member for
+    its session (epoch -2 / LeaveGroup of a static member) and a restart takes its place back."""
+    ops = ("client_step", "leave", "restart")
+    dynamic = consumer.explore_consumer(
+        1, 1, depth=1000, budget_s=300, cpu_clock=True, ops=ops, perturbations=1
+    )
+    static = consumer.explore_consumer(
+        1, 1, depth=1000, budget_s=300, cpu_clock=True, ops=ops, perturbations=1, static=1
+    )
+    assert static.setup["clients"][0]["instance_id"] == "i1"
+    assert static.complete and not static.found and (static.states, dynamic.states) == (120, 164)
+    ops = ("step", "advance", "stall", "resume", "leave", "restart")
+    dynamic = classic.explore_classic(
+        1, 1, depth=1000, budget_s=300, cpu_clock=True, ops=ops, perturbations=1
+    )
+    static = classic.explore_classic(
+        1, 1, depth=1000, budget_s=300, cpu_clock=True, ops=ops, perturbations=1, static=1
+    )
+    assert static.complete and not static.found and (static.states, dynamic.states) == (372, 2340)
+    with pytest.raises(UsageError):
+        classic.explore_classic(1, 1, depth=3, static=2)

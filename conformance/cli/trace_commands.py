@@ -141,6 +141,12 @@ def add_explore_parser(sub: Any, protocols: list[str], default: str) -> None:
         type=integer("perturbations"),
         help="at most this many perturbing ops on any path (default: no bound)",
     )
+    ex.add_argument(
+        "--static",
+        type=integer("static"),
+        default=0,
+        help="the first N members are static (group.instance.id i1..iN; default 0)",
+    )
     ex.add_argument("--variant", action="append", default=[])
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
     ex.add_argument("--report-dir", type=Path)
@@ -161,6 +167,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         budget_s=args.budget,
         ops=ops,
         perturbations=args.perturbations,
+        static=args.static,
     )
     make_trace = kit.require("explore_trace")
     shown = ", ".join(f"{k}={v}" for k, v in sorted(variants.items())) or "none"
@@ -169,6 +176,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"explore {args.protocol}: {args.members} members x {args.partitions} partitions, variants {shown}, "
         f"ops {','.join(result.ops)}"
         + ("" if result.perturbations is None else f", at most {result.perturbations} perturbation(s) a path")
+        + (f", {result.static} static" if result.static else "")
     )
     bound = (
         f"complete after {result.levels_done} levels (no new states)"

@@ -46,6 +46,8 @@ class ExploreResult:
     prefix: tuple[dict[str, Any], ...] = ()
     #: the most perturbing ops on any path (None: no bound), as the kit counts them
     perturbations: int | None = None
+    #: how many members are static (KIP-345 / KIP-848 group.instance.id), the first ones
+    static: int = 0
 
     @property
     def states(self) -> int:

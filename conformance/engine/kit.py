@@ -61,8 +61,8 @@ class ProtocolKit:
     state_key: Callable[..., Any] | None = None
     #: the group states a coverage picture projects onto, in order, with their places
     coverage_places: tuple[tuple[str, ...], Mapping[str, tuple[int, int]]] | None = None
-    #: ``explore(members, partitions, *, depth, variants, budget_s, ops, cpu_clock, perturbations)
-    #: -> ExploreResult``
+    #: ``explore(members, partitions, *, depth, variants, budget_s, ops, cpu_clock, perturbations,
+    #: static) -> ExploreResult``
     #: (``ops`` None: the protocol's default alphabet)
     explore: Callable[..., Any] | None = None
     #: ``explore_trace(result, found) -> Trace``: an explored counterexample as a trace

@@ -47,12 +47,17 @@ OPTIONAL_KINDS = ("lose_response", "leave", "restart")
 
 
 def classic_setup(
-    members: int, partitions: int, variants: dict[str, str], ops: tuple[str, ...] = DEFAULT_OPS
+    members: int,
+    partitions: int,
+    variants: dict[str, str],
+    ops: tuple[str, ...] = DEFAULT_OPS,
+    static: int = 0,
 ) -> dict[str, Any]:
+    """The explored group: ``members`` consumers of topic t, the first ``static`` of them static."""
     assignor = variants.get("assignor", "range")
     if assignor == "mixed":
         raise UsageError("explore: pick one assignor (--variant assignor=...), not mixed")
-    clients = [
+    clients: list[dict[str, Any]] = [
         {
             "name": f"c{i + 1}",
             "assignors": [assignor],
@@ -62,6 +67,8 @@ def classic_setup(
         }
         for i in range(members)
     ]
+    for i, c in enumerate(clients[:static]):
+        c["instance_id"] = f"i{i + 1}"
     topics = {"t": partitions, **({"u": 1} if "subscribe" in ops else {})}
     return {"topics": topics, "clients": clients, "config": {}}
 
@@ -116,15 +123,17 @@ def explore_classic(
     cpu_clock: bool = False,
     prefix: tuple[dict[str, Any], ...] = (),
     perturbations: int | None = None,
+    static: int = 0,
 ) -> ExploreResult:
     """BFS to ``depth`` ops (after the optional ``prefix`` ops, which every path then starts with);
     at most ``perturbations`` of `PERTURBATIONS` on any path (None: no bound), the count so far
     being part of the state (`perturbed_key`)."""
-    if not 1 <= members <= 4 or not 1 <= partitions <= 8:
-        raise UsageError("explore: --members 1..4 and --partitions 1..8")
+    if not 1 <= members <= 4 or not 1 <= partitions <= 8 or not 0 <= static <= members:
+        raise UsageError("explore: --members 1..4, --partitions 1..8 and --static 0..members")
     variants = dict(variants or {})
-    setup = classic_setup(members, partitions, variants, ops)
+    setup = classic_setup(members, partitions, variants, ops, static)
     result = ExploreResult("classic", members, partitions, variants, depth, ops, setup=setup)
+    result.static = static
     result.perturbations = perturbations
     graph = result.graph
     checker = watched(Checker("classic"))  # transitions and findings on a terminal's progress line
@@ -256,6 +265,7 @@ def explore(
     ops: tuple[str, ...] | None = None,
     cpu_clock: bool = False,
     perturbations: int | None = None,
+    static: int = 0,
 ) -> ExploreResult:
     """The kit's ``explore``: `explore_classic` over ``ops`` (None: `DEFAULT_OPS`; a usage error
     naming an op it does not know)."""
@@ -272,6 +282,7 @@ def explore(
         ops=ops,
         cpu_clock=cpu_clock,
         perturbations=perturbations,
+        static=static,
     )
 
 

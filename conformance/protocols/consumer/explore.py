@@ -262,8 +262,15 @@ def consumer_group_state(sim: Any) -> str:
     return "Empty" if group is None else str(getattr(group.state, "value", group.state))
 
 
-def consumer_setup(members: int, partitions: int, ops: tuple[str, ...] = CONSUMER_OPS) -> dict[str, Any]:
-    clients = [{"name": f"c{i + 1}", "topics": ["t"], "rebalance_timeout_ms": 1500} for i in range(members)]
+def consumer_setup(
+    members: int, partitions: int, ops: tuple[str, ...] = CONSUMER_OPS, static: int = 0
+) -> dict[str, Any]:
+    """The explored group: ``members`` consumers of topic t, the first ``static`` of them static."""
+    clients: list[dict[str, Any]] = [
+        {"name": f"c{i + 1}", "topics": ["t"], "rebalance_timeout_ms": 1500} for i in range(members)
+    ]
+    for i, c in enumerate(clients[:static]):
+        c["instance_id"] = f"i{i + 1}"
     topics = {"t": partitions, **({"u": 1} if "subscribe" in ops else {})}
     return {"topics": topics, "clients": clients, "config": {}}
 
@@ -312,16 +319,17 @@ def explore_consumer(
     cpu_clock: bool = False,
     ops: tuple[str, ...] = CONSUMER_OPS,
     perturbations: int | None = None,
+    static: int = 0,
 ) -> ExploreResult:
     """BFS to ``depth`` ops; at most ``perturbations`` of `PERTURBATIONS` on any path (None: no
     bound), the count so far being part of the state, as `MaxPerturbations` is in Vanlightly's
     specification."""
-    if not 1 <= members <= 4 or not 1 <= partitions <= 8:
-        raise UsageError("explore: --members 1..4 and --partitions 1..8")
+    if not 1 <= members <= 4 or not 1 <= partitions <= 8 or not 0 <= static <= members:
+        raise UsageError("explore: --members 1..4, --partitions 1..8 and --static 0..members")
     variants = dict(variants or {})
-    setup = consumer_setup(members, partitions, ops)
+    setup = consumer_setup(members, partitions, ops, static)
     result = ExploreResult("consumer", members, partitions, variants, depth, ops, setup=setup)
-    result.perturbations = perturbations
+    result.perturbations, result.static = perturbations, static
     graph: Any = result.graph
     checker = watched(Checker("consumer"))  # transitions and findings on a terminal's progress line
     clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
@@ -415,6 +423,7 @@ def explore(
     ops: tuple[str, ...] | None = None,
     cpu_clock: bool = False,
     perturbations: int | None = None,
+    static: int = 0,
 ) -> ExploreResult:
     """The kit's ``explore``: `explore_consumer` over ``ops`` (None: `CONSUMER_OPS`; the ops it
     always has plus any of `PERTURBATIONS`)."""
@@ -431,6 +440,7 @@ def explore(
         cpu_clock=cpu_clock,
         ops=ops,
         perturbations=perturbations,
+        static=static,
     )
 
 
