@@ -30,6 +30,8 @@ def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
         (["explore", "--budget", "inf"], "--budget: 'inf' is not a finite number"),
         (["explore", "--budget", "-5"], "--budget: -5 is out of range"),
         (["explore", "--members", "100000"], "--members: 100000 is out of range"),
+        (["explore", "--static", "5"], "--static: 5 is out of range"),
+        (["explore", "--members", "1", "--static", "2", "--depth", "1"], "--static 0..members"),
         (
             ["pipeline", "audit", "lake", "--max-counterexamples", "-3"],
             "--max-counterexamples: -3 is out of range",
