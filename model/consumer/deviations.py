@@ -68,11 +68,11 @@ def stale_copy_explains(obs: Observation[ConsumerWorld]) -> bool:
     clients = []
     for c in world.clients:
         g = groups.get(c.group_id)
-        m = g.members.get(c.member_id) if g is not None and c.name in names and c.active else None
+        m = g.members.get(c.member_id) if g is not None and c.name in names else None
         if g is not None and m is not None and not c.owned <= m.assigned:
-            c = replace(c, owned=c.owned & m.assigned)
+            c = replace(c, owned=c.owned & m.assigned)  # a stalled client too: it still owns them
         clients.append(c)
-        if g is None or m is None or not c.owned < m.assigned:
+        if g is None or m is None or not c.active or not c.owned < m.assigned:
             continue
         members = dict(g.members)
         members[c.member_id] = replace(m, assigned=c.owned)
