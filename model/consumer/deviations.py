@@ -33,9 +33,17 @@ def unheard_copy(tags: set[tuple[str, str]], name: str, ref: int, deliveries: ob
                 tags.add((STALE_COPY, name))
 
 
-def heard(tags: set[tuple[str, str]], name: str, response: ConsumerGroupHeartbeatResponse | None) -> None:
-    """``name``'s client heard its complete assignment (or is a new process): the tag is void."""
-    if response is None or response.assignment is not None:
+def heard(
+    tags: set[tuple[str, str]],
+    name: str,
+    response: ConsumerGroupHeartbeatResponse | None,
+    owned: frozenset[tuple[str, int]] = frozenset(),
+) -> None:
+    """``name``'s client heard its complete assignment (or is a new process): the tag is void, unless
+    the client still owns partitions outside it, which the coordinator gave away while it believed
+    them released (a slow revocation keeps them until its callback ends)."""
+    assigned = None if response is None else response.assigned()
+    if response is None or (assigned is not None and owned <= assigned):
         tags.discard((STALE_COPY, name))
 
 

@@ -198,7 +198,7 @@ class ConsumerSim:
             client.on_request_lost(self.now)
             return False
         client.on_response(response, self.now)
-        heard(self.deviations, name, response)
+        heard(self.deviations, name, response, client.owned)
         return True
 
     def reconcile(self, name: str) -> Obs | None:
