@@ -309,8 +309,8 @@ def valid_member_epoch(obs: Obs) -> list[str]:
                 if others.get(tp, mid) != mid:
                     out.append(f"{gid}: {mid} at epoch {m.member_epoch} holds {tp} targeted to {others[tp]}")
         for c in sorted(world.clients, key=lambda c: c.name):
-            m = g.members.get(c.member_id) if c.group_id == gid else None
-            if m is None or c.member_epoch != g.assignment_epoch or m.member_epoch != c.member_epoch:
+            cm = g.members.get(c.member_id) if c.group_id == gid else None
+            if cm is None or c.member_epoch != g.assignment_epoch or cm.member_epoch != c.member_epoch:
                 continue  # an epoch its member is not at (after a deletion) is fenced at the next heartbeat
             for tp in sorted(c.owned):
                 if others.get(tp, c.member_id) != c.member_id:
