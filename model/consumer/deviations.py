@@ -7,7 +7,8 @@ copy of a member's incremental heartbeat is the request at which its assignment 
 that carries the new assignment goes to a connection the client no longer reads; every later
 heartbeat is answered without an assignment, so the member stays assigned partitions its client
 never owns. The simulator tags the member when such a copy's answer carries an assignment
-(`unheard_copy`) and drops the tag when the client hears an assignment or restarts.
+(`unheard_copy`) and drops the tag when the client hears an assignment covering all it owns, or
+restarts.
 """
 
 from __future__ import annotations
