@@ -3,7 +3,7 @@ the same bounds, one worker each, the same wall budget (results: benchmarks/resu
 
     .venv/bin/python benchmarks/explore_vs_tlc.py --spec-dir DIR --community-modules DIR
         [--budget 600] [--bounds 1x1,2x1,2x2] [--perturbations 1] [--no-symmetry-runs] [--view]
-        [--tlc-only]
+        [--tlc-only] [--explore-ops leave,restart,subscribe,lose_response]
 
 ``--spec-dir``: a local copy of ``groupprotocol/`` of the public repository Vanlightly/kafka-tlaplus
 (https://github.com/Vanlightly/kafka-tlaplus); nothing of it is kept in this repository.
@@ -339,7 +339,11 @@ def run_tlc(
     )
 
 
-def run_explore(work: Path, bound: tuple[int, int], budget: float) -> Run:
+def explore_command(
+    work: Path, bound: tuple[int, int], budget: float, ops: str = "", perturbations: int = 1
+) -> list[str]:
+    """The explorer's command line; with ``ops`` (perturbing ops of `--ops`), at most
+    ``perturbations`` of them a path, as the specification's MaxPerturbations."""
     exe = Path(sys.executable).with_name("groupcheck")
     cmd = [
         str(exe),
@@ -357,11 +361,19 @@ def run_explore(work: Path, bound: tuple[int, int], budget: float) -> Run:
         "--report-dir",
         str(work / f"explore-{bound[0]}x{bound[1]}"),
     ]
+    return cmd + (["--ops", ops, "--perturbations", str(perturbations)] if ops else [])
+
+
+def run_explore(
+    work: Path, bound: tuple[int, int], budget: float, ops: str = "", perturbations: int = 1
+) -> Run:
+    cmd = explore_command(work, bound, budget, ops, perturbations)
     text, cpu, wall, load = _measured(cmd, Path.cwd(), budget + 120)
     o = parse_explore(text)
     note = o.error + (" (timeout)" if "(timeout)" in text else "")
+    tool = f"groupcheck explore, {ops}, MaxPerturbations={perturbations}" if ops else "groupcheck explore"
     return Run(
-        "groupcheck explore", f"{bound[0]} x {bound[1]}", "clients (always)", o.distinct, o.depth, o.finished,
+        tool, f"{bound[0]} x {bound[1]}", "clients (always)", o.distinct, o.depth, o.finished,
         o.violated, cpu, wall, load, note,
     )  # fmt: skip
 
@@ -381,6 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-symmetry-runs", action="store_true", help="skip the TLC runs with SYMMETRY")
     p.add_argument("--view", action="store_true", help="TLC tells states apart by the spec's view")
     p.add_argument("--tlc-only", action="store_true", help="skip groupcheck explore")
+    p.add_argument(
+        "--explore-ops",
+        default="",
+        help="perturbing ops the explorer adds (e.g. leave,restart,subscribe,lose_response), at most"
+        " --perturbations of them a path; default: its fixed alphabet only",
+    )
     p.add_argument("--work", type=Path, help="scratch directory (default: a temporary one)")
     args = p.parse_args(argv)
     try:
@@ -400,7 +418,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(HEADER, flush=True)
         for bound in bounds:
-            runs = [] if args.tlc_only else [lambda b=bound: run_explore(work, b, args.budget)]
+            runs = (
+                []
+                if args.tlc_only
+                else [lambda b=bound: run_explore(work, b, args.budget, args.explore_ops, args.perturbations)]
+            )
             # one client has no permutation to factor out (and this TLC rejects SYMMETRY then)
             for sym in (False,) if args.no_symmetry_runs or bound[0] == 1 else (False, True):
                 runs.append(

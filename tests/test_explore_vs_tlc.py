@@ -151,3 +151,10 @@ def test_markdown_row_rate_is_states_per_cpu_second() -> None:
     row = bench.markdown_row(r)
     assert "| 2,000 | 9 | no | 4.0 | 10 | 500 | none | 1.0 / 2.0 |" in row
     assert bench.Run("x", "1 x 1", "-", None, None, False, (), 1.0, 1.0, (0, 0)).rate() == "-"
+
+
+def test_the_explorer_gets_the_perturbing_ops_and_their_budget(tmp_path: Path) -> None:
+    plain = bench.explore_command(tmp_path, (2, 1), 600)
+    assert "--ops" not in plain and plain[plain.index("--members") + 1] == "2"
+    wide = bench.explore_command(tmp_path, (2, 1), 600, "leave,restart,subscribe,lose_response", 1)
+    assert wide[-4:] == ["--ops", "leave,restart,subscribe,lose_response", "--perturbations", "1"]
