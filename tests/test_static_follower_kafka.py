@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 
-from conformance.protocols import get_kit
 from conformance.targets.open import open_target
-from model.classic.messages import JoinGroupResponse
-from model.errors import ErrorCode
-
-CLASSIC = get_kit("classic")
+from tests.static_kafka import real_group
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +29,6 @@ def kafka() -> Iterator[object]:
 def test_apache_kafka_replaces_a_resubscribed_static_follower_without_a_rebalance(
     kafka: Any, join_version: int
 ) -> None:
-    from conformance.cli.check import REAL_PROFILES
-    from conformance.protocols.build import make_classic_sim
-    from conformance.protocols.classic.build import settle_round
-    from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
-    from model.classic.client import Phase
-
-    factory = CLASSIC.real_setup(kafka, REAL_PROFILES["dev"])[0]
     clients = [
         {"name": "c1", "join_version": join_version, "topics": ["t"]},
         {
@@ -49,46 +38,22 @@ def test_apache_kafka_replaces_a_resubscribed_static_follower_without_a_rebalanc
             "topics": ["t"],
         },
     ]
-    for c in clients:
-        c.update(session_timeout_ms=10_000, rebalance_timeout_ms=15_000)
-    sim = make_classic_sim(
-        {"t": 2, "u": 2}, clients, kafka.model_config, {},
-        port_factory=factory, sim_class=RealTimeSim, request_timeout_ms=REAL_TIMING.request_timeout_ms,
-    )  # fmt: skip
-    findings: list[str] = []
-    answers: list[JoinGroupResponse] = []
-
-    def observe(obs: Any) -> None:
-        findings.extend(f"{f.rule}: {f.message}" for f in sim.port.take_findings())
-        answers.extend(d.response for d in obs.deliveries if isinstance(d.response, JoinGroupResponse))
-
-    names = ["c1", "c2"]
-    try:
-        for joined in (names[:1], names):  # c1 first, so that it leads
-            for _ in range(30):
-                settle_round(sim, joined, observe)
-                if all(sim.clients[n].phase == Phase.STABLE for n in joined):
-                    break
+    with real_group(kafka, clients, {"t": 2, "u": 2}) as g:
+        sim = g.sim
+        g.settle(lambda: g.stable("c1"), ["c1"])  # c1 first, so that it leads
+        g.settle(lambda: g.stable("c1", "c2"))
         group = sim.world.group
         assert group is not None and group.leader == sim.clients["c1"].member_id, "c1 leads"
         before = group.generation
-        answers.clear()
+        g.answers.clear()
         sim.restart("c2")
         sim.subscribe("c2", ("t", "u"))
-        for _ in range(30):
-            settle_round(sim, names, observe)
-            if sim.clients["c2"].phase == Phase.STABLE:
-                break
-        for _ in range(3):  # nobody asks for the rebalance that would assign u
-            settle_round(sim, names, observe)
+        g.settle(lambda: g.stable("c2"))
+        g.settle(lambda: False, rounds=3)  # nobody asks for the rebalance that would assign u
         group = sim.world.group
-        mine = [
-            a for a in answers if a.member_id == sim.clients["c2"].member_id and a.error == ErrorCode.NONE
-        ]
-        owned = {tp for n in names for tp in sim.clients[n].owned}
-    finally:
-        sim.port.close()
-    assert findings == []
+        mine = g.answered("c2")
+        owned = {tp for n in g.names for tp in sim.clients[n].owned}
+    assert g.findings == []
     assert mine and mine[-1].leader != mine[-1].member_id, "the new process joined as a follower"
     assert group is not None and group.generation == before, "replaced without a rebalance"
     assert not any(topic == "u" for topic, _ in owned)

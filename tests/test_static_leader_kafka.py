@@ -15,12 +15,9 @@ from typing import Any
 
 import pytest
 
-from conformance.protocols import get_kit
 from conformance.targets.open import open_target
 from model.classic.messages import JoinGroupResponse
-from model.errors import ErrorCode
-
-CLASSIC = get_kit("classic")
+from tests.static_kafka import real_group
 
 
 @pytest.fixture(scope="module")
@@ -30,52 +27,22 @@ def kafka() -> Iterator[object]:
 
 
 def _restart_leader(kafka: Any, join_version: int) -> tuple[list[str], list[JoinGroupResponse], int, int]:
-    from conformance.cli.check import REAL_PROFILES
-    from conformance.protocols.build import make_classic_sim
-    from conformance.protocols.classic.build import settle_round
-    from conformance.protocols.classic.realtime import REAL_TIMING, RealTimeSim
-    from model.classic.client import Phase
-
-    factory = CLASSIC.real_setup(kafka, REAL_PROFILES["dev"])[0]
     clients = [
         {"name": "c1", "instance_id": "i1", "join_version": join_version},
         {"name": "c2", "join_version": join_version},
     ]
-    for c in clients:
-        c.update(session_timeout_ms=10_000, rebalance_timeout_ms=15_000)
-    sim = make_classic_sim(
-        {"t": 2}, clients, kafka.model_config, {},
-        port_factory=factory, sim_class=RealTimeSim, request_timeout_ms=REAL_TIMING.request_timeout_ms,
-    )  # fmt: skip
-    findings: list[str] = []
-    answers: list[JoinGroupResponse] = []
-
-    def observe(obs: Any) -> None:
-        findings.extend(f"{f.rule}: {f.message}" for f in sim.port.take_findings())
-        answers.extend(d.response for d in obs.deliveries if isinstance(d.response, JoinGroupResponse))
-
-    names = ["c1", "c2"]
-    try:
-        for _ in range(30):
-            settle_round(sim, names, observe)
-            if all(sim.clients[n].phase == Phase.STABLE for n in names):
-                break
+    with real_group(kafka, clients, {"t": 2}) as g:
+        sim = g.sim
+        g.settle(lambda: g.stable("c1", "c2"))
         group = sim.world.group
         assert group is not None and group.leader == sim.clients["c1"].member_id, "c1 leads"
         before = group.generation
-        answers.clear()
+        g.answers.clear()
         sim.restart("c1")
-        for _ in range(30):
-            settle_round(sim, names, observe)
-            if sim.clients["c1"].phase == Phase.STABLE:
-                break
+        g.settle(lambda: g.stable("c1"))
         after = sim.world.group.generation if sim.world.group is not None else -1
-        mine = [
-            a for a in answers if a.member_id == sim.clients["c1"].member_id and a.error == ErrorCode.NONE
-        ]
-    finally:
-        sim.port.close()
-    return findings, mine, before, after
+        mine = g.answered("c1")
+    return g.findings, mine, before, after
 
 
 @pytest.mark.target
