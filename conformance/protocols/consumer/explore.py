@@ -153,6 +153,8 @@ class _Norm:
             return tuple(items)
         if kind == _SEQUENCE:
             value = self.value
+            if name == "assignment_epochs":  # (partition, epoch) pairs: only the epoch is one
+                return tuple([(value(tp), value(e, name)) for tp, e in v])
             return tuple([value(x, name) for x in v])
         if kind == _BYTES:
             return v.hex()
