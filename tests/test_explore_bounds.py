@@ -131,3 +131,13 @@ def _children(sim: Any) -> dict[str, Any]:
         if obs or len(child.log) != before or op["op"] == "stall":
             out[cx._label(op)] = child
     return out
+
+
+def test_a_kept_partitions_index_is_not_read_as_an_epoch() -> None:
+    """KIP-1251 assignment epochs are (partition, epoch) pairs: only the epoch is made relative (the
+    index of partition 1 read as an epoch made 2 x 2 look new after every rebalance)."""
+    sim = cx._fresh(cx.consumer_setup(1, 2), {})
+    group = type("G", (), {"group_epoch": 7})()
+    norm = cx._Norm(sim, tuple(sim.clients), group)
+    pairs = ((("t", 0), 5), (("t", 1), 7))
+    assert norm.value(pairs, "assignment_epochs") == ((("t", 0), ("e", -2)), (("t", 1), ("e", 0)))
