@@ -46,7 +46,8 @@ class RealGroup:
 
 @contextmanager
 def real_group(kafka: Any, clients: list[dict[str, Any]], topics: dict[str, int]) -> Iterator[RealGroup]:
-    """``clients`` (session 10 s, rebalance 15 s) on ``kafka``, the model checking every answer."""
+    """``clients`` (``session_timeout_ms`` 10,000, ``rebalance_timeout_ms`` 15,000) on ``kafka``, the
+    model checking every answer."""
     from conformance.cli.check import REAL_PROFILES
     from conformance.protocols import get_kit
     from conformance.protocols.build import make_classic_sim
