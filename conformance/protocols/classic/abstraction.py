@@ -15,11 +15,13 @@ counterexample is a concrete, replayable trace.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
 from typing import Any
 
+from model.classic.messages import JoinGroupResponse
 from model.classic.sim import ClassicSim
 from model.embedded import (
     EmbeddedDecodeError,
@@ -55,11 +57,29 @@ def _decode_assignment(data: bytes) -> Any:
 
 class _Ctx:
     def __init__(
-        self, sim: ClassicSim, order: tuple[str, ...], generation: int, rank: dict[int, int]
+        self,
+        sim: ClassicSim,
+        order: tuple[str, ...],
+        generation: int,
+        rank: dict[int, int],
+        live: list[Any] | None = None,
     ) -> None:
         self.sim = sim
+        self.live = _live_deliveries(sim, generation) if live is None else live
+        self.entries: dict[str, Any] = {}  # `_client` per client name, under this order
         self.index = {name: i for i, name in enumerate(order)}
-        self.member = {c.member_id: self.index[n] for n, c in sim.clients.items() if c.member_id}
+        self.member: dict[str, Any] = {
+            c.member_id: self.index[n] for n, c in sim.clients.items() if c.member_id
+        }
+        group = sim.port.state.groups.get(sim.group_id) if hasattr(sim.port, "state") else None
+        count: dict[int, int] = {}
+        for member_id in group.members if group is not None else ():  # join order
+            client = self.client_of(member_id)
+            if member_id not in self.member and client is not None:
+                # several superseded ids of one client in the group: which is the leader, which
+                # expires first, tells them apart
+                count[client] = count.get(client, 0) + 1
+                self.member[member_id] = ("stale", client, count[client])
         self.generation = generation  # the group's (0 without a group)
         self.now = sim.now
         self.rank = rank
@@ -69,10 +89,14 @@ class _Ctx:
             return None
         if member_id in self.member:
             return self.member[member_id]
+        client = self.client_of(member_id)
+        return ("other", member_id) if client is None else ("stale", client)
+
+    def client_of(self, member_id: str) -> int | None:
+        """The index of the client a member id was made for (ids are the client's name, a dash and
+        a UUID)."""
         prefix = member_id.rsplit("-", 5)[0] if member_id.count("-") >= 5 else member_id
-        if prefix in self.index:
-            return ("stale", self.index[prefix])
-        return ("other", member_id)
+        return self.index.get(prefix)
 
     def gen(self, g: int) -> Any:
         if g < 0:
@@ -96,6 +120,31 @@ class _Ctx:
 
     def assignment(self, data: bytes) -> Any:
         return () if not data else _decode_assignment(data)
+
+    def response(self, response: Any) -> Any:
+        """A buffered answer with its ids, generation and embedded bytes read like the rest of the
+        key (their absolute values kept every copy of an answer distinct)."""
+        if not dataclasses.is_dataclass(response):
+            return repr(response)
+        out: list[Any] = [type(response).__name__]
+        for f in dataclasses.fields(response):
+            v = getattr(response, f.name)
+            if f.name in ("member_id", "leader"):
+                v = repr(self.mid(v))
+            elif f.name == "generation_id":
+                v = self.gen(v)
+            elif f.name == "assignment":
+                v = self.assignment(v)
+            elif f.name == "members" and isinstance(response, JoinGroupResponse):
+                v = tuple(
+                    sorted(
+                        (repr(self.mid(m.member_id)), m.group_instance_id, self.sub(m.metadata)) for m in v
+                    )
+                )
+            elif isinstance(v, tuple) or dataclasses.is_dataclass(v):
+                v = repr(v)
+            out.append(v)
+        return tuple(out)
 
     def timer_key(self, key: str) -> Any:
         kind, _, rest = key.partition(":")
@@ -163,8 +212,28 @@ def _client(ctx: _Ctx, name: str) -> Any:
         None if awaiting is None else min(ctx.now - awaiting[1], sim.request_timeout_ms),
         name in sim.stalled,
         name in sim.lose_next,
-        tuple(repr(d.response) for d in sim.buffered.get(name, [])),
+        tuple(ctx.response(d.response) for d in _awaited(sim, name)),
     ) + (("stale_subscription",) if c.stale_subscription else ())  # docs/bug-catalogue.md#row-2
+
+
+def _awaited(sim: ClassicSim, name: str) -> list[Any]:
+    """The buffered answers a stalled client will still read: the one to its awaited request (on
+    resuming, `ClassicSim._deliver` drops every other)."""
+    awaiting = sim.awaiting.get(name)
+    return [d for d in sim.buffered.get(name, []) if awaiting is not None and d.ref == awaiting[0]]
+
+
+def _live_deliveries(sim: ClassicSim, generation: int) -> list[Any]:
+    """The rows of `ClassicSim.delivered` a later delivery can still join: a delivery is recorded
+    under the receiving client's generation, and the coordinator answers a SyncGroup only at its
+    own; a row no client, buffered JoinGroup answer or group is still at can never meet a second owner, and its invariant
+    (`classic.single_owner_consumer`) has already judged it."""
+    live = {c.generation for c in sim.clients.values()} | {generation}
+    for name in sim.clients:  # a generation a stalled client will adopt on resuming
+        live.update(
+            d.response.generation_id for d in _awaited(sim, name) if isinstance(d.response, JoinGroupResponse)
+        )
+    return [(g, row) for g, row in sim.delivered if g in live]
 
 
 def _ranks(seen: set[int], generation: int) -> dict[int, int]:
@@ -177,11 +246,11 @@ def _structure(ctx: _Ctx, order: tuple[str, ...], group_id: str, persisted: Any)
     sim = ctx.sim
     delivered = tuple(
         (ctx.gen(g), tuple(sorted((ctx.index.get(n, n), tuple(sorted(p))) for n, p in row)))
-        for g, row in sim.delivered
+        for g, row in ctx.live
     )
     return (
         _group(ctx, group_id),
-        tuple(_client(ctx, n) for n in order),
+        tuple(_entry(ctx, n) for n in order),
         tuple(sorted(sim.topics.items())),
         tuple(sorted(delivered, key=repr)),
         None
@@ -193,7 +262,25 @@ def _structure(ctx: _Ctx, order: tuple[str, ...], group_id: str, persisted: Any)
     )
 
 
-def _generations(sim: ClassicSim, group_id: str, persisted: Any) -> set[int]:
+def _entry(ctx: _Ctx, name: str) -> Any:
+    """`_client`, computed once per context."""
+    entry = ctx.entries.get(name)
+    if entry is None:
+        entry = ctx.entries[name] = _client(ctx, name)
+    return entry
+
+
+def _generation(sim: ClassicSim, group_id: str) -> int:
+    """The group's generation (0 without a group), read without building a snapshot."""
+    state = getattr(sim.port, "state", None)
+    if state is not None:
+        group = state.groups.get(group_id)
+        return group.generation if group is not None else 0
+    snap = sim.port.group(group_id)
+    return snap.generation if snap is not None else 0
+
+
+def _generations(sim: ClassicSim, group_id: str, persisted: Any, live: list[Any]) -> set[int]:
     """Every generation `_structure` reads (through `_Ctx.gen`), without building it: the ones
     `_Ctx.ranks` ranks."""
     seen: list[int] = []
@@ -210,17 +297,21 @@ def _generations(sim: ClassicSim, group_id: str, persisted: Any) -> set[int]:
         for k, t in state.timers.items():
             if k == "sync":
                 seen.extend(t.args)
-    for c in sim.clients.values():
+    for name, c in sim.clients.items():
         seen.append(c.generation)
         seen.append(c.claim_generation)
-    seen.extend(g for g, _ in sim.delivered)
+        seen.extend(
+            d.response.generation_id for d in _awaited(sim, name) if isinstance(d.response, JoinGroupResponse)
+        )
+    seen.extend(g for g, _ in live)
     if persisted is not None:
         seen.append(persisted.generation)
     return {g for g in seen if g >= 0}
 
 
-#: the entries of `_client` that name clients (member ids, the leader, pending assignments)
-_NAMING = (1, 4, 9)
+#: the entries of `_client` that name clients (member ids, the leader, pending assignments, the
+#: buffered answer)
+_NAMING = (1, 4, 9, 16)
 
 
 def _orders(ctx: _Ctx, names: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -231,7 +322,7 @@ def _orders(ctx: _Ctx, names: tuple[str, ...]) -> list[tuple[str, ...]]:
     apart as the least over every permutation."""
     by_entry: dict[str, list[str]] = {}
     for name in names:
-        entry = _client(ctx, name)
+        entry = _entry(ctx, name)
         by_entry.setdefault(repr(tuple(x for i, x in enumerate(entry) if i not in _NAMING)), []).append(name)
     tied = [itertools.permutations(by_entry[e]) for e in sorted(by_entry)]
     return [tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*tied)]
@@ -242,16 +333,20 @@ def abstract_key(sim: ClassicSim, *, symmetry: bool = True) -> str:
     names = tuple(sorted(sim.clients))
     group_id = sim.clients[names[0]].config.group_id if names else sim.group_id
     persisted = sim.port.persisted(group_id)
-    seen = _generations(sim, group_id, persisted)  # the generations to rank
+    live = _live_deliveries(sim, _generation(sim, group_id))
+    seen = _generations(sim, group_id, persisted, live)  # the generations to rank
     contexts: dict[str, tuple[int, dict[int, int]]] = {}  # per group id: its generation and ranks
+    made: dict[tuple[str, ...], _Ctx] = {}
 
     def ctx(order: tuple[str, ...]) -> _Ctx:
+        if order in made:
+            return made[order]
         gid = sim.clients[order[0]].config.group_id if order else ""
         if gid not in contexts:
-            group = sim.port.group(gid) if order else None
-            generation = group.generation if group is not None else 0
+            generation = _generation(sim, gid) if order else 0
             contexts[gid] = (generation, _ranks(seen, generation))
-        return _Ctx(sim, order, *contexts[gid])
+        made[order] = _Ctx(sim, order, *contexts[gid], live if gid == group_id else None)
+        return made[order]
 
     orders: Any = [names]
     if symmetry and len({c.config.group_id for c in sim.clients.values()}) == 1:
