@@ -298,6 +298,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "depth": (0, 1000),
     "perturbations": (0, 100),
     "static": (0, 4),
+    "workers": (1, 16),
     "members": (1, 64),
     "partitions": (1, 1024),
     "budget": (0.001, 7 * 24 * 3600.0),

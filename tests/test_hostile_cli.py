@@ -31,6 +31,7 @@ def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
         (["explore", "--budget", "-5"], "--budget: -5 is out of range"),
         (["explore", "--members", "100000"], "--members: 100000 is out of range"),
         (["explore", "--static", "5"], "--static: 5 is out of range"),
+        (["explore", "--workers", "0"], "--workers: 0 is out of range"),
         (["explore", "--members", "1", "--static", "2", "--depth", "1"], "--static 0..members"),
         (
             ["pipeline", "audit", "lake", "--max-counterexamples", "-3"],

@@ -147,6 +147,12 @@ def add_explore_parser(sub: Any, protocols: list[str], default: str) -> None:
         default=0,
         help="the first N members are static (group.instance.id i1..iN; default 0)",
     )
+    ex.add_argument(
+        "--workers",
+        type=integer("workers"),
+        default=1,
+        help="processes expanding the frontier (default 1; the same graph and paths as one)",
+    )
     ex.add_argument("--variant", action="append", default=[])
     ex.add_argument("--graph", type=Path, help="write the explored graph (node-link JSON) for coverage")
     ex.add_argument("--report-dir", type=Path)
@@ -168,6 +174,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         ops=ops,
         perturbations=args.perturbations,
         static=args.static,
+        workers=args.workers,
     )
     make_trace = kit.require("explore_trace")
     shown = ", ".join(f"{k}={v}" for k, v in sorted(variants.items())) or "none"
@@ -177,6 +184,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         f"ops {','.join(result.ops)}"
         + ("" if result.perturbations is None else f", at most {result.perturbations} perturbation(s) a path")
         + (f", {result.static} static" if result.static else "")
+        + (f", {result.workers} workers" if result.workers > 1 else "")
     )
     bound = (
         f"complete after {result.levels_done} levels (no new states)"

@@ -48,6 +48,8 @@ class ExploreResult:
     perturbations: int | None = None
     #: how many members are static (KIP-345 / KIP-848 group.instance.id), the first ones
     static: int = 0
+    #: the processes that expanded the frontier (`conformance.engine.frontier`)
+    workers: int = 1
 
     @property
     def states(self) -> int:

@@ -62,7 +62,7 @@ class ProtocolKit:
     #: the group states a coverage picture projects onto, in order, with their places
     coverage_places: tuple[tuple[str, ...], Mapping[str, tuple[int, int]]] | None = None
     #: ``explore(members, partitions, *, depth, variants, budget_s, ops, cpu_clock, perturbations,
-    #: static) -> ExploreResult``
+    #: static, workers) -> ExploreResult`` (a search `conformance.engine.frontier.search` runs)
     #: (``ops`` None: the protocol's default alphabet)
     explore: Callable[..., Any] | None = None
     #: ``explore_trace(result, found) -> Trace``: an explored counterexample as a trace

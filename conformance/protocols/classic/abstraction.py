@@ -359,5 +359,6 @@ def abstract_key(sim: ClassicSim, *, symmetry: bool = True) -> str:
 
 def group_state(sim: ClassicSim) -> str:
     """The projection used for the picture: the group's state in Kafka's classic state machine."""
-    group = sim.port.group(sim.group_id)
+    state = getattr(sim.port, "state", None)
+    group = state.groups.get(sim.group_id) if state is not None else sim.port.group(sim.group_id)
     return "Empty" if group is None else group.state.value

@@ -14,21 +14,13 @@ symmetry sets), run on the executable model instead of a specification.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import (
-    ExploreResult,
-    Found,
-    clone_chooser,
-    path_to,
-    perturbed_key,
-    shallow_copy,
-)
+from conformance.engine.explore import ExploreResult, Found, clone_chooser, perturbed_key, shallow_copy
+from conformance.engine.frontier import Step, search
 from conformance.engine.polish import PolishSpace
-from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
@@ -124,6 +116,7 @@ def explore_classic(
     prefix: tuple[dict[str, Any], ...] = (),
     perturbations: int | None = None,
     static: int = 0,
+    workers: int = 1,
 ) -> ExploreResult:
     """BFS to ``depth`` ops (after the optional ``prefix`` ops, which every path then starts with);
     at most ``perturbations`` of `PERTURBATIONS` on any path (None: no bound), the count so far
@@ -135,61 +128,47 @@ def explore_classic(
     result = ExploreResult("classic", members, partitions, variants, depth, ops, setup=setup)
     result.static = static
     result.perturbations = perturbations
-    graph = result.graph
-    checker = watched(Checker("classic"))  # transitions and findings on a terminal's progress line
-    clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
-    start = clock()
     root = _fresh(setup, variants)
     for op in prefix:
         apply_op(root, op, "explore --prefix")
     root.log.clear()
     result.prefix = tuple(prefix)
     root_key = perturbed_key(abstract_key(root, symmetry=symmetry), 0, perturbations)
-    graph.add_node(root_key, depth=0, group=group_state(root))
-    parent: dict[str, tuple[str, dict[str, Any]] | None] = {root_key: None}
-    frontier: list[tuple[str, TracedClassicSim]] = [(root_key, root)]
-    for level in range(depth):
-        next_frontier: list[tuple[str, TracedClassicSim]] = []
-        for key, sim in frontier:
-            if clock() - start > budget_s:
-                result.budget_hit = True
-                break
-            used = getattr(sim, "explore_perturbed", 0)
-            for op in _enabled(sim, ops, perturbations is None or used < perturbations):
-                child = clone(sim)
-                obs = apply_op(child, op, "explore")
-                child.log.clear()
-                child.port.records.clear()  # type: ignore[attr-defined]  # the log of records, not state
-                if obs is None and op["op"] not in ("restart", "stale_subscription", "subscribe"):
-                    continue
-                child.explore_perturbed = used + (op["op"] in PERTURBATIONS)  # type: ignore[attr-defined]
-                child_key = perturbed_key(
-                    abstract_key(child, symmetry=symmetry),
-                    child.explore_perturbed,  # type: ignore[attr-defined]
-                    perturbations,
-                )
-                violations = checker.check(obs, level + 1) if obs is not None else []
-                new = child_key not in graph
-                if new:
-                    graph.add_node(child_key, depth=level + 1, group=group_state(child))
-                    parent[child_key] = (key, op)
-                if not graph.has_edge(key, child_key):
-                    graph.add_edge(key, child_key, op=_label(op), bad=bool(violations))
-                for v in violations:
-                    if v.invariant not in result.found:
-                        path = result.prefix + path_to(parent, key) + (op,)
-                        result.found[v.invariant] = Found(v.invariant, v.message, path)
-                if new:
-                    next_frontier.append((child_key, child))
-        if result.budget_hit:
-            break
-        result.levels_done = level + 1
-        frontier = next_frontier
-        if not frontier:
-            result.complete = True
-            break
-    result.seconds = clock() - start
-    return result
+    checker = Checker("classic")
+
+    def expand(sim: TracedClassicSim, level: int) -> list[Step]:
+        used = getattr(sim, "explore_perturbed", 0)
+        steps = []
+        for op in _enabled(sim, ops, perturbations is None or used < perturbations):
+            child = clone(sim)
+            obs = apply_op(child, op, "explore")
+            child.log.clear()
+            child.port.records.clear()  # type: ignore[attr-defined]  # the log of records, not state
+            if obs is None and op["op"] not in ("restart", "stale_subscription", "subscribe"):
+                continue
+            child.explore_perturbed = used + (op["op"] in PERTURBATIONS)  # type: ignore[attr-defined]
+            key = perturbed_key(
+                abstract_key(child, symmetry=symmetry), child.explore_perturbed, perturbations
+            )  # type: ignore[attr-defined]
+            violations = (
+                tuple((v.invariant, v.message) for v in checker.check(obs, level + 1))
+                if obs is not None
+                else ()
+            )
+            steps.append(Step(op, _label(op), child, key, violations, group_state(child)))
+        return steps
+
+    return search(
+        result,
+        root,
+        root_key,
+        group_state(root),
+        expand,
+        depth=depth,
+        budget_s=budget_s,
+        cpu_clock=cpu_clock,
+        workers=workers,
+    )
 
 
 def found_trace(result: ExploreResult, found: Found) -> Trace:
@@ -266,6 +245,7 @@ def explore(
     cpu_clock: bool = False,
     perturbations: int | None = None,
     static: int = 0,
+    workers: int = 1,
 ) -> ExploreResult:
     """The kit's ``explore``: `explore_classic` over ``ops`` (None: `DEFAULT_OPS`; a usage error
     naming an op it does not know)."""
@@ -283,6 +263,7 @@ def explore(
         cpu_clock=cpu_clock,
         perturbations=perturbations,
         static=static,
+        workers=workers,
     )
 
 

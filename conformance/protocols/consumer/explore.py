@@ -15,14 +15,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import time
 from enum import Enum
 from typing import Any
 
 from conformance.engine.checker import Checker
-from conformance.engine.explore import ExploreResult, Found, path_to, perturbed_key
+from conformance.engine.explore import ExploreResult, Found, perturbed_key
+from conformance.engine.frontier import Step, search
 from conformance.engine.polish import PolishSpace
-from conformance.engine.progress import watched
 from conformance.engine.replay import sim_from_trace
 from conformance.errors import UsageError
 from conformance.formats.trace_file import Trace, groupcheck_version
@@ -322,6 +321,7 @@ def explore_consumer(
     ops: tuple[str, ...] = CONSUMER_OPS,
     perturbations: int | None = None,
     static: int = 0,
+    workers: int = 1,
 ) -> ExploreResult:
     """BFS to ``depth`` ops; at most ``perturbations`` of `PERTURBATIONS` on any path (None: no
     bound), the count so far being part of the state, as `MaxPerturbations` is in Vanlightly's
@@ -332,57 +332,43 @@ def explore_consumer(
     setup = consumer_setup(members, partitions, ops, static)
     result = ExploreResult("consumer", members, partitions, variants, depth, ops, setup=setup)
     result.perturbations, result.static = perturbations, static
-    graph: Any = result.graph
-    checker = watched(Checker("consumer"))  # transitions and findings on a terminal's progress line
-    clock = time.process_time if cpu_clock else time.perf_counter  # CPU: a fair budget on a shared machine
-    start = clock()
+    checker = Checker("consumer")
     root = _fresh(setup, variants)
     root_key = perturbed_key(consumer_key(root, symmetry=symmetry), 0, perturbations)
-    graph.add_node(root_key, depth=0, group=consumer_group_state(root))
-    parent: dict[str, tuple[str, dict[str, Any]] | None] = {root_key: None}
-    frontier = [(root_key, root)]
-    for level in range(depth):
-        nxt = []
-        for key, sim in frontier:
-            if clock() - start > budget_s:
-                result.budget_hit = True
-                break
-            used = getattr(sim, "explore_perturbed", 0)
-            for op in _enabled(sim, ops, perturbations is None or used < perturbations):
-                child = clone(sim)
-                before = len(child.log)
-                observations = child.replay([action_of(op, "explore")])
-                if not observations and len(child.log) == before and op["op"] != "stall":
-                    continue
-                child.port.records = list(child.port.records)
-                child.explore_perturbed = used + (op["op"] in PERTURBATIONS)
-                child_key = perturbed_key(
-                    consumer_key(child, symmetry=symmetry), child.explore_perturbed, perturbations
-                )
-                violations = [
-                    v for n, obs in enumerate(observations) for v in checker.check(obs, level + 1 + n)
-                ]
-                new = child_key not in graph
-                if new:
-                    graph.add_node(child_key, depth=level + 1, group=consumer_group_state(child))
-                    parent[child_key] = (key, op)
-                if not graph.has_edge(key, child_key):
-                    graph.add_edge(key, child_key, op=_label(op), bad=bool(violations))
-                for v in violations:
-                    if v.invariant not in result.found:
-                        path = path_to(parent, key) + (op,)
-                        result.found[v.invariant] = Found(v.invariant, v.message, path)
-                if new:
-                    nxt.append((child_key, child))
-        if result.budget_hit:
-            break
-        result.levels_done = level + 1
-        frontier = nxt
-        if not frontier:
-            result.complete = True
-            break
-    result.seconds = clock() - start
-    return result
+
+    def expand(sim: Any, level: int) -> list[Step]:
+        used = getattr(sim, "explore_perturbed", 0)
+        steps = []
+        for op in _enabled(sim, ops, perturbations is None or used < perturbations):
+            child = clone(sim)
+            before = len(child.log)
+            observations = child.replay([action_of(op, "explore")])
+            if not observations and len(child.log) == before and op["op"] != "stall":
+                continue
+            child.port.records = list(child.port.records)
+            child.explore_perturbed = used + (op["op"] in PERTURBATIONS)
+            key = perturbed_key(
+                consumer_key(child, symmetry=symmetry), child.explore_perturbed, perturbations
+            )
+            violations = tuple(
+                (v.invariant, v.message)
+                for n, obs in enumerate(observations)
+                for v in checker.check(obs, level + 1 + n)
+            )
+            steps.append(Step(op, _label(op), child, key, violations, consumer_group_state(child)))
+        return steps
+
+    return search(
+        result,
+        root,
+        root_key,
+        consumer_group_state(root),
+        expand,
+        depth=depth,
+        budget_s=budget_s,
+        cpu_clock=cpu_clock,
+        workers=workers,
+    )
 
 
 #: the deep copy (`deep_clone`): the reference a plain search copies states with
@@ -426,6 +412,7 @@ def explore(
     cpu_clock: bool = False,
     perturbations: int | None = None,
     static: int = 0,
+    workers: int = 1,
 ) -> ExploreResult:
     """The kit's ``explore``: `explore_consumer` over ``ops`` (None: `CONSUMER_OPS`; the ops it
     always has plus any of `PERTURBATIONS`)."""
@@ -443,6 +430,7 @@ def explore(
         ops=ops,
         perturbations=perturbations,
         static=static,
+        workers=workers,
     )
 
 
