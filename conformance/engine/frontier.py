@@ -12,10 +12,13 @@ guarantee).
 
 from __future__ import annotations
 
+import copyreg
+import io
 import multiprocessing
 import os
 import pickle
 import time
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +143,7 @@ def _worker(conn: Any, expand: Expand, held: dict[str, Any], cpu_clock: bool) ->
 
     clock = time.process_time if cpu_clock else time.perf_counter
     pending: dict[tuple[str, int], Any] = {}
+    reported: set[str] = set(held)  # every key this worker has answered with
     try:
         while True:
             message = conn.recv()
@@ -153,7 +157,9 @@ def _worker(conn: Any, expand: Expand, held: dict[str, Any], cpu_clock: bool) ->
                         break
                     steps = expand(held[key], level)
                     for i, step in enumerate(steps):
-                        pending[(key, i)] = step.child
+                        if step.key not in reported:  # else the parent has it already: never kept
+                            reported.add(step.key)
+                            pending[(key, i)] = step.child
                     answers.append([(s.op, s.label, s.key, s.violations, s.group) for s in steps])
                 conn.send(("ok", answers, time.process_time()))
             elif kind == "keep":
@@ -163,9 +169,7 @@ def _worker(conn: Any, expand: Expand, held: dict[str, Any], cpu_clock: bool) ->
                 out: list[tuple[str, bytes | None]] = []
                 for child_key in give:
                     try:
-                        out.append(
-                            (child_key, pickle.dumps(held[child_key], protocol=pickle.HIGHEST_PROTOCOL))
-                        )
+                        out.append((child_key, _dumps(held[child_key])))
                         del held[child_key]
                     except (pickle.PicklingError, TypeError, AttributeError):  # a class made at run time
                         out.append((child_key, None))
@@ -179,6 +183,23 @@ def _worker(conn: Any, expand: Expand, held: dict[str, Any], cpu_clock: bool) ->
                 return
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("error", traceback.format_exc(limit=20), time.process_time()))
+
+
+def _proxy(mapping: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:
+    return types.MappingProxyType(mapping)
+
+
+#: how states travel: the models' frozen snapshots hold read-only mapping views, which pickle does
+#: not take by itself
+_DISPATCH = {**copyreg.dispatch_table, types.MappingProxyType: lambda m: (_proxy, (dict(m),))}
+
+
+def _dumps(state: Any) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(state)
+    return buffer.getvalue()
 
 
 class _Workers:
@@ -299,7 +320,7 @@ def _rebalance(
     move (False once one would not pickle)."""
     n = len(keep)
     share = -(-len(nxt) // n)
-    give = [[c for _, _, c in k[share:]] if movable else [] for k in keep]
+    give = [[k[j][2] for j in _spread(len(k) - share, len(k))] if movable else [] for k in keep]
     handed = pool.ask([("keep", k, g) for k, g in zip(keep, give, strict=True)])
     moving = [(key, data) for out in handed for key, data in out if data is not None]
     movable = movable and all(data is not None for out in handed for _, data in out)
@@ -318,6 +339,16 @@ def _rebalance(
     pool.ask([("take", t) for t in takes])
     nxt[:] = [(k, owner.get(k, o)) for k, o in nxt]
     return movable
+
+
+def _spread(surplus: int, count: int) -> list[int]:
+    """``surplus`` positions out of ``count``, evenly spaced. Early frontier states reach most of the
+    next level's new states first (later ones mostly meet states already found), so a worker
+    holding a block of the frontier's tail finds little: states handed out evenly keep both
+    workers' shares spread over the frontier, and the next level balanced."""
+    if surplus <= 0:
+        return []
+    return [i * count // surplus for i in range(surplus)]
 
 
 def cpu_count() -> int:
