@@ -25,7 +25,9 @@ def _cpu() -> float:
 def main() -> None:
     budget = float(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-    print("| protocol | members x partitions | workers | complete | states | levels | wall s | CPU s | states per wall s | speed-up |")
+    print(
+        "| protocol | members x partitions | workers | complete | states | levels | wall s | CPU s | states per wall s | speed-up |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, f, m, p in (("classic", explore_classic, 2, 2), ("consumer", explore_consumer, 2, 2)):
         base = None
