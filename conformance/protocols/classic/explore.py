@@ -146,10 +146,9 @@ def explore_classic(
             child.port.records.clear()  # type: ignore[attr-defined]  # the log of records, not state
             if obs is None and op["op"] not in ("restart", "stale_subscription", "subscribe"):
                 continue
-            child.explore_perturbed = used + (op["op"] in PERTURBATIONS)  # type: ignore[attr-defined]
-            key = perturbed_key(
-                abstract_key(child, symmetry=symmetry), child.explore_perturbed, perturbations
-            )  # type: ignore[attr-defined]
+            spent = used + (op["op"] in PERTURBATIONS)
+            child.explore_perturbed = spent  # type: ignore[attr-defined]
+            key = perturbed_key(abstract_key(child, symmetry=symmetry), spent, perturbations)
             violations = (
                 tuple((v.invariant, v.message) for v in checker.check(obs, level + 1))
                 if obs is not None
