@@ -6,8 +6,7 @@ violated invariant. With ``workers`` above 1 the frontier is expanded by forked 
 that hold the states themselves (a state never leaves the worker that made it unless the parent
 moves it to even the load, as pickled bytes); only keys, labels and verdicts come back. The parent
 merges the answers in frontier order, so the graph, the representatives and every path found are
-those of the search on one core (TLC's workers share a queue the same way, but without the order
-guarantee).
+those of the search on one core.
 """
 
 from __future__ import annotations
