@@ -14,7 +14,6 @@ from __future__ import annotations
 import copyreg
 import io
 import multiprocessing
-import os
 import pickle
 import time
 import types
@@ -348,8 +347,3 @@ def _spread(surplus: int, count: int) -> list[int]:
     if surplus <= 0:
         return []
     return [i * count // surplus for i in range(surplus)]
-
-
-def cpu_count() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
