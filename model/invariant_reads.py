@@ -42,16 +42,6 @@ def getter(path: str) -> Callable[[Any], Any]:
     return lambda obs: getattr(obs, path)
 
 
-def on(*events: type) -> Callable[[Any], bool]:
-    """A ``when`` test: the step's event is one of ``events`` (the predicate returns at once otherwise)."""
-
-    def test(obs: Any) -> bool:
-        return isinstance(obs.event, events)
-
-    test.__qualname__ = f"on({', '.join(e.__name__ for e in events)})"
-    return test
-
-
 def changed(field: str) -> Callable[[Any], bool]:
     """A ``when`` test: the world's ``field`` after the step is not the very object it was before
     (for predicates that compare the two and find nothing when they are the same)."""
@@ -61,11 +51,6 @@ def changed(field: str) -> Callable[[Any], bool]:
 
     test.__qualname__ = f"changed({field!r})"
     return test
-
-
-def delivered(obs: Any) -> bool:
-    """A ``when`` test: the step delivered a response (the predicate reads only the deliveries)."""
-    return bool(obs.deliveries)
 
 
 class _Recorder:

@@ -39,7 +39,7 @@ class Invariant:
     #: checked on every step
     reads: tuple[str, ...] | None = None
     #: a cheap test the observation passes whenever the predicate has something to say: where it
-    #: fails, the predicate yields nothing (`model.invariant_reads.on`); None: no such test
+    #: fails, the predicate yields nothing (`model.invariant_gates`); None: no such test
     when: Callable[[Any], bool] | None = None
 
     def check(self, observation: Any) -> list[str]:

@@ -99,33 +99,31 @@ class Checker:
         reuse = self._reuse
         if reuse is not None and not reuse.serves(self.invariants, self.sometimes):
             reuse = self._reuse = Reuse(self.invariants, self.sometimes)  # the lists were replaced
+        n = len(self.invariants)
         if reuse is not None:
-            reuse.start(obs)
-            own, checked = reuse.results(obs, 0, len(self.invariants)), reuse.own_ids
+            messages = reuse.run(obs)
+            speaking = sorted(reuse.speaking)
+            checked = reuse.own_ids
         else:
-            own, checked = (
-                [inv.check(obs) for inv in self.invariants],
-                tuple(inv.id for inv in self.invariants),
-            )
-        for inv, messages in zip(self.invariants, own, strict=True):
-            if messages:
-                out.extend(self._unexplained(inv, obs, messages, step))
+            messages = [inv.check(obs) for inv in [*self.invariants, *self.sometimes]]
+            speaking = [pos for pos, m in enumerate(messages) if m]
+            checked = tuple(inv.id for inv in self.invariants)
+        for pos in speaking:
+            if pos < n:
+                out.extend(self._unexplained(self.invariants[pos], obs, messages[pos], step))
         for view, invariants in self.views:
             shown = view.project(obs)
             if shown is None:
                 continue
             checked += tuple(inv.id for inv in invariants)
             for inv in invariants:
-                messages = list(view.check(inv, shown))
-                if messages:
-                    out.extend(self._unexplained(inv, shown, messages, step))
-        if reuse is not None:
-            some = reuse.results(obs, len(self.invariants), len(reuse.invariants))
-        else:
-            some = [inv.check(obs) for inv in self.sometimes]
+                found = list(view.check(inv, shown))
+                if found:
+                    out.extend(self._unexplained(inv, shown, found, step))
         seen = []
-        for inv, messages in zip(self.sometimes, some, strict=True):
-            if messages:
+        for pos in speaking:
+            if pos >= n:
+                inv = self.sometimes[pos - n]
                 self.hits[inv.id] += 1
                 seen.append(inv.id)
         self.last_checked, self.last_sometimes = checked, tuple(seen)

@@ -19,13 +19,14 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.classic.sim import Send, Unsubscribe, produced, responded
+from model.classic.sim import Send, Unsubscribe, produced, responded_with
 from model.classic.state import VALID_PREVIOUS, GroupState
 from model.classic.timer_invariants import armed_session
 from model.classic.world import ClassicWorld
 from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
-from model.invariant_reads import changed, on
+from model.invariant_gates import on, sent
+from model.invariant_reads import changed
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -140,7 +141,7 @@ def static_instance_unique(obs: Obs) -> Iterator[str]:
         yield f"static member map {dict(g.static_members)} disagrees with members {seen}"
 
 
-@invariant("classic.max_size", "safety", "classic", when=on(Send))
+@invariant("classic.max_size", "safety", "classic", when=sent(Send, JoinGroupRequest))
 def max_size(obs: Obs) -> Iterator[str]:
     """A group never grows beyond group.max.size through JoinGroup (docs/protocol-reference.md#e6; GMM L5480)."""
     g = obs.after.group
@@ -190,7 +191,12 @@ def leader_sync_installs(obs: Obs) -> Iterator[str]:
         yield f"assignment of {sorted(changed)} changed by {type(ev).__name__} outside the leader's sync"
 
 
-@invariant("classic.assignment_visible_after_persist", "transition", "classic", when=responded)
+@invariant(
+    "classic.assignment_visible_after_persist",
+    "transition",
+    "classic",
+    when=responded_with(SyncGroupResponse),
+)
 def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
     """A member receives an assignment only after the group metadata holding it was persisted (docs/protocol-reference.md#e7; GMM L5684)."""
     a = obs.after
@@ -202,7 +208,12 @@ def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
                 yield f"sync response ref {d.ref} carries an assignment that was never persisted"
 
 
-@invariant("classic.stale_generation_rejected", "transition", "classic", when=on(Send))
+@invariant(
+    "classic.stale_generation_rejected",
+    "transition",
+    "classic",
+    when=sent(Send, HeartbeatRequest, SyncGroupRequest, OffsetCommitRequest),
+)
 def stale_generation_rejected(obs: Obs) -> Iterator[str]:
     """Heartbeat, SyncGroup and OffsetCommit with another generation than the group's never succeed (docs/protocol-reference.md#e8; GMM L6005, L5859; CG L822)."""
     ev, b = obs.event, obs.before
@@ -235,7 +246,9 @@ def stale_generation_rejected(obs: Obs) -> Iterator[str]:
         yield f"SyncGroup with stale generation {req.generation_id} was parked"
 
 
-@invariant("classic.no_commit_while_completing", "transition", "classic", when=on(Send))
+@invariant(
+    "classic.no_commit_while_completing", "transition", "classic", when=sent(Send, OffsetCommitRequest)
+)
 def no_commit_while_completing(obs: Obs) -> Iterator[str]:
     """No offset commit from a group member is accepted while the group is CompletingRebalance (docs/protocol-reference.md#e9; CG L822)."""
     ev, b = obs.event, obs.before
@@ -401,7 +414,7 @@ def single_owner_consumer(obs: Obs) -> Iterator[str]:
                 owner[tp] = client
 
 
-@invariant("classic.leader_list_complete", "transition", "classic", when=responded)
+@invariant("classic.leader_list_complete", "transition", "classic", when=responded_with(JoinGroupResponse))
 def leader_list_complete(obs: Obs) -> Iterator[str]:
     """The leader's JoinGroup member list holds every member of the new generation (KAFKA-9801; CG L1302).
 
@@ -472,7 +485,9 @@ def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
         )
 
 
-@invariant("classic.followers_get_no_member_list", "transition", "classic", when=responded)
+@invariant(
+    "classic.followers_get_no_member_list", "transition", "classic", when=responded_with(JoinGroupResponse)
+)
 def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
     """Only the leader receives the member list in JoinGroup ("Phase 1", docs/protocol-reference.md#client-side-assignment; CG L1302)."""
     for d in produced(obs):

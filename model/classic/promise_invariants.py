@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from model.classic.messages import JoinGroupRequest, OffsetCommitResponse, SyncGroupResponse
-from model.classic.sim import Advance, Send, produced, responded
+from model.classic.sim import Advance, Send, produced, responded_with
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld, ClientSnap
 from model.errors import ErrorCode
-from model.invariant_reads import on
+from model.invariant_gates import on, sent
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -34,7 +34,12 @@ def _rebalance_only(response: object) -> bool:
     return False
 
 
-@invariant("classic.rebalance_in_progress_keeps_membership", "transition", "classic", when=responded)
+@invariant(
+    "classic.rebalance_in_progress_keeps_membership",
+    "transition",
+    "classic",
+    when=responded_with(SyncGroupResponse, OffsetCommitResponse),
+)
 def rebalance_in_progress_keeps_membership(obs: Obs) -> Iterator[str]:
     """REBALANCE_IN_PROGRESS on SyncGroup or OffsetCommit only asks for a rejoin: the consumer keeps its member id, generation and partitions (KIP-429; Kafka protocol guide error codes; KAFKA-14016)."""
     ev, b, a = obs.event, obs.before, obs.after
@@ -82,7 +87,7 @@ def _answered_as_is(before: ClassicWorld | None, generation: int, member_id: str
     )
 
 
-@invariant("classic.join_sets_member_timeouts", "transition", "classic", when=on(Send))
+@invariant("classic.join_sets_member_timeouts", "transition", "classic", when=sent(Send, JoinGroupRequest))
 def join_sets_member_timeouts(obs: Obs) -> Iterator[str]:
     """A JoinGroup that admits or updates a member gives it the session and rebalance timeouts of that request, a static replacement included (KIP-345; Kafka protocol guide JoinGroup; KAFKA-14009)."""
     ev, b, a = obs.event, obs.before, obs.after

@@ -21,7 +21,8 @@ from model.classic.sim import Send, produced, responded
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld
 from model.errors import ErrorCode
-from model.invariant_reads import changed, on
+from model.invariant_gates import on, sent
+from model.invariant_reads import changed
 from model.invariants import invariant
 from model.observation import Observation
 
@@ -118,7 +119,7 @@ def instance_fencing(obs: Obs) -> Iterator[str]:
             yield f"{type(req).__name__} from {req.member_id} for instance {req.group_instance_id} (held by {holder}) answered {names}"
 
 
-@invariant("classic.leader_sync_covers_members", "transition", "classic", when=on(Send))
+@invariant("classic.leader_sync_covers_members", "transition", "classic", when=sent(Send, SyncGroupRequest))
 def leader_sync_covers_members(obs: Obs) -> Iterator[str]:
     """The leader's SyncGroup that completes a rebalance assigns to every member of the generation (KAFKA-9801; CG L1302)."""
     ev, b, a = obs.event, obs.before, obs.after

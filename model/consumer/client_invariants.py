@@ -13,7 +13,7 @@ from model.consumer.messages import ConsumerGroupHeartbeatResponse
 from model.consumer.state import LEAVE_GROUP_MEMBER_EPOCH
 from model.consumer.world import ConsumerWorld, HeartbeatEvent
 from model.errors import ErrorCode
-from model.invariant_reads import delivered, on
+from model.invariant_gates import delivered, on
 from model.invariants import invariant
 from model.observation import Observation
 

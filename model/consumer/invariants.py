@@ -35,7 +35,8 @@ from model.consumer.world import (
     offset_commit_response,
 )
 from model.errors import ErrorCode
-from model.invariant_reads import changed, on
+from model.invariant_gates import on
+from model.invariant_reads import changed
 from model.invariants import invariant
 
 __all__ = ["ConsumerWorld"]

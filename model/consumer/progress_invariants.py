@@ -34,7 +34,8 @@ from model.consumer.state import (
 )
 from model.consumer.world import AdvanceEvent, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
-from model.invariant_reads import changed, on
+from model.invariant_gates import on
+from model.invariant_reads import changed
 from model.invariants import invariant
 
 

@@ -19,7 +19,8 @@ from model.consumer.world import (
     heartbeat_response,
 )
 from model.errors import ErrorCode
-from model.invariant_reads import changed, on
+from model.invariant_gates import on
+from model.invariant_reads import changed
 from model.invariants import invariant
 from model.observation import Observation
 

@@ -14,7 +14,7 @@ from model.consumer.messages import TopicPartition, from_topic_partitions
 from model.consumer.state import ConsumerMember, member_subscribes
 from model.consumer.world import ConsumerWorld, GroupView, HeartbeatEvent, heartbeat_response
 from model.errors import ErrorCode
-from model.invariant_reads import on
+from model.invariant_gates import on
 from model.invariants import invariant
 from model.observation import Observation
 
