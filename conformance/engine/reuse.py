@@ -84,11 +84,12 @@ class Reuse:
                     messages[pos] = []
                     speaking.discard(pos)
                 continue
-            out = messages[pos] = list(predicates[pos](obs))  # what `Invariant.check` returns
+            out = list(predicates[pos](obs))  # what `Invariant.check` returns
             if out:
                 speaking.add(pos)
-            else:
+            elif messages[pos]:
                 speaking.discard(pos)
+            messages[pos] = out
             if pos not in always:
                 pending.discard(pos)
         return messages

@@ -53,6 +53,8 @@ class ModelPort:
         self._transitions: tuple[tuple[GroupState, GroupState], ...] = ()
         self.max_size = self.coordinator.config.max_size
         self.initial_rebalance_delay_ms = self.coordinator.config.initial_rebalance_delay_ms
+        #: the last `persisted` answer, by group id and length of the (append-only) durable log
+        self._persisted: tuple[tuple[str, int], PersistedSnap | None] = (("", -1), None)
 
     def _take(self, result: Result, before: dict[str, GroupState]) -> list[Delivery]:
         path: list[tuple[GroupState, GroupState]] = []
@@ -102,7 +104,11 @@ class ModelPort:
         return None if group is None else GroupSnap.of(group)
 
     def persisted(self, group_id: str) -> PersistedSnap | None:
-        return persisted_in(self.durable, group_id)
+        """`persisted_in` the durable log; the same object while nothing was appended to it."""
+        key = (group_id, len(self.durable))
+        if self._persisted[0] != key:
+            self._persisted = (key, persisted_in(self.durable, group_id))
+        return self._persisted[1]
 
     def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
         taken, self._transitions = self._transitions, ()

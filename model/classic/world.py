@@ -8,7 +8,6 @@ generation, the partitions each client received in a successful SyncGroup.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from model.classic.state import ClassicGroup, GroupState, Member
 from model.embedded import TopicPartition
@@ -81,28 +80,15 @@ class GroupSnap:
         )
 
 
-#: member id -> (the member's field values at its last snapshot, that snapshot)
-_MEMBER_SNAPS: dict[str, tuple[tuple[Any, ...], MemberSnap]] = {}
+#: member id -> (the member record at its last snapshot, that snapshot)
+_MEMBER_SNAPS: dict[str, tuple[Member, MemberSnap]] = {}
 
 
 def _member_snap(m: Member) -> MemberSnap:
-    """``m``'s snapshot; the last one taken of its member id while each field is still the very
-    object it was then (so the snapshot is the same value), else a new one."""
-    fields = (
-        m.member_id,
-        m.instance_id,
-        m.protocol_type,
-        m.protocols,
-        m.assignment,
-        m.awaiting_join,
-        m.awaiting_sync,
-        m.is_new,
-        m.session_timeout_ms,
-        m.rebalance_timeout_ms,
-        m.join_version,
-    )
+    """``m``'s snapshot: the last one taken of its member id while the record is the very same
+    (frozen) object, else a new one."""
     hit = _MEMBER_SNAPS.get(m.member_id)
-    if hit is not None and all(a is b for a, b in zip(hit[0], fields, strict=True)):
+    if hit is not None and hit[0] is m:
         return hit[1]
     snap = MemberSnap(
         m.member_id,
@@ -119,7 +105,7 @@ def _member_snap(m: Member) -> MemberSnap:
     )
     if len(_MEMBER_SNAPS) >= 1024:
         _MEMBER_SNAPS.clear()
-    _MEMBER_SNAPS[m.member_id] = (fields, snap)
+    _MEMBER_SNAPS[m.member_id] = (m, snap)
     return snap
 
 

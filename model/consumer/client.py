@@ -134,7 +134,7 @@ class VirtualConsumer:
     # ---------------------------------------------------------------- view
 
     def view(self) -> ClientView:
-        """The consumer view; the last one while each field is still the very object it was then."""
+        """The consumer view; the last one while each field is still equal to what it was then."""
         active = not self.crashed and self.state not in (ClientState.UNSUBSCRIBED, ClientState.FATAL)
         fields = (
             self.name,
@@ -147,7 +147,7 @@ class VirtualConsumer:
             active,
         )
         last = self._last_view
-        if last is not None and all(a is b for a, b in zip(last[0], fields, strict=True)):
+        if last is not None and last[0] == fields:
             return last[1]
         view = ClientView(*fields)
         self._last_view = (fields, view)
