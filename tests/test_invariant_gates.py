@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.engine.reuse import GATE_MEMO, Reuse
-from model.classic.sim import Advance, Send, Stall, responded_with
+from model.classic.produced import responded_with
+from model.classic.sim import Advance, Send, Stall
 from model.invariant_gates import answered, delivered, on, sent, signature
 from model.invariants import Invariant
 from model.result import Delivery

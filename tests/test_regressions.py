@@ -62,7 +62,7 @@ def test_false_alarms_of_the_invariants_stay_fixed(path: Path) -> None:
     classic.leader_list_complete and classic.assignment_visible_after_persist: a client that resumed
     after a stall was handed responses buffered since the coordinator produced them, and they were
     judged again against a group that had moved on (explore --members 2 --partitions 2 --depth 13
-    --variant assignor=range); responses are judged when produced (`model.classic.sim.produced`).
+    --variant assignor=range); responses are judged when produced (`model.classic.produced`).
     mixed.upgrade_rules: a failover reloaded an empty consumer group in place of a classic group
     that was never written, and the invariant read it as an upgrade (thorough mixed profile, seed 4;
     tests/test_mixed_failover_reload.py). classic.join_sets_member_timeouts: a JoinGroup repeating a

@@ -19,7 +19,8 @@ from model.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from model.classic.sim import Send, Unsubscribe, produced, responded_with
+from model.classic.produced import produced, responded_with
+from model.classic.sim import Send, Unsubscribe
 from model.classic.state import VALID_PREVIOUS, GroupState
 from model.classic.timer_invariants import armed_session
 from model.classic.world import ClassicWorld
@@ -33,6 +34,8 @@ from model.observation import Observation
 Obs = Observation[ClassicWorld]
 #: the group before and after a step (`model.invariant_reads`)
 STEP = ("before", "before.group", "after.group")
+#: gates of the invariants that judge one kind of answer
+JOIN_ANSWERED, SYNC_ANSWERED = responded_with(JoinGroupResponse), responded_with(SyncGroupResponse)
 S = GroupState
 E = ErrorCode
 
@@ -191,12 +194,7 @@ def leader_sync_installs(obs: Obs) -> Iterator[str]:
         yield f"assignment of {sorted(changed)} changed by {type(ev).__name__} outside the leader's sync"
 
 
-@invariant(
-    "classic.assignment_visible_after_persist",
-    "transition",
-    "classic",
-    when=responded_with(SyncGroupResponse),
-)
+@invariant("classic.assignment_visible_after_persist", "transition", "classic", when=SYNC_ANSWERED)
 def assignment_visible_after_persist(obs: Obs) -> Iterator[str]:
     """A member receives an assignment only after the group metadata holding it was persisted (docs/protocol-reference.md#e7; GMM L5684)."""
     a = obs.after
@@ -414,7 +412,7 @@ def single_owner_consumer(obs: Obs) -> Iterator[str]:
                 owner[tp] = client
 
 
-@invariant("classic.leader_list_complete", "transition", "classic", when=responded_with(JoinGroupResponse))
+@invariant("classic.leader_list_complete", "transition", "classic", when=JOIN_ANSWERED)
 def leader_list_complete(obs: Obs) -> Iterator[str]:
     """The leader's JoinGroup member list holds every member of the new generation (KAFKA-9801; CG L1302).
 
@@ -485,9 +483,7 @@ def static_rejoin_keeps_member_id(obs: Obs) -> Iterator[str]:
         )
 
 
-@invariant(
-    "classic.followers_get_no_member_list", "transition", "classic", when=responded_with(JoinGroupResponse)
-)
+@invariant("classic.followers_get_no_member_list", "transition", "classic", when=JOIN_ANSWERED)
 def followers_get_no_member_list(obs: Obs) -> Iterator[str]:
     """Only the leader receives the member list in JoinGroup ("Phase 1", docs/protocol-reference.md#client-side-assignment; CG L1302)."""
     for d in produced(obs):

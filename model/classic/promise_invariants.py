@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from model.classic.messages import JoinGroupRequest, OffsetCommitResponse, SyncGroupResponse
-from model.classic.sim import Advance, Send, produced, responded_with
+from model.classic.produced import produced, responded_with
+from model.classic.sim import Advance, Send
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld, ClientSnap
 from model.errors import ErrorCode

@@ -17,7 +17,8 @@ from model.classic.messages import (
     OffsetCommitResponse,
     SyncGroupRequest,
 )
-from model.classic.sim import Send, produced, responded
+from model.classic.produced import produced, responded
+from model.classic.sim import Send
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld
 from model.errors import ErrorCode

@@ -8,7 +8,6 @@ the adapter layer plugs a real coordinator (plus the oracle) into the same seam.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,6 @@ from model.classic.snapshot import client_snaps, kept
 from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment
 from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
-from model.invariant_gates import answered
 from model.observation import Observation
 from model.result import Delivery
 
@@ -485,20 +483,3 @@ class ClassicSim:
                 assignment_subscriptions=self.assignment_subscriptions,
             ),
         )
-
-
-def produced(obs: Observation[ClassicWorld]) -> tuple[Delivery, ...]:
-    """The responses the coordinator produced at this step. A resumed client is handed the responses
-    buffered while it stalled (a `Stall` event): they were judged when produced, against the group as
-    it was then, and are not judged again against a group that has moved on."""
-    return () if isinstance(obs.event, Stall) else tuple(obs.deliveries)
-
-
-def responded_with(*responses: type) -> Callable[[Observation[ClassicWorld]], bool]:
-    """The ``when`` of the invariants that judge only some kinds of the responses in `produced`."""
-    return answered(*responses, unless=(Stall,))
-
-
-def responded(obs: Observation[ClassicWorld]) -> bool:
-    """Whether `produced` is not empty: the ``when`` of the invariants that judge only responses."""
-    return bool(obs.deliveries) and not isinstance(obs.event, Stall)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from model.classic.sim import produced, responded
+from model.classic.produced import produced, responded
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld
 from model.errors import ErrorCode
