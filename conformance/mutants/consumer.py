@@ -445,3 +445,33 @@ CONSUMER_MUTANT_LIST += (
         variants=_BATCHING,
     ),
 )
+
+
+# -- a member's subscription held by the coordinator (KIP-848 incremental heartbeat fields) ----------
+
+
+class JoinOnlySubscription(ConsumerCoordinator):
+    """Generic: the coordinator takes a member's topic names and regex from its join only; a member
+    already in the group that sends new ones keeps the old (a null-field rule applied to every
+    field). No group epoch bump follows, so the coordinator's own records stay consistent."""
+
+    def updated_member(
+        self, member: ConsumerMember, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerMember:
+        if member.member_epoch > 0:
+            request = replace(request, subscribed_topic_names=None, subscribed_topic_regex=None)
+        return super().updated_member(member, request)
+
+
+CONSUMER_MUTANT_LIST += (
+    Mutant(
+        "join-only-subscription",
+        "consumer",
+        "generic",
+        "a subscription change sent by a member already in the group is dropped: only a join sets it",
+        "KIP-848 (the heartbeat carries a changed subscription); ConsumerGroupHeartbeatRequest.json "
+        "SubscribedTopicNames / SubscribedTopicRegex (null only if unchanged)",
+        ("consumer.member_record_matches_client",),
+        coordinator=JoinOnlySubscription,
+    ),
+)

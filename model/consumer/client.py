@@ -74,6 +74,10 @@ class ClientView:
     instance_id: str | None
     active: bool
     """Running and wanting to be in the group (not crashed, left or failed)."""
+    declared: tuple[frozenset[str] | None, str | None, int | None] = (None, None, None)
+    """What the consumer last told the coordinator about itself: its subscribed topic names, its
+    regex ("" for none) and its rebalance timeout, None where it has not sent one since it last
+    started over (a failed or lost request makes it send every field again)."""
 
 
 @dataclass
@@ -145,6 +149,7 @@ class VirtualConsumer:
             self.state.value,
             self.instance_id,
             active,
+            self._declared(),
         )
         last = self._last_view
         if last is not None and last[0] == fields:
@@ -152,6 +157,11 @@ class VirtualConsumer:
         view = ClientView(*fields)
         self._last_view = (fields, view)
         return view
+
+    def _declared(self) -> tuple[frozenset[str] | None, str | None, int | None]:
+        sent = self._sent
+        names = None if sent.names is None else frozenset(sent.names)
+        return (names, sent.regex, sent.rebalance_timeout_ms)
 
     # ---------------------------------------------------------------- application actions
 

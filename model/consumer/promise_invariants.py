@@ -201,3 +201,33 @@ def deleted_group_is_gone(obs: Obs) -> Iterator[str]:
             yield f"{gid} answered NON_EMPTY_GROUP without a member"
         elif code == E.GROUP_ID_NOT_FOUND and (old is not None or gid in b.committed):
             yield f"{gid} answered GROUP_ID_NOT_FOUND, but it exists"
+
+
+@invariant("consumer.member_record_matches_client", "transition", "consumer", when=on(HeartbeatEvent))
+def member_record_matches_client(obs: Obs) -> Iterator[str]:
+    """After a heartbeat the coordinator accepts, the member it answers for holds the topic names, regex and rebalance timeout its consumer last sent: a field sent null ("unchanged since the last heartbeat") keeps what was sent before, and a consumer whose request failed or got lost sends every field again (ConsumerGroupHeartbeatRequest.json; KIP-848).
+
+    A promise a client relies on (docs/invariants.md#nature): it judges the coordinator's handling of
+    null fields and the consumer's resending of them together.
+    """
+    ev = obs.event
+    if not isinstance(ev, HeartbeatEvent) or ev.client is None or not ev.heard or ev.request.member_epoch < 0:
+        return
+    r = heartbeat_response(obs)
+    if r is None or r.error_code != E.NONE:
+        return
+    client = next((c for c in obs.after.clients if c.name == ev.client), None)
+    group = obs.after.group(ev.request.group_id)
+    member = None if group is None else group.members.get(r.member_id or ev.request.member_id)
+    if client is None or member is None or member.classic is not None:
+        return
+    names, regex, timeout = client.declared
+    held = (member.subscribed_topic_names, member.subscribed_topic_regex or "", member.rebalance_timeout_ms)
+    for what, sent, kept in (
+        ("topic names", names, held[0]),
+        ("regex", regex, held[1]),
+        ("rebalance timeout", timeout, held[2]),
+    ):
+        if sent is not None and sent != kept:
+            shown = (sorted(v) if isinstance(v, frozenset) else v for v in (sent, kept))
+            yield f"{ev.client} last sent {what} {next(shown)!r}, but its member {member.member_id} holds {next(shown)!r}"
