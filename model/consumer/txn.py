@@ -11,6 +11,8 @@ from typing import Literal
 
 from model.consumer.records import (
     CurrentAssignmentRecord,
+    TopicDeletedRecord,
+    TopicRecord,
     apply,
     derive_assignment_epochs,
 )
@@ -99,6 +101,9 @@ class ConsumerCoordinatorConfig:
     GroupCoordinatorConfig of Apache Kafka 4.4.0). Kafka 4.0 has no such refresh."""
 
 
+_TOPIC = (TopicRecord, TopicDeletedRecord)
+
+
 class _Rejected(Exception):
     """Internal control flow: the request fails with a protocol error (Kafka's ApiException)."""
 
@@ -143,9 +148,31 @@ class _Txn:
         apply(self.scratch, record)
         self.records.append(record)
 
+    #: False: every commit applies its records to the real state again (the tests compare the two)
+    SWAP = True
+
     def commit(self, result: Result) -> None:
-        for record in self.records:
-            apply(self.state, record)
+        """Apply the records to the real state. When every record is one of this group's (no topic
+        record), the scratch group and offsets are what applying them makes of the real ones (both
+        start equal, and only `emit` changes the scratch), so they take their places instead."""
+        gid = self.group_id
+        if not self.records:
+            return
+        if self.SWAP and all(
+            getattr(r, "group_id", None) == gid and not isinstance(r, _TOPIC) for r in self.records
+        ):
+            group, offsets = self.scratch.groups.get(gid), self.scratch.offsets.get(gid)
+            if group is None:
+                self.state.groups.pop(gid, None)
+            else:
+                self.state.groups[gid] = group
+            if offsets:
+                self.state.offsets[gid] = offsets
+            else:
+                self.state.offsets.pop(gid, None)
+        else:
+            for record in self.records:
+                apply(self.state, record)
         result.records.extend(self.records)
 
 
