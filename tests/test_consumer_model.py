@@ -1156,6 +1156,15 @@ def test_every_invariant_can_fail() -> None:
         _checked_change(False, world_rule=True, subscribed_topic_names=("t",)),
     )
 
+    hb_ok = (Delivery(5, ConsumerGroupHeartbeatResponse(member_id="m1", member_epoch=1)),)
+    said_more = replace(held, clients=(replace(c1, declared=(frozenset({"t", "u"}), None, None)),))
+    dropped = Observation(held, HeartbeatEvent(5, beat("m1", 1), "c1"), hb_ok, said_more, 0)
+    expect(
+        "consumer.member_record_matches_client", violations("consumer.member_record_matches_client", dropped)
+    )
+    as_said = replace(held, clients=(replace(c1, declared=(m1.subscribed_topic_names, None, None)),))
+    assert not violations("consumer.member_record_matches_client", replace(dropped, after=as_said))
+
     from tests.test_delete_groups import deletion_violations
 
     expect("consumer.deleted_group_is_gone", deletion_violations())
@@ -1201,6 +1210,7 @@ def test_invariant_registry_entries() -> None:
         "consumer.subscription_change_bumps_epoch",
         "consumer.member_epoch_is_assignment_epoch",
         "consumer.deleted_group_is_gone",
+        "consumer.member_record_matches_client",
         # a Kafka 4.1+ rule restated: model/consumer/subscription_invariants.py
         "consumer.assignment_within_subscription",
     }
