@@ -445,3 +445,20 @@ def test_lost_member_id_releases_partitions(stable) -> None:  # type: ignore[no-
     assert not fails(
         pinv.lost_member_id_releases_partitions, obs(armed, replace(lost, stale_subscription=False))
     )
+
+
+def test_leader_gets_metadata_as_sent(stable) -> None:  # type: ignore[no-untyped-def]
+    """The leader's list relays each member's metadata as its JoinGroup sent it."""
+    m1, m2 = stable.after.group.members
+    listed = (JoinGroupMember(m1.member_id, None, b"old"), JoinGroupMember(m2.member_id, None, b"x"))
+    to_leader = JoinGroupResponse(
+        ErrorCode.NONE, 3, "consumer", "range", m1.member_id, False, m1.member_id, listed
+    )
+    to_follower = JoinGroupResponse(ErrorCode.NONE, 3, "consumer", "range", m1.member_id, False, m2.member_id)
+    answers = (Delivery(7, to_leader), Delivery(8, to_follower))
+    sent = ((7, (("range", b"new"),)), (8, (("range", b"x"),)))
+    obs = Observation(stable.after, Advance(0), answers, replace(stable.after, joins=sent), 0)
+    assert fails(pinv.leader_gets_metadata_as_sent, obs)
+    as_sent = replace(stable.after, joins=((7, (("range", b"old"),)), (8, (("range", b"x"),))))
+    assert not fails(pinv.leader_gets_metadata_as_sent, replace(obs, after=as_sent))
+    assert not fails(pinv.leader_gets_metadata_as_sent, replace(obs, after=stable.after))  # nothing recorded

@@ -216,6 +216,18 @@ class SessionTimerHalved(ClassicCoordinator):
         return super().handle_heartbeat(state, req, ref, now - early)
 
 
+class RejoinKeepsMetadata(ClassicCoordinator):
+    """Generic: a member's rejoin keeps the protocol metadata of its earlier join, so the leader
+    assigns on a stale subscription and stale owned partitions (JoinGroupResponse.json Members)."""
+
+    def update_member_and_rebalance(
+        self, tx: Tx, group: ClassicGroup, member: Any, req: JoinGroupRequest, ref: int, now: int
+    ) -> None:
+        super().update_member_and_rebalance(
+            tx, group, member, replace(req, protocols=member.protocols), ref, now
+        )
+
+
 # ---------------------------------------------------------------------------------- clients
 
 
@@ -450,5 +462,14 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "KIP-62; clients/src/main/resources/common/message/JoinGroupRequest.json (SessionTimeoutMs)",
         ("classic.timers_not_early",),
         coordinator=SessionTimerHalved,
+    ),
+    Mutant(
+        "rejoin-keeps-metadata",
+        "classic",
+        "generic",
+        "a member's rejoin keeps the protocol metadata of its earlier join",
+        "Kafka protocol guide, JoinGroup; clients/src/main/resources/common/message/JoinGroupResponse.json (Members.Metadata)",
+        ("classic.leader_gets_metadata_as_sent",),
+        coordinator=RejoinKeepsMetadata,
     ),
 )

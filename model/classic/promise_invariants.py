@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from model.classic.messages import JoinGroupRequest, OffsetCommitResponse, SyncGroupResponse
+from model.classic.messages import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    OffsetCommitResponse,
+    SyncGroupResponse,
+)
 from model.classic.produced import produced, responded_with
 from model.classic.sim import Advance, Send
 from model.classic.state import GroupState
@@ -155,3 +160,32 @@ def lost_member_id_releases_partitions(obs: Obs) -> Iterator[str]:
         if c.owned:
             kept = sorted(f"{t}-{p}" for t, p in c.owned)
             yield f"{c.name} lost member id {old.member_id} but still owns {kept}"
+
+
+@invariant(
+    "classic.leader_gets_metadata_as_sent", "transition", "classic", when=responded_with(JoinGroupResponse)
+)
+def leader_gets_metadata_as_sent(obs: Obs) -> Iterator[str]:
+    """The member list a JoinGroup answer gives the leader carries, for each member answered in the same step, the metadata of the chosen protocol exactly as that member's JoinGroup sent it: the coordinator relays subscriptions, it does not keep older ones (Kafka protocol guide JoinGroup; JoinGroupResponse.json Members.Metadata).
+
+    A promise a client relies on (docs/invariants.md#nature): the leader's assignor sees what each
+    consumer subscribes to and owns now. The requests are the harness's record
+    (`model.classic.joins_sent`), not the coordinator's stored copy.
+    """
+    sent = dict(obs.after.joins)
+    answered: dict[str, dict[str, bytes]] = {}  # member id -> the protocols of the join it answers
+    for d in produced(obs):
+        r = d.response
+        if isinstance(r, JoinGroupResponse) and r.error == E.NONE and d.ref in sent:
+            answered[r.member_id] = dict(sent[d.ref])
+    for d in produced(obs):
+        r = d.response
+        if not isinstance(r, JoinGroupResponse) or r.error != E.NONE or not r.members:
+            continue
+        for m in r.members:
+            own = answered.get(m.member_id, {}).get(r.protocol_name or "")
+            if own is not None and own != m.metadata:
+                yield (
+                    f"generation {r.generation_id}: the leader is given {m.member_id}'s {r.protocol_name} "
+                    f"metadata {m.metadata.hex()}, but its JoinGroup sent {own.hex()}"
+                )

@@ -13,6 +13,7 @@ from typing import Any
 
 from model.classic.client import ClassicClient
 from model.classic.deviations import assigned, returning_leader, returning_static, static_subscriptions
+from model.classic.joins_sent import Joins, record_join, take_joins
 from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse
 from model.classic.port import ClassicPort
 from model.classic.snapshot import client_snaps, kept
@@ -176,6 +177,8 @@ class ClassicSim:
     _snap_cache: dict[str, tuple[tuple[Any, ...], ClientSnap]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    #: ref -> the protocols of the JoinGroup sent under it, until it is answered (`ClassicWorld.joins`)
+    join_sent: dict[int, tuple[tuple[str, bytes], ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -228,7 +231,7 @@ class ClassicSim:
             if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:
                 del self.awaiting[name]
                 self.clients[name].on_timeout()
-        self.world = self.snapshot(leader_assignment, False)
+        self.world = self.snapshot(leader_assignment, False, take_joins(self.join_sent, deliveries))
         return Observation(before, Advance(ms), tuple(deliveries), self.world, self.now)
 
     def failover(self) -> Observation[ClassicWorld]:
@@ -336,11 +339,13 @@ class ClassicSim:
         ref = self.next_ref
         self.next_ref += 1
         self.owner_of_ref[ref] = name
+        record_join(self.join_sent, ref, request)
         if how == "client":
             self.awaiting[name] = (ref, self.now)
             if name in self.duplicate_next:
                 self.duplicate_next.discard(name)
                 self.copies[ref] = (self.next_ref, request)
+                record_join(self.join_sent, self.next_ref, request)
                 self.next_ref += 1
             if name in self.delay_next:  # `DelayRequest`: held on the wire until `release`
                 self.delay_next.discard(name)
@@ -393,7 +398,9 @@ class ClassicSim:
         replay: bool = False,
     ) -> Observation[ClassicWorld]:
         leader_assignment = self._deliver(deliveries, replay=replay)
-        self.world = self.snapshot(leader_assignment, failover)
+        self.world = self.snapshot(
+            leader_assignment, failover, () if replay else take_joins(self.join_sent, deliveries)
+        )
         return Observation(before, event, tuple(deliveries), self.world, self.now)
 
     def _deliver(self, deliveries: list[Delivery], *, replay: bool) -> LeaderAssignment | None:
@@ -455,7 +462,12 @@ class ClassicSim:
     def client_snaps(self) -> tuple[ClientSnap, ...]:
         return client_snaps(self.clients, self._snap_cache, self.world)
 
-    def snapshot(self, leader_assignment: LeaderAssignment | None, failover: bool) -> ClassicWorld:
+    def snapshot(
+        self,
+        leader_assignment: LeaderAssignment | None,
+        failover: bool,
+        joins: Joins = (),
+    ) -> ClassicWorld:
         clients = self.client_snaps()
         group = self.port.group(self.group_id)
         if group is None and self.delivered:
@@ -481,5 +493,6 @@ class ClassicSim:
                 assignment_topics=self.assignment_topics,
                 deviations=frozenset(self.deviations),
                 assignment_subscriptions=self.assignment_subscriptions,
+                joins=joins,
             ),
         )

@@ -171,3 +171,6 @@ class ClassicWorld:
     #: the subscription of each static member (by group.instance.id) the group's current assignment
     #: was computed on
     assignment_subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (ref, protocols) of the JoinGroup requests this step's JoinGroup answers answer, as they were
+    #: sent (the harness's record, not the coordinator's)
+    joins: tuple[tuple[int, tuple[tuple[str, bytes], ...]], ...] = ()  # `model.classic.joins_sent`
