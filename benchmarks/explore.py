@@ -18,6 +18,7 @@ import os
 import platform
 import time
 
+from conformance.engine import collector
 from conformance.engine.profiles import get_profile
 from conformance.engine.run import run_check
 from conformance.protocols.classic.explore import ExploreResult, explore_classic
@@ -40,6 +41,7 @@ def row(name: str, r: ExploreResult, budget: float, wall: float, cpu: float) -> 
 
 
 def main() -> None:
+    collector.tune()  # as `groupcheck explore` does
     p = argparse.ArgumentParser()
     p.add_argument("--budget", type=float, default=600.0)
     p.add_argument("--protocol", default="all", choices=["classic", "consumer", "all"])

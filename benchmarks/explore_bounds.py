@@ -15,11 +15,13 @@ import sys
 import time
 
 import conformance
+from conformance.engine import collector
 from conformance.protocols.classic.explore import explore_classic
 from conformance.protocols.consumer.explore import explore_consumer
 
 
 def main() -> None:
+    collector.tune()  # as `groupcheck explore` does
     tree = os.path.dirname(os.path.dirname(conformance.__file__))
     budget = float(sys.argv[1])
     sizes = sys.argv[2] if len(sys.argv) > 2 else "1x1,2x1,2x2"

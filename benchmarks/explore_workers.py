@@ -12,6 +12,7 @@ import resource
 import sys
 import time
 
+from conformance.engine import collector
 from conformance.protocols.classic.explore import explore_classic
 from conformance.protocols.consumer.explore import explore_consumer
 
@@ -23,6 +24,7 @@ def _cpu() -> float:
 
 
 def main() -> None:
+    collector.tune()  # as `groupcheck explore` does
     budget = float(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     print(

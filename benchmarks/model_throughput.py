@@ -1,7 +1,7 @@
 """Steps per second of seeded random walks on the reference model, with and without invariant checks.
 
 Goal (issue: classic foundation): >= 20k steps/s per core without checks. Run:
-    .venv/bin/python benchmarks/model_throughput.py [--steps N] [--protocol classic|consumer|all]
+    .venv/bin/python benchmarks/model_throughput.py [--steps N] [--protocol classic|consumer|all] [--gc tuned|default]
 Prints a Markdown table (wall-clock rate, and the rate per CPU-second of this process, which
 other jobs on the machine disturb far less); results are recorded in benchmarks/results/model_throughput.md.
 """
@@ -13,6 +13,7 @@ import platform
 import random
 import time
 
+from conformance.engine import collector
 from conformance.engine.checker import Checker
 from conformance.protocols.build import make_classic_sim, make_consumer_sim
 
@@ -89,7 +90,15 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--protocol", choices=["classic", "consumer", "all"], default="all")
+    ap.add_argument(
+        "--gc",
+        choices=["tuned", "default"],
+        default="tuned",
+        help="collector thresholds: the CLI's, or CPython's",
+    )
     args = ap.parse_args()
+    if args.gc == "tuned":
+        collector.tune()  # as `groupcheck` does for every command
     print(
         f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}, 1 core used"
     )

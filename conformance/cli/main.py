@@ -213,8 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as done:  # --help, --version
             return int(done.code or 0)
         from conformance.cli.arguments import preflight
+        from conformance.engine import collector
 
         preflight(args)
+        collector.tune()
         from conformance.cli import trace_commands
 
         handler = {"check": cmd_check, "scenario": cmd_scenario, "explain": cmd_explain, "specs": cmd_specs}

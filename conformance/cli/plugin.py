@@ -78,6 +78,9 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("--groupcheck-target", default=None)
     if spec is not None:
         _check_target(spec)
+        from conformance.engine import collector
+
+        collector.tune()  # as `groupcheck check` does
 
 
 def _check_target(spec: str) -> None:

@@ -121,11 +121,16 @@ class ClassicClient:
 
     @property
     def cooperative(self) -> bool:
-        name, options = self.config.assignors[0], self.config.assignor_options
+        assignors, options = self.config.assignors, self.config.assignor_options
+        last = self.__dict__.get("_cooperative")  # (assignors, options, answer), not a field
+        if last is not None and last[0] is assignors and last[1] is options:
+            return bool(last[2])
         try:  # the value types are part of the key: True and 1 are equal but not the same option
-            return _cooperative(name, options, tuple(type(v) for _a, _k, v in options))
+            answer = _cooperative(assignors[0], options, tuple(type(v) for _a, _k, v in options))
         except TypeError:  # an unhashable option value: no cache
-            return _cooperative.__wrapped__(name, options, ())
+            answer = _cooperative.__wrapped__(assignors[0], options, ())
+        self.__dict__["_cooperative"] = (assignors, options, answer)
+        return answer
 
     def _assignor(self, name: str):  # type: ignore[no-untyped-def]
         options = {k: v for a, k, v in self.config.assignor_options if a == name}
