@@ -5,8 +5,9 @@ An invariant that declares ``reads`` (`model.invariant_reads`) is a pure functio
 plain values (numbers, strings, None) an equal value of the same type, is unchanged. An invariant
 none of whose parts changed since it last ran keeps the messages it gave then, which are the
 messages it would give now. Where an invariant's ``when`` test fails it has nothing to say, and is
-not run; a test that is a gate (`model.invariant_gates`) is decided once per kind of step. Other invariants run on every check. The simulators keep an unchanged part of the world as
-the same object (`model.classic.snapshot`, `model.consumer.world.capture_world`).
+not run; a test that is a gate (`model.invariant_gates`) is decided once per kind of step. Other
+invariants run on every check. The simulators keep an unchanged part of the world as the same
+object (`model.classic.snapshot`, `model.consumer.world.capture_world`).
 """
 
 from __future__ import annotations

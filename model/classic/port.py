@@ -53,8 +53,8 @@ class ModelPort:
         self._transitions: tuple[tuple[GroupState, GroupState], ...] = ()
         self.max_size = self.coordinator.config.max_size
         self.initial_rebalance_delay_ms = self.coordinator.config.initial_rebalance_delay_ms
-        #: the last `persisted` answer, by group id and length of the (append-only) durable log
-        self._persisted: tuple[tuple[str, int], PersistedSnap | None] = (("", -1), None)
+        #: the last `persisted` answer: the (append-only) durable log, its length, the group id
+        self._persisted: tuple[tuple[Any, int, str], PersistedSnap | None] = ((None, -1, ""), None)
 
     def _take(self, result: Result, before: dict[str, GroupState]) -> list[Delivery]:
         path: list[tuple[GroupState, GroupState]] = []
@@ -105,10 +105,11 @@ class ModelPort:
 
     def persisted(self, group_id: str) -> PersistedSnap | None:
         """`persisted_in` the durable log; the same object while nothing was appended to it."""
-        key = (group_id, len(self.durable))
-        if self._persisted[0] != key:
-            self._persisted = (key, persisted_in(self.durable, group_id))
-        return self._persisted[1]
+        (log, length, gid), snap = self._persisted
+        if log is not self.durable or length != len(self.durable) or gid != group_id:
+            snap = persisted_in(self.durable, group_id)
+            self._persisted = ((self.durable, len(self.durable), group_id), snap)
+        return snap
 
     def take_transitions(self) -> tuple[tuple[GroupState, GroupState], ...]:
         taken, self._transitions = self._transitions, ()
