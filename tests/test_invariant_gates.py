@@ -7,26 +7,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.engine.reuse import GATE_MEMO, Reuse
+from model.classic.messages import HeartbeatRequest, HeartbeatResponse, LeaveGroupRequest
 from model.classic.produced import responded_with
 from model.classic.sim import Advance, Send, Stall
+from model.errors import ErrorCode
 from model.invariant_gates import answered, delivered, on, sent, signature
 from model.invariants import Invariant
 from model.result import Delivery
 
-
-@dataclass(frozen=True)
-class Req:
-    pass
-
-
-@dataclass(frozen=True)
-class OtherReq:
-    pass
-
-
-@dataclass(frozen=True)
-class Resp:
-    pass
+# real messages of the classic protocol stand in for any request and response types
+Req, OtherReq, Resp = HeartbeatRequest, LeaveGroupRequest, HeartbeatResponse
 
 
 @dataclass(frozen=True)
@@ -35,11 +25,11 @@ class Obs:
     deliveries: tuple[Delivery, ...] = ()
 
 
-SEND = Send("c0", 1, Req())  # type: ignore[arg-type]
+SEND = Send("c0", 1, Req("g", 1, "m"))
 
 
 def test_each_gate_reads_the_types_it_names() -> None:
-    answer = (Delivery(1, Resp()),)
+    answer = (Delivery(1, Resp(ErrorCode.NONE)),)
     assert on(Send)(Obs(SEND)) and not on(Send)(Obs(Advance(5)))
     assert sent(Send, Req)(Obs(SEND)) and not sent(Send, OtherReq)(Obs(SEND))
     assert not sent(Send, Req)(Obs(Advance(5)))  # no request at all
@@ -51,7 +41,10 @@ def test_each_gate_reads_the_types_it_names() -> None:
 
 
 def test_a_gate_verdict_depends_only_on_the_signature() -> None:
-    one, two = Obs(SEND, (Delivery(1, Resp()),)), Obs(Send("c1", 9, Req()), (Delivery(9, Resp()),))  # type: ignore[arg-type]
+    one, two = (
+        Obs(SEND, (Delivery(1, Resp(ErrorCode.NONE)),)),
+        Obs(Send("c1", 9, Req("g", 2, "n")), (Delivery(9, Resp(ErrorCode.NONE)),)),
+    )
     assert signature(one) == signature(two)
     assert signature(one) != signature(Obs(SEND))
 
@@ -72,7 +65,7 @@ def test_the_checker_runs_a_gated_invariant_only_where_its_gate_passes() -> None
     assert reuse.run(Obs(Advance(5))) == [[]] and not calls
     assert reuse.run(Obs(SEND)) == [["spoke"]] and len(calls) == 1
     assert reuse.speaking == {0}
-    assert reuse.run(Obs(Send("c0", 2, OtherReq()))) == [[]] and len(calls) == 1  # type: ignore[arg-type]
+    assert reuse.run(Obs(Send("c0", 2, OtherReq("g", ())))) == [[]] and len(calls) == 1
     assert reuse.speaking == set()
 
 

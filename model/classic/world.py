@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.classic.joins_sent import Joins
 from model.classic.state import ClassicGroup, GroupState, Member
 from model.embedded import TopicPartition
 
@@ -173,4 +174,4 @@ class ClassicWorld:
     assignment_subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: (ref, protocols) of the JoinGroup requests this step's JoinGroup answers answer, as they were
     #: sent (the harness's record, not the coordinator's)
-    joins: tuple[tuple[int, tuple[tuple[str, bytes], ...]], ...] = ()  # `model.classic.joins_sent`
+    joins: Joins = ()
