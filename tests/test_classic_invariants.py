@@ -462,3 +462,24 @@ def test_leader_gets_metadata_as_sent(stable) -> None:  # type: ignore[no-untype
     as_sent = replace(stable.after, joins=((7, (("range", b"old"),)), (8, (("range", b"x"),))))
     assert not fails(pinv.leader_gets_metadata_as_sent, replace(obs, after=as_sent))
     assert not fails(pinv.leader_gets_metadata_as_sent, replace(obs, after=stable.after))  # nothing recorded
+
+
+def test_sync_gives_leader_assignment(stable) -> None:  # type: ignore[no-untyped-def]
+    """A SyncGroup answer relays what the generation's leader sent for the member."""
+    from model.classic.wire_record import SyncAsked
+
+    listing = (("m1", None, b"one"), ("m2", None, b"two"), ("old", "s", b"kept"))
+
+    def judged(member: str, given: bytes, instance: str | None = None, listings=(listing,)) -> bool:  # type: ignore[no-untyped-def]
+        answer = (Delivery(7, SyncGroupResponse(ErrorCode.NONE, "consumer", "range", given)),)
+        asked = replace(stable.after, syncs=(SyncAsked(7, member, instance, 3, listings),))
+        return fails(
+            pinv.sync_gives_leader_assignment, Observation(stable.after, Advance(0), answer, asked, 0)
+        )
+
+    assert not judged("m1", b"one")
+    assert judged("m1", b"two")  # another member's assignment
+    assert judged("new", b"one") and not judged("new", b"")  # not listed: nothing
+    assert not judged("new", b"kept", "s") and judged("new", b"kept")  # a static replacement's predecessor's
+    assert not judged("m1", b"x", listings=(listing, (("m1", None, b"x"),)))  # any listing of the generation
+    assert not judged("m2", b"one", listings=())  # no leader's SyncGroup recorded: not judged

@@ -1,12 +1,12 @@
 """`classic.leader_gets_metadata_as_sent`: the leader's member list carries each member's metadata
-as its JoinGroup sent it, judged against the harness's record (`model.classic.joins_sent`)."""
+as its JoinGroup sent it, judged against the harness's record (`model.classic.wire_record`)."""
 
 from __future__ import annotations
 
 from conformance.engine.checker import Checker
 from conformance.mutants import get_mutant
-from model.classic.joins_sent import KEEP, record_join, take_joins
 from model.classic.messages import JoinGroupRequest, JoinGroupResponse
+from model.classic.wire_record import KEEP, WireRecord
 from model.errors import ErrorCode
 from model.result import Delivery
 from tests.test_incremental_checking import classic_walk
@@ -29,11 +29,11 @@ def test_the_model_keeps_the_promise_and_a_stale_rejoin_breaks_it() -> None:
 
 
 def test_joins_are_kept_until_answered_and_bounded() -> None:
-    table: dict[int, tuple[tuple[str, bytes], ...]] = {}
+    record = WireRecord()
     join = JoinGroupRequest("g", "", "consumer", (("range", b"\x01"),), 10_000, 30_000)
     for ref in range(KEEP + 5):
-        record_join(table, ref, join)
-    assert len(table) == KEEP and min(table) == 5  # the oldest, never answered, went first
+        record.record(ref, join)
+    assert len(record.joins) == KEEP and min(record.joins) == 5  # the oldest, never answered, went first
     answer = Delivery(7, JoinGroupResponse(ErrorCode.NONE, member_id="m"))
-    assert take_joins(table, [answer]) == ((7, (("range", b"\x01"),)),)
-    assert 7 not in table and take_joins(table, [answer]) == ()
+    assert record.take([answer]) == (((7, (("range", b"\x01"),)),), ())
+    assert 7 not in record.joins and record.take([answer]) == ((), ())

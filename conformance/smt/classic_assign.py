@@ -19,7 +19,7 @@ leave, failover) with M x P bit-vectors of partitions, one topic of P partitions
 * ``dgen[i]``, ``dasg[i]``: the last SyncGroup answer slot i received (its generation, -1 for
   none, and its partitions). A consumer's SyncGroup carries the generation of its last JoinGroup
   answer, and the registry's `classic.single_owner_consumer` groups deliveries by that generation
-  (`model.classic.sim._record_delivery`). The coordinator answers with the stored assignment when the
+  (`model.classic.snapshot.with_delivery`). The coordinator answers with the stored assignment when the
   leader's sync installs it or when the group is Stable (docs/protocol-reference.md#a4); a follower
   parked in CompletingRebalance is answered at the install, which is modelled as its sync right
   after the install (the same answer and generation). Only the last answer per slot is kept:

@@ -189,3 +189,31 @@ def leader_gets_metadata_as_sent(obs: Obs) -> Iterator[str]:
                     f"generation {r.generation_id}: the leader is given {m.member_id}'s {r.protocol_name} "
                     f"metadata {m.metadata.hex()}, but its JoinGroup sent {own.hex()}"
                 )
+
+
+@invariant(
+    "classic.sync_gives_leader_assignment", "transition", "classic", when=responded_with(SyncGroupResponse)
+)
+def sync_gives_leader_assignment(obs: Obs) -> Iterator[str]:
+    """A successful SyncGroup answer carries the assignment the generation's leader sent for that member: the bytes listed for its member id, or none if it was not listed, or, for a static member that replaced one listed, its predecessor's (Kafka protocol guide SyncGroup; SyncGroupRequest.json Assignments; KIP-345 static replacement).
+
+    A promise a client relies on (docs/invariants.md#nature): the coordinator relays the leader's
+    assignment, it neither computes nor mixes one up. The leader's requests are the harness's record
+    (`model.classic.wire_record`); a generation whose leader sent nothing is not judged.
+    """
+    asked = {s.ref: s for s in obs.after.syncs}
+    for d in produced(obs):
+        r, s = d.response, asked.get(d.ref)
+        if s is None or not s.listings or not isinstance(r, SyncGroupResponse) or r.error != E.NONE:
+            continue
+        allowed: set[bytes] = set()
+        for listing in s.listings:
+            mine = [a for mid, _, a in listing if mid == s.member_id]
+            allowed.update(mine or [b""])
+            if not mine and s.instance_id is not None:
+                allowed.update(a for _, instance, a in listing if instance == s.instance_id)
+        if r.assignment not in allowed:
+            yield (
+                f"generation {s.generation}: {s.member_id} is given assignment {r.assignment.hex()}, "
+                f"not the {len(allowed)} the leader's SyncGroup sent for it"
+            )

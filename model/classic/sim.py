@@ -13,12 +13,11 @@ from typing import Any
 
 from model.classic.client import ClassicClient
 from model.classic.deviations import assigned, returning_leader, returning_static, static_subscriptions
-from model.classic.joins_sent import Joins, record_join, take_joins
 from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse
 from model.classic.port import ClassicPort
-from model.classic.snapshot import client_snaps, kept
+from model.classic.snapshot import client_snaps, kept, with_delivery
+from model.classic.wire_record import Joins, Syncs, WireRecord
 from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment
-from model.embedded import TopicPartition, decode_assignment
 from model.errors import ErrorCode
 from model.observation import Observation
 from model.result import Delivery
@@ -177,8 +176,8 @@ class ClassicSim:
     _snap_cache: dict[str, tuple[tuple[Any, ...], ClientSnap]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    #: ref -> the protocols of the JoinGroup sent under it, until it is answered (`ClassicWorld.joins`)
-    join_sent: dict[int, tuple[tuple[str, bytes], ...]] = field(default_factory=dict)
+    #: what was sent, to judge the answers against (`ClassicWorld.joins`, `ClassicWorld.syncs`)
+    sent: WireRecord = field(default_factory=WireRecord)
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -231,7 +230,7 @@ class ClassicSim:
             if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:
                 del self.awaiting[name]
                 self.clients[name].on_timeout()
-        self.world = self.snapshot(leader_assignment, False, take_joins(self.join_sent, deliveries))
+        self.world = self.snapshot(leader_assignment, False, self.sent.take(deliveries))
         return Observation(before, Advance(ms), tuple(deliveries), self.world, self.now)
 
     def failover(self) -> Observation[ClassicWorld]:
@@ -339,13 +338,13 @@ class ClassicSim:
         ref = self.next_ref
         self.next_ref += 1
         self.owner_of_ref[ref] = name
-        record_join(self.join_sent, ref, request)
+        self.sent.record(ref, request)
         if how == "client":
             self.awaiting[name] = (ref, self.now)
             if name in self.duplicate_next:
                 self.duplicate_next.discard(name)
                 self.copies[ref] = (self.next_ref, request)
-                record_join(self.join_sent, self.next_ref, request)
+                self.sent.record(self.next_ref, request)
                 self.next_ref += 1
             if name in self.delay_next:  # `DelayRequest`: held on the wire until `release`
                 self.delay_next.discard(name)
@@ -399,7 +398,7 @@ class ClassicSim:
     ) -> Observation[ClassicWorld]:
         leader_assignment = self._deliver(deliveries, replay=replay)
         self.world = self.snapshot(
-            leader_assignment, failover, () if replay else take_joins(self.join_sent, deliveries)
+            leader_assignment, failover, ((), ()) if replay else self.sent.take(deliveries)
         )
         return Observation(before, event, tuple(deliveries), self.world, self.now)
 
@@ -431,7 +430,9 @@ class ClassicSim:
             returning_leader(*args, self.assignment_topics, topics, client.config.join_version)
             returning_static(*args, self.assignment_subscriptions, client.config)
             if isinstance(d.response, SyncGroupResponse) and d.response.error == ErrorCode.NONE:
-                self._record_delivery(name, client.generation, d.response.assignment)
+                self.delivered = with_delivery(
+                    self.delivered, name, client.generation, d.response.assignment, self.keep_generations
+                )
             if client.leader_output:
                 self.assignment_topics = topics
                 self.assignment_subscriptions = static_subscriptions(group, client.leader_input)
@@ -445,20 +446,6 @@ class ClassicSim:
                 )
         return leader_assignment
 
-    def _record_delivery(self, name: str, generation: int, assignment: bytes) -> None:
-        try:
-            parts: frozenset[TopicPartition] = (
-                frozenset(decode_assignment(assignment).partitions) if assignment else frozenset()
-            )
-        except ValueError:
-            parts = frozenset()
-        table = dict(self.delivered)
-        row = dict(table.get(generation, ()))
-        row[name] = parts
-        table[generation] = tuple(sorted(row.items()))
-        keep = sorted(table)[-self.keep_generations :]
-        self.delivered = tuple((g, table[g]) for g in keep)
-
     def client_snaps(self) -> tuple[ClientSnap, ...]:
         return client_snaps(self.clients, self._snap_cache, self.world)
 
@@ -466,7 +453,7 @@ class ClassicSim:
         self,
         leader_assignment: LeaderAssignment | None,
         failover: bool,
-        joins: Joins = (),
+        answered: tuple[Joins, Syncs] = ((), ()),
     ) -> ClassicWorld:
         clients = self.client_snaps()
         group = self.port.group(self.group_id)
@@ -474,6 +461,8 @@ class ClassicSim:
             # the group was deleted (Kafka's metadata cleanup, or a Kafka 0.9 Dead group): its
             # generations start over, and a generation number seen before names another round
             self.delivered = ()
+        if group is None:
+            self.sent.forget_generations()
         return kept(
             self.world,
             ClassicWorld(
@@ -493,6 +482,7 @@ class ClassicSim:
                 assignment_topics=self.assignment_topics,
                 deviations=frozenset(self.deviations),
                 assignment_subscriptions=self.assignment_subscriptions,
-                joins=joins,
+                joins=answered[0],
+                syncs=answered[1],
             ),
         )

@@ -13,7 +13,8 @@ from dataclasses import fields
 from typing import Any
 
 from model.classic.client import ClassicClient
-from model.classic.world import ClassicWorld, ClientSnap
+from model.classic.world import ClassicWorld, ClientSnap, Delivered
+from model.embedded import TopicPartition, decode_assignment
 
 #: the parts of a `ClassicWorld` worth comparing (the others are plain values or rebuilt each step)
 SHARED = ("group", "persisted", "topics", "deviations", "assignment_topics", "delivered")
@@ -59,3 +60,21 @@ def kept(prev: ClassicWorld | None, world: ClassicWorld) -> ClassicWorld:
 
 
 assert set(SHARED) <= {f.name for f in fields(ClassicWorld)}
+
+
+def with_delivery(
+    delivered: Delivered, name: str, generation: int, assignment: bytes, keep: int
+) -> Delivered:
+    """``delivered`` after ``name`` was handed ``assignment`` in ``generation`` (the ``keep`` most
+    recent generations)."""
+    try:
+        parts: frozenset[TopicPartition] = (
+            frozenset(decode_assignment(assignment).partitions) if assignment else frozenset()
+        )
+    except ValueError:
+        parts = frozenset()
+    table = dict(delivered)
+    row = dict(table.get(generation, ()))
+    row[name] = parts
+    table[generation] = tuple(sorted(row.items()))
+    return tuple((g, table[g]) for g in sorted(table)[-keep:])

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.classic.joins_sent import Joins
 from model.classic.state import ClassicGroup, GroupState, Member
+from model.classic.wire_record import Joins, Syncs
 from model.embedded import TopicPartition
 
 Delivered = tuple[tuple[int, tuple[tuple[str, frozenset[TopicPartition]], ...]], ...]
@@ -175,3 +175,6 @@ class ClassicWorld:
     #: (ref, protocols) of the JoinGroup requests this step's JoinGroup answers answer, as they were
     #: sent (the harness's record, not the coordinator's)
     joins: Joins = ()
+    #: who asked in the SyncGroups this step answers successfully, and what their generation's
+    #: leader sent (the harness's record)
+    syncs: Syncs = ()

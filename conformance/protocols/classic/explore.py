@@ -229,7 +229,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     out.buffered = {n: list(ds) for n, ds in sim.buffered.items()}
     out.lose_next = set(sim.lose_next)
     out.owner_of_ref = dict(sim.owner_of_ref)
-    out.join_sent = dict(sim.join_sent)
+    out.sent = sim.sent.copy()
     out.log = []
     return out
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from conformance.engine.legal import LegalRange, stretch
 from conformance.protocols.classic.trace import TracedClassicSim
-from model.classic.joins_sent import take_joins
 from model.classic.messages import Request
 from model.classic.sim import Advance, Send
 from model.classic.world import ClassicWorld
@@ -90,12 +89,12 @@ class RealTimeSim(TracedClassicSim):
             lose(waiting[0])
         return super().lose_response(name)
 
-    def snapshot(self, leader_assignment, failover, joins=()):  # type: ignore[no-untyped-def]
+    def snapshot(self, leader_assignment, failover, answered=((), ())):  # type: ignore[no-untyped-def]
         """Observations carry the model clock of the reported hypothesis (monotonic, >= real time)."""
         model_now = getattr(self.port, "model_now", None)
         if model_now is not None:
             self.now = max(self.now, model_now())
-        return super().snapshot(leader_assignment, failover, joins)
+        return super().snapshot(leader_assignment, failover, answered)
 
     def _renamed(self, world: ClassicWorld | None) -> ClassicWorld | None:
         """The previous snapshot with the member ids the target has named since (provisional ids)."""
@@ -188,7 +187,7 @@ class RealTimeSim(TracedClassicSim):
             if name not in self.stalled and self.now - sent_at >= self.request_timeout_ms:
                 del self.awaiting[name]
                 self.clients[name].on_timeout()
-        self.world = self.snapshot(leader_assignment, False, take_joins(self.join_sent, deliveries))
+        self.world = self.snapshot(leader_assignment, False, self.sent.take(deliveries))
         obs = Observation(
             self._renamed(before), Advance(self.now - start), tuple(deliveries), self.world, self.now
         )
