@@ -1168,6 +1168,17 @@ def test_every_invariant_can_fail() -> None:
     from tests.test_delete_groups import deletion_violations
 
     expect("consumer.deleted_group_is_gone", deletion_violations())
+    owned = frozenset({("t", 0), ("t", 1)})
+    early = Observation(
+        held,
+        HeartbeatEvent(5, beat("m1", 1), "c1"),
+        hb_ok,
+        replace(held, reports=(("c1", owned, owned - {("t", 1)}),)),
+        0,
+    )
+    expect("consumer.reports_what_it_holds", violations("consumer.reports_what_it_holds", early))
+    honest = replace(held, reports=(("c1", owned - {("t", 1)}, owned),))  # more reported than held: waits
+    assert not violations("consumer.reports_what_it_holds", replace(early, after=honest))
 
     assert seen == set(ALL_IDS), sorted(set(ALL_IDS) - seen)
 
@@ -1211,6 +1222,7 @@ def test_invariant_registry_entries() -> None:
         "consumer.member_epoch_is_assignment_epoch",
         "consumer.deleted_group_is_gone",
         "consumer.member_record_matches_client",
+        "consumer.reports_what_it_holds",
         # a Kafka 4.1+ rule restated: model/consumer/subscription_invariants.py
         "consumer.assignment_within_subscription",
     }

@@ -33,6 +33,7 @@ MODULES: tuple[tuple[str, str], ...] = (
     ("model.consumer.world", "consumer."),
     ("model.mixed.world", "consumer."),
     ("model.consumer.sim", "consumer."),
+    ("model.consumer.sim_specs", "consumer."),
 )
 
 #: Worlds, snapshots, simulators and settings are not codec types: only messages and events are.

@@ -20,6 +20,7 @@ from model.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     TopicPartition,
     TopicPartitions,
+    to_topic_partitions,
 )
 from model.consumer.state import LEAVE_GROUP_MEMBER_EPOCH, ConsumerGroup, ConsumerMember
 from model.result import Result
@@ -450,6 +451,17 @@ CONSUMER_MUTANT_LIST += (
 # -- a member's subscription held by the coordinator (KIP-848 incremental heartbeat fields) ----------
 
 
+class AcksBeforeRevoking(VirtualConsumer):
+    """Generic: while its revocation callbacks run, the consumer already reports the new assignment
+    as owned (ConsumerGroupHeartbeatRequest.json TopicPartitions: the partitions the member owns)."""
+
+    def _heartbeat_request(self, epoch: int, send_all: bool) -> ConsumerGroupHeartbeatRequest:
+        request = super()._heartbeat_request(epoch, send_all)
+        if self.state == ClientState.RECONCILING and self.target is not None and epoch > 0:
+            request = replace(request, topic_partitions=to_topic_partitions(self.target))
+        return request
+
+
 class JoinOnlySubscription(ConsumerCoordinator):
     """Generic: the coordinator takes a member's topic names and regex from its join only; a member
     already in the group that sends new ones keeps the old (a null-field rule applied to every
@@ -473,5 +485,14 @@ CONSUMER_MUTANT_LIST += (
         "SubscribedTopicNames / SubscribedTopicRegex (null only if unchanged)",
         ("consumer.member_record_matches_client",),
         coordinator=JoinOnlySubscription,
+    ),
+    Mutant(
+        "acks-before-revoking",
+        "consumer",
+        "generic",
+        "a reconciling consumer reports its new assignment as owned before it has revoked what it loses",
+        "KIP-848 (a revocation is acknowledged once done); ConsumerGroupHeartbeatRequest.json TopicPartitions",
+        ("consumer.reports_what_it_holds",),
+        client=AcksBeforeRevoking,
     ),
 )

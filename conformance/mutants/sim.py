@@ -6,7 +6,8 @@ from functools import cache
 from typing import Any
 
 from model.consumer.client import VirtualConsumer
-from model.consumer.sim import ClientSpec, ConsumerSim
+from model.consumer.sim import ConsumerSim
+from model.consumer.sim_specs import ClientSpec
 
 
 @cache

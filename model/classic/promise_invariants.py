@@ -170,7 +170,7 @@ def leader_gets_metadata_as_sent(obs: Obs) -> Iterator[str]:
 
     A promise a client relies on (docs/invariants.md#nature): the leader's assignor sees what each
     consumer subscribes to and owns now. The requests are the harness's record
-    (`model.classic.joins_sent`), not the coordinator's stored copy.
+    (`model.classic.wire_record`), not the coordinator's stored copy.
     """
     sent = dict(obs.after.joins)
     answered: dict[str, dict[str, bytes]] = {}  # member id -> the protocols of the join it answers

@@ -231,3 +231,17 @@ def member_record_matches_client(obs: Obs) -> Iterator[str]:
         if sent is not None and sent != kept:
             shown = (sorted(v) if isinstance(v, frozenset) else v for v in (sent, kept))
             yield f"{ev.client} last sent {what} {next(shown)!r}, but its member {member.member_id} holds {next(shown)!r}"
+
+
+@invariant("consumer.reports_what_it_holds", "transition", "consumer", reads=("after.reports",))
+def reports_what_it_holds(obs: Obs) -> Iterator[str]:
+    """A consumer's heartbeat never reports as released a partition the consumer still holds: the owned partitions it reports (a null field: those of its last report) include every partition it holds when it sends (KIP-848 ConsumerGroupHeartbeat TopicPartitions; a revocation is acknowledged once the partitions are revoked).
+
+    A promise the coordinator and the other consumers rely on (docs/invariants.md#nature): a partition
+    reported released is given to another member, so one still held is consumed twice. Judged against
+    the harness's record of what went on the wire (`model.consumer.owned_reports`).
+    """
+    for name, held, reported in obs.after.reports:
+        early = held - reported
+        if early:
+            yield f"{name} reports {sorted(map(str, early))} released while it still holds them"

@@ -31,7 +31,9 @@ from model.consumer.messages import (
     OffsetCommitRequestTopic,
     to_topic_partitions,
 )
+from model.consumer.owned_reports import OwnedReports
 from model.consumer.port import ConsumerPort
+from model.consumer.sim_specs import Action, ClientSpec
 from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,
@@ -48,33 +50,6 @@ from model.observation import Observation
 from model.result import Result
 
 Obs = Observation[ConsumerWorld]
-
-
-# ---------------------------------------------------------------------------------------- port
-
-
-# ---------------------------------------------------------------------------------------- actions
-
-
-@dataclass(frozen=True)
-class Action:
-    """One simulator call, as written to a trace: ``name`` is the method, ``args`` its arguments."""
-
-    name: str
-    args: tuple[tuple[str, object], ...] = ()
-
-
-@dataclass(frozen=True)
-class ClientSpec:
-    """How to (re)create one virtual consumer (a restart makes a new process from the same spec)."""
-
-    name: str
-    topics: tuple[str, ...] = ("t",)
-    instance_id: str | None = None
-    version: int = 1
-    rebalance_timeout_ms: int = 1500
-    server_assignor: str | None = None
-    regex: str | None = None
 
 
 # ---------------------------------------------------------------------------------------- simulator
@@ -103,6 +78,8 @@ class ConsumerSim:
     wire_next: dict[str, str] = field(default_factory=dict)
     #: known-deviation tags (`model.deviations`): (deviation id, client name)
     deviations: set[tuple[str, str]] = field(default_factory=set)
+    #: what each consumer held when it reported its owned partitions (`ConsumerWorld.reports`)
+    reports: OwnedReports = field(default_factory=OwnedReports)
 
     def __post_init__(self) -> None:
         for name in sorted(self.specs):
@@ -140,6 +117,7 @@ class ConsumerSim:
             known_member_ids=frozenset(self.known_member_ids),
             deviations=frozenset(self.deviations),
             prev=self.world,
+            reports=self.reports.take(),
         )
 
     def _record(self, method: str, **args: object) -> None:
@@ -173,6 +151,7 @@ class ConsumerSim:
         request = client.next_request(self.now)
         if request is None:
             return None
+        self.reports.sent(name, client.owned, request)
         ref = self._ref()
         self.last_request[name] = request
         fault = self.wire_next.pop(name, None)
@@ -341,6 +320,7 @@ class ConsumerSim:
         request = client.next_request(self.now)
         if request is None:
             return None
+        self.reports.sent(name, client.owned, request)
         self._record("delay_request", name=name)
         ref = self._ref()
         self.last_request[name] = request

@@ -26,6 +26,7 @@ from model.consumer.messages import (
     OffsetCommitResponse,
     TopicPartition,
 )
+from model.consumer.owned_reports import Report
 from model.consumer.state import (
     ConsumerCoordinatorState,
     ConsumerGroup,
@@ -180,6 +181,9 @@ class ConsumerWorld:
     4.0, or not known: `consumer.assignment_within_subscription` is then not checked)."""
     committed: Mapping[str, frozenset[TopicPartition]] = field(default_factory=lambda: MappingProxyType({}))
     """The partitions each group id has a committed offset for (coordinator view)."""
+    reports: tuple[Report, ...] = ()
+    """Per heartbeat a consumer sent this step: what it held then and what it reported owning
+    (the harness's record, `model.consumer.owned_reports`)."""
 
     def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
         """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
@@ -199,6 +203,7 @@ def capture_world(
     known_member_ids: frozenset[str] | None = None,
     deviations: frozenset[tuple[str, str]] = frozenset(),
     prev: ConsumerWorld | None = None,
+    reports: tuple[Report, ...] = (),
 ) -> ConsumerWorld:
     """Snapshot ``state`` and the clients' views. A part equal to ``prev``'s (the previous snapshot)
     is ``prev``'s object: a checker skips the invariants whose inputs are the same objects
@@ -231,6 +236,7 @@ def capture_world(
         convergence_bound_ms=convergence_bound_ms,
         known_member_ids=known_member_ids,
         deviations=deviations,
+        reports=reports,
     )
 
 

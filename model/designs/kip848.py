@@ -20,7 +20,8 @@ from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from model.consumer.port import ModelConsumerPort
-from model.consumer.sim import ClientSpec, ConsumerSim
+from model.consumer.sim import ConsumerSim
+from model.consumer.sim_specs import ClientSpec
 from model.consumer.txn import ConsumerCoordinatorConfig
 from model.designs import ops as o
 from model.designs.engine import Timing

@@ -40,7 +40,7 @@ def consumer_config(overrides: Mapping[str, Any], variants: Mapping[str, str], w
 
 
 def consumer_client_spec(spec: Mapping[str, Any], variants: Mapping[str, str], where: str) -> Any:
-    from model.consumer.sim import ClientSpec
+    from model.consumer.sim_specs import ClientSpec
 
     known = {f.name for f in fields(ClientSpec)}
     unknown = set(spec) - known

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.protocols.consumer.trace import TracedConsumerSim
-from model.consumer.sim import Action
+from model.consumer.sim_specs import Action
 from model.consumer.world import (
     AdvanceEvent,
     ConsumerWorld,
@@ -147,6 +147,7 @@ class RealTimeConsumerSim(TracedConsumerSim):
         """The world with the coordinator in ``state`` and the clients as in ``before`` (timers move no
         client: the answer to the request reaches its member in the request's own step)."""
         world = super().snapshot()
+        self.reports.pending[:0] = world.reports  # they belong to the request's own observation
         mid = capture_world(
             state,
             (),

@@ -16,7 +16,8 @@ from typing import Any
 from conformance.engine.minimise import with_steps
 from conformance.errors import UsageError
 from conformance.formats.trace_file import CheckedLog, LogEntry, Step, Trace, trace_of_log
-from model.consumer.sim import Action, ConsumerSim
+from model.consumer.sim import ConsumerSim
+from model.consumer.sim_specs import Action
 from model.consumer.world import AdvanceEvent, ConsumerWorld, HeartbeatEvent
 from model.observation import Observation
 
