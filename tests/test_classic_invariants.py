@@ -483,3 +483,23 @@ def test_sync_gives_leader_assignment(stable) -> None:  # type: ignore[no-untype
     assert not judged("new", b"kept", "s") and judged("new", b"kept")  # a static replacement's predecessor's
     assert not judged("m1", b"x", listings=(listing, (("m1", None, b"x"),)))  # any listing of the generation
     assert not judged("m2", b"one", listings=())  # no leader's SyncGroup recorded: not judged
+    early = (SyncAsked(7, "m1", None, 3, (), leader_known=True),)  # ... unless a join answer named the leader
+    answer = (Delivery(7, SyncGroupResponse(ErrorCode.NONE, "consumer", "range", b"")),)
+    obs = Observation(stable.after, Advance(0), answer, replace(stable.after, syncs=early), 0)
+    assert fails(pinv.sync_gives_leader_assignment, obs)
+
+
+def test_no_partition_held_twice(stable) -> None:  # type: ignore[no-untyped-def]
+    """Two current members never hold one partition; a zombie (old generation or gone) does not count."""
+    c1, c2 = stable.after.clients
+    tp = next(iter(c1.owned))
+
+    def held(*clients) -> bool:  # type: ignore[no-untyped-def]
+        return fails(
+            pinv.no_partition_held_twice, replace(stable, after=replace(stable.after, clients=clients))
+        )
+
+    assert not held(c1, c2)
+    assert held(c1, replace(c2, owned=c2.owned | {tp}))
+    assert not held(c1, replace(c2, owned=c2.owned | {tp}, generation=c2.generation - 1))
+    assert not held(c1, replace(c2, owned=c2.owned | {tp}, member_id="gone"))

@@ -37,6 +37,20 @@ def test_a_rotated_assignment_is_caught_at_once(tmp_path: Path) -> None:
     assert row.caught and row.invariants[0] == PROMISE, row.invariants
 
 
+def test_a_follower_answered_before_its_leader_is_caught(tmp_path: Path) -> None:
+    assert get_mutant("follower-answered-early").expect == (PROMISE,)
+    row = run_mutant(
+        "follower-answered-early",
+        profile=get_profile("ci"),
+        max_examples=150,
+        seed=0,
+        budget_s=120,
+        run_dir=tmp_path,
+        shrink=False,
+    )
+    assert row.caught and row.invariants[0] == PROMISE, row.invariants
+
+
 def test_the_record_lists_the_leaders_assignment_with_each_members_instance() -> None:
     record = WireRecord()
     record.record(1, JoinGroupRequest("g", "", "consumer", (("range", b""),), group_instance_id="s"))
@@ -61,7 +75,7 @@ def test_the_record_lists_the_leaders_assignment_with_each_members_instance() ->
         ]
     )
     listing = (("old", "s", b"a"), ("m2", None, b"b"))
-    assert joins == () and syncs == (SyncAsked(3, "new", "s", 4, (listing,)),)
+    assert joins == () and syncs == (SyncAsked(3, "new", "s", 4, (listing,), leader_known=True),)
     assert record.syncs == {2: ("old", 4)}  # 3 and 4 were answered
 
 
@@ -74,3 +88,14 @@ def test_the_leaders_are_bounded_and_forgotten_with_the_group() -> None:
     assert record.leaders[5] == ((("l", b"x"),),)  # the same list once
     record.forget_generations()
     assert record.leaders == {}
+
+
+def test_a_leader_named_by_a_join_answer_records_even_an_empty_sync() -> None:
+    record = WireRecord()
+    record.take([Delivery(9, JoinGroupResponse(E.NONE, 2, member_id="l", leader="l"))])
+    record.record(1, SyncGroupRequest("g", 2, "l"))  # KIP-814: a leader told to skip assignment
+    record.record(2, SyncGroupRequest("g", 2, "f"))  # a follower's empty request is no listing
+    record.record(3, SyncGroupRequest("g", 3, "f"))
+    assert record.leaders == {2: ((),)}
+    _, syncs = record.take([Delivery(2, SyncGroupResponse(E.NONE)), Delivery(3, SyncGroupResponse(E.NONE))])
+    assert syncs == (SyncAsked(2, "f", None, 2, ((),), True), SyncAsked(3, "f", None, 3, (), False))

@@ -228,16 +228,6 @@ class RejoinKeepsMetadata(ClassicCoordinator):
         )
 
 
-class SyncAssignmentsRotated(ClassicCoordinator):
-    """Generic: the leader's assignments are installed one member along, so each member is handed
-    another's (SyncGroupRequest.json Assignments)."""
-
-    def install_assignment(self, tx: Tx, group: ClassicGroup, req: SyncGroupRequest, now: int) -> None:
-        ids, given = [m for m, _ in req.assignments], [a for _, a in req.assignments]
-        rotated = tuple(zip(ids, given[1:] + given[:1], strict=True))
-        super().install_assignment(tx, group, replace(req, assignments=rotated), now)
-
-
 # ---------------------------------------------------------------------------------- clients
 
 
@@ -481,14 +471,5 @@ CLASSIC_MUTANTS: tuple[Mutant, ...] = (
         "Kafka protocol guide, JoinGroup; clients/src/main/resources/common/message/JoinGroupResponse.json (Members.Metadata)",
         ("classic.leader_gets_metadata_as_sent",),
         coordinator=RejoinKeepsMetadata,
-    ),
-    Mutant(
-        "sync-assignments-rotated",
-        "classic",
-        "generic",
-        "each member is handed the assignment the leader sent for another member",
-        "Kafka protocol guide, SyncGroup; clients/src/main/resources/common/message/SyncGroupRequest.json (Assignments)",
-        ("classic.sync_gives_leader_assignment",),
-        coordinator=SyncAssignmentsRotated,
     ),
 )

@@ -118,6 +118,8 @@ class ClassicClient:
     #: reset generation -1): the ConsumerCoordinator failure apache/kafka PR #10985 (KAFKA-12984) describes as
     #: "seen in the wild" feeding invalid ownedPartitions to the leader's assignor.
     stale_subscription: bool = False
+    #: the fault fired: the partitions it kept are held until the next assignment arrives
+    stale_kept: bool = False
 
     @property
     def cooperative(self) -> bool:
@@ -169,6 +171,8 @@ class ClassicClient:
         cfg = self.config
         if not self.cooperative:
             self.owned = ()  # eager: onPartitionsRevoked before every JoinGroup (CC onJoinPrepare)
+        else:  # cooperative: those of topics no longer subscribed (ConsumerCoordinator@1eb7644 L795-809)
+            self.owned = tuple(tp for tp in self.owned if tp[0] in cfg.topics)
         protocols = []
         for name in cfg.assignors:
             if self.cooperative:
@@ -318,6 +322,7 @@ class ClassicClient:
         except EmbeddedDecodeError:
             assigned = ()
         self.phase = Phase.STABLE
+        self.stale_kept = False
         if self.cooperative:
             revoked = [tp for tp in self.owned if tp not in assigned]
             kept = tuple(tp for tp in self.owned if tp in assigned)
@@ -357,6 +362,7 @@ class ClassicClient:
             self.member_id = ""
         if self.stale_subscription:
             self.stale_subscription = False
+            self.stale_kept = bool(self.owned)
         elif self.cooperative:
             self.owned = ()
         self._request_rejoin()

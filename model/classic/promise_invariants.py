@@ -195,16 +195,20 @@ def leader_gets_metadata_as_sent(obs: Obs) -> Iterator[str]:
     "classic.sync_gives_leader_assignment", "transition", "classic", when=responded_with(SyncGroupResponse)
 )
 def sync_gives_leader_assignment(obs: Obs) -> Iterator[str]:
-    """A successful SyncGroup answer carries the assignment the generation's leader sent for that member: the bytes listed for its member id, or none if it was not listed, or, for a static member that replaced one listed, its predecessor's (Kafka protocol guide SyncGroup; SyncGroupRequest.json Assignments; KIP-345 static replacement).
+    """A successful SyncGroup answer comes after the generation's leader sent its SyncGroup and carries the assignment it sent for that member: the bytes listed for its member id, or none if it was not listed, or, for a static member that replaced one listed, its predecessor's (Kafka protocol guide SyncGroup; SyncGroupRequest.json Assignments; KIP-345 static replacement).
 
     A promise a client relies on (docs/invariants.md#nature): the coordinator relays the leader's
     assignment, it neither computes nor mixes one up. The leader's requests are the harness's record
-    (`model.classic.wire_record`); a generation whose leader sent nothing is not judged.
+    (`model.classic.wire_record`); a generation whose leader no JoinGroup answer named is not judged.
     """
     asked = {s.ref: s for s in obs.after.syncs}
     for d in produced(obs):
         r, s = d.response, asked.get(d.ref)
-        if s is None or not s.listings or not isinstance(r, SyncGroupResponse) or r.error != E.NONE:
+        if s is None or not isinstance(r, SyncGroupResponse) or r.error != E.NONE:
+            continue
+        if not s.listings:
+            if s.leader_known:
+                yield f"generation {s.generation}: {s.member_id} is answered before its leader's SyncGroup was sent"
             continue
         allowed: set[bytes] = set()
         for listing in s.listings:
@@ -217,3 +221,28 @@ def sync_gives_leader_assignment(obs: Obs) -> Iterator[str]:
                 f"generation {s.generation}: {s.member_id} is given assignment {r.assignment.hex()}, "
                 f"not the {len(allowed)} the leader's SyncGroup sent for it"
             )
+
+
+@invariant("classic.no_partition_held_twice", "safety", "classic", reads=("after.clients", "after.group"))
+def no_partition_held_twice(obs: Obs) -> Iterator[str]:
+    """No partition is held at once by two consumers that are both members of the group's current generation, across generations too (KIP-429: a partition is revoked by its owner before anyone else is assigned it; the eager protocol revokes everything before joining; Vanlightly kafka-tlaplus NoDoubleClientAssignment).
+
+    A promise a client relies on (docs/invariants.md#nature): the consumer view of
+    `classic.single_owner_consumer`, which compares the assignments handed out within one
+    generation, here the partitions the consumers hold now. A consumer whose member id left the group
+    or whose generation is not the group's is a zombie: its next request is refused. A consumer
+    holding what the `stale_subscription` fault kept breaks the promise itself, until its next
+    assignment arrives.
+    """
+    g = obs.after.group
+    if g is None:
+        return
+    current = {m.member_id for m in g.members}
+    holder: dict[tuple[str, int], str] = {}
+    for c in obs.after.clients:
+        if c.member_id not in current or c.generation != g.generation or c.stale_kept:
+            continue
+        for tp in sorted(c.owned):
+            if tp in holder:
+                yield f"{tp[0]}-{tp[1]} held by {holder[tp]} and {c.name}, both in generation {g.generation}"
+            holder[tp] = c.name

@@ -38,6 +38,7 @@ def client_snaps(
             c.config.topics,
             c.cooperative,
             c.stale_subscription,
+            c.stale_kept,
         )
         hit = cache.get(name)
         if hit is None or hit[0] != key:

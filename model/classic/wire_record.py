@@ -4,7 +4,8 @@ Two promises compare an answer with requests other members sent: the leader's me
 each member's metadata as that member's JoinGroup sent it (`classic.leader_gets_metadata_as_sent`),
 and a member's SyncGroup answer carries what the generation's leader sent for it
 (`classic.sync_gives_leader_assignment`). The coordinator's own stored copies cannot tell either, so
-the simulator keeps what went on the wire and hands each step the requests its answers answer.
+the simulator keeps what went on the wire (and the leader each JoinGroup answer named) and hands each
+step the requests its answers answer.
 Every table is bounded: what was never answered (a closed connection) goes first.
 """
 
@@ -43,6 +44,8 @@ class SyncAsked:
     instance_id: str | None
     generation: int
     listings: tuple[Listing, ...]
+    #: a JoinGroup answer named the generation's leader (so its SyncGroup must come first)
+    leader_known: bool = False
 
 
 Syncs = tuple[SyncAsked, ...]
@@ -60,8 +63,11 @@ class WireRecord:
     joins: dict[int, tuple[Protocols, str | None]] = field(default_factory=dict)
     #: ref -> (member id, generation) of a SyncGroup
     syncs: dict[int, tuple[str, int]] = field(default_factory=dict)
-    #: generation -> the distinct assignment lists SyncGroups sent for it (the leader's)
+    #: generation -> the distinct assignment lists its leader's SyncGroups sent (and any other
+    #: SyncGroup that carried one)
     leaders: dict[int, tuple[tuple[tuple[str, bytes], ...], ...]] = field(default_factory=dict)
+    #: generation -> the member ids JoinGroup answers named its leader
+    led: dict[int, frozenset[str]] = field(default_factory=dict)
     #: member id -> the group.instance.id it was seen with (requests, join answers, member lists)
     instances: dict[str, str] = field(default_factory=dict)
 
@@ -71,10 +77,11 @@ class WireRecord:
             _bounded_put(self.joins, ref, (request.protocols, request.group_instance_id))
         elif isinstance(request, SyncGroupRequest):
             _bounded_put(self.syncs, ref, (request.member_id, request.generation_id))
-            if request.assignments:
-                seen = self.leaders.get(request.generation_id, ())
+            gen = request.generation_id
+            if request.assignments or request.member_id in self.led.get(gen, ()):
+                seen = self.leaders.get(gen, ())
                 if request.assignments not in seen:
-                    self.leaders[request.generation_id] = seen + (request.assignments,)
+                    self.leaders[gen] = seen + (request.assignments,)
                     if len(self.leaders) > KEEP_GENERATIONS:
                         del self.leaders[min(self.leaders)]
         instance = getattr(request, "group_instance_id", None)
@@ -89,6 +96,10 @@ class WireRecord:
         for d in deliveries:
             r = d.response
             if isinstance(r, JoinGroupResponse):
+                if r.error == ErrorCode.NONE and r.leader:
+                    self.led[r.generation_id] = self.led.get(r.generation_id, frozenset()) | {r.leader}
+                    if len(self.led) > KEEP_GENERATIONS:
+                        del self.led[min(self.led)]
                 sent = self.joins.pop(d.ref, None)
                 if sent is None:
                     continue
@@ -107,12 +118,17 @@ class WireRecord:
                     tuple((mid, self.instances.get(mid), a) for mid, a in listing)
                     for listing in self.leaders.get(generation, ())
                 )
-                syncs.append(SyncAsked(d.ref, member_id, self.instances.get(member_id), generation, listings))
+                instance = self.instances.get(member_id)
+                known = generation in self.led
+                syncs.append(SyncAsked(d.ref, member_id, instance, generation, listings, known))
         return tuple(joins), tuple(syncs)
 
     def forget_generations(self) -> None:
         """The group is gone: its generations start over, so what their leaders sent no longer applies."""
         self.leaders.clear()
+        self.led.clear()
 
     def copy(self) -> WireRecord:
-        return WireRecord(dict(self.joins), dict(self.syncs), dict(self.leaders), dict(self.instances))
+        return WireRecord(
+            dict(self.joins), dict(self.syncs), dict(self.leaders), dict(self.led), dict(self.instances)
+        )

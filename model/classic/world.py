@@ -123,6 +123,8 @@ class ClientSnap:
     cooperative: bool = False
     #: the `stale_subscription` fault is armed: its next fall-out keeps the owned partitions
     stale_subscription: bool = False
+    #: the fault fired and the consumer still holds what it kept, until its next assignment
+    stale_kept: bool = False
 
 
 @dataclass(frozen=True)
