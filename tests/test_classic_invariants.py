@@ -503,3 +503,19 @@ def test_no_partition_held_twice(stable) -> None:  # type: ignore[no-untyped-def
     assert held(c1, replace(c2, owned=c2.owned | {tp}))
     assert not held(c1, replace(c2, owned=c2.owned | {tp}, generation=c2.generation - 1))
     assert not held(c1, replace(c2, owned=c2.owned | {tp}, member_id="gone"))
+
+
+def test_heartbeat_signals_rebalance(stable) -> None:  # type: ignore[no-untyped-def]
+    """A Heartbeat answered NONE while PreparingRebalance hides the rebalance from the member."""
+    m1 = stable.after.group.members[0]
+    beat = Send("c1", 4, HeartbeatRequest("g", stable.after.group.generation, m1.member_id), "client")
+    preparing = with_group(stable, state=S.PREPARING_REBALANCE)
+
+    def answered(error: ErrorCode, state=S.PREPARING_REBALANCE) -> bool:  # type: ignore[no-untyped-def]
+        after = replace(stable.after, group=replace(stable.after.group, state=state))
+        obs = Observation(preparing.after, beat, (Delivery(4, HeartbeatResponse(error)),), after, 0)
+        return fails(pinv.heartbeat_signals_rebalance, obs)
+
+    assert answered(ErrorCode.NONE)
+    assert not answered(ErrorCode.REBALANCE_IN_PROGRESS)
+    assert not answered(ErrorCode.NONE, S.COMPLETING_REBALANCE)  # the join phase completed meanwhile

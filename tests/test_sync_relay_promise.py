@@ -3,11 +3,6 @@ generation's leader sent for it, judged against the harness's record (`model.cla
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from conformance.engine.profiles import get_profile
-from conformance.mutants import get_mutant
-from conformance.power.matrix import run_mutant
 from model.classic.messages import (
     JoinGroupMember,
     JoinGroupRequest,
@@ -19,36 +14,7 @@ from model.classic.wire_record import KEEP_GENERATIONS, SyncAsked, WireRecord
 from model.errors import ErrorCode
 from model.result import Delivery
 
-PROMISE = "classic.sync_gives_leader_assignment"
 E = ErrorCode
-
-
-def test_a_rotated_assignment_is_caught_at_once(tmp_path: Path) -> None:
-    assert get_mutant("sync-assignments-rotated").expect == (PROMISE,)
-    row = run_mutant(
-        "sync-assignments-rotated",
-        profile=get_profile("dev"),
-        max_examples=10,
-        seed=0,
-        budget_s=5,
-        run_dir=tmp_path,
-        shrink=False,
-    )
-    assert row.caught and row.invariants[0] == PROMISE, row.invariants
-
-
-def test_a_follower_answered_before_its_leader_is_caught(tmp_path: Path) -> None:
-    assert get_mutant("follower-answered-early").expect == (PROMISE,)
-    row = run_mutant(
-        "follower-answered-early",
-        profile=get_profile("ci"),
-        max_examples=150,
-        seed=0,
-        budget_s=120,
-        run_dir=tmp_path,
-        shrink=False,
-    )
-    assert row.caught and row.invariants[0] == PROMISE, row.invariants
 
 
 def test_the_record_lists_the_leaders_assignment_with_each_members_instance() -> None:

@@ -8,7 +8,13 @@ from dataclasses import replace
 from conformance.mutants.base import Mutant
 from model.classic.client import ClassicClient
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.messages import JoinGroupRequest, SyncGroupRequest, SyncGroupResponse
+from model.classic.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from model.classic.state import ClassicGroup, ClassicState, GroupState
 from model.classic.tx import Tx
 from model.embedded import decode_subscription, encode_subscription
@@ -45,6 +51,22 @@ class FollowerAnsweredEarly(ClassicCoordinator):
         return super().handle_sync_group(state, req, ref, now)
 
 
+class HeartbeatHidesRebalance(ClassicCoordinator):
+    """A Heartbeat in PreparingRebalance is answered NONE instead of REBALANCE_IN_PROGRESS, so
+    members do not learn that they must rejoin (Kafka protocol guide, Heartbeat errors)."""
+
+    def handle_heartbeat(self, state: ClassicState, req: HeartbeatRequest, ref: int, now: int) -> Result:
+        result = super().handle_heartbeat(state, req, ref, now)
+        result.deliveries = [
+            replace(d, response=HeartbeatResponse(ErrorCode.NONE))
+            if isinstance(d.response, HeartbeatResponse)
+            and d.response.error == ErrorCode.REBALANCE_IN_PROGRESS
+            else d
+            for d in result.deliveries
+        ]
+        return result
+
+
 class CooperativeJoinHidesOwned(ClassicClient):
     """A cooperative consumer's JoinGroup subscription leaves out the partitions it still holds, so
     the leader may hand them to another member at once (KIP-429 OwnedPartitions)."""
@@ -78,6 +100,15 @@ CLASSIC_PROMISE_MUTANTS: tuple[Mutant, ...] = (
         "Kafka protocol guide, SyncGroup (followers wait for the leader's assignment); docs/protocol-reference.md#a4",
         ("classic.sync_gives_leader_assignment",),
         coordinator=FollowerAnsweredEarly,
+    ),
+    Mutant(
+        "heartbeat-hides-rebalance",
+        "classic",
+        "generic",
+        "a Heartbeat during PreparingRebalance is answered NONE, so members do not rejoin",
+        "Kafka protocol guide, Heartbeat (REBALANCE_IN_PROGRESS); docs/protocol-reference.md#a5",
+        ("classic.heartbeat_signals_rebalance",),
+        coordinator=HeartbeatHidesRebalance,
     ),
     Mutant(
         "cooperative-join-hides-owned",

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from model.classic.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     OffsetCommitResponse,
@@ -246,3 +248,26 @@ def no_partition_held_twice(obs: Obs) -> Iterator[str]:
             if tp in holder:
                 yield f"{tp[0]}-{tp[1]} held by {holder[tp]} and {c.name}, both in generation {g.generation}"
             holder[tp] = c.name
+
+
+@invariant("classic.heartbeat_signals_rebalance", "transition", "classic", when=sent(Send, HeartbeatRequest))
+def heartbeat_signals_rebalance(obs: Obs) -> Iterator[str]:
+    """While the group is PreparingRebalance, a Heartbeat is never answered NONE: a member learns that it must rejoin from its heartbeat's answer, REBALANCE_IN_PROGRESS (Kafka protocol guide, Heartbeat errors; docs/protocol-reference.md#a5; GMM L6005).
+
+    A promise a client relies on (docs/invariants.md#nature): a member told all is well does not
+    rejoin, and the join phase ends without it.
+    """
+    ev, b = obs.event, obs.before
+    if (
+        not isinstance(ev, Send)
+        or not isinstance(ev.request, HeartbeatRequest)
+        or b is None
+        or b.group is None
+    ):
+        return
+    a = obs.after.group
+    if b.group.state != S.PREPARING_REBALANCE or a is None or a.state != S.PREPARING_REBALANCE:
+        return  # judged only while the rebalance was under way before and after the request
+    for d in produced(obs):
+        if d.ref == ev.ref and isinstance(d.response, HeartbeatResponse) and d.response.error == E.NONE:
+            yield f"{ev.request.member_id}'s Heartbeat answered NONE while the group prepares a rebalance"
