@@ -3,15 +3,9 @@ longer holds it, judged against the harness's record (`model.consumer.owned_repo
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from conformance.engine.profiles import get_profile
-from conformance.mutants import get_mutant
-from conformance.power.matrix import run_mutant
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition, to_topic_partitions
 from model.consumer.owned_reports import OwnedReports
 
-PROMISE = "consumer.reports_what_it_holds"
 T0: TopicPartition = ("t", 0)
 T1: TopicPartition = ("t", 1)
 
@@ -21,20 +15,6 @@ def _beat(epoch: int, owned: frozenset[TopicPartition] | None) -> ConsumerGroupH
     return ConsumerGroupHeartbeatRequest(
         group_id="g", member_id="m", member_epoch=epoch, topic_partitions=tps
     )
-
-
-def test_an_early_acknowledgement_is_caught(tmp_path: Path) -> None:
-    assert get_mutant("acks-before-revoking").expect == (PROMISE,)
-    row = run_mutant(
-        "acks-before-revoking",
-        profile=get_profile("ci"),
-        max_examples=150,
-        seed=0,
-        budget_s=120,
-        run_dir=tmp_path,
-        shrink=False,
-    )
-    assert row.caught and PROMISE in row.invariants, row.invariants
 
 
 def test_the_record_resolves_null_fields_and_forgets_after_a_leave() -> None:
