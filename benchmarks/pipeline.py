@@ -275,7 +275,9 @@ def main() -> None:
     )
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the duel")
     ap.add_argument(
-        "--modes", default="direct,states", help="window-check modes in the duel (direct, prep, states)"
+        "--modes",
+        default="keyed,direct",
+        help="window-check modes in the duel (keyed, states, direct, prep; MODE/spark or MODE/duckdb: one engine)",
     )
     ap.add_argument("--work", type=Path, default=Path("/tmp/groupcheck-bench"))
     ap.add_argument("--out", type=Path)
@@ -369,9 +371,10 @@ def _duel(a: argparse.Namespace, lake: Path, n: int) -> list[str]:
     times: dict[tuple[str, str], list[float]] = {}
     ratios: dict[str, list[float]] = {}
     for rnd in range(1, a.rounds + 1):
-        for mode in [m for m in a.modes.split(",") if m]:
+        for spec in [m for m in a.modes.split(",") if m]:
+            mode, _, only = spec.partition("/")  # "direct/spark": that mode on Spark only
             got = {}
-            for engine in ("spark-windows", "duckdb-windows"):
+            for engine in [e for e in ("spark-windows", "duckdb-windows") if e.startswith(only)]:
                 before = loadavg()
                 r = measure(engine, str(lake), mode, timeout_s=a.timeout)
                 after = loadavg()
