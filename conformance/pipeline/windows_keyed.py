@@ -91,16 +91,9 @@ FROM spans WHERE ms > {bound}
 GROUP BY trace_id
 """
 
-#: The exploding form's check with a 64-bit hash of `trace_id` leading the window's partition key:
-#: the same partitions (the trace id stays in the key), but the sort before the window compares a
-#: long prefix instead of trace ids, which share their first 8 bytes (`classic-`).
-GENERATION_MONOTONIC = _EXPLODE_CHECKS["window.generation_monotonic"].replace(
-    "PARTITION BY trace_id ORDER BY step", "PARTITION BY xxhash64(trace_id), trace_id ORDER BY step"
-)
-
 CHECKS = {
     "window.single_holder": SINGLE_HOLDER,
-    "window.generation_monotonic": GENERATION_MONOTONIC,
+    "window.generation_monotonic": _EXPLODE_CHECKS["window.generation_monotonic"],
     "window.ownerless_bound": OWNERLESS,
 }
 
