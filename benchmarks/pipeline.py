@@ -1,8 +1,9 @@
 """Pipeline benchmarks: window-audit throughput (Spark local vs DuckDB vs plain Python) and swarm throughput.
 
 One run measures, on the same Parquet data:
-* the three window checks of `conformance.pipeline.windows` (the same SQL text on Spark and DuckDB,
-  the plain-Python implementation for Python) at 1M and 10M lake rows, and Spark (and DuckDB) at
+* the three window checks (Spark: the keyed form of `conformance.pipeline.windows_keyed`; DuckDB:
+  the grouped states of `conformance.pipeline.windows`; other forms with `--modes`; the
+  plain-Python implementation for Python) at 1M and 10M lake rows, and Spark (and DuckDB) at
   100M rows (goal: no out-of-memory);
 * the per-trace registry audit (Spark applyInPandas vs a plain loop over `audit_trace`);
 * the swarm: Spark mapInArrow vs a multiprocessing pool writing the same rows to Parquet.

@@ -28,12 +28,18 @@ def unlisted_topics() -> list[dict]:
     row = next(r for r in _stable(twice) if len({h["client"] for h in r["holdings"]}) > 1)
     a = row["holdings"][0]
     b = next(h for h in row["holdings"] if h["client"] != a["client"])
-    row["holdings"] = row["holdings"] + [{**a, "topic": "zz", "partition": 3}, {**b, "topic": "zz", "partition": 3}]
+    row["holdings"] = row["holdings"] + [
+        {**a, "topic": "zz", "partition": 3},
+        {**b, "topic": "zz", "partition": 3},
+    ]
     apart = _trace(9, 2, V1, "plant-collide")
     row = next(r for r in _stable(apart) if len({h["client"] for h in r["holdings"]}) > 1)
     a = row["holdings"][0]
     b = next(h for h in row["holdings"] if h["client"] != a["client"])
-    row["holdings"] = row["holdings"] + [{**a, "topic": "za", "partition": 1}, {**b, "topic": "zb", "partition": 1}]
+    row["holdings"] = row["holdings"] + [
+        {**a, "topic": "za", "partition": 1},
+        {**b, "topic": "zb", "partition": 1},
+    ]
     return twice + apart
 
 
@@ -42,7 +48,9 @@ def _forms(spark, rows: list[dict], bound_ms: int, tmp: Path) -> tuple[set, set]
     spark.read.parquet(str(tmp / "lake.parquet")).createOrReplaceTempView("lake")
     spark.sql(windows_keyed.candidates_sql()).localCheckpoint().createOrReplaceTempView("candidates")
     keyed = {
-        tuple(r) for c in windows_keyed.CHECKS for r in spark.sql(windows_keyed.window_sql(c, bound_ms)).collect()
+        tuple(r)
+        for c in windows_keyed.CHECKS
+        for r in spark.sql(windows_keyed.window_sql(c, bound_ms)).collect()
     }
     explode = {
         tuple(r)
