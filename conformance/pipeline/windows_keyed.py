@@ -15,34 +15,31 @@ a local checkpoint) computes per row:
   distinct clients per (topic, partition) exactly) and `gaps` (`array_except(expected, keys)`, turned
   back into (topic, partition)).
 
-The same pass windows every row by trace and step for `generation_monotonic` (the previous
-generation and persisted generation, `back` when the generation went back against the rule), so
-the lake is read and shuffled once. Only rows with a doubled or an ownerless partition or a
-generation going back are kept. Why this shape (measurements in benchmarks/results/pipeline.md):
-Spark's set functions on arrays of structs (`array_distinct`, `array_except`, `array_contains` on
-`arrays_zip` results) compare elements through an interpreted ordering and were the main cost of
-the exploding form, while on arrays of longs they use a hash set; a predicate that refers to a
-projected lambda is pushed below the projection and evaluates the lambda again for each reference,
-which the one-row `LATERAL VIEW explode(array(...))` prevents; and the exploded partitions of every
-Stable step (4 per row) never become rows.
+Only rows with a doubled or an ownerless partition are kept. Why this shape (measurements in
+benchmarks/results/pipeline.md): Spark's set functions on arrays of structs (`array_distinct`,
+`array_except`, `array_contains` on `arrays_zip` results) compare elements through an interpreted
+ordering and were the main cost of the exploding form, while on arrays of longs they use a hash set;
+a predicate that refers to a projected lambda is pushed below the projection and evaluates the lambda
+again for each reference, which the one-row `LATERAL VIEW explode(array(...))` prevents; and the
+exploded partitions of every Stable step (4 per row) never become rows. `generation_monotonic` reads
+only the flat columns, as in the other forms.
 """
 
 from __future__ import annotations
 
+from conformance.pipeline.windows_explode import CHECKS as _EXPLODE_CHECKS
 from conformance.pipeline.windows_explode import DEFAULT_OWNERLESS_BOUND_MS
 
 _KEY = "CAST(array_position(topic_partitions.topic, {t}) AS BIGINT) * 4294967296"
 
 CANDIDATES = """
 WITH held AS (
-  SELECT trace_id, step, now, generation, failover, persisted_generation, group_state, subscribed,
-         topic_partitions, held
+  SELECT trace_id, step, now, generation, group_state, subscribed, topic_partitions, held
   FROM lake LATERAL VIEW explode(array(
     filter(holdings, h -> h.phase = 'stable' AND h.generation = generation))) one AS held
 ),
 keyed AS (
-  SELECT trace_id, step, now, generation, failover, persisted_generation, topic_partitions, held,
-         k.keys AS keys, k.expected AS expected
+  SELECT trace_id, step, now, generation, topic_partitions, held, k.keys AS keys, k.expected AS expected
   FROM held LATERAL VIEW explode(array(named_struct(
     'keys', transform(held, h -> {held_key} + h.partition),
     'expected', CASE WHEN group_state = 'Stable' THEN flatten(transform(
@@ -50,24 +47,17 @@ keyed AS (
         tp -> sequence({topic_key}, {topic_key} + tp.partitions - 1))) END))) one AS k
 ),
 flagged AS (
-  SELECT trace_id, step, now, generation, failover, persisted_generation,
+  SELECT trace_id, step, now, generation, topic_partitions,
          CASE WHEN generation IS NOT NULL AND size(array_distinct(keys)) < size(keys) THEN held END AS doubled,
-         transform(array_except(expected, keys), g -> named_struct(
-           'topic', element_at(topic_partitions, CAST(g DIV 4294967296 AS INT)).topic,
-           'partition', CAST(g % 4294967296 AS INT))) AS gaps
+         array_except(expected, keys) AS gaps
   FROM keyed
-),
-w AS (
-  SELECT trace_id, step, now, generation, doubled, gaps, failover,
-         lag(generation) OVER (PARTITION BY trace_id ORDER BY step) AS prev,
-         lag(persisted_generation) OVER (PARTITION BY trace_id ORDER BY step) AS prev_persisted
-  FROM flagged
 )
-SELECT trace_id, step, now, generation, doubled, gaps, prev,
-       generation < prev AND NOT (failover AND generation >= coalesce(prev_persisted, 0)) AS back
-FROM w
+SELECT trace_id, step, now, generation, doubled,
+       transform(gaps, g -> named_struct(
+         'topic', element_at(topic_partitions, CAST(g DIV 4294967296 AS INT)).topic,
+         'partition', CAST(g % 4294967296 AS INT))) AS gaps
+FROM flagged
 WHERE doubled IS NOT NULL OR size(gaps) > 0
-   OR (generation < prev AND NOT (failover AND generation >= coalesce(prev_persisted, 0)))
 """.replace("{held_key}", _KEY.format(t="h.topic")).replace("{topic_key}", _KEY.format(t="tp.topic"))
 
 SINGLE_HOLDER = """
@@ -101,16 +91,9 @@ FROM spans WHERE ms > {bound}
 GROUP BY trace_id
 """
 
-GENERATION_MONOTONIC = """
-SELECT trace_id, min(step) AS step, 'window.generation_monotonic' AS invariant,
-       min(concat('generation ', CAST(prev AS STRING), ' -> ', CAST(generation AS STRING))) AS message
-FROM candidates WHERE back
-GROUP BY trace_id
-"""
-
 CHECKS = {
     "window.single_holder": SINGLE_HOLDER,
-    "window.generation_monotonic": GENERATION_MONOTONIC,
+    "window.generation_monotonic": _EXPLODE_CHECKS["window.generation_monotonic"],
     "window.ownerless_bound": OWNERLESS,
 }
 
