@@ -1,8 +1,9 @@
 """Pipeline benchmarks: window-audit throughput (Spark local vs DuckDB vs plain Python) and swarm throughput.
 
 One run measures, on the same Parquet data:
-* the three window checks of `conformance.pipeline.windows` (the same SQL text on Spark and DuckDB,
-  the plain-Python implementation for Python) at 1M and 10M lake rows, and Spark (and DuckDB) at
+* the three window checks (Spark: the keyed form of `conformance.pipeline.windows_keyed`; DuckDB:
+  the grouped states of `conformance.pipeline.windows`; other forms with `--modes`; the
+  plain-Python implementation for Python) at 1M and 10M lake rows, and Spark (and DuckDB) at
   100M rows (goal: no out-of-memory);
 * the per-trace registry audit (Spark applyInPandas vs a plain loop over `audit_trace`);
 * the swarm: Spark mapInArrow vs a multiprocessing pool writing the same rows to Parquet.
@@ -76,19 +77,23 @@ class PeakRss:
 SHUFFLE_PARTITIONS = 4
 
 
-def engine_spark_windows(path: str, mode: str = "states") -> dict[str, Any]:
-    """mode "states" (what `pipeline audit` runs): one scan into a small checkpointed `candidates`
-    table (`windows`); "direct" and "prep": the exploding form of `windows_explode`, each check
-    scanning the lake or all three reading one persisted `prep` table."""
+def engine_spark_windows(path: str, mode: str = "keyed") -> dict[str, Any]:
+    """mode "keyed" (what `pipeline audit` runs): one scan into small checkpointed per-row
+    `candidates` keyed by longs (`windows_keyed`); "states": the grouped states of `windows`;
+    "direct" and "prep": the exploding form of `windows_explode`, each check scanning the lake or
+    all three reading one persisted `prep` table."""
     from pyspark import StorageLevel
 
-    from conformance.pipeline import windows, windows_explode
+    from conformance.pipeline import windows, windows_explode, windows_keyed
     from conformance.pipeline.session import get_session
 
     spark = get_session(None, "groupcheck-bench", shuffle_partitions=SHUFFLE_PARTITIONS)
     spark.read.parquet(path).createOrReplaceTempView("lake")
     start = time.perf_counter()
-    if mode == "states":
+    if mode == "keyed":
+        spark.sql(windows_keyed.candidates_sql()).localCheckpoint().createOrReplaceTempView("candidates")
+        found = sum(len(spark.sql(windows_keyed.window_sql(c)).collect()) for c in windows_keyed.CHECKS)
+    elif mode == "states":
         spark.sql(windows.candidates_sql("spark")).localCheckpoint().createOrReplaceTempView("candidates")
         found = sum(len(spark.sql(windows.window_sql(c, "spark")).collect()) for c in windows.CHECKS)
     else:
@@ -106,6 +111,8 @@ def engine_spark_windows(path: str, mode: str = "states") -> dict[str, Any]:
 
 
 def engine_duckdb_windows(path: str, mode: str = "states") -> dict[str, Any]:
+    """mode "states" (the faster DuckDB form), "direct" or "prep"; "keyed" is Spark SQL only and
+    runs "states" here."""
     import duckdb
 
     from conformance.pipeline import windows, windows_explode
@@ -114,7 +121,7 @@ def engine_duckdb_windows(path: str, mode: str = "states") -> dict[str, Any]:
     con.execute("SET threads = 2; SET memory_limit = '8GB'; SET preserve_insertion_order = false")
     con.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet('{path}/*.parquet')")
     start = time.perf_counter()
-    if mode == "states":
+    if mode in ("states", "keyed"):
         con.execute("CREATE TEMP TABLE candidates AS " + windows.candidates_sql("duckdb"))
         found = sum(len(con.execute(windows.window_sql(c, "duckdb")).fetchall()) for c in windows.CHECKS)
         return {"seconds": time.perf_counter() - start, "violations": found}
@@ -269,7 +276,9 @@ def main() -> None:
     )
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the duel")
     ap.add_argument(
-        "--modes", default="direct,states", help="window-check modes in the duel (direct, prep, states)"
+        "--modes",
+        default="keyed,direct",
+        help="window-check modes in the duel (keyed, states, direct, prep; MODE/spark or MODE/duckdb: one engine)",
     )
     ap.add_argument("--work", type=Path, default=Path("/tmp/groupcheck-bench"))
     ap.add_argument("--out", type=Path)
@@ -363,9 +372,10 @@ def _duel(a: argparse.Namespace, lake: Path, n: int) -> list[str]:
     times: dict[tuple[str, str], list[float]] = {}
     ratios: dict[str, list[float]] = {}
     for rnd in range(1, a.rounds + 1):
-        for mode in [m for m in a.modes.split(",") if m]:
+        for spec in [m for m in a.modes.split(",") if m]:
+            mode, _, only = spec.partition("/")  # "direct/spark": that mode on Spark only
             got = {}
-            for engine in ("spark-windows", "duckdb-windows"):
+            for engine in [e for e in ("spark-windows", "duckdb-windows") if e.startswith(only)]:
                 before = loadavg()
                 r = measure(engine, str(lake), mode, timeout_s=a.timeout)
                 after = loadavg()

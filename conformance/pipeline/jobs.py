@@ -4,7 +4,7 @@ Swarm: a DataFrame of run indices goes through `mapInArrow`; each executor draws
 configuration, runs the plain-Python simulator and yields Arrow batches of lake rows.
 Audit: per-trace invariants through a grouped-map pandas UDF (`applyInPandas`) calling
 `audit_core.audit_trace` (the registry's own predicates), then the cross-trace/time-window checks
-of `windows` as Spark SQL. Violations are written as Parquet and as replayable NDJSON traces,
+of `windows_keyed` as Spark SQL. Violations are written as Parquet and as replayable NDJSON traces,
 quarantined rows as Parquet with their reason. The only module tree that imports pyspark.
 """
 
@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from conformance.errors import UsageError
 from conformance.pipeline import schema
 from conformance.pipeline.counterexamples import trace_from_rows, write_counterexample
-from conformance.pipeline.windows_explode import CHECKS, DEFAULT_OWNERLESS_BOUND_MS, window_sql
+from conformance.pipeline.windows_keyed import CHECKS, DEFAULT_OWNERLESS_BOUND_MS, candidates_sql, window_sql
 
 RESULT_DDL = "kind string, trace_id string, step int, invariant string, message string"
 BATCH_ROWS = 4096
@@ -213,10 +213,11 @@ def audit(
         excluded = spark.createDataFrame([(t,) for t in sorted(tainted)], "trace_id string")
         valid = valid.join(excluded, on="trace_id", how="left_anti")
     valid.createOrReplaceTempView("lake")
-    # the exploding form: on Spark the grouped states of `windows` (whose array lambdas Spark
-    # interprets) showed no consistent gain and twice the memory (benchmarks/results/pipeline.md)
+    # the keyed form: one scan into the few candidate rows, array work on longs (the fastest form
+    # on Spark; benchmarks/results/pipeline.md)
+    spark.sql(candidates_sql()).localCheckpoint().createOrReplaceTempView("candidates")
     for check in CHECKS:
-        for r in spark.sql(window_sql(check, "spark", bound_ms)).collect():
+        for r in spark.sql(window_sql(check, bound_ms)).collect():
             summary.violations.append((r.trace_id, r.step, r.invariant, r.message))
     summary.violations.sort(key=lambda v: (v[2], v[0], v[1]))
     summary.quarantined = len(quarantine_rows)

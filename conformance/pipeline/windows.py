@@ -21,8 +21,8 @@ partition) structs, run once per state, not per row. Only states with a doubly h
 ownerless partition are kept, so the two checks reading `candidates` group and window a few rows
 instead of every partition of every step. `generation_monotonic` reads only the flat columns.
 This is the faster form on DuckDB; on Spark, which interprets array lambdas, it showed no
-consistent gain over the exploding form of `windows_explode`, which `pipeline audit` runs
-(benchmarks/results/pipeline.md). `python_window_checks` is the plain-Python form of the same
+consistent gain over the exploding form of `windows_explode`; `pipeline audit` runs the keyed form
+of `windows_keyed` there (benchmarks/results/pipeline.md). `python_window_checks` is the plain-Python form of the same
 checks (`conformance.engine.windows`).
 """
 

@@ -19,7 +19,8 @@ are per-row array predicates and spans are gaps-and-islands over the ownerless r
 join of exploded partitions with exploded holdings). `python_window_checks` is
 the plain-Python implementation of the same three checks (`conformance.engine.windows`, where
 `groupcheck replay` runs it too), used by the benchmark and to cross-check the SQL in the tests.
-`windows` holds the grouped-states form of the same checks (faster on DuckDB, slower on Spark).
+`windows` holds the grouped-states form of the same checks (faster on DuckDB, slower on Spark),
+`windows_keyed` the keyed form that `pipeline audit` runs on Spark (faster there).
 """
 
 from __future__ import annotations
