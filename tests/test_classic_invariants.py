@@ -209,6 +209,9 @@ def test_parked_requests_answered_and_one_response(stable) -> None:  # type: ign
     assert not fails(rinv.parked_requests_answered, answered)
     superseded = Observation(parked, Advance(0), (), replace(parked), 0)
     assert not fails(rinv.parked_requests_answered, superseded)
+    # on a real target an answer sent down a cut connection is seen by nobody: not judged
+    unseen = replace(dropped, after=replace(stable.after, unseen=frozenset({5})))
+    assert not fails(rinv.parked_requests_answered, unseen)
     twice = (Delivery(3, HeartbeatResponse(ErrorCode.NONE)), Delivery(3, HeartbeatResponse(ErrorCode.NONE)))
     assert fails(rinv.one_response_per_request, replace(stable, deliveries=twice))
     assert not fails(rinv.one_response_per_request, replace(stable, deliveries=twice[:1]))
@@ -519,3 +522,16 @@ def test_heartbeat_signals_rebalance(stable) -> None:  # type: ignore[no-untyped
     assert answered(ErrorCode.NONE)
     assert not answered(ErrorCode.REBALANCE_IN_PROGRESS)
     assert not answered(ErrorCode.NONE, S.COMPLETING_REBALANCE)  # the join phase completed meanwhile
+
+
+def test_the_real_time_simulator_names_the_answers_nobody_sees() -> None:
+    """`ClassicWorld.unseen`: the refs the oracle port marks lost (a cut connection, a restart)."""
+    from conformance.protocols.classic.realtime import RealTimeSim
+    from model.classic.port import ModelPort
+
+    class LosingPort(ModelPort):
+        lost = {7}
+
+    sim = make_classic_sim({"t": 1}, [{"name": "c1"}], {}, {}, port_factory=LosingPort, sim_class=RealTimeSim)
+    assert sim.snapshot(None, False).unseen == frozenset({7})
+    assert make_classic_sim({"t": 1}, [{"name": "c1"}], {}, {}).world.unseen == frozenset()

@@ -38,7 +38,7 @@ def parked_requests_answered(obs: Obs) -> Iterator[str]:
     b, a = obs.before, obs.after
     if b is None or b.group is None:
         return
-    answered = {d.ref for d in produced(obs)}
+    answered = {d.ref for d in produced(obs)} | a.unseen  # an answer nobody can see is not judged
     after = {m.member_id: m for m in a.group.members} if a.group is not None else {}
     for m in b.group.members:
         for kind, ref in (("JoinGroup", m.awaiting_join), ("SyncGroup", m.awaiting_sync)):

@@ -180,3 +180,6 @@ class ClassicWorld:
     #: who asked in the SyncGroups this step answers successfully, and what their generation's
     #: leader sent (the harness's record)
     syncs: Syncs = ()
+    #: refs whose answers nobody can see (lost on the wire or on a cut connection, on a real target):
+    #: the target answered them, the harness never heard it
+    unseen: frozenset[int] = frozenset()

@@ -94,7 +94,9 @@ class RealTimeSim(TracedClassicSim):
         model_now = getattr(self.port, "model_now", None)
         if model_now is not None:
             self.now = max(self.now, model_now())
-        return super().snapshot(leader_assignment, failover, answered)
+        world = super().snapshot(leader_assignment, failover, answered)
+        lost = getattr(self.port, "lost", None)  # answers lost on the wire or on a cut connection
+        return dataclasses.replace(world, unseen=frozenset(lost)) if lost else world
 
     def _renamed(self, world: ClassicWorld | None) -> ClassicWorld | None:
         """The previous snapshot with the member ids the target has named since (provisional ids)."""
