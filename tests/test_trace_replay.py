@@ -27,7 +27,8 @@ def test_scenario_counterexample_replays_exactly(tmp_path: Path, capsys: pytest.
     )
     out = capsys.readouterr().out
     path = _only(tmp_path / "counterexamples")
-    assert path.name.startswith("classic.single_owner_consumer_")
+    # named after the first invariant it violates: the consumer view holds t-0 twice as well
+    assert path.name.startswith("classic.no_partition_held_twice_")
     assert "Reproduce with:" in out and f"groupcheck replay {path} --target model" in out
     assert main(["replay", str(path)]) == 1
     out = capsys.readouterr().out

@@ -21,7 +21,7 @@ def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_text_table_tells_the_kafka_7026_story(trace_file: Path) -> None:
     out = text(read_trace(trace_file))
-    assert "FAILED: classic.single_owner_consumer" in out.splitlines()[0]
+    assert "FAILED: classic.no_partition_held_twice, classic.single_owner_consumer" in out.splitlines()[0]
     assert "claims t-0 (no gen)" in out  # the stale V0 claim, decoded from the sticky user data
     assert "Heartbeat UNKNOWN_MEMBER_ID" in out  # c1 learns it was removed
     assert "== Stable, generation 3, leader c2" in out
