@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 
 from conformance.engine.windows import DEFAULT_OWNERLESS_BOUND_MS, python_window_checks
+from conformance.pipeline.windows_explode import SPANS
 
 _DIALECT = {
     "spark": {
@@ -122,24 +123,16 @@ WHERE generation < prev AND NOT (failover AND generation >= coalesce(prev_persis
 GROUP BY trace_id
 """
 
-OWNERLESS = """
+OWNERLESS = (
+    """
 WITH ownerless AS (
   SELECT trace_id, step, now, g.topic AS topic, g.partition AS part
   FROM (SELECT trace_id, a.step AS step, a.now AS now, {explode}(gaps) AS g
         FROM (SELECT trace_id, gaps, {explode}(steps) AS a FROM candidates WHERE {size}(gaps) > 0) s) x
 ),
-spans AS (
-  SELECT trace_id, topic, part, min(step) AS first_step, max(now) - min(now) AS ms
-  FROM (SELECT *, step - row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step) AS island
-        FROM ownerless) i
-  GROUP BY trace_id, topic, part, island
-)
-SELECT trace_id, min(first_step) AS step, 'window.ownerless_bound' AS invariant,
-       min(concat(topic, '-', CAST(part AS STRING), ' without owner for ', CAST(ms AS STRING),
-                  ' ms while Stable')) AS message
-FROM spans WHERE ms > {bound}
-GROUP BY trace_id
 """
+    + SPANS
+)
 
 CHECKS = {
     "window.single_holder": SINGLE_HOLDER,

@@ -82,18 +82,9 @@ WHERE generation < prev AND NOT (failover AND generation >= coalesce(prev_persis
 GROUP BY trace_id
 """
 
-OWNERLESS = """
-WITH parts AS (
-  SELECT trace_id, step, now, held, tp.topic AS topic, {explode}({seq}) AS part
-  FROM (SELECT trace_id, step, now, subscribed, {explode}(topic_partitions) AS tp, {held_keys} AS held
-        FROM (SELECT trace_id, step, now, subscribed, topic_partitions, {held} AS held
-              FROM lake WHERE group_state = 'Stable') s) t
-  WHERE array_contains(subscribed, tp.topic)
-),
-ownerless AS (
-  SELECT trace_id, step, now, topic, part FROM parts WHERE NOT {owned}
-),
-spans AS (
+#: the spans of consecutive ownerless steps and the check over them, for a CTE named `ownerless`
+#: (shared by every window form)
+SPANS = """spans AS (
   SELECT trace_id, topic, part, min(step) AS first_step, max(now) - min(now) AS ms
   FROM (SELECT *, step - row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step) AS island
         FROM ownerless) i
@@ -105,6 +96,22 @@ SELECT trace_id, min(first_step) AS step, 'window.ownerless_bound' AS invariant,
 FROM spans WHERE ms > {bound}
 GROUP BY trace_id
 """
+
+OWNERLESS = (
+    """
+WITH parts AS (
+  SELECT trace_id, step, now, held, tp.topic AS topic, {explode}({seq}) AS part
+  FROM (SELECT trace_id, step, now, subscribed, {explode}(topic_partitions) AS tp, {held_keys} AS held
+        FROM (SELECT trace_id, step, now, subscribed, topic_partitions, {held} AS held
+              FROM lake WHERE group_state = 'Stable') s) t
+  WHERE array_contains(subscribed, tp.topic)
+),
+ownerless AS (
+  SELECT trace_id, step, now, topic, part FROM parts WHERE NOT {owned}
+),
+"""
+    + SPANS
+)
 
 CHECKS = {
     "window.single_holder": SINGLE_HOLDER,

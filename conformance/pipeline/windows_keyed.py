@@ -28,7 +28,7 @@ only the flat columns, as in the other forms.
 from __future__ import annotations
 
 from conformance.pipeline.windows_explode import CHECKS as _EXPLODE_CHECKS
-from conformance.pipeline.windows_explode import DEFAULT_OWNERLESS_BOUND_MS
+from conformance.pipeline.windows_explode import DEFAULT_OWNERLESS_BOUND_MS, SPANS
 
 _KEY = "CAST(array_position(topic_partitions.topic, {t}) AS BIGINT) * 4294967296"
 
@@ -73,23 +73,15 @@ FROM (
 GROUP BY trace_id
 """
 
-OWNERLESS = """
+OWNERLESS = (
+    """
 WITH ownerless AS (
   SELECT trace_id, step, now, g.topic AS topic, g.partition AS part
   FROM (SELECT trace_id, step, now, explode(gaps) AS g FROM candidates WHERE size(gaps) > 0) x
 ),
-spans AS (
-  SELECT trace_id, topic, part, min(step) AS first_step, max(now) - min(now) AS ms
-  FROM (SELECT *, step - row_number() OVER (PARTITION BY trace_id, topic, part ORDER BY step) AS island
-        FROM ownerless) i
-  GROUP BY trace_id, topic, part, island
-)
-SELECT trace_id, min(first_step) AS step, 'window.ownerless_bound' AS invariant,
-       min(concat(topic, '-', CAST(part AS STRING), ' without owner for ', CAST(ms AS STRING),
-                  ' ms while Stable')) AS message
-FROM spans WHERE ms > {bound}
-GROUP BY trace_id
 """
+    + SPANS
+)
 
 CHECKS = {
     "window.single_holder": SINGLE_HOLDER,
