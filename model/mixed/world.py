@@ -25,7 +25,7 @@ keeps its order, so a held request reaches the coordinator before its member's l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from model.classic.client import ClassicClient, ClientConfig, Phase
@@ -34,6 +34,7 @@ from model.classic.messages import Request as ClassicRequest
 from model.classic.world import ClassicWorld, GroupSnap
 from model.consumer.client import ClientView, VirtualConsumer
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition
+from model.consumer.owned_reports import OwnedReports
 from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,
@@ -233,6 +234,8 @@ class MixedRun:
     wire_next: dict[str, str] = field(default_factory=dict)
     #: requests held on the wire (`delay_request`): member name -> (ref, request)
     wire_held: dict[str, tuple[int, object]] = field(default_factory=dict)
+    #: what each KIP-848 consumer held when it reported its owned partitions (`ConsumerWorld.reports`)
+    reports: OwnedReports = field(default_factory=OwnedReports)
 
     # ---------------------------------------------------------------- set-up
 
@@ -321,7 +324,14 @@ class MixedRun:
 
         self._step(FailoverEvent(), load)
 
+    def _sending(self, name: str, request: object) -> None:
+        """A member puts ``request`` on the wire: a KIP-848 consumer's owned report is recorded."""
+        client = self.clients.get(name)
+        if isinstance(client, VirtualConsumer) and isinstance(request, ConsumerGroupHeartbeatRequest):
+            self.reports.sent(name, client.owned, request)
+
     def _send(self, name: str, request: object, fault: str | None = None) -> None:
+        self._sending(name, request)
         fault = fault or self.wire_next.pop(name, None)
         if fault == "hold":
             self._hold_request(name, request)
@@ -428,6 +438,8 @@ class MixedRun:
             else:
                 client.on_response(delivery.response, self.now)
         after = self.world()
+        if self.reports.pending:
+            after = replace(after, reports=self.reports.take())
         obs = Observation(
             before=before, event=event, deliveries=tuple(result.deliveries), after=after, now=self.now
         )

@@ -171,6 +171,7 @@ class RealMixedRun(TracedMixedRun):
         self._observed(FailoverEvent(), load)
 
     def _send(self, name: str, request: object, fault: str | None = None) -> None:
+        self._sending(name, request)
         fault = fault or self.wire_next.pop(name, None)
         if fault == "hold":  # held by the proxy until `release` (`mixed_faults`)
             self._hold_request(name, request)
