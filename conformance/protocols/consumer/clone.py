@@ -37,6 +37,7 @@ _SIM_FIELDS = frozenset(
         "now",
         "port",
         "quiet_since",
+        "reports",
         "seed",
         "setup",
         "specs",
@@ -141,6 +142,7 @@ def clone(sim: Any) -> Any:
     out.known_member_ids = set(sim.known_member_ids)
     out.wire_next = dict(sim.wire_next)
     out.deviations = set(sim.deviations)
+    out.reports = sim.reports.copy()
     out.actions = []
     out.log = []
     return out  # setup, variants and the world snapshot are only read: shared
