@@ -25,16 +25,43 @@ class Chooser(Protocol):
 
 
 class SeededChooser:
-    """Deterministic choices: ids from a seeded generator, picks by a seeded draw or the first option."""
+    """Deterministic choices: ids from a seeded generator, picks by a seeded draw or the first option.
+
+    `fork` makes a copy with the same future choices for the explorers, which copy a state for
+    every op they try: the generator's state is taken once and shared, read-only, by the copies
+    (and by this chooser) until one of them draws, which rebuilds its own generator from it.
+    """
 
     def __init__(self, seed: int = 0, *, first: bool = True) -> None:
-        self._rng = random.Random(seed)
+        self._rng: random.Random | None = random.Random(seed)
         self._first = first
+        #: the generator's state while ``_rng`` is not built (shared with copies; never changed)
+        self._frozen: tuple[object, ...] | None = None
+
+    def _random(self) -> random.Random:
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = random.Random.__new__(random.Random)  # not seeded: the state follows
+            rng.setstate(self._frozen)
+            self._frozen = None
+        return rng
+
+    def fork(self) -> SeededChooser:
+        """A chooser that makes the same choices from now on as this one would."""
+        if self._rng is not None:
+            self._frozen, self._rng = self._rng.getstate(), None
+        new = object.__new__(SeededChooser)
+        new._rng, new._first, new._frozen = None, self._first, self._frozen
+        return new
+
+    def state(self) -> tuple[object, ...]:
+        """The generator's state (equal states: equal choices from now on)."""
+        return self._frozen if self._rng is None else self._rng.getstate()  # type: ignore[return-value]
 
     def new_uuid(self) -> str:
-        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        return str(uuid.UUID(int=self._random().getrandbits(128), version=4))
 
     def pick(self, kind: str, options: Sequence[str]) -> str:
         if not options:
             raise ValueError(f"choice {kind} with no options")
-        return options[0] if self._first else options[self._rng.randrange(len(options))]
+        return options[0] if self._first else options[self._random().randrange(len(options))]

@@ -14,7 +14,7 @@ def _same_future(a: object, b: object) -> None:
     assert cx.consumer_key(a, symmetry=False) == cx.consumer_key(b, symmetry=False)
     for x in (a, b):
         assert x.chooser is not x.port.coordinator.chooser  # type: ignore[attr-defined]
-    assert a.chooser._rng.getstate() == b.chooser._rng.getstate()  # type: ignore[attr-defined]
+    assert a.chooser.state() == b.chooser.state()  # type: ignore[attr-defined]
     assert a.port.records == b.port.records  # type: ignore[attr-defined]
     assert a.reports == b.reports  # type: ignore[attr-defined]
 
@@ -51,7 +51,7 @@ def test_clone_leaves_the_original_alone() -> None:
     for op in ({"op": "client_step", "name": "c1"}, {"op": "client_step", "name": "c2"}):
         sim.replay([action_of(op, "test")])
     before = cx.consumer_key(sim, symmetry=False)
-    state = sim.chooser._rng.getstate()
+    state = sim.chooser.state()
     child = clone(sim)
     for op in (
         {"op": "client_step", "name": "c1"},
@@ -61,4 +61,21 @@ def test_clone_leaves_the_original_alone() -> None:
         child.replay([action_of(op, "test")])
     assert cx.consumer_key(child, symmetry=False) != before
     assert cx.consumer_key(sim, symmetry=False) == before
-    assert sim.chooser._rng.getstate() == state
+    assert sim.chooser.state() == state
+
+
+def test_forked_choosers_choose_alike_and_apart() -> None:
+    """A fork makes the choices its original would have made, whichever draws first, and draws by
+    one never move the other."""
+    from model.choice import SeededChooser
+
+    a = SeededChooser(7, first=False)
+    expected = [SeededChooser(7, first=False).new_uuid() for _ in range(1)]
+    b = a.fork()
+    c = b.fork()
+    assert c.new_uuid() == expected[0]
+    assert a.state() == b.state() != c.state()
+    assert b.new_uuid() == expected[0] and a.new_uuid() == expected[0]
+    d = a.fork()
+    picks = [d.pick("k", ["x", "y", "z"]) for _ in range(8)]
+    assert [a.pick("k", ["x", "y", "z"]) for _ in range(8)] == picks

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,15 +95,12 @@ def save_graph(result: ExploreResult, path: Path) -> Path:
 
 
 def clone_chooser(chooser: Any) -> Any:
-    """A seeded chooser copied through `random.Random.getstate` (deepcopy walks 625 ints; the
-    generator is made without seeding it, which would read the system's entropy first)."""
-    rng = getattr(chooser, "_rng", None)
-    if type(rng) is not random.Random:
+    """A seeded chooser's `fork` (its generator's state shared until a copy draws; deepcopy walks
+    625 ints per copy); any other chooser deep-copied."""
+    fork = getattr(chooser, "fork", None)
+    if fork is None:
         return copy.deepcopy(chooser)
-    new = copy.copy(chooser)
-    new._rng = random.Random.__new__(random.Random)
-    new._rng.setstate(rng.getstate())
-    return new
+    return fork()
 
 
 _PLAIN: dict[type, bool] = {}
