@@ -64,6 +64,12 @@ def replay_on_target(*args: Any, **kw: Any) -> Any:
     return on_target(*args, **kw)
 
 
+def minimise_view(trace: Any) -> Any:
+    from conformance.protocols.classic.flatten import flatten_classic
+
+    return flatten_classic(trace)
+
+
 def polish_space(trace: Any) -> Any:
     from conformance.protocols.classic.explore import polish_space as space
 
@@ -153,6 +159,7 @@ KIT = ProtocolKit(
     replay=replay,
     replay_on_target=replay_on_target,
     merge_advances=True,
+    minimise_view=minimise_view,
     polish_space=polish_space,
     state_key=state_key,
     coverage_places=(
