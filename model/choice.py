@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Chooser(Protocol):
@@ -36,11 +36,12 @@ class SeededChooser:
         self._rng: random.Random | None = random.Random(seed)
         self._first = first
         #: the generator's state while ``_rng`` is not built (shared with copies; never changed)
-        self._frozen: tuple[object, ...] | None = None
+        self._frozen: tuple[Any, ...] | None = None
 
     def _random(self) -> random.Random:
         rng = self._rng
         if rng is None:
+            assert self._frozen is not None  # one of the two is always set
             rng = self._rng = random.Random.__new__(random.Random)  # not seeded: the state follows
             rng.setstate(self._frozen)
             self._frozen = None
@@ -54,9 +55,12 @@ class SeededChooser:
         new._rng, new._first, new._frozen = None, self._first, self._frozen
         return new
 
-    def state(self) -> tuple[object, ...]:
+    def state(self) -> tuple[Any, ...]:
         """The generator's state (equal states: equal choices from now on)."""
-        return self._frozen if self._rng is None else self._rng.getstate()  # type: ignore[return-value]
+        if self._rng is None:
+            assert self._frozen is not None
+            return self._frozen
+        return self._rng.getstate()
 
     def new_uuid(self) -> str:
         return str(uuid.UUID(int=self._random().getrandbits(128), version=4))

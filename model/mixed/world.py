@@ -34,7 +34,7 @@ from model.classic.messages import Request as ClassicRequest
 from model.classic.world import ClassicWorld, GroupSnap
 from model.consumer.client import ClientView, VirtualConsumer
 from model.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartition
-from model.consumer.owned_reports import OwnedReports
+from model.consumer.owned_reports import OwnedReports, Report
 from model.consumer.world import (
     AdvanceEvent,
     ClientEvent,
@@ -236,6 +236,8 @@ class MixedRun:
     wire_held: dict[str, tuple[int, object]] = field(default_factory=dict)
     #: what each KIP-848 consumer held when it reported its owned partitions (`ConsumerWorld.reports`)
     reports: OwnedReports = field(default_factory=OwnedReports)
+    #: the reports of the last step's observation (`ConsumerWorld.reports` of its world after)
+    reported: tuple[Report, ...] = ()
 
     # ---------------------------------------------------------------- set-up
 
@@ -423,6 +425,8 @@ class MixedRun:
 
     def _step(self, event: object, call: Callable[[], Result]) -> None:
         before = self.world()
+        if self.reported:  # the world after the last step, as that step's observation showed it
+            before = replace(before, reports=self.reported)
         result = call()
         self.records.extend(result.records)
         for delivery in result.deliveries:
@@ -438,8 +442,9 @@ class MixedRun:
             else:
                 client.on_response(delivery.response, self.now)
         after = self.world()
-        if self.reports.pending:
-            after = replace(after, reports=self.reports.take())
+        self.reported = self.reports.take()
+        if self.reported:
+            after = replace(after, reports=self.reported)
         obs = Observation(
             before=before, event=event, deliveries=tuple(result.deliveries), after=after, now=self.now
         )

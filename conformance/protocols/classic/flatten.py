@@ -16,7 +16,6 @@ afresh by the kit, so a minimised trace never depends on this rewriting being ex
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from conformance.engine.minimise import with_steps
 from conformance.formats.trace_file import Step, Trace
