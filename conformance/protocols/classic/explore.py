@@ -230,8 +230,14 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     out.lose_next = set(sim.lose_next)
     out.owner_of_ref = dict(sim.owner_of_ref)
     out.sent = sim.sent.copy()
+    out.deviations = set(sim.deviations)
+    out.held = dict(sim.held)
+    out.duplicate_next = set(sim.duplicate_next)
+    out.delay_next = set(sim.delay_next)
+    out.copies = dict(sim.copies)
+    out.copies_due = list(sim.copies_due)
     out.log = []
-    return out
+    return out  # setup, variants, the world snapshot and the snapshot cache (checked per use) shared
 
 
 def explore(
