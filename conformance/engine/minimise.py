@@ -9,6 +9,7 @@ whose ops are not all single steps (``minimise_view``) first gives the trace as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from conformance.engine.kit import ProtocolKit, resolve
@@ -20,6 +21,31 @@ def with_steps(trace: Trace, steps: list[Step]) -> Trace:
     """``trace`` with these steps, renumbered from 1."""
     renumbered = [replace(s, n=i) for i, s in enumerate(steps, 1)]
     return Trace(trace.header, renumbered, trace.verdict, trace.violated, trace.violations, trace.path)
+
+
+def flatten_macro(
+    trace: Trace, macro: str, single: Callable[[Step, Step | None], list[Step] | None]
+) -> Trace:
+    """``trace`` with each ``macro`` op (one recorded op whose observations follow on ``cont``
+    lines: a consumer ``settle``, a classic ``converge``) rewritten as single ops, for a kit's
+    ``minimise_view``. ``single(step, previous)`` gives the ops that made one of its observations
+    (``previous``: the last step kept before it), or None when no single op reproduces it, and
+    then the trace is left as it is; so is a trace without the macro."""
+    out: list[Step] = []
+    inside = flattened = False
+    for step in trace.steps:
+        op = step.action.get("op")
+        if op != "cont":
+            inside = op == macro
+        if not inside:
+            out.append(step)
+            continue
+        flattened = True
+        ops = single(step, out[-1] if out else None)
+        if ops is None:
+            return trace
+        out.extend(ops)
+    return with_steps(trace, out) if flattened else trace
 
 
 def fails(trace: Trace, steps: list[Step], invariant: str) -> bool:

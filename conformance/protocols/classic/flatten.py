@@ -17,42 +17,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.engine.minimise import with_steps
+from conformance.engine.minimise import flatten_macro
 from conformance.formats.trace_file import Step, Trace
 from model.classic.sim import Advance, Quiet, Send, Stall
 
 
-def _single(step: Step) -> Step | None:
-    """The single op that made one observation of a converge (None: a ``Quiet`` mark)."""
+def _converge_op(step: Step, previous: Step | None) -> list[Step] | None:
+    """The single op that made one observation of a converge (none for a ``Quiet`` mark)."""
     event = step.event
     if isinstance(event, Quiet):
-        return None
+        return []
     if isinstance(event, Send) and event.how == "client":
-        return replace(step, action={"op": "step", "client": event.client})
+        return [replace(step, action={"op": "step", "client": event.client})]
     if isinstance(event, Advance):
-        return replace(step, action={"op": "advance", "ms": event.ms})
+        return [replace(step, action={"op": "advance", "ms": event.ms})]
     if isinstance(event, Stall) and not event.stalled:
-        return replace(step, action={"op": "resume", "client": event.client})
-    raise LookupError(type(event).__name__)
+        return [replace(step, action={"op": "resume", "client": event.client})]
+    return None
 
 
 def flatten_classic(trace: Trace) -> Trace:
     """``trace`` with each converge as single ops (the trace itself when it has no converge, or
     one whose observations no single op reproduces)."""
-    out: list[Step] = []
-    in_converge = flattened = False
-    for step in trace.steps:
-        op = step.action.get("op")
-        if op != "cont":
-            in_converge = op == "converge"
-        if not in_converge:
-            out.append(step)
-            continue
-        flattened = True
-        try:
-            single = _single(step)
-        except LookupError:
-            return trace
-        if single is not None:
-            out.append(single)
-    return with_steps(trace, out) if flattened else trace
+    return flatten_macro(trace, "converge", _converge_op)

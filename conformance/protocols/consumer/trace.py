@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.engine.minimise import with_steps
+from conformance.engine.minimise import flatten_macro
 from conformance.errors import UsageError
 from conformance.formats.trace_file import CheckedLog, LogEntry, Step, Trace, trace_of_log
 from model.consumer.sim import ConsumerSim
@@ -123,24 +123,17 @@ def flatten_consumer(trace: Trace) -> Trace:
     ``consumer.eventual_convergence`` violation may not survive; `minimise` then keeps the original.
     The kit's ``minimise_view``.
     """
-    out: list[Step] = []
-    now = 0
-    in_settle = False
-    for step in trace.steps:
-        op = step.action.get("op")
-        if op != "cont":
-            in_settle = op == "settle"
-        if not in_settle:
-            out.append(step)
-            now = step.now
-            continue
-        event = step.event
-        if isinstance(event, HeartbeatEvent) and event.client is not None:
-            out.append(replace(step, action={"op": "reconcile", "name": event.client}, event=None))
-            out.append(replace(step, action={"op": "client_step", "name": event.client}))
-        elif isinstance(event, AdvanceEvent):
-            out.append(replace(step, action={"op": "advance", "ms": event.now - now}))
-            now = event.now
-        else:
-            return trace  # something a primitive op cannot reproduce: leave the trace as it is
-    return with_steps(trace, out)
+    return flatten_macro(trace, "settle", _settle_op)
+
+
+def _settle_op(step: Step, previous: Step | None) -> list[Step] | None:
+    """The primitive ops that made one observation of a settle (`flatten_consumer`)."""
+    event = step.event
+    if isinstance(event, HeartbeatEvent) and event.client is not None:
+        return [
+            replace(step, action={"op": "reconcile", "name": event.client}, event=None),
+            replace(step, action={"op": "client_step", "name": event.client}),
+        ]
+    if isinstance(event, AdvanceEvent):
+        return [replace(step, action={"op": "advance", "ms": event.now - (previous.now if previous else 0)})]
+    return None
