@@ -45,6 +45,8 @@ def minimal(trace: Trace, *, polish_budget_s: float = POLISH_BUDGET_S) -> Trace:
     again = replay(small, exact=False)
     if again.error is not None or not set(small.violated) & {v.invariant for v in again.violations}:
         return trace
+    # re-recorded on the model: keep the in-process target it ran on (a mutant replays as itself)
+    small.header = {**small.header, "target": dict(trace.header["target"])}
     return small
 
 
