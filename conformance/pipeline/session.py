@@ -18,6 +18,11 @@ from conformance.resources import package_dir
 
 LOG4J2 = package_dir("conformance.pipeline") / "log4j2.properties"
 
+#: the collector of a driver JVM that pyspark starts itself: the throughput collector took the 10M-row
+#: window audit from 29 to 25 s against G1, the default, on two cores
+#: (benchmarks/results/pipeline.md#suspects); a cluster's executors keep their own settings
+DRIVER_GC = "-XX:+UseParallelGC"
+
 
 def get_session(
     master: str | None = None, app: str = "groupcheck", shuffle_partitions: int = 8
@@ -35,7 +40,9 @@ def get_session(
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         # the driver JVM is started by pyspark itself: its log4j2 file must be on its command line
         # (spark.driver.extraJavaOptions set on the builder arrives too late for Log4j's start-up)
-        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{java_opts}" pyspark-shell')
+        os.environ.setdefault(
+            "PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{java_opts} {DRIVER_GC}" pyspark-shell'
+        )
     conf = {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",

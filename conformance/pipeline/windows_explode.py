@@ -82,6 +82,30 @@ WHERE generation < prev AND NOT (failover AND generation >= coalesce(prev_persis
 GROUP BY trace_id
 """
 
+#: `GENERATION_MONOTONIC` over the suspect traces only. A trace whose non-null generations, grouped
+#: by value, occupy step ranges in the order of their values (each value's last step before the next
+#: value's first) has no step whose generation is below the one before it: if step s followed s'
+#: with g(s) < g(s'), the ranges in value order from g(s) up to g(s') would put s before s'. Only the
+#: other traces (a few in a hundred in the benchmark's lakes, failovers among them) are windowed
+#: step by step; grouping 10M rows into (trace, generation) ranges is a partial aggregation that
+#: shuffles little, where the window sorts every row (benchmarks/results/pipeline.md#suspects).
+#: Ties in step count as suspect, and NULL trace ids match each other as in the plain form.
+GENERATION_MONOTONIC_SUSPECTS = """
+WITH generation_ranges AS (
+  SELECT trace_id, generation, min(step) AS lo, max(step) AS hi
+  FROM lake WHERE generation IS NOT NULL GROUP BY trace_id, generation
+),
+suspects AS (
+  SELECT DISTINCT trace_id FROM (
+    SELECT trace_id, lo, lag(hi) OVER (PARTITION BY trace_id ORDER BY generation) AS prev_hi
+    FROM generation_ranges) r
+  WHERE lo <= prev_hi
+)
+""" + GENERATION_MONOTONIC.replace(
+    "  FROM lake\n",
+    "  FROM lake WHERE EXISTS (SELECT 1 FROM suspects s WHERE s.trace_id IS NOT DISTINCT FROM lake.trace_id)\n",
+)
+
 #: the spans of consecutive ownerless steps and the check over them, for a CTE named `ownerless`
 #: (shared by every window form)
 SPANS = """spans AS (

@@ -22,13 +22,16 @@ ordering and were the main cost of the exploding form, while on arrays of longs 
 a predicate that refers to a projected lambda is pushed below the projection and evaluates the lambda
 again for each reference, which the one-row `LATERAL VIEW explode(array(...))` prevents; and the
 exploded partitions of every Stable step (4 per row) never become rows. `generation_monotonic` reads
-only the flat columns, as in the other forms.
+only the flat columns and windows only the suspect traces, as the grouped-states form does.
 """
 
 from __future__ import annotations
 
-from conformance.pipeline.windows_explode import CHECKS as _EXPLODE_CHECKS
-from conformance.pipeline.windows_explode import DEFAULT_OWNERLESS_BOUND_MS, SPANS
+from conformance.pipeline.windows_explode import (
+    DEFAULT_OWNERLESS_BOUND_MS,
+    GENERATION_MONOTONIC_SUSPECTS,
+    SPANS,
+)
 
 _KEY = "CAST(array_position(topic_partitions.topic, {t}) AS BIGINT) * 4294967296"
 
@@ -85,7 +88,7 @@ WITH ownerless AS (
 
 CHECKS = {
     "window.single_holder": SINGLE_HOLDER,
-    "window.generation_monotonic": _EXPLODE_CHECKS["window.generation_monotonic"],
+    "window.generation_monotonic": GENERATION_MONOTONIC_SUSPECTS,
     "window.ownerless_bound": OWNERLESS,
 }
 
