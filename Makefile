@@ -20,9 +20,11 @@ $(STAMP): pyproject.toml setup.py requirements-dev.lock
 	$(BIN)/python -m pip install -q -e '.[test]' -r requirements-dev.lock
 	touch $(STAMP)
 
-# the spark extra: the pipeline's tests run in `make test` and CI (Java 17 is on the machine)
+# the spark extra: the pipeline's tests run in `make test` and CI (Java 17 is on the machine);
+# then the driver JVM's class-data-sharing archive (docs/pipeline.md#jvm-archive)
 $(SPARK_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,spark]' -r requirements-dev.lock
+	$(BIN)/groupcheck pipeline jvm-archive
 	touch $(SPARK_STAMP)
 
 install: $(STAMP)

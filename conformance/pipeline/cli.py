@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,10 @@ def add_parser(sub: Any) -> None:
     im.add_argument("--overwrite", action="store_true")
     r = psub.add_parser("replay", help="re-run a pipeline counterexample on the model (= groupcheck replay)")
     r.add_argument("file", type=Path)
+    psub.add_parser(
+        "jvm-archive",
+        help="build the driver JVM's class-data-sharing archive: faster Spark sessions (docs/pipeline.md)",
+    )
     c = psub.add_parser("coordlog", help="export, decode and audit a broker's __consumer_offsets")
     where = c.add_mutually_exclusive_group(required=True)
     where.add_argument("--bootstrap", help="audit the log of a running broker (e.g. after a conformance run)")
@@ -98,6 +103,15 @@ def run(args: argparse.Namespace) -> int:
         ) from exc
     from conformance.protocols import parse_variants
 
+    if args.pipeline_command == "jvm-archive":
+        from conformance.pipeline import jvm_archive
+        from conformance.pipeline.session import DRIVER_GC
+
+        start = time.perf_counter()
+        path = jvm_archive.build(DRIVER_GC)
+        size = path.stat().st_size / 2**20
+        print(f"jvm-archive: {path} ({size:.0f} MiB, {time.perf_counter() - start:.0f} s)")
+        return EXIT_OK
     if args.pipeline_command == "swarm":
         variants = parse_variants(args.variant)
         spark = get_session(args.master, "groupcheck-swarm")

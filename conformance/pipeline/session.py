@@ -14,6 +14,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from conformance.pipeline import jvm_archive
 from conformance.resources import package_dir
 
 LOG4J2 = package_dir("conformance.pipeline") / "log4j2.properties"
@@ -40,9 +41,9 @@ def get_session(
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         # the driver JVM is started by pyspark itself: its log4j2 file must be on its command line
         # (spark.driver.extraJavaOptions set on the builder arrives too late for Log4j's start-up)
-        os.environ.setdefault(
-            "PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{java_opts} {DRIVER_GC}" pyspark-shell'
-        )
+        # with the class-data-sharing archive when one was built (`conformance.pipeline.jvm_archive`)
+        driver = f"{java_opts} {DRIVER_GC} {jvm_archive.driver_options(DRIVER_GC)}".rstrip()
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{driver}" pyspark-shell')
     conf = {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",

@@ -18,11 +18,15 @@ from conformance.targets.process import DEFAULT_PROVISION_TIMEOUT_S, Deadline, T
 CACHE_ENV = "GROUPCHECK_CACHE"
 
 
+def cache_base() -> Path:
+    """groupcheck's cache: ``$GROUPCHECK_CACHE`` or ``~/.cache/groupcheck``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "groupcheck"
+
+
 def cache_root() -> Path:
     """Where targets are cached: ``$GROUPCHECK_CACHE/targets`` or ``~/.cache/groupcheck/targets``."""
-    env = os.environ.get(CACHE_ENV)
-    base = Path(env).expanduser() if env else Path.home() / ".cache" / "groupcheck"
-    return base / "targets"
+    return cache_base() / "targets"
 
 
 @contextlib.contextmanager
