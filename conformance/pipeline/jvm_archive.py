@@ -4,7 +4,8 @@ A local session's first queries spend seconds loading and verifying Spark's clas
 code generation, the Parquet reader). HotSpot's dynamic archive (JEP 350, JDK 13 and later:
 ``-XX:ArchiveClassesAtExit`` writes one when a JVM exits, ``-XX:SharedArchiveFile`` maps it at
 start-up) keeps those classes parsed and verified between runs. ``groupcheck pipeline jvm-archive``
-(run by ``make install-spark``) builds one by running a small swarm and audit; sessions then use it.
+(run by ``make install-spark``) builds one by running a small swarm, audit and metrics; sessions
+then use it.
 
 ``GROUPCHECK_SPARK_CDS``: ``auto`` (default) uses the archive when it exists, and a JVM that cannot
 map it (another JDK, other jars) runs without it; ``off`` never uses it; ``require`` makes a JVM
@@ -32,7 +33,7 @@ DUMP_ENV = "GROUPCHECK_SPARK_CDS_DUMP"
 #: a JVM's unified logging is off but for errors: a mismatched archive would print warnings to
 #: stdout, which a command's output must not carry
 QUIET = "-Xlog:disable -Xlog:all=error:stderr"
-#: a build's total deadline, seconds (a swarm of four short runs and an audit take about 30)
+#: a build's total deadline, seconds (the warm-up and the JVM's writing take about a minute)
 BUILD_DEADLINE_S = 600.0
 
 
@@ -90,8 +91,9 @@ def driver_options(collector: str) -> str:
 
 
 def build(collector: str, deadline_s: float = BUILD_DEADLINE_S) -> Path:
-    """Write the archive: a child process runs a small swarm and audit with the dump option and
-    waits for its JVM to exit; the file is moved into place only when complete."""
+    """Write the archive: a child process (`conformance.pipeline.jvm_warmup`) runs a small swarm,
+    audit and metrics with the dump option and waits for its JVM to exit; the file is moved into
+    place only when complete."""
     target = archive_path(collector)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="groupcheck-cds-") as work:

@@ -34,8 +34,8 @@ def test_options_follow_the_mode_and_the_file(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.delenv(jvm_archive.DUMP_ENV, raising=False)
     monkeypatch.setenv("GROUPCHECK_SPARK_CDS", "auto")
     assert jvm_archive.driver_options(DRIVER_GC) == "", "no archive yet: nothing to map"
+    monkeypatch.setenv("GROUPCHECK_SPARK_CDS", "require")
     with pytest.raises(UsageError, match="no archive at"):
-        monkeypatch.setenv("GROUPCHECK_SPARK_CDS", "require")
         jvm_archive.driver_options(DRIVER_GC)
     path = jvm_archive.archive_path(DRIVER_GC)
     assert path.parent == tmp_path / "spark" and path.name.endswith(".jsa")
