@@ -8,6 +8,8 @@ PROTOCOL ?= all
 PROFILE ?= ci
 REPORT_DIR ?= reports/runs/check-$(TARGET)
 LEVEL ?= protocol
+# pytest worker processes for `make test` (pytest-xdist; 1 runs the tests in this process, in order)
+TEST_WORKERS ?= 2
 
 .PHONY: install install-spark wheel test lint check bench clean proofs conformance-reports docs
 
@@ -38,7 +40,8 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: $(SPARK_STAMP) lint
-	$(BIN)/python -m pytest
+	if [ "$(TEST_WORKERS)" = 1 ]; then $(BIN)/python -m pytest; \
+	else $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal; fi
 
 check: $(STAMP)
 	$(BIN)/groupcheck check --target $(TARGET) --protocol $(PROTOCOL) --profile $(PROFILE) --level $(LEVEL) --report-dir $(REPORT_DIR)
