@@ -25,6 +25,7 @@ from conformance.resources import package_dir
 from conformance.targets import cache as target_cache
 from conformance.targets import process
 from conformance.targets.cache import digest, file_lock
+from conformance.targets.maven import run_maven
 from conformance.targets.process import Deadline, Proc, java_bin, require_tool, run_tool
 
 HERE = package_dir("conformance.clients")  # the harness sources: package data
@@ -151,10 +152,7 @@ def _build_java(library: Library, where: Path, deadline: Deadline) -> None:
     ]  # fmt: skip
     log = where / "provision.log"
     what = f"mvn package (kafka-clients {library.version})"
-    try:
-        run_tool([mvn, "-o", *goals], deadline=deadline, log_path=log, what=what + " offline")
-    except process.TargetError:  # the local repository lacks something: fetch it from Maven Central
-        run_tool([mvn, *goals], deadline=deadline, log_path=log, what=what)
+    run_maven(mvn, goals, deadline=deadline, log_path=log, what=what, offline_first=True)
     if not (staging / f"kafka-clients-{library.version}.jar").exists():
         raise process.TargetError(f"Maven gave no kafka-clients-{library.version}.jar")
     shutil.rmtree(where / "libs", ignore_errors=True)

@@ -21,6 +21,7 @@ from typing import Any
 from conformance.resources import package_dir
 from conformance.targets.base import Target
 from conformance.targets.cache import digest
+from conformance.targets.maven import run_maven
 from conformance.targets.process import (
     Deadline,
     Proc,
@@ -100,9 +101,10 @@ class ApacheKafkaTarget(Target):
         shutil.copyfile(POM, work / "pom.xml")
         staging = self.cache_dir / "libs.tmp"
         shutil.rmtree(staging, ignore_errors=True)
-        run_tool(
+        run_maven(
+            mvn,
             [
-                mvn, "-q", "-B", "-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+                "-q", "-B", "-f", str(work / "pom.xml"), "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
             ],
             deadline=deadline, log_path=log_path, what=f"mvn dependency:copy-dependencies (Kafka {version})",
