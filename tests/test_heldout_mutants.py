@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conformance.mutants import MUTANTS, get_mutant, heldout_mutants
 from conformance.mutants import heldout_classic as hc
-from conformance.power.heldout_power import load_bugs
+from conformance.power.heldout_power import WAVE_SEEDS, expected_halves, load_bugs, split_halves
+from conformance.power.heldout_report import render_catalogue
 from conformance.targets.mutant import check_setup
 from model.classic.client import ClassicClient, ClientConfig, Phase
 from model.classic.coordinator import ClassicCoordinator
@@ -36,11 +38,30 @@ PROTOCOLS = (("range", b"sub"),)
 
 def test_split_is_the_fixed_seed_shuffle_of_the_sorted_ids() -> None:
     bugs = load_bugs()
-    ids = sorted(b["id"] for b in bugs)
+    ids = sorted(b["id"] for b in bugs if b["wave"] == 1)
     random.Random(20261126).shuffle(ids)
     dev = set(ids[: len(ids) // 2])
-    assert len(bugs) >= 24 and len(ids) == len(set(ids))
-    assert {b["id"]: b["half"] for b in bugs} == {i: "dev" if i in dev else "heldout" for i in ids}
+    assert len(ids) == 24 and len({b["id"] for b in bugs}) == len(bugs)
+    assert {b["id"]: b["half"] for b in bugs if b["wave"] == 1} == {
+        i: "dev" if i in dev else "heldout" for i in ids
+    }
+    assert {b["id"]: b["half"] for b in bugs} == expected_halves(bugs)
+
+
+def test_a_later_wave_is_split_among_itself_and_moves_no_earlier_entry() -> None:
+    first = split_halves([f"HB-{n:02d}" for n in range(1, 25)], WAVE_SEEDS[1])
+    second = split_halves([f"HB-{n:02d}" for n in range(25, 45)], WAVE_SEEDS[2])
+    assert list(first.values()).count("dev") == 12 and list(second.values()).count("dev") == 10
+    bugs = [{"id": i, "wave": 1} for i in first] + [{"id": i, "wave": 2} for i in second]
+    assert expected_halves(bugs) == {**first, **second}
+    assert split_halves(list(second), WAVE_SEEDS[2]) == second  # the order given does not matter
+
+
+def test_an_entry_of_an_unknown_wave_is_refused_with_its_position(tmp_path: Any) -> None:
+    spec = tmp_path / "bugs.yaml"
+    spec.write_text("bugs:\n  - {id: HB-01, mutant: m, protocol: classic, half: dev, wave: 3}\n")
+    with pytest.raises(ValueError, match=r"bugs\[0\]\.wave"):
+        load_bugs(spec)
 
 
 def test_every_entry_has_its_mutant_and_no_mutant_is_in_the_first_catalogue() -> None:
@@ -288,9 +309,5 @@ def test_every_classic_heldout_mutant_has_a_script() -> None:
 
 
 def test_catalogue_document_is_generated_from_the_spec() -> None:
-    from pathlib import Path
-
-    from conformance.power.heldout_report import render_catalogue
-
     doc = Path("docs") / "bug-catalogue-heldout.md"
     assert doc.read_text() == render_catalogue(load_bugs()) + "\n"

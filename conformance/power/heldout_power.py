@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import subprocess
 import sys
@@ -22,6 +23,9 @@ import yaml
 
 SPEC = Path("specs") / "bugs-heldout.yaml"
 MAX_BUGS = 200
+#: the seed of each wave's split; a wave's entries are split among themselves, so a later wave
+#: never moves an entry of an earlier one between the halves
+WAVE_SEEDS = {1: 20261126, 2: 20261129}
 VERDICT = re.compile(
     r"^(classic|consumer|mixed) on mutant:\S+: (\w+) \((\d+) examples, seed \d+, ([\d.]+) s\)"
 )
@@ -55,7 +59,26 @@ def load_bugs(path: Path = SPEC) -> list[dict[str, Any]]:
         for key in ("id", "mutant", "protocol", "half"):
             if not isinstance(bug, dict) or not isinstance(bug.get(key), str):
                 raise ValueError(f"{path}: bugs[{i}].{key} missing or not a string")
+        if bug.setdefault("wave", 1) not in WAVE_SEEDS:
+            raise ValueError(f"{path}: bugs[{i}].wave must be one of {sorted(WAVE_SEEDS)}")
     return bugs
+
+
+def split_halves(ids: list[str], seed: int) -> dict[str, str]:
+    """The fixed split of one wave: ids sorted, shuffled by ``random.Random(seed)``, the first
+    ``len(ids) // 2`` dev, the rest held-out."""
+    order = sorted(ids)
+    random.Random(seed).shuffle(order)
+    dev = set(order[: len(order) // 2])
+    return {i: "dev" if i in dev else "heldout" for i in order}
+
+
+def expected_halves(bugs: list[dict[str, Any]]) -> dict[str, str]:
+    """Every entry's half as its wave's split gives it."""
+    out: dict[str, str] = {}
+    for wave, seed in WAVE_SEEDS.items():
+        out.update(split_halves([b["id"] for b in bugs if b["wave"] == wave], seed))
+    return out
 
 
 def command(mutant: str, protocol: str, seed: int, profile: str) -> list[str]:
@@ -93,8 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="ci")
     p.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per mutant")
     p.add_argument("--only", action="append", default=[], help="only this mutant (repeatable)")
+    p.add_argument("--wave", type=int, choices=sorted(WAVE_SEEDS), help="only this wave's entries")
     args = p.parse_args(argv)
-    bugs = [b for b in load_bugs() if not args.only or b["mutant"] in args.only]
+    bugs = [
+        b
+        for b in load_bugs()
+        if (not args.only or b["mutant"] in args.only) and (args.wave is None or b["wave"] == args.wave)
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as out:
         for bug in bugs:

@@ -39,6 +39,12 @@ Twister), the first `len(ids) // 2` become the **dev** half (allowed to guide ne
 the rest the **held-out** half (never looked at while writing invariants; measured only before and
 after). The YAML records the result in each entry's `half`; a test recomputes it.
 
+The catalogue grows in *waves*. Wave 1 is HB-01 to HB-24. Wave 2 (HB-25 on) was gathered later,
+when every wave-1 entry had been read while its mutant was built, so wave 1's held-out half no
+longer measures bugs nobody working on the invariants has seen. A wave is split among its own
+entries with its own seed (wave 2: `random.Random(20261129)`), so it never moves an earlier entry
+between the halves; its entries and mutants were written without running the suite against them.
+
 """
 
 NOT_BUILT = """## Real bugs found but not built as mutants
@@ -65,18 +71,20 @@ behaviour (it predates the fix), so a mutant would be the model unchanged:
 
 def render_catalogue(bugs: list[dict[str, Any]]) -> str:
     lines = [CATALOGUE_HEAD, "## Entries", ""]
-    lines.append("| id | half | protocol | layer | mutant | title |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| id | wave | half | protocol | layer | mutant | title |")
+    lines.append("|---|---|---|---|---|---|---|")
     for b in bugs:
         lines.append(
-            f"| {b['id']} | {b['half']} | {b['protocol']} | {b['layer']} | `{b['mutant']}` | {b['title']} |"
+            f"| {b['id']} | {b['wave']} | {b['half']} | {b['protocol']} | {b['layer']} | `{b['mutant']}` "
+            f"| {b['title']} |"
         )
     for b in bugs:
         lines += ["", f"### {b['id']}: {b['title']}", ""]
         refs = "; ".join(f"[{s['ref']}]({s['url']})" for s in b["sources"])
         lines += [f"Sources: {refs}", ""]
         lines += [
-            f"Protocol `{b['protocol']}`, layer {b['layer']}, mutant `{b['mutant']}`, half {b['half']}.",
+            f"Protocol `{b['protocol']}`, layer {b['layer']}, mutant `{b['mutant']}`, wave {b['wave']}, "
+            f"half {b['half']}.",
             "",
         ]
         lines += [f"**Faulty.** {b['faulty']}", "", f"**Fixed.** {b['fixed']}"]
@@ -158,13 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", type=Path, help="print the power tables into this file's BEFORE section")
     p.add_argument("--machine", default="")
     p.add_argument("--title", default="Before: the suite as it was")
+    p.add_argument("--wave", type=int, help="power tables of this wave's entries only")
     args = p.parse_args(argv)
     bugs = load_bugs(SPEC)
     if args.catalogue:
         args.catalogue.parent.mkdir(parents=True, exist_ok=True)
         args.catalogue.write_text(render_catalogue(bugs) + "\n")
     if args.power:
-        text = render_power(bugs, load_rows(args.power), args.machine, args.title)
+        chosen = [b for b in bugs if args.wave is None or b["wave"] == args.wave]
+        text = render_power(chosen, load_rows(args.power), args.machine, args.title)
         if args.report:
             args.report.write_text(text)
         else:
