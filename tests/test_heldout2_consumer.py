@@ -1,0 +1,108 @@
+"""KIP-848 coordinator mutants of conformance/mutants/heldout2_consumer.py (specs/bugs-heldout.yaml):
+each answers or records differently from the reference model on a short scripted request sequence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.mutants import get_mutant, heldout_mutants
+from conformance.mutants.heldout2_consumer import (
+    HELDOUT2_CONSUMER_MUTANTS,
+    ExtraSlotsByMemberOrder,
+    RevocationRestartsOnNewTarget,
+)
+from model.consumer.coordinator import ConsumerCoordinator
+from model.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
+)
+from model.consumer.state import REBALANCE, ConsumerCoordinatorState, MemberState
+
+
+class Script:
+    """A consumer coordinator with topic ``t`` (3 partitions); every answer kept."""
+
+    def __init__(self, cls: type[ConsumerCoordinator]) -> None:
+        self.coord, self.state, self.ref = cls(), ConsumerCoordinatorState(), 0
+        self.coord.create_topic(self.state, "t", 3)
+
+    def send(self, request: ConsumerGroupHeartbeatRequest, now: int) -> ConsumerGroupHeartbeatResponse:
+        self.ref += 1
+        result = self.coord.handle_consumer_group_heartbeat(self.state, request, self.ref, now)
+        (delivery,) = result.deliveries
+        response = delivery.response
+        assert isinstance(response, ConsumerGroupHeartbeatResponse) and response.error_code == 0
+        return response
+
+
+def join(member: str) -> ConsumerGroupHeartbeatRequest:
+    return ConsumerGroupHeartbeatRequest(
+        "g", member, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), topic_partitions=()
+    )
+
+
+def heartbeat(member: str, epoch: int, owned: tuple[int, ...]) -> ConsumerGroupHeartbeatRequest:
+    return ConsumerGroupHeartbeatRequest("g", member, epoch, topic_partitions=(TopicPartitions("t", owned),))
+
+
+def owned_of(response: ConsumerGroupHeartbeatResponse) -> tuple[int, ...]:
+    return tuple(sorted(p for tp in response.assignment or () for p in tp.partitions))
+
+
+def test_every_mutant_is_registered_as_a_heldout_consumer_mutant() -> None:
+    for mutant in HELDOUT2_CONSUMER_MUTANTS:
+        assert heldout_mutants()[mutant.name] is mutant
+        assert get_mutant(mutant.name, "consumer").coordinator is not None
+        assert mutant.coordinator is not None and mutant.coordinator.__doc__
+
+
+# ---------------------------------------------------------------------------------- uniform assignor
+
+
+def second_member_joins(cls: type[ConsumerCoordinator]) -> dict[str, list[int]]:
+    """m2 holds t-0..t-2; m1 (earlier in member-id order) joins: one partition has to move."""
+    s = Script(cls)
+    first = s.send(join("m2"), 0)
+    s.send(heartbeat("m2", first.member_epoch, owned_of(first)), 1)
+    s.send(join("m1"), 2)
+    target = s.state.groups["g"].target
+    return {m: sorted(p for _, p in target[m]) for m in sorted(target)}
+
+
+def test_uniform_assignor_gives_the_extra_partition_to_the_member_already_holding_it() -> None:
+    assert get_mutant("kafka-18688", "consumer").coordinator is ExtraSlotsByMemberOrder
+    assert second_member_joins(ConsumerCoordinator) == {"m1": [2], "m2": [0, 1]}
+    # the extra slot goes to m1 by member order: m2 gives up two partitions where one would do
+    assert second_member_joins(ExtraSlotsByMemberOrder) == {"m1": [1, 2], "m2": [0]}
+
+
+# ---------------------------------------------------------------------------------- reconciliation
+
+
+def new_target_while_revoking(cls: type[ConsumerCoordinator]) -> Any:
+    """m1 holds t-0..t-2; m2 joins and m1 starts revoking one partition at t=3; m3 joins (a new
+    target) and m1 heartbeats at t=20, still owning all three."""
+    s = Script(cls)
+    first = s.send(join("m1"), 0)
+    s.send(heartbeat("m1", first.member_epoch, owned_of(first)), 1)
+    s.send(join("m2"), 2)
+    revoking = s.send(heartbeat("m1", first.member_epoch, owned_of(first)), 3)
+    s.send(join("m3"), 10)
+    s.send(heartbeat("m1", revoking.member_epoch, owned_of(first)), 20)
+    group = s.state.groups["g"]
+    member = group.members["m1"]
+    return (
+        member.state,
+        sorted(p for _, p in member.assigned),
+        sorted(p for _, p in member.pending_revocation),
+        group.timers[(REBALANCE, "m1")].deadline,
+    )
+
+
+def test_unfinished_revocation_keeps_its_rebalance_deadline_when_a_new_target_arrives() -> None:
+    assert get_mutant("kafka-16249", "consumer").coordinator is RevocationRestartsOnNewTarget
+    unrevoked = MemberState.UNREVOKED_PARTITIONS
+    assert new_target_while_revoking(ConsumerCoordinator) == (unrevoked, [0, 1], [2], 3 + 30_000)
+    # the new target restarts the revocation (two partitions now) and its deadline from t=20
+    assert new_target_while_revoking(RevocationRestartsOnNewTarget) == (unrevoked, [0], [1, 2], 20 + 30_000)
