@@ -43,6 +43,7 @@ def heldout_mutants() -> dict[str, Mutant]:
     """The mutants of the second bug catalogue (docs/bug-catalogue-heldout.md), kept out of `MUTANTS`
     and its kill matrix; `get_mutant` finds them, so ``--target mutant:NAME`` runs them."""
     from conformance.mutants.heldout2_others import HELDOUT2_OTHERS_MUTANTS
+    from conformance.mutants.heldout2_consumer import HELDOUT2_CONSUMER_MUTANTS
     from conformance.mutants.heldout_classic import HELDOUT_CLASSIC_MUTANTS
     from conformance.mutants.heldout_consumer import HELDOUT_CONSUMER_MUTANTS
     from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANT_LIST
@@ -54,6 +55,7 @@ def heldout_mutants() -> dict[str, Mutant]:
             *HELDOUT_CONSUMER_MUTANTS,
             *HELDOUT_MIXED_MUTANT_LIST,
             *HELDOUT2_OTHERS_MUTANTS,
+            *HELDOUT2_CONSUMER_MUTANTS,
         )
     }
 

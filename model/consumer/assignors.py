@@ -64,9 +64,13 @@ def _partitions(topics: Mapping[str, int], names: Iterable[str]) -> list[TopicPa
 
 
 def uniform_homogeneous(
-    members: Mapping[str, AssignmentMember], topics: Mapping[str, int]
+    members: Mapping[str, AssignmentMember], topics: Mapping[str, int], extra_to_retained: bool = True
 ) -> GroupAssignment:
-    """UHom: balanced, sticky up to quota (see module docstring for the fixed arbitrary choices)."""
+    """UHom: balanced, sticky up to quota (see module docstring for the fixed arbitrary choices).
+
+    ``extra_to_retained=False`` is the rule before KAFKA-18688 (apache/kafka PR #19677): the P mod N
+    extra slots go to the first members in iteration order (here: member id order) whatever they
+    retain, so a balanced assignment can be reshuffled."""
     if not members:
         return {}
     subscribed = next(iter(members.values())).subscribed
@@ -87,7 +91,8 @@ def uniform_homogeneous(
     unassigned = [tp for tp in every if tp not in claimed]
     result: dict[str, list[TopicPartition]] = {}
     unfilled: list[tuple[str, int]] = []
-    for member_id in sorted(members, key=lambda m: (-len(retained[m]), m)):
+    order = sorted(members, key=lambda m: (-len(retained[m]), m)) if extra_to_retained else sorted(members)
+    for member_id in order:
         quota = minimum
         if extra > 0:
             quota += 1
