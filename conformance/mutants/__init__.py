@@ -42,6 +42,7 @@ UNMODELLED_ROWS: dict[int, str] = {}
 def heldout_mutants() -> dict[str, Mutant]:
     """The mutants of the second bug catalogue (docs/bug-catalogue-heldout.md), kept out of `MUTANTS`
     and its kill matrix; `get_mutant` finds them, so ``--target mutant:NAME`` runs them."""
+    from conformance.mutants.heldout2_clients import HELDOUT2_CLIENT_MUTANTS
     from conformance.mutants.heldout2_consumer import HELDOUT2_CONSUMER_MUTANTS
     from conformance.mutants.heldout2_others import HELDOUT2_OTHERS_MUTANTS
     from conformance.mutants.heldout_classic import HELDOUT_CLASSIC_MUTANTS
@@ -56,6 +57,7 @@ def heldout_mutants() -> dict[str, Mutant]:
             *HELDOUT_MIXED_MUTANT_LIST,
             *HELDOUT2_OTHERS_MUTANTS,
             *HELDOUT2_CONSUMER_MUTANTS,
+            *HELDOUT2_CLIENT_MUTANTS,
         )
     }
 
