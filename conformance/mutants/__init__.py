@@ -42,12 +42,19 @@ UNMODELLED_ROWS: dict[int, str] = {}
 def heldout_mutants() -> dict[str, Mutant]:
     """The mutants of the second bug catalogue (docs/bug-catalogue-heldout.md), kept out of `MUTANTS`
     and its kill matrix; `get_mutant` finds them, so ``--target mutant:NAME`` runs them."""
+    from conformance.mutants.heldout2_classic import HELDOUT2_CLASSIC_MUTANTS
     from conformance.mutants.heldout_classic import HELDOUT_CLASSIC_MUTANTS
     from conformance.mutants.heldout_consumer import HELDOUT_CONSUMER_MUTANTS
     from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANT_LIST
 
     return {
-        m.name: m for m in (*HELDOUT_CLASSIC_MUTANTS, *HELDOUT_CONSUMER_MUTANTS, *HELDOUT_MIXED_MUTANT_LIST)
+        m.name: m
+        for m in (
+            *HELDOUT_CLASSIC_MUTANTS,
+            *HELDOUT2_CLASSIC_MUTANTS,
+            *HELDOUT_CONSUMER_MUTANTS,
+            *HELDOUT_MIXED_MUTANT_LIST,
+        )
     }
 
 
