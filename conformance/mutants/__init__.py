@@ -42,6 +42,7 @@ UNMODELLED_ROWS: dict[int, str] = {}
 def heldout_mutants() -> dict[str, Mutant]:
     """The mutants of the second bug catalogue (docs/bug-catalogue-heldout.md), kept out of `MUTANTS`
     and its kill matrix; `get_mutant` finds them, so ``--target mutant:NAME`` runs them."""
+    from conformance.mutants.heldout2_classic import HELDOUT2_CLASSIC_MUTANTS
     from conformance.mutants.heldout2_clients import HELDOUT2_CLIENT_MUTANTS
     from conformance.mutants.heldout2_consumer import HELDOUT2_CONSUMER_MUTANTS
     from conformance.mutants.heldout2_others import HELDOUT2_OTHERS_MUTANTS
@@ -58,6 +59,9 @@ def heldout_mutants() -> dict[str, Mutant]:
             *HELDOUT2_OTHERS_MUTANTS,
             *HELDOUT2_CONSUMER_MUTANTS,
             *HELDOUT2_CLIENT_MUTANTS,
+            *HELDOUT2_CLASSIC_MUTANTS,
+            *HELDOUT_CONSUMER_MUTANTS,
+            *HELDOUT_MIXED_MUTANT_LIST,
         )
     }
 

@@ -28,9 +28,11 @@ The first catalogue (21 rows, 43 mutants under `conformance/mutants/`) shaped th
 invariants. This one measures the suite on bugs it was *not* built for: every entry is a real bug
 of Apache Kafka's group coordinator or consumer, of a Kafka-compatible broker, or of a client
 library, absent from the first catalogue and from the first mutants. Each has a mutant of the model
-(`conformance/mutants/heldout_classic.py`, `heldout_consumer.py`, `heldout_mixed.py`) run with
-`groupcheck check --target mutant:<mutant> --protocol <protocol>`; tests/test_heldout_mutants.py
-and tests/test_heldout_mutants_848.py show each mutant changes the model's answers or records.
+(`conformance/mutants/heldout_classic.py`, `heldout_consumer.py`, `heldout_mixed.py`; wave 2 in
+`heldout2_classic.py`, `heldout2_consumer.py`, `heldout2_clients.py`, `heldout2_others.py`) run
+with `groupcheck check --target mutant:<mutant> --protocol <protocol>`; tests/test_heldout_mutants.py,
+tests/test_heldout_mutants_848.py and tests/test_heldout2_*.py show each mutant changes the model's
+answers, requests or records.
 
 ## Split (fixed before any measurement)
 
@@ -66,6 +68,17 @@ behaviour (it predates the fix), so a mutant would be the model unchanged:
 * KAFKA-20272 / apache/kafka PR #21662: classic members of a mixed group are told to rejoin when the
   group epoch moves rather than when a new target exists; both rules are model variants
   (`MixedConfig.classic_rejoin_epoch`), the default being the pre-fix one.
+
+Found while gathering wave 2, with the model on the faulty side as well:
+
+* KAFKA-19720: a classic static member that replaces a consumer member of a mixed group keeps the
+  regex subscription of the member it replaces.
+* KAFKA-20641: a static member that leaves with member epoch -2 while it is revoking stays in
+  UNREVOKED_PARTITIONS.
+* KAFKA-14201 / apache/kafka PR #12598: an OffsetCommit with generation -1 and a group instance id
+  to an Empty classic group is stored by Kafka 3.3 on; the model answers UNKNOWN_MEMBER_ID.
+* KAFKA-20938 / apache/kafka PR #23174: a second JoinGroup of a member whose first JoinGroup is
+  still parked replaces it, and the first is never answered; the fix answers it NOT_COORDINATOR.
 """
 
 

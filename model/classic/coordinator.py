@@ -92,8 +92,7 @@ class ClassicCoordinator(RebalanceRules):
         if not self.supports_protocols(group, req.protocol_type, tuple(n for n, _ in req.protocols)):
             tx.reply(ref, JoinGroupResponse(E.INCONSISTENT_GROUP_PROTOCOL))
             return
-        prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
-        new_id = f"{prefix}-{self.chooser.new_uuid()}"
+        new_id = self.new_member_id(group, req)
         if req.group_instance_id is not None:
             if req.group_instance_id in group.static_members:
                 self.replace_static_member(tx, group, req, new_id, ref, now)
@@ -103,6 +102,12 @@ class ClassicCoordinator(RebalanceRules):
             self.require_known_member_id(tx, group, req, new_id, ref, now)
         else:
             self.add_member_and_rebalance(tx, group, req, new_id, ref, now)
+
+    def new_member_id(self, group: ClassicGroup, req: JoinGroupRequest) -> str:
+        """A fresh member id: the instance id (static) or the client id, a dash and a UUID
+        (CG `generateMemberId`)."""
+        prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
+        return f"{prefix}-{self.chooser.new_uuid()}"
 
     def require_known_member_id(
         self, tx: Tx, group: ClassicGroup, req: JoinGroupRequest, new_id: str, ref: int, now: int
