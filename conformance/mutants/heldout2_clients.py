@@ -21,7 +21,7 @@ from model.assignors.cooperative_sticky import (
 )
 from model.assignors.range import RangeAssignor
 from model.assignors.roundrobin import RoundRobinAssignor
-from model.assignors.sticky import Claim, StickyAssignor, sticky_core
+from model.assignors.sticky import Claim, sticky_core
 from model.classic.client import RETRIABLE, ClassicClient, Phase
 from model.classic.messages import JoinGroupResponse, OffsetCommitResponse, Response
 from model.embedded import Assignment, Subscription, TopicPartition, java_string_key
@@ -72,15 +72,13 @@ class CommitMemberErrorIgnored(ClassicClient):
 
 
 class OldestClaimantSticky(ClassicClient):
-    """librdkafka PR #4252: the leader's sticky and cooperative-sticky assignors take, among several
-    members claiming one partition, the claimant of the lowest generation as its current owner (and
-    of two claims at one generation keep the first), so a member that missed rebalances gets its
-    stale partitions back from their current owner."""
+    """librdkafka PR #4252 (fix in PR #4274): the leader's cooperative-sticky assignor (librdkafka
+    has no eager sticky one) takes, among several members claiming one partition, the claimant of
+    the lowest generation as its current owner (and of two claims at one generation keeps the first),
+    so a member that missed rebalances gets its stale partitions back from their current owner."""
 
     def _assignor(self, name: str):  # type: ignore[no-untyped-def]
         assignor = super()._assignor(name)
-        if name == "sticky" and assignor.user_data_version == 1:
-            return _OldestFirstSticky()
         if name == "cooperative-sticky":
             return _OldestFirstCooperative(assignor.adjust)
         return assignor
@@ -107,15 +105,6 @@ def oldest_claim_wins(
             if tp not in winner or generation < winner[tp][0]:
                 winner[tp] = (generation, member)
     return {m: (tuple(tp for tp in valid[m] if winner[tp][1] == m), g) for m, (_, g) in claims.items()}
-
-
-class _OldestFirstSticky(StickyAssignor):
-    def assign(
-        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
-    ) -> dict[str, Assignment]:
-        claims = {m: self.claim(sub) for m, sub in subscriptions.items()}
-        claims = oldest_claim_wins(claims, partitions_per_topic, subscriptions)
-        return to_assignments(sticky_core(partitions_per_topic, subscriptions, claims), subscriptions)
 
 
 class _OldestFirstCooperative(CooperativeStickyAssignor):
@@ -230,13 +219,13 @@ HELDOUT2_CLIENT_MUTANTS: tuple[Mutant, ...] = (
     _m(
         "franz-go-1326",
         "OffsetCommit UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION does not make the consumer rejoin",
-        "twmb/franz-go #1326",
+        "twmb/franz-go PR #1326 / PR #1340",
         client=CommitMemberErrorIgnored,
     ),
     _m(
         "librdkafka-4252",
-        "the sticky assignors take the lowest-generation claimant as a partition's owner",
-        "confluentinc/librdkafka PR #4252",
+        "the cooperative-sticky assignor takes the lowest-generation claimant as a partition's owner",
+        "confluentinc/librdkafka PR #4252 / PR #4274",
         client=OldestClaimantSticky,
     ),
     _m(
