@@ -14,7 +14,7 @@ import pytest
 from conformance.mutants import MUTANTS, get_mutant, heldout_mutants
 from conformance.mutants import heldout_classic as hc
 from conformance.power.heldout_power import WAVE_SEEDS, expected_halves, load_bugs, split_halves
-from conformance.power.heldout_report import render_catalogue
+from conformance.power.heldout_report import render_catalogue, render_seeds
 from conformance.targets.mutant import check_setup
 from model.classic.client import ClassicClient, ClientConfig, Phase
 from model.classic.coordinator import ClassicCoordinator
@@ -311,3 +311,19 @@ def test_every_classic_heldout_mutant_has_a_script() -> None:
 def test_catalogue_document_is_generated_from_the_spec() -> None:
     doc = Path("docs") / "bug-catalogue-heldout.md"
     assert doc.read_text() == render_catalogue(load_bugs()) + "\n"
+
+
+def test_seed_table_counts_an_entry_caught_at_any_seed_once() -> None:
+    bugs = [
+        {"id": "HB-90", "mutant": "a", "protocol": "classic", "half": "heldout"},
+        {"id": "HB-91", "mutant": "b", "protocol": "classic", "half": "heldout"},
+        {"id": "HB-92", "mutant": "c", "protocol": "consumer", "half": "dev"},
+    ]
+    caught = {"caught": True, "check_seconds": 2.0, "invariants": ["x.y"], "verdict": "FAILED"}
+    passed = {"caught": False, "check_seconds": 9.0, "invariants": [], "verdict": "PASSED"}
+    text = render_seeds(bugs, {0: {"a": caught, "b": passed}, 3: {"a": caught, "b": passed, "c": caught}})
+    assert "### heldout half: caught at one seed or more: 1 of 2" in text
+    assert "| HB-90 | `a` | classic | **caught** 2.0 s | **caught** 2.0 s | `x.y` |" in text
+    assert "| HB-92 | `c` | consumer | not run | **caught** 2.0 s | `x.y` |" in text
+    assert "Caught per seed: seed 0: 1 of 2, seed 3: 1 of 2" in text
+    assert "Caught per seed: seed 0: 0 of 1, seed 3: 1 of 1" in text

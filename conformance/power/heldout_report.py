@@ -172,6 +172,46 @@ def render_power(
     return "\n".join(lines)
 
 
+def _cell(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "not run"
+    if row["caught"]:
+        return f"**caught** {_fmt(row['check_seconds'])} s"
+    return str(row["verdict"])
+
+
+def render_seeds(bugs: list[dict[str, Any]], by_seed: dict[int, dict[str, dict[str, Any]]]) -> str:
+    """One table per half: each entry's verdict at every seed (time to catch where caught), the
+    invariants that caught it, and how many entries were caught at one seed or more."""
+    seeds = sorted(by_seed)
+    lines: list[str] = []
+    for half in ("heldout", "dev"):
+        chosen = [b for b in bugs if b["half"] == half]
+        rows = {b["mutant"]: [by_seed[s].get(b["mutant"]) for s in seeds] for b in chosen}
+        ever = sum(1 for b in chosen if any(r and r["caught"] for r in rows[b["mutant"]]))
+        lines += [f"### {half} half: caught at one seed or more: {ever} of {len(chosen)}", ""]
+        lines.append(
+            "| id | mutant | protocol | " + " | ".join(f"seed {s}" for s in seeds) + " | invariant(s) |"
+        )
+        lines.append("|---|---|---|" + "---|" * len(seeds) + "---|")
+        for b in chosen:
+            found = sorted({i for r in rows[b["mutant"]] if r and r["caught"] for i in r["invariants"]})
+            cells = " | ".join(_cell(r) for r in rows[b["mutant"]])
+            invs = ", ".join(f"`{i}`" for i in found) or "-"
+            lines.append(f"| {b['id']} | `{b['mutant']}` | {b['protocol']} | {cells} | {invs} |")
+        per_seed = [
+            sum(1 for b in chosen if (r := by_seed[s].get(b["mutant"])) is not None and r["caught"])
+            for s in seeds
+        ]
+        lines += [
+            "",
+            "Caught per seed: "
+            + ", ".join(f"seed {s}: {n} of {len(chosen)}" for s, n in zip(seeds, per_seed, strict=True)),
+            "",
+        ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--catalogue", type=Path, help="write the catalogue document here")
@@ -180,13 +220,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--machine", default="")
     p.add_argument("--title", default="Before: the suite as it was")
     p.add_argument("--wave", type=int, help="power tables of this wave's entries only")
+    p.add_argument(
+        "--seed-rows",
+        action="append",
+        default=[],
+        metavar="SEED=FILE",
+        help="print one table of verdicts per seed (rows of heldout_power run at SEED; repeatable)",
+    )
     args = p.parse_args(argv)
     bugs = load_bugs(SPEC)
     if args.catalogue:
         args.catalogue.parent.mkdir(parents=True, exist_ok=True)
         args.catalogue.write_text(render_catalogue(bugs) + "\n")
+    chosen = [b for b in bugs if args.wave is None or b["wave"] == args.wave]
+    if args.seed_rows:
+        by_seed = {}
+        for item in args.seed_rows:
+            seed, sep, path = item.partition("=")
+            if not sep or not seed.isdigit():
+                raise SystemExit(f"--seed-rows {item!r}: expected SEED=FILE")
+            by_seed[int(seed)] = load_rows(Path(path))
+        print(render_seeds(chosen, by_seed))
     if args.power:
-        chosen = [b for b in bugs if args.wave is None or b["wave"] == args.wave]
         text = render_power(chosen, load_rows(args.power), args.machine, args.title)
         if args.report:
             args.report.write_text(text)
