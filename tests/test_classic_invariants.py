@@ -424,6 +424,37 @@ def test_eventual_convergence(stable) -> None:  # type: ignore[no-untyped-def]
     assert fails(progress_inv.eventual_convergence, Observation(gone, Advance(0), (), gone, stable.now))
 
 
+def test_member_id_kept_until_refused(stable) -> None:  # type: ignore[no-untyped-def]
+    """A consumer that drops its member id without an answer refusing it breaks the promise; one
+    answered UNKNOWN_MEMBER_ID, or given an id by a JoinGroup answer, or leaving, does not."""
+    c1 = stable.after.clients[0]
+    lost = replace(c1, member_id="", generation=-1)
+
+    def obs(handed):  # type: ignore[no-untyped-def]
+        after = replace(stable.after, clients=(lost, *stable.after.clients[1:]), handed=handed)
+        return Observation(stable.after, Advance(0), (), after, 0)
+
+    retriable = ((c1.name, "JoinGroupResponse", (int(ErrorCode.COORDINATOR_NOT_AVAILABLE),)),)
+    assert fails(pinv.member_id_kept_until_refused, obs(()))  # a request timeout
+    assert fails(pinv.member_id_kept_until_refused, obs(retriable))
+    assert fails(
+        pinv.member_id_kept_until_refused,
+        obs(((c1.name, "SyncGroupResponse", (int(ErrorCode.ILLEGAL_GENERATION),)),)),
+    )
+    assert not fails(
+        pinv.member_id_kept_until_refused,
+        obs(((c1.name, "HeartbeatResponse", (int(ErrorCode.UNKNOWN_MEMBER_ID),)),)),
+    )
+    assert not fails(pinv.member_id_kept_until_refused, obs(((c1.name, "LeaveGroupResponse", (0,)),)))
+    other = stable.after.clients[1].name
+    assert fails(
+        pinv.member_id_kept_until_refused,
+        obs(((other, "HeartbeatResponse", (int(ErrorCode.UNKNOWN_MEMBER_ID),)),)),
+    )
+    kept = Observation(stable.after, Advance(0), (), replace(stable.after, handed=retriable), 0)
+    assert not fails(pinv.member_id_kept_until_refused, kept)
+
+
 def test_lost_member_id_releases_partitions(stable) -> None:  # type: ignore[no-untyped-def]
     """A cooperative consumer that lost its member id but still owns a partition breaks the promise;
     an eager one, or one under the armed stale_subscription fault, does not."""

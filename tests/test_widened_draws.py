@@ -77,6 +77,7 @@ def test_the_commit_policy_field_must_be_a_boolean() -> None:
         ("classic", "kafka-9232", 40, "classic.live_session_not_expired"),
         ("classic", "kafka-python-2614", 80, "classic.rebalance_in_progress_keeps_membership"),
         ("classic", "kafka-12983", 150, "classic.lost_member_id_releases_partitions"),
+        ("classic", "kafka-13214", 60, "classic.member_id_kept_until_refused"),
         ("consumer", "kafka-19899", 40, "consumer.subscription_change_bumps_epoch"),
     ],
 )

@@ -144,3 +144,15 @@ Request = JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupReq
 Response = (
     JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse | OffsetCommitResponse
 )
+
+
+def answer_errors(response: Response) -> tuple[int, ...]:
+    """Every error code an answer carries, sorted: its own, and its members' or partitions'."""
+    codes = (
+        {int(e) for _, _, e in response.partitions} if isinstance(response, OffsetCommitResponse) else set()
+    )
+    if not isinstance(response, OffsetCommitResponse):
+        codes.add(int(response.error))
+    if isinstance(response, LeaveGroupResponse):
+        codes.update(int(m.error) for m in response.members)
+    return tuple(sorted(codes))

@@ -271,3 +271,45 @@ def heartbeat_signals_rebalance(obs: Obs) -> Iterator[str]:
     for d in produced(obs):
         if d.ref == ev.ref and isinstance(d.response, HeartbeatResponse) and d.response.error == E.NONE:
             yield f"{ev.request.member_id}'s Heartbeat answered NONE while the group prepares a rebalance"
+
+
+#: answers that take a consumer's member id away or give it another (AbstractCoordinator: the id is
+#: reset on UNKNOWN_MEMBER_ID, a static member is fenced by FENCED_INSTANCE_ID, a JoinGroup answer
+#: names the id, a LeaveGroup ends the membership)
+_ID_ENDING = frozenset({int(E.UNKNOWN_MEMBER_ID), int(E.FENCED_INSTANCE_ID)})
+_ID_GIVING = frozenset({int(E.NONE), int(E.MEMBER_ID_REQUIRED)})
+
+
+def _may_change_member_id(kind: str, errors: tuple[int, ...]) -> bool:
+    if kind == "LeaveGroupResponse" or _ID_ENDING.intersection(errors):
+        return True
+    return kind == "JoinGroupResponse" and bool(_ID_GIVING.intersection(errors))
+
+
+@invariant(
+    "classic.member_id_kept_until_refused",
+    "transition",
+    "classic",
+    reads=("after.clients", "after.handed", "before", "before.clients"),
+)
+def member_id_kept_until_refused(obs: Obs) -> Iterator[str]:
+    """A consumer keeps its member id until the coordinator refuses it (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), names another in a JoinGroup answer, or the consumer leaves: a retriable error, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, a request timeout or a lost connection keep it (KIP-394, KIP-345; Kafka protocol guide, JoinGroup MemberId).
+
+    A promise the coordinator relies on (docs/invariants.md#nature): a consumer that drops a live
+    member id and joins again as a new member leaves its old id in the group until that session
+    expires, and every rebalance in between waits for it. What each consumer was answered at this
+    step is the harness's record (`ClassicWorld.handed`); a restarted process is a new consumer.
+    """
+    b, a = obs.before, obs.after
+    if b is None:
+        return
+    before = {c.name: c for c in b.clients}
+    for c in a.clients:
+        old = before.get(c.name)
+        if old is None or not old.member_id or c.member_id == old.member_id:
+            continue
+        answers = [(kind, errors) for name, kind, errors in a.handed if name == c.name]
+        if any(_may_change_member_id(kind, errors) for kind, errors in answers):
+            continue
+        said = ", ".join(f"{kind} {'/'.join(E(e).name for e in errors)}" for kind, errors in answers)
+        yield f"{c.name} gave up member id {old.member_id} though no answer refused it ({said or 'no answer'})"

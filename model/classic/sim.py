@@ -13,7 +13,7 @@ from typing import Any
 
 from model.classic.client import ClassicClient
 from model.classic.deviations import assigned, returning_leader, returning_static, static_subscriptions
-from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse
+from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse, answer_errors
 from model.classic.port import ClassicPort
 from model.classic.snapshot import client_snaps, kept, with_delivery
 from model.classic.wire_record import Joins, Syncs, WireRecord
@@ -178,6 +178,8 @@ class ClassicSim:
     )
     #: what was sent, to judge the answers against (`ClassicWorld.joins`, `ClassicWorld.syncs`)
     sent: WireRecord = field(default_factory=WireRecord)
+    #: the answers handed to clients since the last snapshot (`ClassicWorld.handed`)
+    handed: list[tuple[str, str, tuple[int, ...]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for topic, n in sorted(self.topics.items()):
@@ -422,6 +424,7 @@ class ClassicSim:
                 continue
             client = self.clients[name]
             client.leader_output = ()
+            self.handed.append((name, type(d.response).__name__, answer_errors(d.response)))
             client.on_response(d.response, self.topics)
             topics = tuple(sorted(self.topics.items()))
             # only a JoinGroup answer is judged against the group (`returning_leader`, `returning_static`)
@@ -456,6 +459,7 @@ class ClassicSim:
         answered: tuple[Joins, Syncs] = ((), ()),
     ) -> ClassicWorld:
         clients = self.client_snaps()
+        handed, self.handed = tuple(self.handed), []
         group = self.port.group(self.group_id)
         if group is None and self.delivered:
             # the group was deleted (Kafka's metadata cleanup, or a Kafka 0.9 Dead group): its
@@ -484,5 +488,6 @@ class ClassicSim:
                 assignment_subscriptions=self.assignment_subscriptions,
                 joins=answered[0],
                 syncs=answered[1],
+                handed=handed,
             ),
         )

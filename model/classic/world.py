@@ -183,3 +183,6 @@ class ClassicWorld:
     #: refs whose answers nobody can see (lost on the wire or on a cut connection, on a real target):
     #: the target answered them, the harness never heard it
     unseen: frozenset[int] = frozenset()
+    #: (client, answer type, error codes) of each answer handed to a virtual consumer at this step:
+    #: the harness knows on which client's connection an answer arrived
+    handed: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
