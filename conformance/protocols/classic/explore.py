@@ -236,6 +236,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     out.delay_next = set(sim.delay_next)
     out.copies = dict(sim.copies)
     out.copies_due = list(sim.copies_due)
+    out.handed = list(sim.handed)
     out.log = []
     return out  # setup, variants, the world snapshot and the snapshot cache (checked per use) shared
 
