@@ -11,8 +11,9 @@ report). `consumer.reports_what_it_holds` compares the two.
 The same record keeps two more things a consumer owes the coordinator on the wire, which its own
 bookkeeping cannot vouch for either: the heartbeats that must be full requests (a join with epoch
 0, and the first heartbeat after one that failed: no answer heard, or an error answer), for
-`consumer.full_heartbeat_when_due`; and the turns at which a running consumer sent nothing while
-it held fewer partitions than it last reported, for `consumer.release_reported_at_once`.
+`consumer.full_heartbeat_when_due`; and the turns at which a running consumer sent nothing though it
+had released partitions it held and reported in its last heartbeat, for
+`consumer.release_reported_at_once`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ Owned = frozenset[TopicPartition]
 Report = tuple[str, Owned, Owned]
 #: (client name, why it had to be full: "join" or "after a failed heartbeat", the heartbeat sent)
 Due = tuple[str, str, ConsumerGroupHeartbeatRequest]
-#: (client name, partitions held, partitions last reported) of a consumer that had its turn and sent nothing
+#: (client name, partitions held, partitions it held and reported in its last heartbeat and has released
+#: since) of a consumer that had its turn and sent nothing
 Silence = tuple[str, Owned, Owned]
 
 JOIN = "join"
@@ -39,6 +41,8 @@ class OwnedReports:
     last: dict[str, Owned] = field(default_factory=dict)
     #: the reports of the heartbeats sent since the last `take`
     pending: list[Report] = field(default_factory=list)
+    #: client name -> the partitions it held when it sent its last heartbeat that reported owned ones
+    held_then: dict[str, Owned] = field(default_factory=dict)
     #: client names whose last heartbeat failed (no answer heard, or an error answer)
     failed_last: set[str] = field(default_factory=set)
     #: the heartbeats sent since the last `take` that had to be full requests
@@ -52,9 +56,9 @@ class OwnedReports:
 
     def idle(self, name: str, held: Owned) -> None:
         """``name``, running and free to send (nothing in flight), had its turn and sent nothing."""
-        reported = self.last.get(name)
-        if reported is not None and reported - held:
-            self.silences.append((name, held, reported))
+        released = (self.last.get(name, frozenset()) & self.held_then.get(name, frozenset())) - held
+        if released:
+            self.silences.append((name, held, released))
 
     def sent(self, name: str, held: Owned, request: ConsumerGroupHeartbeatRequest) -> None:
         """``name`` sends ``request`` while holding ``held`` (a leave reports nothing)."""
@@ -66,6 +70,7 @@ class OwnedReports:
             self.due.append((name, AFTER_FAILURE, request))
         if request.member_epoch < 0:
             self.last.pop(name, None)
+            self.held_then.pop(name, None)
             return
         reported = request.owned()
         if reported is None:
@@ -73,6 +78,7 @@ class OwnedReports:
             if reported is None:  # nothing reported before: nothing to compare with
                 return
         self.last[name] = reported
+        self.held_then[name] = held
         self.pending.append((name, held, reported))
 
     def take(self) -> tuple[Report, ...]:
@@ -87,5 +93,10 @@ class OwnedReports:
 
     def copy(self) -> OwnedReports:
         return OwnedReports(
-            dict(self.last), list(self.pending), set(self.failed_last), list(self.due), list(self.silences)
+            dict(self.last),
+            list(self.pending),
+            dict(self.held_then),
+            set(self.failed_last),
+            list(self.due),
+            list(self.silences),
         )

@@ -75,13 +75,15 @@ def full_heartbeat_when_due(obs: Obs) -> Iterator[str]:
 
 @invariant("consumer.release_reported_at_once", "transition", "consumer", reads=("after.silences",))
 def release_reported_at_once(obs: Obs) -> Iterator[str]:
-    """A running consumer that holds fewer partitions than its last heartbeat reported (it has revoked them) does not let a turn to send pass without a heartbeat: the acknowledgement goes out at once, not at its next heartbeat interval (KIP-848; the Java consumer heartbeats without waiting for the interval while ACKNOWLEDGING).
+    """A running consumer that has released partitions it held and reported in its last heartbeat does not let a turn to send pass without a heartbeat: the acknowledgement goes out at once, not at its next heartbeat interval (KIP-848; the Java consumer heartbeats without waiting for the interval while ACKNOWLEDGING).
 
     A promise the other members rely on (docs/invariants.md#nature): a partition reported owned cannot
     be given to its next owner, so each late acknowledgement stalls the rebalance. Judged against the
     harness's record (`model.consumer.owned_reports`): a turn counts only for a process that is not
     stalled and has no heartbeat in flight.
     """
-    for name, held, reported in obs.after.silences:
-        released = sorted(map(str, reported - held))
-        yield f"{name} had its turn and sent nothing, though it released {released} and still reports them"
+    for name, held, released in obs.after.silences:
+        yield (
+            f"{name} had its turn and sent nothing, though it released {sorted(map(str, released))} "
+            f"since its last heartbeat reported them (it holds {len(held)} partitions)"
+        )

@@ -188,8 +188,8 @@ class ConsumerWorld:
     """The heartbeats consumers sent this step that had to be full requests (a join, or the first
     after a failed heartbeat; the harness's record, `model.consumer.owned_reports`)."""
     silences: tuple[Silence, ...] = ()
-    """Consumers that had their turn this step, sent nothing and held fewer partitions than they last
-    reported (the harness's record, `model.consumer.owned_reports`)."""
+    """Consumers that had their turn this step and sent nothing though they had released partitions
+    their last heartbeat reported (the harness's record, `model.consumer.owned_reports`)."""
 
     def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
         """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
