@@ -100,6 +100,7 @@ def load_all() -> dict[str, Invariant]:
         "model.consumer.client_invariants",  # added by the kill matrix
         "model.consumer.promise_invariants",
         "model.consumer.subscription_invariants",
+        "model.consumer.wire_promises",
     ):
         try:
             importlib.import_module(name)

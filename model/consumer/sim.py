@@ -46,6 +46,7 @@ from model.consumer.world import (
     capture_world,
     observe,
 )
+from model.errors import ErrorCode
 from model.observation import Observation
 from model.result import Result
 
@@ -108,6 +109,7 @@ class ConsumerSim:
         for c in self.clients.values():
             if c.member_id:
                 self.known_member_ids.add(c.member_id)
+        reports, due, silences = self.reports.take_all()
         return capture_world(
             self.port.coordinator_state(),
             [self.clients[n] for n in sorted(self.clients)],
@@ -117,7 +119,9 @@ class ConsumerSim:
             known_member_ids=frozenset(self.known_member_ids),
             deviations=frozenset(self.deviations),
             prev=self.world,
-            reports=self.reports.take(),
+            reports=reports,
+            full_due=due,
+            silences=silences,
         )
 
     def _record(self, method: str, **args: object) -> None:
@@ -150,6 +154,8 @@ class ConsumerSim:
         client = self.client(name)
         request = client.next_request(self.now)
         if request is None:
+            if not client.crashed and name not in self.held and client.view().active:
+                self.reports.idle(name, client.owned)
             return None
         self.reports.sent(name, client.owned, request)
         ref = self._ref()
@@ -172,6 +178,10 @@ class ConsumerSim:
         if client is not self.clients.get(name) or client.inflight is None:
             return False  # the process that sent it is gone (restarted): nobody hears the answer
         response = next((d.response for d in result.deliveries if d.ref == ref), None)
+        if not client.crashed and client.inflight.member_epoch >= 0:  # a stalled process hears nothing
+            got = response if isinstance(response, ConsumerGroupHeartbeatResponse) else None
+            if name in self.lose_next or got is None or got.error_code != ErrorCode.NONE:
+                self.reports.failed(name)
         if name in self.lose_next or not isinstance(response, ConsumerGroupHeartbeatResponse):
             self.lose_next.discard(name)
             client.on_request_lost(self.now)

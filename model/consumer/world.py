@@ -26,7 +26,7 @@ from model.consumer.messages import (
     OffsetCommitResponse,
     TopicPartition,
 )
-from model.consumer.owned_reports import Report
+from model.consumer.owned_reports import Due, Report, Silence
 from model.consumer.state import (
     ConsumerCoordinatorState,
     ConsumerGroup,
@@ -184,6 +184,12 @@ class ConsumerWorld:
     reports: tuple[Report, ...] = ()
     """Per heartbeat a consumer sent this step: what it held then and what it reported owning
     (the harness's record, `model.consumer.owned_reports`)."""
+    full_due: tuple[Due, ...] = ()
+    """The heartbeats consumers sent this step that had to be full requests (a join, or the first
+    after a failed heartbeat; the harness's record, `model.consumer.owned_reports`)."""
+    silences: tuple[Silence, ...] = ()
+    """Consumers that had their turn this step and sent nothing though they had released partitions
+    their last heartbeat reported (the harness's record, `model.consumer.owned_reports`)."""
 
     def regex_view(self, group: GroupView) -> Mapping[str, ResolvedRegex] | None:
         """What members' regexes cover in ``group``: None = matched now (sync), else its resolutions."""
@@ -204,6 +210,8 @@ def capture_world(
     deviations: frozenset[tuple[str, str]] = frozenset(),
     prev: ConsumerWorld | None = None,
     reports: tuple[Report, ...] = (),
+    full_due: tuple[Due, ...] = (),
+    silences: tuple[Silence, ...] = (),
 ) -> ConsumerWorld:
     """Snapshot ``state`` and the clients' views. A part equal to ``prev``'s (the previous snapshot)
     is ``prev``'s object: a checker skips the invariants whose inputs are the same objects
@@ -237,6 +245,8 @@ def capture_world(
         known_member_ids=known_member_ids,
         deviations=deviations,
         reports=reports,
+        full_due=full_due,
+        silences=silences,
     )
 
 

@@ -148,6 +148,8 @@ class RealTimeConsumerSim(TracedConsumerSim):
         client: the answer to the request reaches its member in the request's own step)."""
         world = super().snapshot()
         self.reports.pending[:0] = world.reports  # they belong to the request's own observation
+        self.reports.due[:0] = world.full_due
+        self.reports.silences[:0] = world.silences
         mid = capture_world(
             state,
             (),
