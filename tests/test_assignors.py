@@ -395,35 +395,6 @@ def test_stale_claim_loses_fails_when_the_owner_takes_something_new_instead() ->
     assert list(sticky_stale_claim_loses(AssignmentObservation({"t": 2}, subs, bad, "EAGER", "range"))) == []
 
 
-def test_stale_claim_loses_fails_when_the_owner_ends_with_fewer_partitions() -> None:
-    coop = CooperativeStickyAssignor()
-    subs = {
-        "owner": coop.subscription(["t"], [("t", 0)], 3),
-        "stale": coop.subscription(["t"], [("t", 0)], 1),
-    }
-    # one partition, two members: either holder is balanced, so the stale claim alone moved it
-    bad = {"owner": Assignment(()), "stale": Assignment((("t", 0),))}
-    obs = AssignmentObservation({"t": 1}, subs, bad, "COOPERATIVE", "cooperative-sticky")
-    assert list(sticky_stale_claim_loses(obs)) == [
-        "t-0 went to stale on its stale generation-1 claim while its generation-3 owner owner ends with "
-        "fewer partitions (0 against 1)"
-    ]
-    good = coop.assign({"t": 1}, subs)
-    assert good == {"owner": Assignment((("t", 0),)), "stale": Assignment(())}
-    assert (
-        list(
-            sticky_stale_claim_loses(
-                AssignmentObservation({"t": 1}, subs, good, "COOPERATIVE", "cooperative-sticky")
-            )
-        )
-        == []
-    )
-    # with unequal subscriptions the loads are not comparable this way, and the rule is silent
-    subs["stale"] = coop.subscription(["t", "u"], [("t", 0)], 1)
-    obs = AssignmentObservation({"t": 1, "u": 0}, subs, bad, "COOPERATIVE", "cooperative-sticky")
-    assert list(sticky_stale_claim_loses(obs)) == []
-
-
 def test_cooperative_no_direct_transfer_fails_without_adjust() -> None:
     counts = {"t": 4}
     owner = CooperativeStickyAssignor().subscription(["t"], [("t", p) for p in range(4)], 3)

@@ -155,7 +155,7 @@ def _claims(obs: AssignmentObservation) -> dict[str, Claim]:
 
 @invariant("client.sticky_stale_claim_loses", "safety", "client")
 def sticky_stale_claim_loses(obs: AssignmentObservation) -> Iterator[str]:
-    """A stale claim never beats a current one: a lower-generation claimant gets a partition only if the unique top-generation claimant neither keeps it, nor takes instead an unclaimed partition the other could have had, nor (same topics for all) ends with fewer partitions.
+    """A stale claim never beats a current one: a lower-generation claimant gets a partition only if the unique top-generation claimant neither keeps it nor takes instead an unclaimed partition the other could have had.
 
     docs/protocol-reference.md#e30 and #c3, #c4 (KIP-341; ASA `allSubscriptionsEqual` L132-215). Precisely, for the
     sticky assignors ("sticky", "cooperative-sticky"; vacuous for others): take the claims each member
@@ -164,16 +164,12 @@ def sticky_stale_claim_loses(obs: AssignmentObservation) -> Iterator[str]:
     generation and p is assigned to a claimant L of a lower generation, then W must not also be
     assigned p (the KAFKA-7026 double assignment), and W must not be assigned a partition q that W
     did not claim and L subscribes to: handing q to L and keeping p on W would have been as balanced
-    and stickier, so L got p only because its stale claim counted. Where every member subscribes to
-    the same topics (the quota path of ASA `assignOwnedPartitions`), W must also not end with fewer
-    partitions than L: giving p back to W would leave the members' loads as balanced, so only the
-    stale claim can have moved it (librdkafka PR #4252 / #4274 took the lowest generation). Equal-
-    generation claims at the top are voided (PR #10985) and not constrained here.
+    and stickier, so L got p only because its stale claim counted. Equal-generation claims at the
+    top are voided (PR #10985) and not constrained here.
     """
     if obs.assignor not in STICKY_ASSIGNORS:
         return
     claims = _claims(obs)
-    same_topics = len({frozenset(sub.topics) for sub in obs.subscriptions.values()}) == 1
     top: dict[TopicPartition, tuple[int, list[str]]] = {}
     for member, (partitions, generation) in claims.items():
         for tp in partitions:
@@ -205,12 +201,6 @@ def sticky_stale_claim_loses(obs: AssignmentObservation) -> Iterator[str]:
                 yield (
                     f"{_fmt(tp)} went to {member} on its stale generation-{gen} claim while its "
                     f"generation-{generation} owner {winner} took unclaimed {_fmt(min(instead, key=tp_key))}"
-                )
-            elif same_topics and len(winner_has) < len(_assigned(obs, member)):
-                yield (
-                    f"{_fmt(tp)} went to {member} on its stale generation-{gen} claim while its "
-                    f"generation-{generation} owner {winner} ends with fewer partitions "
-                    f"({len(winner_has)} against {len(_assigned(obs, member))})"
                 )
 
 

@@ -16,7 +16,6 @@ from hypothesis.stateful import precondition, rule
 from conformance.engine.rules import MEMBER, FaultHost
 from conformance.protocols.classic.build import quiet_gap
 from conformance.protocols.classic.settle import settle_round
-from model.classic.client import Phase
 from model.classic.messages import HeartbeatRequest
 from model.classic.state import GroupState
 
@@ -163,25 +162,6 @@ class TargetedRules(FaultHost):
         ms = c.config.session_timeout_ms + 1
         self.observe(self.sim.advance(ms), f"advance {ms}ms")
         self.observe(self.sim.stall(name, False), f"{name} resumes")
-
-    @precondition(lambda self: self.ready)
-    @rule(i=MEMBER)
-    def rejoin_stable(self, i: int) -> None:
-        """A member of a Stable group sends JoinGroup again with its member id and unchanged
-        metadata, then syncs: Java's `KafkaConsumer.enforceRebalance` (KIP-568) or a consumer whose
-        JoinGroup answer was lost while the group moved on. A follower is answered the current
-        generation without a rebalance (GroupCoordinator's Stable-follower rule) and its SyncGroup
-        must give it what the leader assigned it. Added when the seaweedfs-9143 mutant survived:
-        random steps never rejoined a Stable group's follower with its metadata unchanged."""
-        assert self.sim is not None
-        name = self.client(i)
-        c = self.sim.clients[name]
-        if not self.stable() or not c.member_id or c.phase != Phase.STABLE or name in self.sim.stalled:
-            return
-        self.sim.rejoin(name)
-        self.note(f"{name} rejoins the Stable group")
-        for _ in range(3):  # JoinGroup, then SyncGroup; a leader's rejoin starts a rebalance instead
-            self.observe(self.sim.client_step(name), f"{name} step")
 
     def unperturbed(self) -> bool:
         """No member stalled and no wire fault armed or held."""
