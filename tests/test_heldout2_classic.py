@@ -11,7 +11,6 @@ from conformance.mutants import heldout2_classic as h2
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (
     HeartbeatRequest,
-    JoinGroupRequest,
     LeaveGroupRequest,
     MemberIdentity,
     OffsetCommitPartition,
@@ -19,49 +18,9 @@ from model.classic.messages import (
     SyncGroupRequest,
 )
 from model.classic.records import OffsetCommitRecord
-from model.classic.state import ClassicConfig, ClassicState, GroupState
+from model.classic.state import GroupState
 from model.errors import ErrorCode as E
-
-PROTOCOLS = (("range", b"sub"),)
-
-
-class Script:
-    """One coordinator and its state; requests numbered; every answer and record kept."""
-
-    def __init__(self, cls: type[ClassicCoordinator]) -> None:
-        self.coord = cls(ClassicConfig())
-        self.state = ClassicState()
-        self.coord.create_topic(self.state, "t", 2)
-        self.ref = 0
-        self.answers: dict[int, Any] = {}
-        self.records: list[Any] = []
-
-    def send(self, request: Any, now: int) -> int:
-        self.ref += 1
-        self._take(self.coord.handle(self.state, request, self.ref, now))
-        return self.ref
-
-    def advance(self, to: int) -> None:
-        self._take(self.coord.advance(self.state, to))
-
-    def cleanup(self) -> None:
-        self._take(self.coord.cleanup_group_metadata(self.state))
-
-    def _take(self, result: Any) -> None:
-        self.answers.update({d.ref: d.response for d in result.deliveries})
-        self.records.extend(result.records)
-
-    @property
-    def group(self) -> Any:
-        return self.state.groups["g"]
-
-    def member_id(self, ref: int) -> str:
-        member_id: str = self.answers[ref].member_id
-        return member_id
-
-
-def join(member: str = "", version: int = 3, **kw: Any) -> JoinGroupRequest:
-    return JoinGroupRequest("g", member, "consumer", PROTOCOLS, version=version, **kw)
+from tests.classic_script import Script, join
 
 
 def sync(generation: int, member: str, assignments: tuple[tuple[str, bytes], ...] = (), **kw: Any) -> Any:

@@ -10,8 +10,8 @@ from conformance.mutants import get_mutant, heldout_mutants
 from conformance.mutants.heldout2_others import HELDOUT2_OTHERS_MUTANTS
 from model.choice import SeededChooser
 from model.classic.coordinator import ClassicCoordinator
-from model.classic.messages import JoinGroupRequest, SyncGroupRequest
-from model.classic.state import ClassicConfig, ClassicState, GroupState
+from model.classic.messages import SyncGroupRequest
+from model.classic.state import GroupState
 from model.consumer.client import ClientState, VirtualConsumer
 from model.consumer.coordinator import ConsumerCoordinator
 from model.consumer.messages import (
@@ -21,8 +21,7 @@ from model.consumer.messages import (
 )
 from model.consumer.state import ConsumerCoordinatorState
 from model.errors import ErrorCode as E
-
-PROTOCOLS = (("range", b"sub"),)
+from tests.classic_script import Script, join
 
 
 def client_of(name: str) -> type[VirtualConsumer]:
@@ -143,36 +142,6 @@ def test_completed_revocation_is_acknowledged_at_once() -> None:
 
 
 # ---------------------------------------------------------------------------------- brokers
-
-
-class Script:
-    """A classic coordinator and its state; requests numbered; every answer kept."""
-
-    def __init__(self, cls: type[ClassicCoordinator]) -> None:
-        self.coord = cls(ClassicConfig())
-        self.state = ClassicState()
-        self.coord.create_topic(self.state, "t", 2)
-        self.ref = 0
-        self.answers: dict[int, Any] = {}
-
-    def send(self, request: Any, now: int) -> int:
-        self.ref += 1
-        self._take(self.coord.handle(self.state, request, self.ref, now))
-        return self.ref
-
-    def advance(self, to: int) -> None:
-        self._take(self.coord.advance(self.state, to))
-
-    def _take(self, result: Any) -> None:
-        self.answers.update({d.ref: d.response for d in result.deliveries})
-
-    @property
-    def group(self) -> Any:
-        return self.state.groups["g"]
-
-
-def join(member: str = "", version: int = 3, **kw: Any) -> JoinGroupRequest:
-    return JoinGroupRequest("g", member, "consumer", PROTOCOLS, version=version, **kw)
 
 
 def sync(member: str, assignments: tuple[tuple[str, bytes], ...] = ()) -> SyncGroupRequest:

@@ -30,10 +30,9 @@ from model.classic.messages import (
     SyncGroupResponse,
 )
 from model.classic.records import OffsetCommitRecord
-from model.classic.state import ClassicConfig, ClassicState, GroupState
+from model.classic.state import GroupState
 from model.errors import ErrorCode as E
-
-PROTOCOLS = (("range", b"sub"),)
+from tests.classic_script import Script, join
 
 
 def test_split_is_the_fixed_seed_shuffle_of_the_sorted_ids() -> None:
@@ -81,38 +80,6 @@ def test_mixed_mutant_target_selects_the_mixed_mutant_variant() -> None:
 
 
 # ---------------------------------------------------------------------------------- coordinator
-
-
-class Script:
-    """One coordinator and its state; requests numbered; every answer and record kept."""
-
-    def __init__(self, cls: type[ClassicCoordinator], **config: Any) -> None:
-        self.coord = cls(ClassicConfig(**config))
-        self.state = ClassicState()
-        self.coord.create_topic(self.state, "t", 2)
-        self.ref = 0
-        self.answers: dict[int, Any] = {}
-        self.records: list[Any] = []
-
-    def send(self, request: Any, now: int) -> int:
-        self.ref += 1
-        self._take(self.coord.handle(self.state, request, self.ref, now))
-        return self.ref
-
-    def advance(self, to: int) -> None:
-        self._take(self.coord.advance(self.state, to))
-
-    def _take(self, result: Any) -> None:
-        self.answers.update({d.ref: d.response for d in result.deliveries})
-        self.records.extend(result.records)
-
-    @property
-    def group(self) -> Any:
-        return self.state.groups["g"]
-
-
-def join(member: str = "", version: int = 3, **kw: Any) -> JoinGroupRequest:
-    return JoinGroupRequest("g", member, "consumer", PROTOCOLS, version=version, **kw)
 
 
 def formed(s: Script, version: int = 3, **kw: Any) -> str:
