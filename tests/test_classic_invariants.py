@@ -537,6 +537,11 @@ def test_no_partition_held_twice(stable) -> None:  # type: ignore[no-untyped-def
     assert held(c1, replace(c2, owned=c2.owned | {tp}))
     assert not held(c1, replace(c2, owned=c2.owned | {tp}, generation=c2.generation - 1))
     assert not held(c1, replace(c2, owned=c2.owned | {tp}, member_id="gone"))
+    # a partition handed back on a claim only the stale_subscription fault made is the fault's ...
+    assert not held(c1, replace(c2, owned=c2.owned | {tp}, stale_regained=frozenset({tp})))
+    # ... and only that one: another partition the same consumer holds twice still counts
+    other = next(iter(c2.owned))
+    assert held(replace(c1, owned=c1.owned | {other}), replace(c2, stale_regained=frozenset({tp})))
 
 
 def test_heartbeat_signals_rebalance(stable) -> None:  # type: ignore[no-untyped-def]

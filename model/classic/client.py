@@ -120,6 +120,10 @@ class ClassicClient:
     stale_subscription: bool = False
     #: the fault fired: the partitions it kept are held until the next assignment arrives
     stale_kept: bool = False
+    #: what the assignments since then handed back of the partitions it claimed only through the
+    #: fault and has held ever since: a leader cannot tell such a claim from a true one, so they are
+    #: held on the fault's account (docs/invariants.md#stale-claims)
+    stale_regained: frozenset[TopicPartition] = frozenset()
 
     @property
     def cooperative(self) -> bool:
@@ -322,6 +326,8 @@ class ClassicClient:
         except EmbeddedDecodeError:
             assigned = ()
         self.phase = Phase.STABLE
+        claimed = set(self.owned) if self.stale_kept else self.stale_regained.intersection(self.owned)
+        self.stale_regained = frozenset(tp for tp in assigned if tp in claimed)
         self.stale_kept = False
         if self.cooperative:
             revoked = [tp for tp in self.owned if tp not in assigned]

@@ -234,7 +234,9 @@ def no_partition_held_twice(obs: Obs) -> Iterator[str]:
     generation, here the partitions the consumers hold now. A consumer whose member id left the group
     or whose generation is not the group's is a zombie: its next request is refused. A consumer
     holding what the `stale_subscription` fault kept breaks the promise itself, until its next
-    assignment arrives.
+    assignment arrives, and so does every assignment that hands back what it claimed only through
+    the fault, while it keeps holding it: the leader's assignor trusts the claim
+    (docs/invariants.md#stale-claims).
     """
     g = obs.after.group
     if g is None:
@@ -244,7 +246,7 @@ def no_partition_held_twice(obs: Obs) -> Iterator[str]:
     for c in obs.after.clients:
         if c.member_id not in current or c.generation != g.generation or c.stale_kept:
             continue
-        for tp in sorted(c.owned):
+        for tp in sorted(c.owned - c.stale_regained):
             if tp in holder:
                 yield f"{tp[0]}-{tp[1]} held by {holder[tp]} and {c.name}, both in generation {g.generation}"
             holder[tp] = c.name

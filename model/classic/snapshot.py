@@ -39,6 +39,7 @@ def client_snaps(
             c.cooperative,
             c.stale_subscription,
             c.stale_kept,
+            c.stale_regained,
         )
         hit = cache.get(name)
         if hit is None or hit[0] != key:

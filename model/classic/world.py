@@ -125,6 +125,8 @@ class ClientSnap:
     stale_subscription: bool = False
     #: the fault fired and the consumer still holds what it kept, until its next assignment
     stale_kept: bool = False
+    #: what assignments handed back of its stale claim and it has held since (`ClassicClient`)
+    stale_regained: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass(frozen=True)
