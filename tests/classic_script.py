@@ -1,10 +1,11 @@
-"""A classic coordinator driven request by request, for the mutant scripts of the bug catalogues
-(tests/test_heldout_mutants.py, tests/test_heldout2_*.py)."""
+"""A classic coordinator driven request by request, and a consumer settled in a Stable group, for
+the mutant scripts of the bug catalogues (tests/test_heldout_mutants.py, tests/test_heldout2_*.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from model.classic.client import ClassicClient, ClientConfig, Phase
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import JoinGroupRequest
 from model.classic.state import ClassicConfig, ClassicState
@@ -50,3 +51,13 @@ class Script:
 
 def join(member: str = "", version: int = 3, **kw: Any) -> JoinGroupRequest:
     return JoinGroupRequest("g", member, "consumer", PROTOCOLS, version=version, **kw)
+
+
+def stable_client(cls: type[ClassicClient], cooperative: bool = False) -> ClassicClient:
+    """Consumer c1 (member m1, generation 3) of a Stable group, owning t-0, with the range or
+    cooperative-sticky assignor."""
+    assignors = ("cooperative-sticky",) if cooperative else ("range",)
+    client = cls("c1", ClientConfig(assignors=assignors))
+    client.member_id, client.generation, client.phase = "m1", 3, Phase.STABLE
+    client.needs_rejoin, client.owned = False, (("t", 0),)
+    return client

@@ -205,3 +205,19 @@ def test_what_the_classic_key_leaves_out_changes_no_next_step(
                 assert nexts(bare) == nexts(sim)
         frontier = nxt
     assert trimmed > 10, "states with something left out of the key at this bound"
+
+
+def test_the_classic_key_keeps_what_the_stale_subscription_fault_left() -> None:
+    """`classic.no_partition_held_twice` reads what a consumer kept and regained through the
+    `stale_subscription` fault, so two states that differ only there are two states; without the
+    fault the key is as it was."""
+    from conformance.protocols.classic.explore import clone
+
+    sim = _fresh(classic_setup(1, 1, {}), {})
+    name = next(iter(sim.clients))
+    plain = abstract_key(sim)
+    kept, regained = clone(sim), clone(sim)
+    kept.clients[name].stale_kept = True
+    regained.clients[name].stale_regained = frozenset({("t", 0)})
+    assert len({plain, abstract_key(kept), abstract_key(regained)}) == 3
+    assert abstract_key(clone(sim)) == plain

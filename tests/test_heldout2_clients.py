@@ -20,19 +20,12 @@ from model.classic.messages import (
 )
 from model.embedded import TopicPartition, encode_subscription
 from model.errors import ErrorCode as E
+from tests.classic_script import stable_client
 
 
 def mutant_client(name: str) -> type[ClassicClient]:
     client = get_mutant(name, "classic").client
     assert client is not None and issubclass(client, ClassicClient) and client.__doc__
-    return client
-
-
-def stable_client(cls: type[ClassicClient], cooperative: bool = False) -> ClassicClient:
-    assignors = ("cooperative-sticky",) if cooperative else ("range",)
-    client = cls("c1", ClientConfig(assignors=assignors))
-    client.member_id, client.generation, client.phase = "m1", 3, Phase.STABLE
-    client.needs_rejoin, client.owned = False, (("t", 0),)
     return client
 
 

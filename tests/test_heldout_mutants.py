@@ -16,7 +16,7 @@ from conformance.mutants import heldout_classic as hc
 from conformance.power.heldout_power import WAVE_SEEDS, expected_halves, load_bugs, split_halves
 from conformance.power.heldout_report import render_catalogue, render_seeds
 from conformance.targets.mutant import check_setup
-from model.classic.client import ClassicClient, ClientConfig, Phase
+from model.classic.client import ClassicClient, Phase
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import (
     HeartbeatRequest,
@@ -32,7 +32,7 @@ from model.classic.messages import (
 from model.classic.records import OffsetCommitRecord
 from model.classic.state import GroupState
 from model.errors import ErrorCode as E
-from tests.classic_script import Script, join
+from tests.classic_script import Script, join, stable_client
 
 
 def test_split_is_the_fixed_seed_shuffle_of_the_sorted_ids() -> None:
@@ -215,14 +215,6 @@ def test_coordinator_scripts_show_the_fixed_rule() -> None:
 
 
 # ---------------------------------------------------------------------------------- clients
-
-
-def stable_client(cls: type[ClassicClient], cooperative: bool = False) -> ClassicClient:
-    assignors = ("cooperative-sticky",) if cooperative else ("range",)
-    client = cls("c1", ClientConfig(assignors=assignors))
-    client.member_id, client.generation, client.phase = "m1", 3, Phase.STABLE
-    client.needs_rejoin, client.owned = False, (("t", 0),)
-    return client
 
 
 def heartbeat_illegal_generation(cls: type[ClassicClient]) -> Any:

@@ -60,3 +60,13 @@ def test_required_scenarios_exist() -> None:
         "kip-848-rolling-downgrade",
     }
     assert required <= set(SCENARIOS)
+
+
+def test_the_scenario_guide_lists_every_scenario() -> None:
+    """docs/scenarios.md's table names each scenario once, with its protocol and title."""
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "scenarios.md").read_text()
+    for sid, sc in SCENARIOS.items():
+        row = f"| [`{sid}`](../specs/scenarios/{sid}.yaml) | {sc.protocol} | {sc.title} |"
+        assert guide.count(row) == 1, f"docs/scenarios.md: no row (or two) for {sid}"

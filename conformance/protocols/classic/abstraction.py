@@ -213,7 +213,19 @@ def _client(ctx: _Ctx, name: str) -> Any:
         name in sim.stalled,
         name in sim.lose_next,
         tuple(ctx.response(d.response) for d in _awaited(sim, name)),
-    ) + (("stale_subscription",) if c.stale_subscription else ())  # docs/bug-catalogue.md#row-2
+    ) + _stale(c)
+
+
+def _stale(c: Any) -> tuple[Any, ...]:
+    """The `stale_subscription` fault's marks (docs/bug-catalogue.md#row-2), only where set, so
+    keys of runs without the fault stay as they were: `classic.no_partition_held_twice` reads
+    what a consumer kept and regained through it (docs/invariants.md#stale-claims)."""
+    marks: tuple[Any, ...] = ("stale_subscription",) if c.stale_subscription else ()
+    if c.stale_kept:
+        marks += ("stale_kept",)
+    if c.stale_regained:
+        marks += (("stale_regained", tuple(sorted(c.stale_regained))),)
+    return marks
 
 
 def _awaited(sim: ClassicSim, name: str) -> list[Any]:
