@@ -216,8 +216,14 @@ def test_the_classic_key_keeps_what_the_stale_subscription_fault_left() -> None:
     sim = _fresh(classic_setup(1, 1, {}), {})
     name = next(iter(sim.clients))
     plain = abstract_key(sim)
-    kept, regained = clone(sim), clone(sim)
-    kept.clients[name].stale_kept = True
-    regained.clients[name].stale_regained = frozenset({("t", 0)})
-    assert len({plain, abstract_key(kept), abstract_key(regained)}) == 3
     assert abstract_key(clone(sim)) == plain
+    kept = clone(sim)
+    kept.clients[name].stale_kept = True
+    assert abstract_key(kept) != plain
+    holding = clone(sim)
+    holding.clients[name].owned = (("t", 0),)
+    regained = clone(holding)
+    regained.clients[name].stale_regained = frozenset({("t", 0)})
+    assert abstract_key(regained) != abstract_key(holding)
+    regained.clients[name].owned = ()  # a reset or a leave drops what it held: nothing left to mark
+    assert abstract_key(regained) == plain

@@ -223,8 +223,9 @@ def _stale(c: Any) -> tuple[Any, ...]:
     marks: tuple[Any, ...] = ("stale_subscription",) if c.stale_subscription else ()
     if c.stale_kept:
         marks += ("stale_kept",)
-    if c.stale_regained:
-        marks += (("stale_regained", tuple(sorted(c.stale_regained))),)
+    regained = c.stale_regained.intersection(c.owned)  # what a reset or a leave dropped is gone
+    if regained:
+        marks += (("stale_regained", tuple(sorted(regained))),)
     return marks
 
 
