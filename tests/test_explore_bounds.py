@@ -227,3 +227,30 @@ def test_the_classic_key_keeps_what_the_stale_subscription_fault_left() -> None:
     assert abstract_key(regained) != abstract_key(holding)
     regained.clients[name].owned = ()  # a reset or a leave drops what it held: nothing left to mark
     assert abstract_key(regained) == plain
+
+
+def test_the_consumer_key_keeps_the_record_of_the_wire() -> None:
+    """Three KIP-848 promises judge a consumer by the simulator's record of what it put on the wire
+    (`model.consumer.owned_reports`), which a faulty consumer's own state need not determine: two
+    states that differ only in that record are two states. For the reference model the record
+    follows from the rest of the key wherever a rule reads it, so the pinned counts stay as they
+    were (with the record of joining clients in the key too, 2 x 1 would finish at 5,560)."""
+    sim = cx._fresh(cx.consumer_setup(1, 1), {})
+    for _ in range(4):
+        sim.replay([action_of({"op": "client_step", "name": "c1"}, "test")])
+    assert sim.clients["c1"].state.name == "STABLE"
+    assert sim.reports.last == sim.reports.held_then == {"c1": frozenset({("t", 0)})}
+    plain = cx.consumer_key(sim)
+    assert cx.consumer_key(cx.clone(sim)) == plain
+    for change in (
+        lambda r: r.last.__setitem__("c1", frozenset()),  # reported releasing t-0
+        lambda r: r.held_then.__setitem__("c1", frozenset()),  # reported it before holding it
+        lambda r: r.failed_last.add("c1"),  # its last heartbeat failed
+    ):
+        other = cx.clone(sim)
+        change(other.reports)
+        assert cx.consumer_key(other) != plain
+    joining = cx._fresh(cx.consumer_setup(1, 1), {})  # its first heartbeat, a full join, sets the record
+    blank = cx.consumer_key(joining)
+    joining.reports.failed_last.add("c1")
+    assert cx.consumer_key(joining) == blank

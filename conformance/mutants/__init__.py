@@ -60,8 +60,6 @@ def heldout_mutants() -> dict[str, Mutant]:
             *HELDOUT2_CONSUMER_MUTANTS,
             *HELDOUT2_CLIENT_MUTANTS,
             *HELDOUT2_CLASSIC_MUTANTS,
-            *HELDOUT_CONSUMER_MUTANTS,
-            *HELDOUT_MIXED_MUTANT_LIST,
         )
     }
 

@@ -28,6 +28,7 @@ from conformance.formats.trace_file import Trace, groupcheck_version
 from conformance.protocols.consumer.build import make_consumer_sim
 from conformance.protocols.consumer.clone import clone, deep_clone
 from conformance.protocols.consumer.trace import TracedConsumerSim, action_of, to_trace
+from model.consumer.client import ClientState
 
 CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
 #: the perturbations of Vanlightly's KIP-848 specification a run may add with ``--ops``: a member
@@ -37,6 +38,8 @@ CONSUMER_OPS = ("client_step", "reconcile", "advance", "stall", "resume")
 PERTURBATIONS = ("leave", "restart", "subscribe", "lose_response")
 ALL_CONSUMER_OPS = (*CONSUMER_OPS, *PERTURBATIONS)
 TICK_MS = 500
+#: client states from which the next heartbeat, if any, is a full join: the record is not read again
+_RECORD_UNREAD = (ClientState.UNSUBSCRIBED, ClientState.FATAL)
 
 
 #: how `_Norm.value` encodes a value, by its type (the order of the tests decides, as in `_kind`)
@@ -240,6 +243,25 @@ def _orders(sim: Any) -> list[tuple[str, ...]]:
     return [tuple(itertools.chain.from_iterable(parts)) for parts in itertools.product(*tied)]
 
 
+def _reports(norm: _Norm, sim: Any, order: tuple[str, ...]) -> Any:
+    """What the simulator's record of the wire (`model.consumer.owned_reports`) carries from one
+    step to the next, per client: the owned partitions its last heartbeat reported, what it held
+    then, and whether its last heartbeat failed. Invariants read these, and a client's own state
+    need not vouch for them (a faulty client is what they judge). Left out where no rule reads them
+    again: a client that is unsubscribed, failed, or about to send a join (a full request that
+    replaces the record)."""
+    reports, value, out = sim.reports, norm.value, []
+    for n in order:
+        c = sim.clients[n]
+        if c.state in _RECORD_UNREAD or (c.state == ClientState.JOINING and c.inflight is None):
+            out.append(None)
+        else:
+            out.append(
+                (value(reports.last.get(n)), value(reports.held_then.get(n)), n in reports.failed_last)
+            )
+    return tuple(out)
+
+
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
     """A short stable id of the abstract state: the least text over `_orders` when ``symmetry``."""
     horizon = _horizon(sim)
@@ -252,6 +274,7 @@ def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
             None if group is None else norm.value(group),
             tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n], horizon)) for n in order),
             tuple(sorted(norm.index[n] for n in sim.lose_next)),
+            _reports(norm, sim, order),
         )
         text = repr(structure)
         best = text if best is None or text < best else best
