@@ -254,3 +254,23 @@ def test_the_consumer_key_keeps_the_record_of_the_wire() -> None:
     blank = cx.consumer_key(joining)
     joining.reports.failed_last.add("c1")
     assert cx.consumer_key(joining) == blank
+
+
+def test_the_consumer_key_keeps_which_member_id_sorts_first() -> None:
+    """The server assignors break ties by member id (`model.consumer.assignors`), so two states that
+    differ in which client's id sorts first are two states, though the key names ids by client."""
+    from conformance.protocols.consumer.build import make_consumer_sim
+
+    setup = cx.consumer_setup(2, 1)
+    sims = {
+        seed: make_consumer_sim(
+            setup["topics"], setup["clients"], setup["config"], {}, seed=seed, where="test"
+        )
+        for seed in (0, 2)
+    }
+    order = {seed: sim.clients["c1"].member_id < sim.clients["c2"].member_id for seed, sim in sims.items()}
+    assert order == {0: False, 2: True}
+    assert cx.consumer_key(sims[0]) != cx.consumer_key(sims[2])
+    assert cx.consumer_key(sims[0]) == cx.consumer_key(
+        make_consumer_sim(setup["topics"], setup["clients"], setup["config"], {}, seed=1, where="test")
+    )  # seed 1 sorts them as seed 0 does: one state

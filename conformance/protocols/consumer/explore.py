@@ -262,6 +262,16 @@ def _reports(norm: _Norm, sim: Any, order: tuple[str, ...]) -> Any:
     return tuple(out)
 
 
+def _id_order(norm: _Norm, sim: Any, group: Any) -> tuple[Any, ...]:
+    """The clients' member ids in the order the assignors sort them (`model.consumer.assignors`
+    breaks ties by member id), as the clients' indexes: renaming ids by client loses which sorts
+    first, and after a restart draws a new id that order can differ between two states."""
+    ids = {c.member_id for c in sim.clients.values() if c.member_id}
+    if group is not None:
+        ids.update(group.members)
+    return tuple(norm.member.get(m, "other") for m in sorted(ids))
+
+
 def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
     """A short stable id of the abstract state: the least text over `_orders` when ``symmetry``."""
     horizon = _horizon(sim)
@@ -275,6 +285,7 @@ def consumer_key(sim: Any, *, symmetry: bool = True) -> str:
             tuple((norm.value(sim.specs[n]), _client(norm, sim.clients[n], horizon)) for n in order),
             tuple(sorted(norm.index[n] for n in sim.lose_next)),
             _reports(norm, sim, order),
+            _id_order(norm, sim, group),
         )
         text = repr(structure)
         best = text if best is None or text < best else best
