@@ -119,10 +119,10 @@ def test_the_classic_key_merges_only_states_no_next_step_tells_apart(
 def test_the_consumer_key_merges_only_states_no_next_step_tells_apart(
     members: int, ops: tuple[str, ...], depth: int
 ) -> None:
-    """After a dynamic consumer restarts, the coordinator still holds the old process's member until
-    its session ends, and the key spells that member's id as it is, a random one no client holds:
-    two merged states can restart into states with two keys for one situation. The explorer then
-    keeps both, which costs states and loses none, so for ``restart`` only the verdicts are
+    """A restart draws the new process's member id from the seeded chooser, whose state the key
+    forgets, and whether that id sorts before or after the old process's member (kept until its
+    session ends) is in the key (the assignors break ties by member id): two merged states can
+    restart into states with two keys. Both are explored, so for ``restart`` only the verdicts are
     compared."""
     root = cx._fresh(cx.consumer_setup(members, 1, ops), {})
     assert _merged_states_agree(root, _consumer_key, _consumer_children(ops), depth, ("restart",)) > 10

@@ -139,7 +139,7 @@ def test_a_kept_partitions_index_is_not_read_as_an_epoch() -> None:
     """KIP-1251 assignment epochs are (partition, epoch) pairs: only the epoch is made relative (the
     index of partition 1 read as an epoch made 2 x 2 look new after every rebalance)."""
     sim = cx._fresh(cx.consumer_setup(1, 2), {})
-    group = type("G", (), {"group_epoch": 7})()
+    group = type("G", (), {"group_epoch": 7, "members": {}})()
     norm = cx._Norm(sim, tuple(sim.clients), group)
     pairs = ((("t", 0), 5), (("t", 1), 7))
     assert norm.value(pairs, "assignment_epochs") == ((("t", 0), ("e", -2)), (("t", 1), ("e", 0)))
@@ -274,3 +274,24 @@ def test_the_consumer_key_keeps_which_member_id_sorts_first() -> None:
     assert cx.consumer_key(sims[0]) == cx.consumer_key(
         make_consumer_sim(setup["topics"], setup["clients"], setup["config"], {}, seed=1, where="test")
     )  # seed 1 sorts them as seed 0 does: one state
+
+
+def test_the_consumer_key_names_members_no_client_holds_by_rank() -> None:
+    """After a restart the coordinator keeps the old process's member until its session ends; the
+    key names it by rank among such members, not by its random id, and keeps whether it sorts
+    before or after the new process's id: runs that drew other ids in the same order are one state."""
+    from conformance.protocols.consumer.build import make_consumer_sim
+
+    setup = cx.consumer_setup(1, 1, ("restart",))
+    keys: dict[bool, set[str]] = {True: set(), False: set()}
+    for seed in range(8):
+        sim = make_consumer_sim(
+            setup["topics"], setup["clients"], setup["config"], {}, seed=seed, where="test"
+        )
+        for op in ({"op": "client_step", "name": "c1"}, {"op": "restart", "name": "c1"}):
+            sim.replay([action_of(op, "test")])
+        (ghost,) = sim.port.coordinator_state().groups[sim.group_id].members
+        assert ghost != sim.clients["c1"].member_id
+        keys[ghost < sim.clients["c1"].member_id].add(cx.consumer_key(sim))
+    assert [len(k) for k in keys.values()] == [1, 1], "one key per order, whatever the ids"
+    assert keys[True] != keys[False]

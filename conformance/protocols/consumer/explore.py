@@ -100,6 +100,10 @@ class _Norm:
     def __init__(self, sim: Any, order: tuple[str, ...], group: Any = None, past: Any = None) -> None:
         self.index = {name: i for i, name in enumerate(order)}
         self.member = {c.member_id: ("m", self.index[n]) for n, c in sim.clients.items() if c.member_id}
+        # members no client holds (a restarted process's old member, kept until its session ends):
+        # named by rank, since no rule reads their random ids but to compare and sort them
+        ghosts = sorted(m for m in (group.members if group is not None else ()) if m not in self.member)
+        self.member.update((m, ("g", k)) for k, m in enumerate(ghosts))
         self.epoch = group.group_epoch if group is not None else 0
         self.now = sim.now
         self.past: dict[int, int] = past or {}  # epochs behind every live one, by rank (`_past_ranks`)
