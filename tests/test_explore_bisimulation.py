@@ -95,7 +95,9 @@ def _consumer_key(sim: Any) -> str:
     return cx.consumer_key(sim, symmetry=False)
 
 
-PERTURBING_CLASSIC = ("step", "advance", "stall", "resume", "lose_response", "leave", "restart", "subscribe")
+PERTURBING_CLASSIC = tuple(
+    o for o in kx.ALL_OPS if o != "stale_subscription"
+)  # a cooperative assignor's fault
 PERTURBING_CONSUMER = (*cx.CONSUMER_OPS, *cx.PERTURBATIONS)
 
 
