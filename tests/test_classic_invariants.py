@@ -255,6 +255,11 @@ def test_leader_sync_covers_members(stable) -> None:  # type: ignore[no-untyped-
     assert fails(rinv.leader_sync_covers_members, short)
     full = replace(sync, assignments=((m1.member_id, b""), (m2.member_id, b"")))
     assert not fails(rinv.leader_sync_covers_members, replace(short, event=Send("c1", 4, full)))
+    # an oracle's observation may also hold a join the target took after the SyncGroup: that member
+    # was not in the generation, so the leader could not assign to it (served-model, seed 0)
+    alone = replace(before, group=replace(before.group, members=(m1,)))
+    later = Observation(alone, Send("c1", 4, sync), (), after, 0)
+    assert not fails(rinv.leader_sync_covers_members, later)
 
 
 # ---------------------------------------------------------------------- docs/bug-catalogue.md#row-21

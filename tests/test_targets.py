@@ -106,7 +106,8 @@ def probe(target: Target, bootstrap: str) -> None:
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_target_lifecycle(name: str) -> None:
-    target = get_target(name, topics={"gc-seeded": 2} if name == "librdkafka-mock" else None)
+    seeded = name in ("librdkafka-mock", "served-model")  # no CreateTopics: topics given at start
+    target = get_target(name, topics={"gc-seeded": 2} if seeded else None)
     target.provision(PROVISION_TIMEOUT_S)  # a failure here fails the test (TargetError), never a skip
     assert target.is_provisioned()
     version = target.version()
@@ -127,7 +128,7 @@ def test_target_lifecycle(name: str) -> None:
         assert bootstrap in addrs, (bootstrap, addrs)
         assert all(is_loopback(a) for a in addrs), f"{name} listens beyond loopback: {addrs}"
 
-        if name == "librdkafka-mock":
+        if seeded:
             with pytest.raises(TargetError, match="no CreateTopics"):
                 create_topic(bootstrap, "gc-topic", 3)
             wait_for_topic(name, bootstrap, "gc-seeded", 2, Deadline(10), target.api_versions)

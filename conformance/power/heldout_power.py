@@ -4,6 +4,10 @@ its own process bounded by a wall-clock timeout, and record caught / not caught,
 invariants and the time to catch (reports/suite-power.md).
 
     python -m conformance.power.heldout_power --out reports/heldout/before.jsonl [--only NAME ...]
+
+``--served`` runs each coordinator mutant as ``--target served-model:NAME`` instead: served over the
+Kafka wire with the oracle beside it, as a broker team's coordinator is checked; a client mutant has
+no coordinator to serve and gets the verdict ``CLIENT`` (not run, not caught).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ MAX_BUGS = 200
 #: never moves an entry of an earlier one between the halves
 WAVE_SEEDS = {1: 20261126, 2: 20261129}
 VERDICT = re.compile(
-    r"^(classic|consumer|mixed) on mutant:\S+: (\w+) \((\d+) examples, seed \d+, ([\d.]+) s\)"
+    r"^(classic|consumer|mixed) on (?:mutant|served-model):\S+(?: .*?)?: (\w+)(?: at level \S+)? "
+    r"\((\d+) examples, seed \d+, ([\d.]+) s\)"
 )
 
 
@@ -38,7 +43,7 @@ class PowerRow:
     protocol: str
     half: str
     command: str
-    verdict: str = "ERROR"  # FAILED (caught) | PASSED | INCONCLUSIVE | TIMEOUT | ERROR
+    verdict: str = "ERROR"  # FAILED (caught) | PASSED | INCONCLUSIVE | TIMEOUT | ERROR | CLIENT
     exit_code: int | None = None
     invariants: list[str] = field(default_factory=list)
     check_seconds: float | None = None  # the run's own clock (printed by groupcheck)
@@ -81,14 +86,23 @@ def expected_halves(bugs: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def command(mutant: str, protocol: str, seed: int, profile: str) -> list[str]:
-    return ["groupcheck", "check", "--target", f"mutant:{mutant}", "--protocol", protocol,
+def command(mutant: str, protocol: str, seed: int, profile: str, served: bool = False) -> list[str]:
+    target = f"served-model:{mutant}" if served else f"mutant:{mutant}"
+    return ["groupcheck", "check", "--target", target, "--protocol", protocol,
             "--profile", profile, "--seed", str(seed)]  # fmt: skip
 
 
-def run_one(bug: dict[str, Any], *, seed: int, profile: str, timeout_s: float) -> PowerRow:
-    argv = command(bug["mutant"], bug["protocol"], seed, profile)
+def run_one(
+    bug: dict[str, Any], *, seed: int, profile: str, timeout_s: float, served: bool = False
+) -> PowerRow:
+    argv = command(bug["mutant"], bug["protocol"], seed, profile, served)
     row = PowerRow(bug["id"], bug["mutant"], bug["protocol"], bug["half"], " ".join(argv))
+    if served:
+        from conformance.mutants import get_mutant
+
+        if get_mutant(bug["mutant"]).coordinator is None:
+            row.verdict = "CLIENT"
+            return row
     exe = str(Path(sys.executable).with_name("groupcheck"))
     start = time.perf_counter()
     try:
@@ -117,16 +131,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per mutant")
     p.add_argument("--only", action="append", default=[], help="only this mutant (repeatable)")
     p.add_argument("--wave", type=int, choices=sorted(WAVE_SEEDS), help="only this wave's entries")
+    p.add_argument(
+        "--served",
+        action="store_true",
+        help="each coordinator mutant served over the wire, the oracle beside it",
+    )
+    p.add_argument("--half", choices=("dev", "heldout"), help="only this half's entries")
     args = p.parse_args(argv)
     bugs = [
         b
         for b in load_bugs()
-        if (not args.only or b["mutant"] in args.only) and (args.wave is None or b["wave"] == args.wave)
+        if (not args.only or b["mutant"] in args.only)
+        and (args.wave is None or b["wave"] == args.wave)
+        and (args.half is None or b["half"] == args.half)
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as out:
         for bug in bugs:
-            row = run_one(bug, seed=args.seed, profile=args.profile, timeout_s=args.timeout)
+            row = run_one(
+                bug, seed=args.seed, profile=args.profile, timeout_s=args.timeout, served=args.served
+            )
             out.write(json.dumps({**asdict(row), "caught": row.caught}, sort_keys=True) + "\n")
             out.flush()
             print(f"{row.id} {row.mutant:20s} {row.protocol:8s} {row.verdict:12s} "

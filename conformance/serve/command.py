@@ -25,6 +25,16 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument("--trace", type=Path, help="write the NDJSON trace of every request and answer here")
     s.add_argument("--duration", type=float, default=3600.0, help="seconds to serve (default 3600)")
+    s.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka group setting of the served coordinator (repeatable; docs/serve.md#settings)",
+    )
+    s.add_argument(
+        "--mutant", help="serve this coordinator mutant instead of the reference model (docs/mutants.md)"
+    )
 
 
 def parse_topics(value: str) -> dict[str, int]:
@@ -45,6 +55,7 @@ def parse_topics(value: str) -> dict[str, int]:
 def cmd_serve(args: argparse.Namespace) -> int:
     from conformance.serve.adversary import parse_kinds
     from conformance.serve.server import ServeConfig, Server
+    from conformance.serve.setup import coordinator_class, parse_settings
     from conformance.serve.trace import Trace
 
     topics = parse_topics(args.topics)
@@ -56,13 +67,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} out of range")
     if not 0 < args.duration <= 7 * 86400:
         raise UsageError("--duration must be in (0, 604800] seconds")
+    if len(args.config) > 100:
+        raise UsageError("--config: more than 100 settings")
+    settings = tuple(parse_settings(args.config).items())
+    coordinator_class(args.mutant)  # an unknown or unservable mutant is a usage error before listening
+    config = ServeConfig(
+        topics=topics, port=args.port, seed=args.seed, adversary=kinds, settings=settings, mutant=args.mutant
+    )
     try:
         trace = Trace(args.trace)
-        server = Server(ServeConfig(topics=topics, port=args.port, seed=args.seed, adversary=kinds), trace)
+        server = Server(config, trace)
     except OSError as e:
         raise UsageError(f"serve: {e}") from None
     host, port = server.address
-    print(f"serving on {host}:{port} (topics {args.topics}, adversary {args.adversary}, seed {args.seed})")
+    served = f"mutant {args.mutant}" if args.mutant else "the reference model"
+    print(
+        f"serving on {host}:{port} ({served}, {len(topics)} topics, adversary {args.adversary}, seed {args.seed})"
+    )
     sys.stdout.flush()
     started = time.monotonic()
     try:

@@ -9,11 +9,7 @@ Committed offsets are read, never written, by `committed` (OffsetFetch has no mo
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from model.choice import SeededChooser
-from model.classic.state import ClassicConfig
-from model.consumer.txn import ConsumerCoordinatorConfig
 from model.mixed.consumer_group import MixedConfig
 from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MixedState
@@ -27,12 +23,9 @@ class MixedModelPort:
     """Requests in, deliveries out; the clock is the caller's (milliseconds)."""
 
     def __init__(
-        self, seed: int = 0, initial_rebalance_delay_ms: int = 3_000, heartbeat_interval_ms: int = 5_000
+        self, seed: int, config: MixedConfig, coordinator_class: type[MixedCoordinator] = MixedCoordinator
     ) -> None:
-        classic = replace(ClassicConfig(), initial_rebalance_delay_ms=initial_rebalance_delay_ms)
-        consumer = replace(ConsumerCoordinatorConfig(), heartbeat_interval_ms=heartbeat_interval_ms)
-        config = MixedConfig(classic=classic, consumer=consumer)
-        self.coordinator = MixedCoordinator(config, SeededChooser(seed))
+        self.coordinator = coordinator_class(config, SeededChooser(seed))
         self.state = MixedState()
         self.records: list[object] = []
 

@@ -42,6 +42,7 @@ from conformance.serve.codec import (
 )
 from conformance.serve.inject import fence_request, phantom_leave, rebalance_requests
 from conformance.serve.port import MixedModelPort
+from conformance.serve.setup import coordinator_class, mixed_config
 from conformance.serve.trace import Trace
 from model.consumer.messages import ConsumerGroupHeartbeatRequest
 
@@ -80,6 +81,8 @@ class ServeConfig:
     every: tuple[int, int] = (8, 20)
     initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms (Kafka default)
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms (Kafka default)
+    settings: tuple[tuple[str, int | str], ...] = ()  # Kafka group settings (conformance/serve/setup.py)
+    mutant: str | None = None  # a coordinator mutant served instead of the reference model
     phantom_stay_ms: int = 12_000  # how long the member of a forced KIP-848 rebalance stays
     frame_deadline_s: float = 10.0
     write_deadline_s: float = 10.0
@@ -92,8 +95,13 @@ class Server:
     def __init__(self, config: ServeConfig, trace: Trace | None = None) -> None:
         self.config = config
         self.trace = trace or Trace(None)
+        settings = {
+            "group.initial.rebalance.delay.ms": config.initial_rebalance_delay_ms,
+            "group.consumer.heartbeat.interval.ms": config.heartbeat_interval_ms,
+            **dict(config.settings),
+        }
         self.port_model = MixedModelPort(
-            config.seed, config.initial_rebalance_delay_ms, config.heartbeat_interval_ms
+            config.seed, mixed_config(settings), coordinator_class(config.mutant)
         )
         self.adversary = Adversary(config.seed, config.adversary, *config.every)
         self.topics = TopicMap()

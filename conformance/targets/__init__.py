@@ -22,6 +22,7 @@ TARGETS: list[str] = [
     "tansu",
     "kfake",
     "kafka-0.9",
+    "served-model",
 ]
 
 
@@ -32,6 +33,7 @@ _MODULES: dict[str, str] = {
     "tansu": "tansu",
     "kfake": "kfake",
     "kafka-0.9": "kafka09",
+    "served-model": "served_model",
 }
 
 

@@ -35,6 +35,7 @@ MAX_PARTITIONS = 8
 TOPIC_NAMES = ("t", "u")
 #: ``mutant:NAME``: the reference model with one named fault, in process (docs/mutants.md)
 MUTANT_PREFIX = "mutant:"
+SERVED_PREFIX = "served-model:"  # the model served over the wire with a coordinator mutant
 
 
 def in_process(spec: str) -> bool:
@@ -184,6 +185,11 @@ def open_target(
 
     if spec in TARGETS:
         handle = _start_launcher(spec, start_timeout_s, provision_timeout_s)
+    elif spec.startswith(SERVED_PREFIX) and len(spec) > len(SERVED_PREFIX):  # the model with a mutant, served
+        handle = _start_launcher(
+            "served-model", start_timeout_s, provision_timeout_s, mutant=spec[len(SERVED_PREFIX) :]
+        )
+        handle.name = spec
     elif HOST_PORT.match(spec):
         handle = TargetHandle(
             spec,
@@ -218,12 +224,14 @@ def _plugin(spec: str) -> Callable[[str], TargetHandle] | None:
     return None
 
 
-def _start_launcher(name: str, start_timeout_s: float, provision_timeout_s: float) -> TargetHandle:
+def _start_launcher(
+    name: str, start_timeout_s: float, provision_timeout_s: float, **options: Any
+) -> TargetHandle:
     from conformance.targets import TargetError as LauncherError
     from conformance.targets import get_target
 
     run_id = f"{os.getpid() % 100000}{int(time.time()) % 100000}"
-    launcher = get_target(name)
+    launcher = get_target(name, **options)
     if "create_topics" not in launcher.capabilities and "seed_topics" in launcher.capabilities:
         launcher.topics = _seed_topics(run_id)
     try:

@@ -136,6 +136,8 @@ def leader_sync_covers_members(obs: Obs) -> Iterator[str]:
     if (S.COMPLETING_REBALANCE, S.STABLE) not in a.transitions or not ev.request.assignments:
         return
     listed = {mid for mid, _ in ev.request.assignments}
-    missing = sorted({m.member_id for m in a.group.members} - listed)
+    # the generation's members are those before the SyncGroup: an oracle's observation may also hold
+    # a join the target took after it, a member the leader could not have known
+    missing = sorted({m.member_id for m in b.group.members} - listed)
     if missing:
-        yield f"generation {a.group.generation} went Stable; the leader's assignment leaves out members {missing}"
+        yield f"generation {b.group.generation} went Stable; the leader's assignment leaves out members {missing}"

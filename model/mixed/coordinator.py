@@ -83,11 +83,13 @@ class MixedCoordinator:
 
     consumer_class: type[MixedConsumerCoordinator] = MixedConsumerCoordinator
     """The KIP-848 engine; a mutant subclass replaces one rule of it."""
+    classic_class: type[ClassicCoordinator] = ClassicCoordinator
+    """The classic coordinator of classic groups; likewise replaceable."""
 
     def __init__(self, config: MixedConfig | None = None, chooser: Chooser | None = None) -> None:
         self.config = config or MixedConfig()
         self.chooser: Chooser = chooser or SeededChooser(0)
-        self.classic = ClassicCoordinator(self.config.classic, self.chooser)
+        self.classic = self.classic_class(self.config.classic, self.chooser)
         self.consumer = self.consumer_class(
             self.config.consumer, self.chooser, self.config.policy, self.config.classic.max_size
         )
