@@ -174,3 +174,41 @@ def offset_fetch(port: MixedModelPort, body: Any, version: int) -> dict[str, Any
         for g in body.groups[:100]
     ]
     return {"throttle_time": 0, "groups": groups}
+
+
+def describe_groups(port: MixedModelPort, body: Any) -> dict[str, Any]:
+    """DescribeGroups as Apache Kafka's group coordinator answers it (GroupMetadataManager
+    ``describeGroups``, apache/kafka@1eb7644 L716-757): a classic group with its state and members,
+    their metadata and assignment only when Stable; any other id (no group, or a KIP-848 group) is
+    described as Dead with no members and no error."""
+    groups = []
+    for raw in body.groups[:100]:
+        group_id = str(raw)
+        group = port.state.classic.groups.get(group_id)
+        if group is None:
+            groups.append({"error_code": 0, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
+                           "protocol_data": "", "members": []})  # fmt: skip
+            continue
+        stable = group.state.value == "Stable" and group.protocol is not None
+        members = [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "client_host": "/127.0.0.1",
+                "member_metadata": dict(m.protocols).get(group.protocol or "", b"") if stable else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in group.members.values()
+        ]
+        groups.append(
+            {
+                "error_code": 0,
+                "group_id": group_id,
+                "group_state": group.state.value,
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": (group.protocol or "") if stable else "",
+                "members": members,
+            }
+        )
+    return {"throttle_time": 0, "groups": groups}

@@ -38,6 +38,7 @@ API_JOIN_GROUP = 11
 API_HEARTBEAT = 12
 API_LEAVE_GROUP = 13
 API_SYNC_GROUP = 14
+API_DESCRIBE_GROUPS = 15
 API_API_VERSIONS = 18
 API_CONSUMER_GROUP_HEARTBEAT = 68
 
@@ -54,6 +55,7 @@ SERVED: dict[int, tuple[int, int]] = {
     API_HEARTBEAT: (0, 4),
     API_LEAVE_GROUP: (0, 5),
     API_SYNC_GROUP: (0, 5),
+    API_DESCRIBE_GROUPS: (0, 5),
     API_API_VERSIONS: (0, 3),
     API_CONSUMER_GROUP_HEARTBEAT: (0, 1),
 }
@@ -69,6 +71,7 @@ NAMES = {
     API_HEARTBEAT: "Heartbeat",
     API_LEAVE_GROUP: "LeaveGroup",
     API_SYNC_GROUP: "SyncGroup",
+    API_DESCRIBE_GROUPS: "DescribeGroups",
     API_API_VERSIONS: "ApiVersions",
     API_CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
 }

@@ -28,6 +28,7 @@ from conformance.serve.adversary import Adversary, Fault
 from conformance.serve.codec import (
     API_API_VERSIONS,
     API_CONSUMER_GROUP_HEARTBEAT,
+    API_DESCRIBE_GROUPS,
     API_FETCH,
     API_FIND_COORDINATOR,
     API_LIST_OFFSETS,
@@ -334,6 +335,15 @@ class Server:
             self._answer(conn, req, values, {"offsets": _offsets_summary(values, v)})
         elif key == API_LIST_OFFSETS:
             self._answer(conn, req, self.cluster.list_offsets(body), {"offset": 0})
+        elif key == API_DESCRIBE_GROUPS:  # the state as of now: due timers fire first
+            self._deliver(self.port_model.advance(self.now_ms()).deliveries)
+            values = answers.describe_groups(self.port_model, body)
+            self._answer(
+                conn,
+                req,
+                values,
+                {"groups": [(g["group_state"], len(g["members"])) for g in values["groups"]]},
+            )
         elif key == API_FETCH:
             hold = min(FETCH_HOLD_CAP_MS, max(0, translate.ms(body.max_wait)))
             frame = encode_response(key, v, req.correlation_id, self.cluster.fetch(body))
