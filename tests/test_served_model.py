@@ -90,3 +90,33 @@ def test_a_served_coordinator_mutant_is_a_divergence_of_the_oracle() -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     violated = next(line for line in done.stdout.splitlines() if line.startswith("violated: "))
     assert "oracle.Heartbeat" in violated
+
+
+@pytest.mark.parametrize("version", range(6))
+def test_describe_groups_answers_as_kafka_does(version: int) -> None:
+    """The classic oracle's barrier reads (state, members) by DescribeGroups; metadata and
+    assignment only for a Stable group, any other id Dead (GroupMetadataManager describeGroups)."""
+    from types import SimpleNamespace
+
+    from conformance.serve.answers import describe_groups
+    from conformance.serve.codec import API_DESCRIBE_GROUPS, encode_response
+    from conformance.serve.port import MixedModelPort
+    from model.classic.state import ClassicGroup, GroupState, Member
+
+    port = MixedModelPort(0, mixed_config({}))
+    m = Member("m1", "i1", "c1", 6000, 6000, "consumer", (("range", b"meta"),), assignment=b"asg")
+    port.state.classic.groups["g"] = ClassicGroup(
+        "g", GroupState.STABLE, protocol_type="consumer", protocol="range", members={"m1": m}
+    )
+    values = describe_groups(port, SimpleNamespace(groups=("g", "nope")))
+    stable, missing = values["groups"]
+    assert (stable["group_state"], stable["protocol_data"]) == ("Stable", "range")
+    assert [(x["member_id"], x["member_metadata"], x["member_assignment"]) for x in stable["members"]] == [
+        ("m1", b"meta", b"asg")
+    ]
+    assert (missing["group_state"], missing["members"]) == ("Dead", [])
+    port.state.classic.groups["g"].state = GroupState.PREPARING_REBALANCE
+    preparing = describe_groups(port, SimpleNamespace(groups=("g",)))["groups"][0]
+    assert preparing["group_state"] == "PreparingRebalance" and preparing["protocol_data"] == ""
+    assert preparing["members"][0]["member_assignment"] == b""
+    assert encode_response(API_DESCRIBE_GROUPS, version, 7, values)[4:8] == b"\x00\x00\x00\x07"

@@ -136,8 +136,9 @@ def leader_sync_covers_members(obs: Obs) -> Iterator[str]:
     if (S.COMPLETING_REBALANCE, S.STABLE) not in a.transitions or not ev.request.assignments:
         return
     listed = {mid for mid, _ in ev.request.assignments}
-    # the generation's members are those before the SyncGroup: an oracle's observation may also hold
-    # a join the target took after it, a member the leader could not have known
-    missing = sorted({m.member_id for m in b.group.members} - listed)
+    # the generation's members were there before the SyncGroup: an oracle's observation may also
+    # hold a join the target took after it, a member the leader could not have known
+    generation = {m.member_id for m in b.group.members} & {m.member_id for m in a.group.members}
+    missing = sorted(generation - listed)
     if missing:
         yield f"generation {b.group.generation} went Stable; the leader's assignment leaves out members {missing}"
