@@ -120,3 +120,14 @@ def test_describe_groups_answers_as_kafka_does(version: int) -> None:
     assert preparing["group_state"] == "PreparingRebalance" and preparing["protocol_data"] == ""
     assert preparing["members"][0]["member_assignment"] == b""
     assert encode_response(API_DESCRIBE_GROUPS, version, 7, values)[4:8] == b"\x00\x00\x00\x07"
+
+
+def test_the_pytest_plugin_and_help_know_the_served_mutant_target() -> None:
+    from conformance.cli.help import targets_help
+    from conformance.cli.plugin import _check_target
+
+    _check_target("served-model:heartbeat-hides-rebalance")
+    _check_target("served-model")
+    with pytest.raises(pytest.UsageError, match="unknown mutant"):
+        _check_target("served-model:no-such-bug")
+    assert "served-model:NAME" in targets_help()

@@ -23,6 +23,7 @@ def targets_help() -> str:
     return (
         "model (the reference model, in process; default), mutant:NAME (the model with one fault; "
         f"'groupcheck mutants --list'), {', '.join(TARGETS)} (provisioned and started for the run), "
+        "served-model:NAME (a coordinator mutant served over the wire), "
         "or host:port (a coordinator you run)"
     )
 

@@ -87,20 +87,22 @@ def _check_target(spec: str) -> None:
     """A target name nothing can open is a usage error before anything runs (pytest exit 4)."""
     from conformance.errors import ToolError
     from conformance.targets import TARGETS
-    from conformance.targets.open import HOST_PORT, MUTANT_PREFIX, _plugin
+    from conformance.targets.open import HOST_PORT, MUTANT_PREFIX, SERVED_PREFIX, _plugin
 
     try:
-        if spec.startswith(MUTANT_PREFIX):
-            from conformance.mutants import get_mutant
+        for prefix in (MUTANT_PREFIX, SERVED_PREFIX):
+            if spec.startswith(prefix):
+                from conformance.mutants import get_mutant
 
-            get_mutant(spec[len(MUTANT_PREFIX) :])
-            return
+                get_mutant(spec[len(prefix) :])
+                return
         if spec == "model" or spec in TARGETS or HOST_PORT.match(spec) or _plugin(spec) is not None:
             return
     except ToolError as e:
         raise pytest.UsageError(f"--groupcheck-target {spec}: {e}") from None
     raise pytest.UsageError(
-        f"--groupcheck-target {spec}: unknown (use model, mutant:NAME, host:port or one of {', '.join(TARGETS)})"
+        f"--groupcheck-target {spec}: unknown (use model, mutant:NAME, served-model:NAME, host:port or one of "
+        f"{', '.join(TARGETS)})"
     )
 
 

@@ -201,7 +201,7 @@ def open_target(
         plugin = _plugin(spec)
         if plugin is None:
             raise UsageError(
-                f"unknown target {spec!r} (use model, mutant:NAME, host:port, one of {', '.join(TARGETS)}, "
+                f"unknown target {spec!r} (use model, mutant:NAME, served-model:NAME, host:port, one of {', '.join(TARGETS)}, "
                 f"or an adapter registered under the {ENTRY_POINT_GROUP!r} entry point)"
             )
         handle = plugin(spec)
