@@ -7,7 +7,9 @@ invariants and the time to catch (reports/suite-power.md).
 
 ``--served`` runs each coordinator mutant as ``--target served-model:NAME`` instead: served over the
 Kafka wire with the oracle beside it, as a broker team's coordinator is checked; a client mutant has
-no coordinator to serve and gets the verdict ``CLIENT`` (not run, not caught).
+no coordinator to serve and gets the verdict ``CLIENT`` (not run, not caught). ``--infection`` runs
+each in process with its coordinator probed (`conformance.power.infection`): the same verdict, and
+whether the run ever executed the fault so that an answer or a record changed.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class PowerRow:
     invariants: list[str] = field(default_factory=list)
     check_seconds: float | None = None  # the run's own clock (printed by groupcheck)
     wall_seconds: float = 0.0
+    #: ``--infection``: outermost coordinator calls, infected ones, by entry (`InfectionLog`)
+    infection: dict[str, Any] | None = None
 
     @property
     def caught(self) -> bool:
@@ -86,16 +90,27 @@ def expected_halves(bugs: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def command(mutant: str, protocol: str, seed: int, profile: str, served: bool = False) -> list[str]:
+def command(
+    mutant: str, protocol: str, seed: int, profile: str, served: bool = False, infection: bool = False
+) -> list[str]:
+    if infection:
+        return ["python", "-m", "conformance.power.infection", "--mutant", mutant, "--protocol", protocol,
+                "--profile", profile, "--seed", str(seed)]  # fmt: skip
     target = f"served-model:{mutant}" if served else f"mutant:{mutant}"
     return ["groupcheck", "check", "--target", target, "--protocol", protocol,
             "--profile", profile, "--seed", str(seed)]  # fmt: skip
 
 
 def run_one(
-    bug: dict[str, Any], *, seed: int, profile: str, timeout_s: float, served: bool = False
+    bug: dict[str, Any],
+    *,
+    seed: int,
+    profile: str,
+    timeout_s: float,
+    served: bool = False,
+    infection: bool = False,
 ) -> PowerRow:
-    argv = command(bug["mutant"], bug["protocol"], seed, profile, served)
+    argv = command(bug["mutant"], bug["protocol"], seed, profile, served, infection)
     row = PowerRow(bug["id"], bug["mutant"], bug["protocol"], bug["half"], " ".join(argv))
     if served:
         from conformance.mutants import get_mutant
@@ -103,7 +118,7 @@ def run_one(
         if get_mutant(bug["mutant"]).coordinator is None:
             row.verdict = "CLIENT"
             return row
-    exe = str(Path(sys.executable).with_name("groupcheck"))
+    exe = sys.executable if infection else str(Path(sys.executable).with_name("groupcheck"))
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -120,6 +135,10 @@ def run_one(
             row.verdict, row.check_seconds = m.group(2), float(m.group(4))
         elif line.startswith("violated: "):
             row.invariants = [s.strip() for s in line[len("violated: ") :].split(",")]
+        elif line.startswith("infection: {"):
+            seen = json.loads(line[len("infection: ") :])
+            first = seen.pop("first", None)
+            row.infection = {**seen, "first_entry": first["entry"] if first else None}
     return row
 
 
@@ -137,7 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         help="each coordinator mutant served over the wire, the oracle beside it",
     )
     p.add_argument("--half", choices=("dev", "heldout"), help="only this half's entries")
+    p.add_argument(
+        "--infection",
+        action="store_true",
+        help="in process with the coordinator probed: did the run ever execute the fault",
+    )
     args = p.parse_args(argv)
+    if args.infection and args.served:
+        p.error("--infection runs in process; it cannot be combined with --served")
     bugs = [
         b
         for b in load_bugs()
@@ -149,12 +175,18 @@ def main(argv: list[str] | None = None) -> int:
     with args.out.open("a") as out:
         for bug in bugs:
             row = run_one(
-                bug, seed=args.seed, profile=args.profile, timeout_s=args.timeout, served=args.served
+                bug,
+                seed=args.seed,
+                profile=args.profile,
+                timeout_s=args.timeout,
+                served=args.served,
+                infection=args.infection,
             )
             out.write(json.dumps({**asdict(row), "caught": row.caught}, sort_keys=True) + "\n")
             out.flush()
+            infected = f" infected {row.infection['infected']}/{row.infection['calls']}" if row.infection else ""
             print(f"{row.id} {row.mutant:20s} {row.protocol:8s} {row.verdict:12s} "
-                  f"{','.join(row.invariants) or '-'} {row.wall_seconds:.1f} s", flush=True)  # fmt: skip
+                  f"{','.join(row.invariants) or '-'} {row.wall_seconds:.1f} s{infected}", flush=True)  # fmt: skip
     return 0
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from conformance.errors import SpecError
 from conformance.mutants import named_mutant, with_mutant_variants
+from conformance.mutants.infection import probed
 from conformance.protocols.classic.settle import quiet_gap as quiet_gap
 from conformance.protocols.classic.settle import settle_round as settle_round
 from conformance.protocols.classic.trace import TracedClassicSim
@@ -89,7 +90,7 @@ def make_classic_sim(
     mutant = named_mutant(variants, "classic")
     if mutant is not None:  # the model variants the mutant is made of (e.g. kafka-7026: sticky v0)
         variants = with_mutant_variants(variants)
-    coord_cls = mutant.coordinator if mutant and mutant.coordinator else ClassicCoordinator
+    coord_cls = probed(mutant.coordinator) if mutant and mutant.coordinator else ClassicCoordinator
     coord = coordinator or coord_cls(cfg, SeededChooser(seed))
     port_cls = mutant.port if mutant and mutant.port else ModelPort
     port = port_factory(coord) if port_factory else port_cls(coord)

@@ -8,6 +8,7 @@ from typing import Any
 
 from conformance.errors import SpecError
 from conformance.mutants import named_mutant, with_mutant_variants
+from conformance.mutants.infection import probed
 from conformance.mutants.sim import mutant_client_sim
 from conformance.protocols.consumer.trace import TracedConsumerSim
 from model.choice import SeededChooser
@@ -75,7 +76,7 @@ def make_consumer_sim(
     if mutant is not None:  # the model variants the mutant is made of (e.g. a batching coordinator)
         variants = with_mutant_variants(variants)
     cfg = consumer_config(config, variants, where)
-    cls = mutant.coordinator if mutant and mutant.coordinator else ConsumerCoordinator
+    cls = probed(mutant.coordinator) if mutant and mutant.coordinator else ConsumerCoordinator
     coord = cls(cfg, SeededChooser(seed))
     port_cls = mutant.port if mutant and mutant.port else ModelConsumerPort
     port = port_factory(coord) if port_factory else port_cls(coord)

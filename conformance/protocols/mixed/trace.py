@@ -140,6 +140,7 @@ def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) 
     ``policy`` (group.consumer.migration.policy), ``seed`` (the coordinator's chooser), ``tick_ms``."""
     from conformance.mutants.heldout2_consumer import HELDOUT2_MIXED_MUTANTS
     from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANTS
+    from conformance.mutants.infection import probed
     from conformance.mutants.mixed import MIXED_MUTANTS as FIRST
 
     MIXED_MUTANTS = {**FIRST, **HELDOUT_MIXED_MUTANTS, **HELDOUT2_MIXED_MUTANTS}
@@ -163,7 +164,7 @@ def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) 
         raise SpecError(
             f"{where}: unknown mixed mutant {mutant!r} (known: {', '.join(sorted(MIXED_MUTANTS))})"
         )
-    cls = MIXED_MUTANTS[mutant] if mutant else MixedCoordinator
+    cls = probed(MIXED_MUTANTS[mutant]) if mutant else MixedCoordinator
     seed = int(setup.get("seed", 0))
     run = TracedMixedRun(
         cls(_config(policy, limits), SeededChooser(seed)),

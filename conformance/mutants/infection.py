@@ -1,0 +1,140 @@
+"""Did a run ever *infect* the model with a mutant's fault? (docs/mutants.md#infection)
+
+Mutation analysis separates three reasons a mutant survives (Offutt's reach-infect-propagate, as
+mutation-testing tools report "no coverage" apart from "survived"): the run never executed the
+faulty rule, executed it without changing anything, or changed an answer or a record that no
+invariant then judged. Only the last is a gap in the invariants; the first two are gaps in what the
+machines draw.
+
+`probed` makes a mutant coordinator class report each outermost call the machines make on it
+(``handle``, ``advance``, ...; every public method whose first parameter is ``state``) in which the
+reference coordinator, given deep copies of the same state and chooser, returns a different
+`Result` or leaves a different state. The reference runs on copies only, so the mutant's run and
+its verdict are those of an unprobed run. A fault outside the coordinator (a client, an assignor
+run by the client, a port) is not probed.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+#: characters of an answer kept in the log, each side
+SHOWN = 300
+
+
+@dataclass
+class InfectionLog:
+    """What one probed run saw: outermost calls, the infected ones, the first in full."""
+
+    calls: int = 0
+    infected: int = 0
+    by_entry: dict[str, int] = field(default_factory=dict)
+    first: dict[str, str] | None = None
+    depth: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "infected": self.infected,
+            "by_entry": dict(sorted(self.by_entry.items())),
+            "first": self.first,
+        }
+
+    def note(self, entry: str, args: tuple[Any, ...], expected: Any, got: Any) -> None:
+        self.infected += 1
+        self.by_entry[entry] = self.by_entry.get(entry, 0) + 1
+        if self.first is None:
+            self.first = {
+                "entry": entry,
+                "input": _short(args[0] if args else None),
+                "reference": _short(expected),
+                "mutant": _short(got),
+            }
+
+
+_ACTIVE: list[InfectionLog] = []
+
+
+@contextmanager
+def probing(log: InfectionLog) -> Iterator[InfectionLog]:
+    """While inside, `probed` wraps mutant coordinators and reports to ``log``."""
+    _ACTIVE.append(log)
+    try:
+        yield log
+    finally:
+        _ACTIVE.remove(log)
+
+
+def reference_class(cls: type) -> type:
+    """The model class a mutant class derives from: the first of its bases defined in ``model``."""
+    for base in cls.__mro__:
+        if base.__module__.split(".")[0] == "model":
+            return base
+    return cls
+
+
+def probed(cls: type) -> type:
+    """``cls`` itself when nothing probes or it is a model class; else a subclass that compares each
+    outermost call with the reference coordinator's (module docstring)."""
+    if not _ACTIVE or reference_class(cls) is cls:
+        return cls
+    log = _ACTIVE[-1]
+    entries = {
+        name: _wrap(name, getattr(cls, name), log)
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_") and _takes_state(member)
+    }
+    return type(f"Probed{cls.__name__}", (cls,), entries)
+
+
+def _takes_state(function: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(function).parameters)
+    return len(params) >= 2 and params[1] == "state"
+
+
+def _reference(coordinator: Any) -> Any:
+    """A deep copy of ``coordinator`` (its chooser included) with every mutant part, the
+    coordinator and the coordinators it holds, turned back into its model class."""
+    ref = copy.deepcopy(coordinator)
+    for obj in (ref, *vars(ref).values()):
+        if hasattr(obj, "__dict__") and not isinstance(obj, type):
+            model_cls = reference_class(type(obj))
+            if model_cls is not type(obj):
+                obj.__class__ = model_cls
+    return ref
+
+
+def _wrap(entry: str, impl: Callable[..., Any], log: InfectionLog) -> Callable[..., Any]:
+    def probe(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+        if log.depth:  # a rule called by another rule: judged with its caller
+            return impl(self, state, *args, **kwargs)
+        ref, ref_state = _reference(self), copy.deepcopy(state)
+        log.depth += 1
+        try:
+            try:
+                expected: Any = getattr(ref, entry)(ref_state, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the reference's failure is a difference too
+                expected = f"raised {type(exc).__name__}: {exc}"
+            got = impl(self, state, *args, **kwargs)
+        finally:
+            log.depth -= 1
+        log.calls += 1
+        if expected != got or ref_state != state:
+            log.note(entry, args, expected, got if expected != got else f"state differs after {got!r}")
+        return got
+
+    probe.__name__ = entry
+    return probe
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 2 * SHOWN else f"{text[:SHOWN]} ... {text[-SHOWN:]}"
+
+
+__all__ = ["InfectionLog", "probed", "probing", "reference_class"]
