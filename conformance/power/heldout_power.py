@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             out.write(json.dumps({**asdict(row), "caught": row.caught}, sort_keys=True) + "\n")
             out.flush()
-            infected = f" infected {row.infection['infected']}/{row.infection['calls']}" if row.infection else ""
+            infected = (
+                f" infected {row.infection['infected']}/{row.infection['calls']}" if row.infection else ""
+            )
             print(f"{row.id} {row.mutant:20s} {row.protocol:8s} {row.verdict:12s} "
                   f"{','.join(row.invariants) or '-'} {row.wall_seconds:.1f} s{infected}", flush=True)  # fmt: skip
     return 0

@@ -34,7 +34,9 @@ def run(mutant: str, protocol: str, profile: str, seed: int) -> tuple[int, list[
     for proto in protocols:
         log = InfectionLog()
         with probing(log):
-            result = run_check(proto, target=spec, profile=get_profile(profile), seed_value=seed, variants=variants)
+            result = run_check(
+                proto, target=spec, profile=get_profile(profile), seed_value=seed, variants=variants
+            )
         lines.append(
             f"{proto} on {spec}: {result.verdict} ({result.max_examples} examples, seed {seed}, "
             f"{result.seconds:.1f} s)"
