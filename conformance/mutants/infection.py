@@ -33,6 +33,8 @@ class InfectionLog:
 
     calls: int = 0
     infected: int = 0
+    #: infected calls whose answers (the deliveries a client would read) differ, not only records
+    in_answers: int = 0
     by_entry: dict[str, int] = field(default_factory=dict)
     first: dict[str, str] | None = None
     depth: int = 0
@@ -41,6 +43,7 @@ class InfectionLog:
         return {
             "calls": self.calls,
             "infected": self.infected,
+            "in_answers": self.in_answers,
             "by_entry": dict(sorted(self.by_entry.items())),
             "first": self.first,
         }
@@ -48,6 +51,8 @@ class InfectionLog:
     def note(self, entry: str, args: tuple[Any, ...], expected: Any, got: Any) -> None:
         self.infected += 1
         self.by_entry[entry] = self.by_entry.get(entry, 0) + 1
+        if getattr(expected, "deliveries", None) != getattr(got, "deliveries", None):
+            self.in_answers += 1
         if self.first is None:
             self.first = {
                 "entry": entry,

@@ -175,9 +175,29 @@ def render_power(
 def _cell(row: dict[str, Any] | None) -> str:
     if row is None:
         return "not run"
+    seen = row.get("infection")
+    infected = ""
+    if seen and seen["probed"]:
+        shown = f"{seen['infected']:,} ({seen.get('in_answers', 0):,} in answers)"
+        infected = f", infected {shown} of {seen['calls']:,} calls"
     if row["caught"]:
-        return f"**caught** {_fmt(row['check_seconds'])} s"
-    return str(row["verdict"])
+        return f"**caught** {_fmt(row['check_seconds'])} s{infected}"
+    return f"{row['verdict']}{infected}"
+
+
+def why_missed(rows: list[dict[str, Any] | None]) -> str:
+    """Why an entry was missed at every seed, from its probed rows (docs/mutants.md#infection)."""
+    done = [r for r in rows if r is not None]
+    if any(r["caught"] for r in done):
+        return "caught"
+    seen = [r.get("infection") for r in done]
+    if not done or any(s is None for s in seen):
+        return "-"
+    if not any(s["probed"] for s in seen):
+        return "client fault, not probed"
+    if any(s.get("in_answers") for s in seen):
+        return "answers changed, not judged"
+    return "records changed, not judged" if any(s["infected"] for s in seen) else "never infected"
 
 
 def render_seeds(bugs: list[dict[str, Any]], by_seed: dict[int, dict[str, dict[str, Any]]]) -> str:
@@ -190,15 +210,20 @@ def render_seeds(bugs: list[dict[str, Any]], by_seed: dict[int, dict[str, dict[s
         rows = {b["mutant"]: [by_seed[s].get(b["mutant"]) for s in seeds] for b in chosen}
         ever = sum(1 for b in chosen if any(r and r["caught"] for r in rows[b["mutant"]]))
         lines += [f"### {half} half: caught at one seed or more: {ever} of {len(chosen)}", ""]
+        probed = any(r and "infection" in r for b in chosen for r in rows[b["mutant"]])
         lines.append(
-            "| id | mutant | protocol | " + " | ".join(f"seed {s}" for s in seeds) + " | invariant(s) |"
+            "| id | mutant | protocol | "
+            + " | ".join(f"seed {s}" for s in seeds)
+            + " | invariant(s) |"
+            + (" why missed |" if probed else "")
         )
-        lines.append("|---|---|---|" + "---|" * len(seeds) + "---|")
+        lines.append("|---|---|---|" + "---|" * len(seeds) + "---|" + ("---|" if probed else ""))
         for b in chosen:
             found = sorted({i for r in rows[b["mutant"]] if r and r["caught"] for i in r["invariants"]})
             cells = " | ".join(_cell(r) for r in rows[b["mutant"]])
             invs = ", ".join(f"`{i}`" for i in found) or "-"
-            lines.append(f"| {b['id']} | `{b['mutant']}` | {b['protocol']} | {cells} | {invs} |")
+            why = f" {why_missed(rows[b['mutant']])} |" if probed else ""
+            lines.append(f"| {b['id']} | `{b['mutant']}` | {b['protocol']} | {cells} | {invs} |{why}")
         per_seed = [
             sum(1 for b in chosen if (r := by_seed[s].get(b["mutant"])) is not None and r["caught"])
             for s in seeds
