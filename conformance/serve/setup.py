@@ -1,10 +1,11 @@
 """What the served coordinator runs with: group settings by their Kafka names, and optionally a mutant.
 
-Settings come through a fixed registry (`SETTINGS`: Kafka broker setting -> model config field), so
-``groupcheck serve --config KEY=VALUE`` takes exactly the settings the oracle learns of a target
-(`conformance.targets.settings.KAFKA_DEFAULTS`). A mutant (conformance/mutants) replaces the rule it
-breaks in the served coordinator, so the oracle can be pointed at a coordinator with a known bug
-over the wire (the ``served-model:NAME`` target, docs/real-targets.md#served-model).
+Settings come through a fixed registry (`conformance.targets.settings.MODEL_FIELDS`: Kafka broker
+setting -> model config field), so ``groupcheck serve --config KEY=VALUE`` takes exactly the settings
+the oracle learns of a target (`conformance.targets.settings.KAFKA_DEFAULTS`). A mutant
+(conformance/mutants) replaces the rule it breaks in the served coordinator, so the oracle can be
+pointed at a coordinator with a known bug over the wire (the ``served-model:NAME`` target,
+docs/real-targets.md#served-model).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from conformance.errors import UsageError
+from conformance.targets.settings import MODEL_FIELDS
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.state import ClassicConfig
 from model.consumer.coordinator import ConsumerCoordinator
@@ -22,18 +24,7 @@ from model.mixed.consumer_group import MixedConfig
 from model.mixed.coordinator import MixedCoordinator
 from model.mixed.state import MigrationPolicy
 
-#: Kafka setting -> (which config, its field); every value but the policy is a count (ms or members)
-SETTINGS: dict[str, tuple[str, str]] = {
-    "group.initial.rebalance.delay.ms": ("classic", "initial_rebalance_delay_ms"),
-    "group.min.session.timeout.ms": ("classic", "min_session_timeout_ms"),
-    "group.max.session.timeout.ms": ("classic", "max_session_timeout_ms"),
-    "group.max.size": ("classic", "max_size"),
-    "group.consumer.session.timeout.ms": ("consumer", "session_timeout_ms"),
-    "group.consumer.heartbeat.interval.ms": ("consumer", "heartbeat_interval_ms"),
-    "group.consumer.max.size": ("consumer", "max_size"),
-    "group.consumer.assignment.interval.ms": ("consumer", "assignment_interval_ms"),
-    "group.consumer.migration.policy": ("mixed", "policy"),
-}
+#: every setting's value but the policy is a count (ms or members), at most this
 MAX_SETTING = 2**31 - 1
 
 
@@ -43,12 +34,12 @@ def parse_settings(items: Iterable[str]) -> dict[str, int | str]:
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
-        if not sep or key not in SETTINGS:
+        if not sep or key not in MODEL_FIELDS:
             raise UsageError(
-                f"--config: {item[:100]!r} is not KEY=VALUE with KEY one of {', '.join(SETTINGS)}"
+                f"--config: {item[:100]!r} is not KEY=VALUE with KEY one of {', '.join(MODEL_FIELDS)}"
             )
         value = value.strip()
-        if SETTINGS[key][0] == "mixed":
+        if MODEL_FIELDS[key][0] == "mixed":
             if value not in {p.value for p in MigrationPolicy}:
                 raise UsageError(f"--config: {key}={value[:40]!r} is not a migration policy")
             out[key] = value
@@ -63,7 +54,7 @@ def mixed_config(settings: Mapping[str, int | str]) -> MixedConfig:
     """The model's settings with the given Kafka settings applied (the rest: Kafka's defaults)."""
     parts: dict[str, dict[str, int | str]] = {"classic": {}, "consumer": {}, "mixed": {}}
     for key, value in settings.items():
-        where, name = SETTINGS[key]
+        where, name = MODEL_FIELDS[key]
         parts[where][name] = value
     config = MixedConfig(
         classic=replace(ClassicConfig(), **parts["classic"]),  # type: ignore[arg-type]

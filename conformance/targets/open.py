@@ -27,6 +27,7 @@ from typing import Any
 from conformance.errors import TargetError, UsageError
 from conformance.formats.trace_file import groupcheck_version
 from conformance.mutants import get_mutant
+from conformance.targets.settings import model_fields
 
 ENTRY_POINT_GROUP = "groupcheck.adapters"
 HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-]+:\d{1,5}$")
@@ -102,12 +103,8 @@ ASSUMED = {
     # the other launched coordinators compute a target in the heartbeat that bumps the epoch
     "group.consumer.assignment.interval.ms": 0,
 }
-_MODEL_KEYS = {
-    "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
-    "group.min.session.timeout.ms": "min_session_timeout_ms",
-    "group.max.session.timeout.ms": "max_session_timeout_ms",
-    "group.max.size": "max_size",
-}
+#: the classic model's fields by Kafka setting (`conformance.targets.settings.MODEL_FIELDS`)
+_MODEL_KEYS = model_fields("classic")
 
 
 def _model_config_from(settings: dict[str, Any], notes: list[str] | None = None) -> dict[str, int]:

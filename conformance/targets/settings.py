@@ -44,11 +44,32 @@ KAFKA_DEFAULTS: dict[str, int | str] = {
     "group.consumer.min.assignment.interval.ms": 0,
     "group.consumer.migration.policy": "bidirectional",
 }
+#: Kafka setting -> (the model config it sets: "classic", "consumer" or "mixed"; its field there),
+#: for the settings a model config takes (a subset of `KAFKA_DEFAULTS`, in its order). The one
+#: registry behind the launched model's config (conformance/targets/open.py), the consumer run's
+#: (conformance/protocols/consumer/setup.py) and ``groupcheck serve --config`` (conformance/serve/setup.py).
+MODEL_FIELDS: dict[str, tuple[str, str]] = {
+    "group.initial.rebalance.delay.ms": ("classic", "initial_rebalance_delay_ms"),
+    "group.min.session.timeout.ms": ("classic", "min_session_timeout_ms"),
+    "group.max.session.timeout.ms": ("classic", "max_session_timeout_ms"),
+    "group.max.size": ("classic", "max_size"),
+    "group.consumer.session.timeout.ms": ("consumer", "session_timeout_ms"),
+    "group.consumer.heartbeat.interval.ms": ("consumer", "heartbeat_interval_ms"),
+    "group.consumer.max.size": ("consumer", "max_size"),
+    "group.consumer.assignment.interval.ms": ("consumer", "assignment_interval_ms"),
+    "group.consumer.migration.policy": ("mixed", "policy"),
+}
 #: settings whose value is a word, not a number of milliseconds or members
 WORDS = {"group.consumer.migration.policy": ("disabled", "downgrade", "upgrade", "bidirectional")}
 #: bounds on a --target-config file (hostile input)
 MAX_FILE_BYTES = 64 * 1024
 MAX_LINES = 1000
+
+
+def model_fields(config: str) -> dict[str, str]:
+    """Kafka setting -> field of one model config (``"classic"``, ``"consumer"``, ``"mixed"``), in
+    `MODEL_FIELDS` order."""
+    return {key: name for key, (where, name) in MODEL_FIELDS.items() if where == config}
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine.profiles import Profile
+from conformance.targets.settings import model_fields
 
-#: The broker settings a consumer-protocol run needs to know, and the model config key of each.
-CONSUMER_KEYS = {
-    "group.consumer.session.timeout.ms": "session_timeout_ms",
-    "group.consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
-    "group.consumer.max.size": "max_size",
-    "group.consumer.assignment.interval.ms": "assignment_interval_ms",
-}
+#: The broker settings a consumer-protocol run needs to know, and the model config key of each
+#: (`conformance.targets.settings.MODEL_FIELDS`).
+CONSUMER_KEYS = model_fields("consumer")
 #: Real-time consumer runs: fewer examples than classic (members wait for session and rebalance
 #: timeouts on a real clock); names match the model's profiles.
 CONSUMER_REAL_PROFILES = {

@@ -17,9 +17,8 @@ from typing import Any
 
 from conformance.targets.base import Target
 from conformance.targets.cache import digest
+from conformance.targets.open import SERVED_PREFIX
 from conformance.targets.process import Deadline, Proc, TargetError, read_line
-
-PREFIX = "served-model:"
 
 
 class ServedModelTarget(Target):
@@ -38,7 +37,8 @@ class ServedModelTarget(Target):
 
             if get_mutant(mutant).coordinator is None:
                 raise UsageError(
-                    f"--target {PREFIX}{mutant}: not a coordinator mutant; only a coordinator can be served"
+                    f"--target {SERVED_PREFIX}{mutant}: not a coordinator mutant; "
+                    "only a coordinator can be served"
                 )
         self.mutant = mutant
 
