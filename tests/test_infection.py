@@ -52,6 +52,7 @@ def test_a_coordinator_that_changes_nothing_is_never_infected(monkeypatch, proto
     result, log = _probed_run(protocol, {"mutant": "same"})
     assert result.verdict == "PASSED"
     assert log.calls > 100 and log.infected == 0 and log.in_answers == 0, log.as_dict()
+    assert log.examples >= 5 and log.diverged == 0, log.as_dict()
 
 
 def test_a_mixed_coordinator_that_changes_nothing_is_never_infected(monkeypatch):
@@ -59,6 +60,7 @@ def test_a_mixed_coordinator_that_changes_nothing_is_never_infected(monkeypatch)
     result, log = _probed_run("mixed", {"mixed_mutant": "same"}, examples=3)
     assert not result.violations
     assert log.calls > 50 and log.infected == 0, log.as_dict()
+    assert log.examples >= 3 and log.diverged == 0, log.as_dict()
 
 
 def test_the_probe_leaves_the_run_and_its_verdict_alone():
@@ -76,6 +78,8 @@ def test_a_reached_consumer_fault_is_infected_though_no_invariant_judges_it():
     result, log = _probed_run("consumer", {"mutant": "kafka-18688"}, examples=10)
     assert result.verdict == "PASSED"
     assert log.by_entry.get("handle_consumer_group_heartbeat", 0) > 0
+    assert log.diverged > 0 and log.first_divergence is not None
+    assert log.first_divergence["entry"] == "handle_consumer_group_heartbeat"
 
 
 def test_without_a_probe_or_for_a_model_class_nothing_is_wrapped():
@@ -108,16 +112,20 @@ def test_the_heldout_driver_records_the_infection():
 def test_the_report_says_why_an_entry_was_missed():
     from conformance.power.heldout_report import _cell, why_missed
 
-    def row(caught, probed, infected, in_answers=0):
-        seen = {"probed": probed, "calls": 100, "infected": infected, "in_answers": in_answers}
+    def row(caught, probed, infected, in_answers=0, diverged=0):
+        seen = {"probed": probed, "calls": 100, "infected": infected, "in_answers": in_answers,
+                "examples": 10, "diverged": diverged}  # fmt: skip
         return {"caught": caught, "verdict": "FAILED" if caught else "PASSED", "check_seconds": 2.0,
                 "infection": seen}  # fmt: skip
 
     assert why_missed([row(False, True, 0), row(True, True, 3, 1)]) == "caught"
     assert why_missed([row(False, True, 0), row(False, True, 0)]) == "never infected"
-    assert why_missed([row(False, True, 0), row(False, True, 4)]) == "records changed, not judged"
+    assert why_missed([row(False, True, 0), row(False, True, 4)]) == "records changed, no answer"
+    assert why_missed([row(False, True, 4, 0, 1)]) == "answers changed, not judged"
     assert why_missed([row(False, True, 4, 2), None]) == "answers changed, not judged"
     assert why_missed([row(False, False, 0)]) == "client fault, not probed"
     assert why_missed([{"caught": False, "verdict": "PASSED"}]) == "-"
-    assert _cell(row(False, True, 4, 2)) == "PASSED, infected 4 (2 in answers) of 100 calls"
+    assert _cell(row(False, True, 4, 2, 1)) == (
+        "PASSED, infected 4 (2 in answers) of 100 calls, answers diverged in 1 of 10 examples"
+    )
     assert _cell(row(True, False, 0)) == "**caught** 2.0 s"

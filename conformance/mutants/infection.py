@@ -9,9 +9,14 @@ machines draw.
 `probed` makes a mutant coordinator class report each outermost call the machines make on it
 (``handle``, ``advance``, ...; every public method whose first parameter is ``state``) in which the
 reference coordinator, given deep copies of the same state and chooser, returns a different
-`Result` or leaves a different state. The reference runs on copies only, so the mutant's run and
-its verdict are those of an unprobed run. A fault outside the coordinator (a client, an assignor
-run by the client, a port) is not probed.
+`Result` or leaves a different state. Infection is judged call by call on the mutant's own state, so
+an effect that shows only later is not counted there; a *shadow* reference coordinator therefore
+also runs the whole example beside the mutant, from the same initial state and chooser, and the
+first answer (a delivery a client reads) that differs from the shadow's marks the example as
+*diverged*. A different answer is not a wrong one: a legal choice the mutant makes otherwise (a
+member id) diverges too; only the oracle judges legality (docs/oracle.md). The reference runs on
+copies only, so the mutant's run and its verdict are those of an unprobed run. A fault outside the
+coordinator (a client, an assignor run by the client, a port) is not probed.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from typing import Any
 
 #: characters of an answer kept in the log, each side
 SHOWN = 300
+#: shadows kept at once (one per coordinator, i.e. per example or shrink attempt; older ones end)
+SHADOWS = 4
 
 
 @dataclass
@@ -37,7 +44,12 @@ class InfectionLog:
     in_answers: int = 0
     by_entry: dict[str, int] = field(default_factory=dict)
     first: dict[str, str] | None = None
+    #: examples (coordinators) probed, and those whose answers diverged from the shadow's
+    examples: int = 0
+    diverged: int = 0
+    first_divergence: dict[str, str] | None = None
     depth: int = 0
+    shadows: dict[int, list[Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,7 +58,56 @@ class InfectionLog:
             "in_answers": self.in_answers,
             "by_entry": dict(sorted(self.by_entry.items())),
             "first": self.first,
+            "examples": self.examples,
+            "diverged": self.diverged,
+            "first_divergence": self.first_divergence,
         }
+
+    def shadow(self, coordinator: Any, state: Any) -> list[Any]:
+        """``coordinator``'s shadow: [reference coordinator, its state, still in step]. A shadow stops,
+        without counting a divergence, once the harness hands the coordinator another state object
+        (a failover rebuilds it from the durable records)."""
+        key = id(coordinator)
+        if key not in self.shadows:
+            while len(self.shadows) >= SHADOWS:
+                del self.shadows[next(iter(self.shadows))]
+            self.shadows[key] = [coordinator, _reference(coordinator), copy.deepcopy(state), True, id(state)]
+            self.examples += 1
+        shadow = self.shadows[key]
+        if shadow[4] != id(state):  # the harness replaced the state (a failover reload): no longer comparable
+            shadow[3] = False
+        return shadow[1:4]
+
+    def compare_shadow(
+        self,
+        coordinator: Any,
+        entry: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        got: Any,
+        chooser_before: dict[str, Any] | None,
+    ) -> None:
+        """Run the shadow on the same call; the first differing answer marks the example diverged."""
+        entry_shadow = self.shadows[id(coordinator)]
+        ref, ref_state, in_step = entry_shadow[1:4]
+        if not in_step or not hasattr(got, "deliveries"):
+            return
+        if chooser_before is not None:
+            ref.chooser.__dict__ = chooser_before
+        try:
+            answers: Any = getattr(ref, entry)(ref_state, *args, **kwargs).deliveries
+        except Exception as exc:  # noqa: BLE001 - the shadow's failure is a divergence too
+            answers = f"raised {type(exc).__name__}: {exc}"
+        if answers != got.deliveries:
+            entry_shadow[3] = False
+            self.diverged += 1
+            if self.first_divergence is None:
+                self.first_divergence = {
+                    "entry": entry,
+                    "input": _short(args[0] if args else None),
+                    "reference": _short(answers),
+                    "mutant": _short(got.deliveries),
+                }
 
     def note(self, entry: str, args: tuple[Any, ...], expected: Any, got: Any) -> None:
         self.infected += 1
@@ -114,10 +175,21 @@ def _reference(coordinator: Any) -> Any:
     return ref
 
 
+def _chooser_state(coordinator: Any) -> dict[str, Any] | None:
+    """A copy of what the coordinator's chooser holds now. The shadow draws what the mutant's
+    chooser would draw at this call: the harness draws from the same chooser between coordinator
+    calls (the mixed world does), so the shadow's is set to it before each call, in place, so that
+    the coordinators the shadow holds keep sharing it."""
+    chooser = getattr(coordinator, "chooser", None)
+    return copy.deepcopy(vars(chooser)) if chooser is not None and hasattr(chooser, "__dict__") else None
+
+
 def _wrap(entry: str, impl: Callable[..., Any], log: InfectionLog) -> Callable[..., Any]:
     def probe(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
         if log.depth:  # a rule called by another rule: judged with its caller
             return impl(self, state, *args, **kwargs)
+        log.shadow(self, state)
+        chooser_before = _chooser_state(self)
         ref, ref_state = _reference(self), copy.deepcopy(state)
         log.depth += 1
         try:
@@ -126,6 +198,7 @@ def _wrap(entry: str, impl: Callable[..., Any], log: InfectionLog) -> Callable[.
             except Exception as exc:  # noqa: BLE001 - the reference's failure is a difference too
                 expected = f"raised {type(exc).__name__}: {exc}"
             got = impl(self, state, *args, **kwargs)
+            log.compare_shadow(self, entry, args, kwargs, got, chooser_before)
         finally:
             log.depth -= 1
         log.calls += 1

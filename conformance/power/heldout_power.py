@@ -137,8 +137,12 @@ def run_one(
             row.invariants = [s.strip() for s in line[len("violated: ") :].split(",")]
         elif line.startswith("infection: {"):
             seen = json.loads(line[len("infection: ") :])
-            first = seen.pop("first", None)
-            row.infection = {**seen, "first_entry": first["entry"] if first else None}
+            first, divergence = seen.pop("first", None), seen.pop("first_divergence", None)
+            row.infection = {
+                **seen,
+                "first_entry": first["entry"] if first else None,
+                "first_divergence_entry": divergence["entry"] if divergence else None,
+            }
     return row
 
 

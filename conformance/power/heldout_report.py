@@ -180,6 +180,8 @@ def _cell(row: dict[str, Any] | None) -> str:
     if seen and seen["probed"]:
         shown = f"{seen['infected']:,} ({seen.get('in_answers', 0):,} in answers)"
         infected = f", infected {shown} of {seen['calls']:,} calls"
+        if "diverged" in seen:
+            infected += f", answers diverged in {seen['diverged']:,} of {seen['examples']:,} examples"
     if row["caught"]:
         return f"**caught** {_fmt(row['check_seconds'])} s{infected}"
     return f"{row['verdict']}{infected}"
@@ -195,9 +197,9 @@ def why_missed(rows: list[dict[str, Any] | None]) -> str:
         return "-"
     if not any(s["probed"] for s in seen):
         return "client fault, not probed"
-    if any(s.get("in_answers") for s in seen):
+    if any(s.get("in_answers") or s.get("diverged") for s in seen):
         return "answers changed, not judged"
-    return "records changed, not judged" if any(s["infected"] for s in seen) else "never infected"
+    return "records changed, no answer" if any(s["infected"] for s in seen) else "never infected"
 
 
 def render_seeds(bugs: list[dict[str, Any]], by_seed: dict[int, dict[str, dict[str, Any]]]) -> str:
