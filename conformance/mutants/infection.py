@@ -1,22 +1,13 @@
-"""Did a run ever *infect* the model with a mutant's fault? (docs/mutants.md#infection)
+"""Why a mutant survived: its fault never ran, ran and changed no answer, or changed answers that
+no invariant judged (the reach-infect-propagate model of mutation analysis: Ammann and Offutt,
+*Introduction to Software Testing*, ch. 2). docs/mutants.md#infection.
 
-Mutation analysis separates three reasons a mutant survives (Offutt's reach-infect-propagate, as
-mutation-testing tools report "no coverage" apart from "survived"): the run never executed the
-faulty rule, executed it without changing anything, or changed an answer or a record that no
-invariant then judged. Only the last is a gap in the invariants; the first two are gaps in what the
-machines draw.
-
-`probed` makes a mutant coordinator class report each outermost call the machines make on it
-(``handle``, ``advance``, ...; every public method whose first parameter is ``state``) in which the
-reference coordinator, given deep copies of the same state and chooser, returns a different
-`Result` or leaves a different state. Infection is judged call by call on the mutant's own state, so
-an effect that shows only later is not counted there; a *shadow* reference coordinator therefore
-also runs the whole example beside the mutant, from the same initial state and chooser, and the
-first answer (a delivery a client reads) that differs from the shadow's marks the example as
-*diverged*. A different answer is not a wrong one: a legal choice the mutant makes otherwise (a
-member id) diverges too; only the oracle judges legality (docs/oracle.md). The reference runs on
-copies only, so the mutant's run and its verdict are those of an unprobed run. A fault outside the
-coordinator (a client, an assignor run by the client, a port) is not probed.
+`probed` wraps a mutant coordinator class. Each outermost call the harness makes on it (every public
+method whose first parameter is ``state``) is also made on the reference coordinator on deep copies
+of the state and chooser: a different `Result` or state is an *infected* call. A *shadow* reference
+also runs the whole example beside the mutant; the first delivery that differs from the shadow's
+marks the example *diverged* (different, not necessarily illegal: the oracle judges legality). The
+reference only ever sees copies, so the mutant's run and verdict are those of an unprobed run.
 """
 
 from __future__ import annotations
