@@ -26,6 +26,17 @@ SHADOWS = 4
 
 
 @dataclass
+class Shadow:
+    """A reference coordinator running one example beside the mutant, on its own state."""
+
+    coordinator: Any  # the mutant's, kept alive so that its id is not reused
+    reference: Any
+    state: Any
+    state_id: int  # the mutant's state object: another one means the harness replaced it
+    in_step: bool = True
+
+
+@dataclass
 class InfectionLog:
     """What one probed run saw: outermost calls, the infected ones, the first in full."""
 
@@ -40,7 +51,7 @@ class InfectionLog:
     diverged: int = 0
     first_divergence: dict[str, str] | None = None
     depth: int = 0
-    shadows: dict[int, list[Any]] = field(default_factory=dict)
+    shadows: dict[int, Shadow] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -54,20 +65,20 @@ class InfectionLog:
             "first_divergence": self.first_divergence,
         }
 
-    def shadow(self, coordinator: Any, state: Any) -> list[Any]:
-        """``coordinator``'s shadow: [reference coordinator, its state, still in step]. A shadow stops,
+    def shadow(self, coordinator: Any, state: Any) -> Shadow:
+        """``coordinator``'s shadow, started on a copy of ``state`` at its first call. It stops,
         without counting a divergence, once the harness hands the coordinator another state object
         (a failover rebuilds it from the durable records)."""
         key = id(coordinator)
         if key not in self.shadows:
             while len(self.shadows) >= SHADOWS:
                 del self.shadows[next(iter(self.shadows))]
-            self.shadows[key] = [coordinator, _reference(coordinator), copy.deepcopy(state), True, id(state)]
+            self.shadows[key] = Shadow(coordinator, _reference(coordinator), copy.deepcopy(state), id(state))
             self.examples += 1
         shadow = self.shadows[key]
-        if shadow[4] != id(state):  # the harness replaced the state (a failover reload): no longer comparable
-            shadow[3] = False
-        return shadow[1:4]
+        if shadow.state_id != id(state):
+            shadow.in_step = False
+        return shadow
 
     def compare_shadow(
         self,
@@ -79,39 +90,26 @@ class InfectionLog:
         chooser_before: dict[str, Any] | None,
     ) -> None:
         """Run the shadow on the same call; the first differing answer marks the example diverged."""
-        entry_shadow = self.shadows[id(coordinator)]
-        ref, ref_state, in_step = entry_shadow[1:4]
-        if not in_step or not hasattr(got, "deliveries"):
+        shadow = self.shadows[id(coordinator)]
+        if not shadow.in_step or not hasattr(got, "deliveries"):
             return
         if chooser_before is not None:
-            ref.chooser.__dict__ = chooser_before
+            shadow.reference.chooser.__dict__ = chooser_before
         try:
-            answers: Any = getattr(ref, entry)(ref_state, *args, **kwargs).deliveries
+            answers: Any = getattr(shadow.reference, entry)(shadow.state, *args, **kwargs).deliveries
         except Exception as exc:  # noqa: BLE001 - the shadow's failure is a divergence too
             answers = f"raised {type(exc).__name__}: {exc}"
         if answers != got.deliveries:
-            entry_shadow[3] = False
+            shadow.in_step = False
             self.diverged += 1
-            if self.first_divergence is None:
-                self.first_divergence = {
-                    "entry": entry,
-                    "input": _short(args[0] if args else None),
-                    "reference": _short(answers),
-                    "mutant": _short(got.deliveries),
-                }
+            self.first_divergence = self.first_divergence or _shown(entry, args, answers, got.deliveries)
 
     def note(self, entry: str, args: tuple[Any, ...], expected: Any, got: Any) -> None:
         self.infected += 1
         self.by_entry[entry] = self.by_entry.get(entry, 0) + 1
         if getattr(expected, "deliveries", None) != getattr(got, "deliveries", None):
             self.in_answers += 1
-        if self.first is None:
-            self.first = {
-                "entry": entry,
-                "input": _short(args[0] if args else None),
-                "reference": _short(expected),
-                "mutant": _short(got),
-            }
+        self.first = self.first or _shown(entry, args, expected, got)
 
 
 _ACTIVE: list[InfectionLog] = []
@@ -199,6 +197,15 @@ def _wrap(entry: str, impl: Callable[..., Any], log: InfectionLog) -> Callable[.
 
     probe.__name__ = entry
     return probe
+
+
+def _shown(entry: str, args: tuple[Any, ...], reference: Any, mutant: Any) -> dict[str, str]:
+    return {
+        "entry": entry,
+        "input": _short(args[0] if args else None),
+        "reference": _short(reference),
+        "mutant": _short(mutant),
+    }
 
 
 def _short(value: Any) -> str:
