@@ -97,6 +97,7 @@ def load_all() -> dict[str, Invariant]:
         "model.classic.response_invariants",  # added by the kill matrix (docs/mutants.md)
         "model.classic.promise_invariants",
         "model.classic.timer_invariants",
+        "model.classic.stray_invariants",
         "model.consumer.client_invariants",  # added by the kill matrix
         "model.consumer.promise_invariants",
         "model.consumer.subscription_invariants",

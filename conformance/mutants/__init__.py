@@ -22,10 +22,11 @@ from conformance.mutants.base import Mutant
 def _registry() -> dict[str, Mutant]:
     from conformance.mutants.classic import CLASSIC_MUTANTS
     from conformance.mutants.classic_promises import CLASSIC_PROMISE_MUTANTS
+    from conformance.mutants.classic_strays import CLASSIC_STRAY_MUTANTS
     from conformance.mutants.consumer import CONSUMER_MUTANT_LIST
 
     out: dict[str, Mutant] = {}
-    for m in (*CLASSIC_MUTANTS, *CLASSIC_PROMISE_MUTANTS, *CONSUMER_MUTANT_LIST):
+    for m in (*CLASSIC_MUTANTS, *CLASSIC_PROMISE_MUTANTS, *CLASSIC_STRAY_MUTANTS, *CONSUMER_MUTANT_LIST):
         if m.name in out:
             raise ValueError(f"mutant {m.name} defined twice")
         out[m.name] = m

@@ -315,3 +315,7 @@ def member_id_kept_until_refused(obs: Obs) -> Iterator[str]:
             continue
         said = ", ".join(f"{kind} {'/'.join(E(e).name for e in errors)}" for kind, errors in answers)
         yield f"{c.name} gave up member id {old.member_id} though no answer refused it ({said or 'no answer'})"
+
+
+# The promises about requests a well-behaved consumer never sends register with these.
+from model.classic import stray_invariants as _stray_invariants  # noqa: E402, F401

@@ -17,7 +17,7 @@ from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse
 from model.classic.port import ClassicPort
 from model.classic.snapshot import client_snaps, kept, with_delivery
 from model.classic.wire_record import Joins, Syncs, WireRecord
-from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment
+from model.classic.world import ClassicWorld, ClientSnap, Delivered, LeaderAssignment, bounds_of
 from model.errors import ErrorCode
 from model.observation import Observation
 from model.result import Delivery
@@ -489,5 +489,6 @@ class ClassicSim:
                 joins=answered[0],
                 syncs=answered[1],
                 handed=handed,
+                **bounds_of(getattr(getattr(self.port, "coordinator", None), "config", None)),
             ),
         )

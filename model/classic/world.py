@@ -188,3 +188,17 @@ class ClassicWorld:
     #: (client, answer type, error codes) of each answer handed to a virtual consumer at this step:
     #: the harness knows on which client's connection an answer arrived
     handed: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
+    #: the broker's group.min/max.session.timeout.ms (None: not known) and offset.metadata.max.bytes,
+    #: the bounds the stray requests' promises judge answers by (model/classic/stray_invariants.py)
+    session_timeout_bounds: tuple[int, int] | None = None
+    offset_metadata_max_bytes: int = 4096
+
+
+def bounds_of(config: object) -> dict[str, object]:
+    """A coordinator config's session and metadata bounds as `ClassicWorld` fields (none without one)."""
+    if config is None:
+        return {}
+    return {
+        "session_timeout_bounds": (config.min_session_timeout_ms, config.max_session_timeout_ms),  # type: ignore[attr-defined]
+        "offset_metadata_max_bytes": config.offset_metadata_max_bytes,  # type: ignore[attr-defined]
+    }

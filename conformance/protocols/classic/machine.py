@@ -26,6 +26,7 @@ from conformance.engine.machine import (
 )
 from conformance.engine.rules import MEMBER, FaultRules, TimeRules, WireFaultRules, Wording
 from conformance.protocols.classic.build import make_classic_sim, settle_round
+from conformance.protocols.classic.machine_strays import StrayRules
 from conformance.protocols.classic.machine_targeted import (
     REDEPLOY_REBALANCE_MS,
     REDEPLOY_SESSION_MS,
@@ -69,10 +70,10 @@ WORDING = Wording(
 def make_machine(cfg: MachineSettings) -> type[RuleBasedStateMachine]:
     """The machine for one run. The wire faults (model/classic/sim.py CutConnection,
     DuplicateRequest, DelayRequest; on a real target the fault proxy) only under the `faults`
-    profile; the targeted rules only on the model and mutants: against a real coordinator the rule
+    profile; the targeted and stray-request rules only on the model and mutants: against a real coordinator the rule
     set (and so each seed's draws) stays as the adapter tests and published reports were tuned with."""
     mixins = ((WireFaultRules,) if cfg.wire_faults else ()) + (
-        () if cfg.real_time else (TargetedRules, ConvergeRules)
+        () if cfg.real_time else (TargetedRules, ConvergeRules, StrayRules)
     )
     return bind(ClassicMachine, cfg, *mixins)
 
