@@ -11,9 +11,13 @@ import pytest
 from conformance.engine.profiles import get_profile
 from conformance.mutants import get_mutant
 from conformance.mutants.classic_promises import CLASSIC_PROMISE_MUTANTS
+from conformance.mutants.classic_strays import CLASSIC_STRAY_MUTANTS
 from conformance.power.matrix import run_mutant
 
-NAMES = [m.name for m in CLASSIC_PROMISE_MUTANTS] + ["cooperative-no-follow-up", "acks-before-revoking"]
+NAMES = [m.name for m in (*CLASSIC_PROMISE_MUTANTS, *CLASSIC_STRAY_MUTANTS)] + [
+    "cooperative-no-follow-up",
+    "acks-before-revoking",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)

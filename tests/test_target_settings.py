@@ -57,6 +57,7 @@ def test_kafka_defaults_for_a_target_that_says_nothing() -> None:
         "min_session_timeout_ms": 6000,
         "max_session_timeout_ms": 1_800_000,
         "max_size": 2**31 - 1,
+        "offset_metadata_max_bytes": 4096,
     }
     assert {got.origin(k) for k in KAFKA_DEFAULTS} == {DEFAULT}
 

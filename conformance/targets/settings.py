@@ -27,7 +27,8 @@ STARTED, ASKED, GIVEN, DEFAULT = "started-with", "asked", "given", "Kafka defaul
 #: (group-coordinator/src/main/java/org/apache/kafka/coordinator/group/) at 4.0.0
 #: (985bc99521dd22bbf620591b8db8613c54f596b2) L136-201 for the classic and session settings; the
 #: assignment interval (Kafka 4.2+) and its minimum as Apache Kafka 4.4.0 ships them
-#: (org.apache.kafka:kafka-group-coordinator:4.4.0, CONSUMER_GROUP_*ASSIGNMENT_INTERVAL_MS_DEFAULT).
+#: (org.apache.kafka:kafka-group-coordinator:4.4.0, CONSUMER_GROUP_*ASSIGNMENT_INTERVAL_MS_DEFAULT);
+#: offset.metadata.max.bytes from the same file (OFFSET_METADATA_MAX_SIZE_DEFAULT, L167 at 1eb7644).
 KAFKA_DEFAULTS: dict[str, int | str] = {
     "group.initial.rebalance.delay.ms": 3_000,
     "group.min.session.timeout.ms": 6_000,
@@ -43,6 +44,7 @@ KAFKA_DEFAULTS: dict[str, int | str] = {
     "group.consumer.assignment.interval.ms": 1_000,
     "group.consumer.min.assignment.interval.ms": 0,
     "group.consumer.migration.policy": "bidirectional",
+    "offset.metadata.max.bytes": 4096,
 }
 #: Kafka setting -> (the model config it sets: "classic", "consumer" or "mixed"; its field there),
 #: for the settings a model config takes (a subset of `KAFKA_DEFAULTS`, in its order). The one
@@ -58,6 +60,7 @@ MODEL_FIELDS: dict[str, tuple[str, str]] = {
     "group.consumer.max.size": ("consumer", "max_size"),
     "group.consumer.assignment.interval.ms": ("consumer", "assignment_interval_ms"),
     "group.consumer.migration.policy": ("mixed", "policy"),
+    "offset.metadata.max.bytes": ("classic", "offset_metadata_max_bytes"),
 }
 #: settings whose value is a word, not a number of milliseconds or members
 WORDS = {"group.consumer.migration.policy": ("disabled", "downgrade", "upgrade", "bidirectional")}

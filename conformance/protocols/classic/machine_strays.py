@@ -48,126 +48,128 @@ STRAY_JOINS = (
 STRAY_SYNCS = ("other-protocol-type", "other-protocol-name")
 
 
+def _config(sim: Any) -> Any:
+    """The coordinator's configuration (the model's, or the oracle's learned copy of a target's)."""
+    return sim.port.coordinator.config
+
+
+def _generation(sim: Any) -> int:
+    group = sim.world.group if sim.world is not None else None
+    return group.generation if group is not None else 0
+
+
+def commit_request(sim: Any, name: str, kind: str, delta: int = 1) -> OffsetCommitRequest:
+    """An OffsetCommit of ``kind`` (`STRAY_COMMITS`) on member ``name``'s behalf, at its version.
+    Before the group exists, one carrying a generation commits to a group that does not exist."""
+    c = sim.clients[name]
+    gen, member_id, instance_id = _generation(sim), c.member_id, c.config.instance_id
+    partitions = (OffsetCommitPartition("t", 0, 7),)
+    if kind == "stale-generation":
+        gen += delta
+    elif kind == "ghost-member":
+        member_id, instance_id = f"{name}-ghost", None
+    elif kind == "no-identity":
+        gen, member_id, instance_id = -1, "", None
+    elif kind == "unknown-partition":
+        partitions = (OffsetCommitPartition("t", sim.topics["t"], 7),)
+    elif kind == "unknown-topic":
+        partitions = (OffsetCommitPartition("absent", 0, 7),)
+    else:
+        oversized = "m" * (_config(sim).offset_metadata_max_bytes + 1)
+        partitions = (OffsetCommitPartition("t", 0, 7, oversized),)
+    return OffsetCommitRequest(
+        c.config.group_id, gen, member_id, partitions, instance_id, c.config.commit_version
+    )
+
+
+def join_request(sim: Any, name: str, kind: str, as_member: bool) -> JoinGroupRequest:
+    """A JoinGroup of ``kind`` (`STRAY_JOINS`) the broker must refuse, as member ``name`` (its
+    member id, or a new member's)."""
+    c = sim.clients[name]
+    cfg = _config(sim)
+    group_id, protocol_type = c.config.group_id, "consumer"
+    session, protocols = c.config.session_timeout_ms, tuple((a, b"") for a in c.config.assignors)
+    if kind == "empty-group-id":
+        group_id = ""
+    elif kind == "session-below-minimum":
+        session = cfg.min_session_timeout_ms - 1
+    elif kind == "session-above-maximum":
+        session = cfg.max_session_timeout_ms + 1
+    elif kind == "other-protocol-type":
+        protocol_type = "connect"
+    else:
+        protocols = (("stray-assignor", b""),)
+    return JoinGroupRequest(
+        group_id,
+        c.member_id if as_member else "",
+        protocol_type,
+        protocols,
+        session,
+        c.config.rebalance_timeout_ms if c.config.join_version >= 1 else -1,
+        c.config.instance_id if as_member else None,
+        None,
+        c.config.client_id,
+        c.config.join_version,
+    )
+
+
+def sync_request(sim: Any, name: str, kind: str) -> SyncGroupRequest:
+    """Member ``name``'s SyncGroup v5 at the group's generation naming another protocol type or
+    name (`STRAY_SYNCS`)."""
+    c = sim.clients[name]
+    chosen = c.protocol or c.config.assignors[0]
+    protocol_type, protocol = (
+        ("connect", chosen) if kind == "other-protocol-type" else ("consumer", "stray-assignor")
+    )
+    return SyncGroupRequest(
+        c.config.group_id, _generation(sim), c.member_id, (), c.config.instance_id, protocol_type, protocol, 5
+    )
+
+
+def leave_request(sim: Any, name: str, held: bool) -> LeaveGroupRequest | None:
+    """A LeaveGroup v3+ naming member ``name``'s group.instance.id alone (an operator removes a
+    static member, KIP-345), or an instance id nobody holds; None for a dynamic member's own."""
+    c = sim.clients[name]
+    if held and c.config.instance_id is None:
+        return None
+    iid = c.config.instance_id if held else f"{name}-nobody"
+    return LeaveGroupRequest(c.config.group_id, (MemberIdentity("", iid),), max(3, c.config.leave_version))
+
+
 class StrayRules(FaultHost):
     """Mixin of `ClassicMachine` (conformance/protocols/classic/machine.py)."""
-
-    names: list[str]
-    note: Any
-    _sync: Any
-
-    def _config(self) -> Any:
-        assert self.sim is not None
-        return self.sim.port.coordinator.config
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, kind=st.sampled_from(STRAY_COMMITS), delta=st.sampled_from((-1, 1)))
     def stray_commit(self, i: int, kind: str, delta: int) -> None:
-        """An OffsetCommit of ``kind`` on member i's behalf, with its OffsetCommit version. Before the
-        group exists, a commit carrying a generation is a commit to a group that does not exist."""
-        assert self.sim is not None and self.sim.world is not None
         name = self.client(i)
-        c = self.sim.clients[name]
-        group = self.sim.world.group
-        gen = group.generation if group is not None else 0
-        member_id, instance_id = c.member_id, c.config.instance_id
-        partitions = (OffsetCommitPartition("t", 0, 7),)
-        if kind == "stale-generation":
-            gen += delta
-        elif kind == "ghost-member":
-            member_id, instance_id = f"{name}-ghost", None
-        elif kind == "no-identity":
-            gen, member_id, instance_id = -1, "", None
-        elif kind == "unknown-partition":
-            partitions = (OffsetCommitPartition("t", self.sim.topics["t"], 7),)
-        elif kind == "unknown-topic":
-            partitions = (OffsetCommitPartition("absent", 0, 7),)
-        else:
-            partitions = (
-                OffsetCommitPartition("t", 0, 7, "m" * (self._config().offset_metadata_max_bytes + 1)),
-            )
-        req = OffsetCommitRequest(
-            c.config.group_id, gen, member_id, partitions, instance_id, c.config.commit_version
+        req = commit_request(self.sim, name, kind, delta)
+        self.observe(
+            self.sim.send_raw(name, req), f"{name} sends a commit ({kind}, generation {req.generation_id})"
         )
-        self.observe(self.sim.send_raw(name, req), f"{name} sends a commit ({kind}, generation {gen})")
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, kind=st.sampled_from(STRAY_JOINS), as_member=st.booleans())
     def stray_join(self, i: int, kind: str, as_member: bool) -> None:
-        """A JoinGroup the broker must refuse, as member i (its member id, or a new member's)."""
-        assert self.sim is not None
         name = self.client(i)
-        c = self.sim.clients[name]
-        cfg = self._config()
-        group_id, protocol_type = c.config.group_id, "consumer"
-        session, protocols = c.config.session_timeout_ms, tuple((a, b"") for a in c.config.assignors)
-        if kind == "empty-group-id":
-            group_id = ""
-        elif kind == "session-below-minimum":
-            session = cfg.min_session_timeout_ms - 1
-        elif kind == "session-above-maximum":
-            session = cfg.max_session_timeout_ms + 1
-        elif kind == "other-protocol-type":
-            protocol_type = "connect"
-        else:
-            protocols = (("stray-assignor", b""),)
-        req = JoinGroupRequest(
-            group_id,
-            c.member_id if as_member else "",
-            protocol_type,
-            protocols,
-            session,
-            c.config.rebalance_timeout_ms if c.config.join_version >= 1 else -1,
-            c.config.instance_id if as_member else None,
-            None,
-            c.config.client_id,
-            c.config.join_version,
+        self.observe(
+            self.sim.send_raw(name, join_request(self.sim, name, kind, as_member)),
+            f"{name} sends a JoinGroup ({kind})",
         )
-        self.observe(self.sim.send_raw(name, req), f"{name} sends a JoinGroup ({kind})")
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, kind=st.sampled_from(STRAY_SYNCS))
     def stray_sync(self, i: int, kind: str) -> None:
-        """Member i's SyncGroup v5 at the group's generation naming another protocol type or name."""
-        assert self.sim is not None and self.sim.world is not None
         name = self.client(i)
-        c = self.sim.clients[name]
-        group = self.sim.world.group
-        gen = group.generation if group is not None else 0
-        sync: SyncGroupRequest = self._sync(name, gen, c.member_id, c.config.instance_id)
-        if kind == "other-protocol-type":
-            req = SyncGroupRequest(
-                sync.group_id,
-                gen,
-                sync.member_id,
-                (),
-                sync.group_instance_id,
-                "connect",
-                sync.protocol_name or "range",
-                5,
-            )
-        else:
-            req = SyncGroupRequest(
-                sync.group_id,
-                gen,
-                sync.member_id,
-                (),
-                sync.group_instance_id,
-                "consumer",
-                "stray-assignor",
-                5,
-            )
-        self.observe(self.sim.send_raw(name, req), f"{name} sends a SyncGroup ({kind})")
+        self.observe(
+            self.sim.send_raw(name, sync_request(self.sim, name, kind)), f"{name} sends a SyncGroup ({kind})"
+        )
 
     @precondition(lambda self: self.ready)
     @rule(i=MEMBER, held=st.booleans())
     def leave_by_instance_id(self, i: int, held: bool) -> None:
-        """A LeaveGroup v3+ naming member i's group.instance.id alone (an operator removes a static
-        member, KIP-345), or an instance id nobody holds."""
-        assert self.sim is not None
         name = self.client(i)
-        c = self.sim.clients[name]
-        if held and c.config.instance_id is None:
-            return
-        iid = c.config.instance_id if held else f"{name}-nobody"
-        req = LeaveGroupRequest(c.config.group_id, (MemberIdentity("", iid),), max(3, c.config.leave_version))
-        self.observe(self.sim.send_raw(name, req), f"an operator removes instance {iid}")
+        req = leave_request(self.sim, name, held)
+        if req is not None:
+            what = req.members[0].group_instance_id
+            self.observe(self.sim.send_raw(name, req), f"an operator removes instance {what}")

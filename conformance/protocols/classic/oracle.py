@@ -142,7 +142,7 @@ class OraclePort(ClassicOperation, ClassicCandidates, OracleBase):
             )
             return []
         request = as_sent(request, version)
-        real = dataclasses.replace(request, group_id=self.real_group)
+        real = dataclasses.replace(request, group_id=self.real_group if request.group_id else "")
         payload = encode_request(real, version, self._real_topic)
         self.requests[ref] = (self.current_member, request, version, t)
         client_id = request.client_id if isinstance(request, JoinGroupRequest) else self.current_member
