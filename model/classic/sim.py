@@ -467,6 +467,7 @@ class ClassicSim:
             self.delivered = ()
         if group is None:
             self.sent.forget_generations()
+        bounds = bounds_of(getattr(getattr(self.port, "coordinator", None), "config", None))
         return kept(
             self.world,
             ClassicWorld(
@@ -489,6 +490,7 @@ class ClassicSim:
                 joins=answered[0],
                 syncs=answered[1],
                 handed=handed,
-                **bounds_of(getattr(getattr(self.port, "coordinator", None), "config", None)),
+                session_timeout_bounds=bounds[0],
+                offset_metadata_max_bytes=bounds[1],
             ),
         )

@@ -194,11 +194,12 @@ class ClassicWorld:
     offset_metadata_max_bytes: int = 4096
 
 
-def bounds_of(config: object) -> dict[str, object]:
-    """A coordinator config's session and metadata bounds as `ClassicWorld` fields (none without one)."""
+def bounds_of(config: object) -> tuple[tuple[int, int] | None, int]:
+    """A coordinator config's `ClassicWorld.session_timeout_bounds` and `offset_metadata_max_bytes`
+    (unknown bounds and Kafka's default without one)."""
     if config is None:
-        return {}
-    return {
-        "session_timeout_bounds": (config.min_session_timeout_ms, config.max_session_timeout_ms),  # type: ignore[attr-defined]
-        "offset_metadata_max_bytes": config.offset_metadata_max_bytes,  # type: ignore[attr-defined]
-    }
+        return None, 4096
+    return (
+        (config.min_session_timeout_ms, config.max_session_timeout_ms),  # type: ignore[attr-defined]
+        config.offset_metadata_max_bytes,  # type: ignore[attr-defined]
+    )
