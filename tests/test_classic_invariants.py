@@ -576,3 +576,40 @@ def test_the_real_time_simulator_names_the_answers_nobody_sees() -> None:
     sim = make_classic_sim({"t": 1}, [{"name": "c1"}], {}, {}, port_factory=LosingPort, sim_class=RealTimeSim)
     assert sim.snapshot(None, False).unseen == frozenset({7})
     assert make_classic_sim({"t": 1}, [{"name": "c1"}], {}, {}).world.unseen == frozenset()
+
+
+# ---------------------------------------------------------------------- stray requests
+from model.classic import stray_invariants as sinv  # noqa: E402
+
+
+class _Broken(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("mutant", "predicate"),
+    [
+        ("commit-from-anyone", sinv.commit_needs_membership),
+        ("commit-creates-group", sinv.commit_needs_membership),
+        ("commit-any-partition", sinv.commit_partitions_checked),
+        ("join-session-unchecked", sinv.invalid_join_refused),
+        ("join-protocols-unchecked", sinv.invalid_join_refused),
+        ("sync-protocol-unchecked", sinv.sync_protocol_matches),
+        ("leave-by-instance-ignored", sinv.leave_by_instance_id),
+    ],
+)
+def test_stray_promises_fail_on_the_mutant_that_drops_their_check(mutant, predicate) -> None:  # type: ignore[no-untyped-def]
+    """The stray-request script (tests/test_stray_requests.py) breaks each promise on its mutant;
+    on the model it breaks none (`test_the_model_answers_every_stray_as_the_promises_require`)."""
+    from test_stray_requests import drive_strays, stray_clients
+
+    from conformance.protocols.classic.build import make_classic_sim
+
+    sim = make_classic_sim({"t": 2}, stray_clients(10_000, 15_000), {}, {"mutant": mutant})
+
+    def observe(obs: Observation) -> None:  # type: ignore[type-arg]
+        if list(predicate(obs)):
+            raise _Broken
+
+    with pytest.raises(_Broken):
+        drive_strays(sim, observe)
