@@ -1,4 +1,4 @@
-"""The wave-3 KIP-848 and mixed-group mutants (specs/wave3-consumer.yaml) each behave as their bug
+"""The wave-3 KIP-848 and mixed-group mutants (specs/bugs-heldout.yaml) each behave as their bug
 describes on a short scripted sequence, and the reference coordinator does not."""
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def test_a_later_wave_is_split_among_itself_and_moves_no_earlier_entry() -> None
 
 def test_an_entry_of_an_unknown_wave_is_refused_with_its_position(tmp_path: Any) -> None:
     spec = tmp_path / "bugs.yaml"
-    spec.write_text("bugs:\n  - {id: HB-01, mutant: m, protocol: classic, half: dev, wave: 3}\n")
+    spec.write_text("bugs:\n  - {id: HB-01, mutant: m, protocol: classic, half: dev, wave: 9}\n")
     with pytest.raises(ValueError, match=r"bugs\[0\]\.wave"):
         load_bugs(spec)
 

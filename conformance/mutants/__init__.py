@@ -47,6 +47,9 @@ def heldout_mutants() -> dict[str, Mutant]:
     from conformance.mutants.heldout2_clients import HELDOUT2_CLIENT_MUTANTS
     from conformance.mutants.heldout2_consumer import HELDOUT2_CONSUMER_MUTANTS
     from conformance.mutants.heldout2_others import HELDOUT2_OTHERS_MUTANTS
+    from conformance.mutants.heldout3_classic import HELDOUT3_CLASSIC_MUTANTS
+    from conformance.mutants.heldout3_consumer import HELDOUT3_CONSUMER_MUTANTS
+    from conformance.mutants.heldout3_others import HELDOUT3_OTHERS_MUTANTS
     from conformance.mutants.heldout_classic import HELDOUT_CLASSIC_MUTANTS
     from conformance.mutants.heldout_consumer import HELDOUT_CONSUMER_MUTANTS
     from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANT_LIST
@@ -61,6 +64,9 @@ def heldout_mutants() -> dict[str, Mutant]:
             *HELDOUT2_CONSUMER_MUTANTS,
             *HELDOUT2_CLIENT_MUTANTS,
             *HELDOUT2_CLASSIC_MUTANTS,
+            *HELDOUT3_CLASSIC_MUTANTS,
+            *HELDOUT3_CONSUMER_MUTANTS,
+            *HELDOUT3_OTHERS_MUTANTS,
         )
     }
 

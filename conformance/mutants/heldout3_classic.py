@@ -1,4 +1,4 @@
-"""Classic-coordinator mutants of the third held-out wave (``specs/wave3-classic.yaml``, HB-45..HB-48).
+"""Classic-coordinator mutants of the third held-out wave (``specs/bugs-heldout.yaml``, HB-45..HB-48).
 
 Each class overrides one rule of `model.classic.coordinator.ClassicCoordinator` and reproduces one
 real bug of Apache Kafka's classic group coordinator that no earlier catalogue, held-out wave or

@@ -1,10 +1,10 @@
-"""KIP-848 and mixed-group coordinator mutants of the third held-out wave, ``specs/wave3-consumer.yaml``:
+"""KIP-848 and mixed-group coordinator mutants of the third held-out wave, ``specs/bugs-heldout.yaml``:
 topic authorization of subscriptions, regex-resolved topics and metadata changes, and the online
 upgrade of a classic group to a consumer group.
 
 Each class overrides one rule of `model.consumer.coordinator.ConsumerCoordinator` or, for the mixed
 ones, of `model.mixed.coordinator.MixedCoordinator` (run as the variant ``mixed_mutant=NAME``, like
-`conformance.mutants.heldout_mixed`), and reproduces one real bug; ``specs/wave3-consumer.yaml``
+`conformance.mutants.heldout_mixed`), and reproduces one real bug; ``specs/bugs-heldout.yaml``
 names the source of each.
 """
 

@@ -1,5 +1,5 @@
 """Held-out mutants of the third wave: group-coordination bugs of Kafka-compatible brokers and of
-classic-protocol client libraries, ``specs/wave3-others.yaml``.
+classic-protocol client libraries, ``specs/bugs-heldout.yaml``.
 
 The broker mutants override one rule of `model.classic.coordinator.ClassicCoordinator` (Redpanda)
 or of `model.consumer.coordinator.ConsumerCoordinator` (franz-go's kfake test broker); the client

@@ -31,7 +31,7 @@ SPEC = Path("specs") / "bugs-heldout.yaml"
 MAX_BUGS = 200
 #: the seed of each wave's split; a wave's entries are split among themselves, so a later wave
 #: never moves an entry of an earlier one between the halves
-WAVE_SEEDS = {1: 20261126, 2: 20261129}
+WAVE_SEEDS = {1: 20261126, 2: 20261129, 3: 20261130}
 VERDICT = re.compile(
     r"^(classic|consumer|mixed) on (?:mutant|served-model):\S+(?: .*?)?: (\w+)(?: at level \S+)? "
     r"\((\d+) examples, seed \d+, ([\d.]+) s\)"

@@ -29,9 +29,10 @@ invariants. This one measures the suite on bugs it was *not* built for: every en
 of Apache Kafka's group coordinator or consumer, of a Kafka-compatible broker, or of a client
 library, absent from the first catalogue and from the first mutants. Each has a mutant of the model
 (`conformance/mutants/heldout_classic.py`, `heldout_consumer.py`, `heldout_mixed.py`; wave 2 in
-`heldout2_classic.py`, `heldout2_consumer.py`, `heldout2_clients.py`, `heldout2_others.py`) run
+`heldout2_classic.py`, `heldout2_consumer.py`, `heldout2_clients.py`, `heldout2_others.py`; wave 3
+in `heldout3_classic.py`, `heldout3_consumer.py`, `heldout3_others.py`) run
 with `groupcheck check --target mutant:<mutant> --protocol <protocol>`; tests/test_heldout_mutants.py,
-tests/test_heldout_mutants_848.py and tests/test_heldout2_*.py show each mutant changes the model's
+tests/test_heldout_mutants_848.py, tests/test_heldout2_*.py and tests/test_heldout3_*.py show each mutant changes the model's
 answers, requests or records.
 
 ## Split (fixed before any measurement)
@@ -46,6 +47,9 @@ when every wave-1 entry had been read while its mutant was built, so wave 1's he
 longer measures bugs nobody working on the invariants has seen. A wave is split among its own
 entries with its own seed (wave 2: `random.Random(20261129)`), so it never moves an earlier entry
 between the halves; its entries and mutants were written without running the suite against them.
+Wave 3 (HB-45 on, `random.Random(20261130)`) was gathered once wave 2's held-out half had been read
+and the stray-request draws written, from the bugs' sources alone; its mutants too were built without
+running the suite against them.
 
 """
 

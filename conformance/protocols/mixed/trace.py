@@ -139,11 +139,12 @@ def make_mixed_run(setup: dict[str, Any], variants: dict[str, str], where: str) 
     """A run on the mixed coordinator (or ``variants['mixed_mutant']``) described by ``setup``:
     ``policy`` (group.consumer.migration.policy), ``seed`` (the coordinator's chooser), ``tick_ms``."""
     from conformance.mutants.heldout2_consumer import HELDOUT2_MIXED_MUTANTS
+    from conformance.mutants.heldout3_consumer import HELDOUT3_MIXED_MUTANTS
     from conformance.mutants.heldout_mixed import HELDOUT_MIXED_MUTANTS
     from conformance.mutants.infection import probed
     from conformance.mutants.mixed import MIXED_MUTANTS as FIRST
 
-    MIXED_MUTANTS = {**FIRST, **HELDOUT_MIXED_MUTANTS, **HELDOUT2_MIXED_MUTANTS}
+    MIXED_MUTANTS = {**FIRST, **HELDOUT_MIXED_MUTANTS, **HELDOUT2_MIXED_MUTANTS, **HELDOUT3_MIXED_MUTANTS}
 
     unknown = set(setup) - set(SETUP_KEYS)
     if unknown:
