@@ -20,6 +20,12 @@ nobody asks for the rebalance that would assign its new topics
 (reports/findings/static-follower-subscription-change.md). Tagged at that answer.
 
 A leader that runs the assignor again clears the tags (`assigned`).
+
+A member removed by a LeaveGroup while its SyncGroup is parked (its own LeaveGroup, or an
+operator's naming its group.instance.id, KIP-345) is never answered that SyncGroup: Kafka completes
+only the removed member's parked JoinGroup (GroupMetadataManager `removeCurrentMemberFromClassicGroup`
+at apache/kafka 1eb7644; Apache Kafka 4.4.0 alike, reports/findings/removed-member-sync-unanswered.md),
+so the client waits out its request timeout. Tagged at that LeaveGroup, cleared at the next step.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from model.classic.messages import JoinGroupResponse
+from model.classic.messages import JoinGroupResponse, LeaveGroupRequest
 from model.classic.state import GroupState
 from model.classic.world import ClassicWorld, GroupSnap
 from model.deviations import known_deviation, tagged
@@ -37,6 +43,7 @@ from model.observation import Observation
 KIP_814_SNAPSHOT = "kip-814-leader-snapshot"
 UNAWARE_LEADER = "static-leader-unaware"
 STATIC_SUBSCRIPTION = "static-subscription-change"
+REMOVED_SYNC = "removed-member-sync-unanswered"
 
 Topics = tuple[tuple[str, int], ...]
 Subscriptions = tuple[tuple[str, tuple[str, ...]], ...]
@@ -165,3 +172,51 @@ known_deviation(
     ),
     "reports/findings/static-follower-subscription-change.md",
 )(_converged_on_assigned_input)
+
+
+def removed_unanswered(
+    tags: set[tuple[str, str]],
+    event: object,
+    before: ClassicWorld | None,
+    after: GroupSnap | None,
+    refs: set[int],
+) -> None:
+    """Tag each member a LeaveGroup ``event`` removed while its SyncGroup was parked and left
+    unanswered (``refs``: the refs this step answered); the previous step's tags go."""
+    for tag in [t for t in tags if t[0] == REMOVED_SYNC]:
+        tags.discard(tag)
+    request = getattr(event, "request", None)
+    if not isinstance(request, LeaveGroupRequest) or before is None or before.group is None:
+        return
+    still = {m.member_id for m in after.members} if after is not None else set()
+    for m in before.group.members:
+        if m.awaiting_sync is not None and m.awaiting_sync not in refs and m.member_id not in still:
+            tags.add((REMOVED_SYNC, m.member_id))
+
+
+def _only_removed_syncs(obs: Observation[ClassicWorld]) -> bool:
+    """The promise holds once the parked SyncGroups of the members the LeaveGroup removed are set aside."""
+    from model.classic.response_invariants import parked_requests_answered
+
+    b = obs.before
+    if b is None or b.group is None:
+        return False
+    removed = tagged(obs.after, REMOVED_SYNC)
+    members = tuple(replace(m, awaiting_sync=None) if m.member_id in removed else m for m in b.group.members)
+    return not list(
+        parked_requests_answered(replace(obs, before=replace(b, group=replace(b.group, members=members))))
+    )
+
+
+known_deviation(
+    REMOVED_SYNC,
+    "classic.parked_requests_answered",
+    "a member removed by a LeaveGroup while its SyncGroup is parked is never answered that SyncGroup",
+    (
+        "KIP-345 (LeaveGroup by group.instance.id)",
+        "GroupMetadataManager.removeCurrentMemberFromClassicGroup at apache/kafka "
+        "1eb7644349cb07139d6a3c1ad1986979647cac99 (only the join response is completed)",
+        "Apache Kafka 4.4.0, checked by tests/test_stray_requests_kafka.py",
+    ),
+    "reports/findings/removed-member-sync-unanswered.md",
+)(_only_removed_syncs)

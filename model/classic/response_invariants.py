@@ -20,6 +20,7 @@ from model.classic.messages import (
 from model.classic.produced import produced, responded
 from model.classic.sim import Send
 from model.classic.state import GroupState
+from model.classic.stray_invariants import join_refusal
 from model.classic.world import ClassicWorld
 from model.errors import ErrorCode
 from model.invariant_gates import on, sent
@@ -90,11 +91,13 @@ def stable_state_persisted(obs: Obs) -> Iterator[str]:
 def instance_fencing(obs: Obs) -> Iterator[str]:
     """A request naming a group.instance.id that the group maps to another member id is answered FENCED_INSTANCE_ID (KIP-345; CG L790; KAFKA-8225).
 
-    A JoinGroup's session timeout and the group's capacity are checked before its member id
-    (GroupMetadataManager.classicGroupJoin: INVALID_SESSION_TIMEOUT, then GROUP_MAX_SIZE_REACHED
-    via acceptJoiningMember, then the new/existing member paths; model/classic/coordinator.py)."""
+    A JoinGroup's group id, session timeout and the group's capacity are checked before its member
+    id, and so are its protocols (GroupMetadataManager.classicGroupJoin: INVALID_GROUP_ID,
+    INVALID_SESSION_TIMEOUT, then GROUP_MAX_SIZE_REACHED via acceptJoiningMember, then
+    INCONSISTENT_GROUP_PROTOCOL on the new/existing member paths; model/classic/coordinator.py). A
+    request for another group id (an empty one included) does not ask this group at all."""
     ev, b = obs.event, obs.before
-    if not isinstance(ev, Send) or b is None or b.group is None:
+    if not isinstance(ev, Send) or b is None or b.group is None or ev.request.group_id != b.group.group_id:
         return
     req = ev.request
     if not isinstance(req, HeartbeatRequest | SyncGroupRequest | OffsetCommitRequest | JoinGroupRequest):
@@ -115,6 +118,8 @@ def instance_fencing(obs: Obs) -> Iterator[str]:
         allowed = {E.FENCED_INSTANCE_ID}
         if isinstance(req, JoinGroupRequest):
             allowed |= {E.INVALID_SESSION_TIMEOUT, E.GROUP_MAX_SIZE_REACHED}
+            if join_refusal(req, b) is not None:
+                allowed.add(E.INCONSISTENT_GROUP_PROTOCOL)
         if errors - allowed:
             names = sorted(getattr(e, "name", str(e)) for e in errors)
             yield f"{type(req).__name__} from {req.member_id} for instance {req.group_instance_id} (held by {holder}) answered {names}"

@@ -13,6 +13,7 @@ from typing import Any
 
 from model.classic.client import ClassicClient
 from model.classic.deviations import assigned, returning_leader, returning_static, static_subscriptions
+from model.classic.deviations import removed_unanswered as tag_removed_unanswered
 from model.classic.messages import JoinGroupResponse, Request, SyncGroupResponse, answer_errors
 from model.classic.port import ClassicPort
 from model.classic.snapshot import client_snaps, kept, with_delivery
@@ -399,6 +400,8 @@ class ClassicSim:
         replay: bool = False,
     ) -> Observation[ClassicWorld]:
         leader_assignment = self._deliver(deliveries, replay=replay)
+        after = self.port.group(self.group_id)
+        tag_removed_unanswered(self.deviations, event, before, after, {d.ref for d in deliveries})
         self.world = self.snapshot(
             leader_assignment, failover, ((), ()) if replay else self.sent.take(deliveries)
         )

@@ -107,7 +107,7 @@ def commit_partitions_checked(obs: Obs) -> Iterator[str]:
             )
 
 
-def _join_refusal(req: JoinGroupRequest, b: ClassicWorld) -> str | None:
+def join_refusal(req: JoinGroupRequest, b: ClassicWorld) -> str | None:
     """Why the broker must refuse ``req`` whatever its state, or None."""
     if not req.group_id:
         return "an empty group id"
@@ -136,7 +136,7 @@ def invalid_join_refused(obs: Obs) -> Iterator[str]:
     ev, b, a = obs.event, obs.before, obs.after
     if not isinstance(ev, Send) or b is None or not isinstance(ev.request, JoinGroupRequest):
         return
-    why = _join_refusal(ev.request, b)
+    why = join_refusal(ev.request, b)
     if why is None:
         return
     for r in _answers(obs, ev.ref):
