@@ -171,12 +171,10 @@ class ClassicClient:
             self.config.heartbeat_version,
         )
 
-    def _join_request(self) -> JoinGroupRequest:
+    def join_protocols(self) -> tuple[tuple[str, bytes], ...]:
+        """The (assignor, subscription) pairs a JoinGroup of this consumer carries, as it stands now
+        (a retried or duplicated JoinGroup carries the same)."""
         cfg = self.config
-        if not self.cooperative:
-            self.owned = ()  # eager: onPartitionsRevoked before every JoinGroup (CC onJoinPrepare)
-        else:  # cooperative: those of topics no longer subscribed (ConsumerCoordinator@1eb7644 L795-809)
-            self.owned = tuple(tp for tp in self.owned if tp[0] in cfg.topics)
         protocols = []
         for name in cfg.assignors:
             if self.cooperative:
@@ -184,6 +182,15 @@ class ClassicClient:
             else:
                 sub = self._assignor(name).subscription(cfg.topics, self.claim, self.claim_generation)
             protocols.append((name, encode_subscription(sub)))
+        return tuple(protocols)
+
+    def _join_request(self) -> JoinGroupRequest:
+        cfg = self.config
+        if not self.cooperative:
+            self.owned = ()  # eager: onPartitionsRevoked before every JoinGroup (CC onJoinPrepare)
+        else:  # cooperative: those of topics no longer subscribed (ConsumerCoordinator@1eb7644 L795-809)
+            self.owned = tuple(tp for tp in self.owned if tp[0] in cfg.topics)
+        protocols = self.join_protocols()
         self.inflight = "join"
         self.needs_rejoin = False
         self.phase = Phase.JOINING
@@ -191,7 +198,7 @@ class ClassicClient:
             cfg.group_id,
             self.member_id,
             "consumer",
-            tuple(protocols),
+            protocols,
             cfg.session_timeout_ms,
             cfg.rebalance_timeout_ms if cfg.join_version >= 1 else -1,  # v0: the session timeout
             cfg.instance_id,
