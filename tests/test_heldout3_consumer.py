@@ -26,27 +26,7 @@ from model.embedded import Assignment, Subscription, encode_assignment, encode_s
 from model.errors import ErrorCode as E
 from model.mixed.coordinator import MixedConfig, MixedCoordinator
 from model.mixed.state import MixedState
-
-
-class Script:
-    """A coordinator (consumer or mixed facade) and its state; every answer kept."""
-
-    def __init__(self, coord: Any, state: Any) -> None:
-        self.coord, self.state, self.ref = coord, state, 0
-        self.answers: dict[int, Any] = {}
-
-    def send(self, request: Any, now: int) -> Any:
-        self.ref += 1
-        if isinstance(self.coord, ConsumerCoordinator):
-            result = self.coord.handle_consumer_group_heartbeat(self.state, request, self.ref, now)
-        else:
-            result = self.coord.handle(self.state, request, self.ref, now)
-        self.answers.update({d.ref: d.response for d in result.deliveries})
-        return self.answers.get(self.ref)
-
-    def advance(self, to: int) -> None:
-        result = self.coord.advance(self.state, to)
-        self.answers.update({d.ref: d.response for d in result.deliveries})
+from tests.test_heldout_mutants_848 import Script
 
 
 def hb(

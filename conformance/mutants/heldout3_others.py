@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.mutants.base import Mutant
+from conformance.mutants.heldout_classic import IllegalGenerationDropsMemberId
 from model.classic.client import ClassicClient, Phase
 from model.classic.coordinator import ClassicCoordinator
 from model.classic.messages import JoinGroupRequest
@@ -82,18 +83,11 @@ class JoinWithOwnedAccepted(ConsumerCoordinator):
 # ---------------------------------------------------------------------------------- clients
 
 
-class IllegalGenerationForgetsMemberId(ClassicClient):
+class IllegalGenerationForgetsMemberId(IllegalGenerationDropsMemberId):
     """kafka-python PR #3017: ILLEGAL_GENERATION on a Heartbeat, SyncGroup or OffsetCommit resets
-    the member id together with the generation, as UNKNOWN_MEMBER_ID does. The consumer rejoins as
-    a new member (a static one takes its instance over from itself) while the coordinator still
-    holds its old member id, which the rebalance waits for until it times out."""
-
-    def _on_error(self, error: ErrorCode) -> None:
-        if error == E.ILLEGAL_GENERATION:
-            self.last_error = error
-            self._reset(member_id=True)
-            return
-        super()._on_error(error)
+    the member id together with the generation, as UNKNOWN_MEMBER_ID does; the consumer rejoins as a
+    new member while the coordinator still holds its old id. The fault KAFKA-13419 put in the Java
+    consumer (`heldout_classic.IllegalGenerationDropsMemberId`), in another client."""
 
 
 class LoadInProgressOnJoinIsFatal(ClassicClient):
