@@ -19,6 +19,12 @@ FINDINGS = Path(__file__).resolve().parents[1] / "reports" / "findings"
 CLASSIC = FINDINGS / "classic.eventual_convergence_e91431a45c0a.ndjson"
 CONSUMER = FINDINGS / "consumer.eventual_convergence_7ace519098b6.ndjson"
 OWNERSHIP = FINDINGS / "consumer.no_double_client_assignment_918737a10d27.ndjson"
+REMOVED_SYNC = FINDINGS / "classic.parked_requests_answered_f0e6f38682ed.ndjson"
+#: thorough classic seed 2: a failover takes the group back to a generation computed on fewer
+#: partitions than the returning static leader's last, unsent assignment (`ClassicSim.computed`)
+AFTER_FAILOVER = (
+    Path(__file__).resolve().parent / "deviation_traces" / "classic.eventual_convergence_b5751eb00bc0.ndjson"
+)
 
 
 def _last_violation(path: Path, predicate):  # type: ignore[no-untyped-def]
@@ -34,7 +40,9 @@ def test_every_deviation_names_its_promise_and_a_finding_that_exists() -> None:
 
     registry = invariants()
     for dev in load_all().values():
-        assert dev.invariant in registry and registry[dev.invariant].kind == "liveness", dev.id
+        assert dev.invariant in registry and registry[dev.invariant].kind in ("liveness", "transition"), (
+            dev.id
+        )
         assert all(other in registry for other in dev.also), dev.also
         assert (FINDINGS.parent.parent / dev.finding).exists(), dev.finding
         assert dev.sources and dev.title, dev.id
@@ -191,3 +199,25 @@ def test_a_stale_copy_can_leave_two_clients_owning_a_partition() -> None:
     assert {"consumer.no_double_client_assignment", "consumer.valid_member_epoch"} <= strict
     untagged = replace(obs, after=replace(obs.after, deviations=frozenset()))
     assert explain("consumer.no_double_client_assignment", untagged) is None
+
+
+def test_a_removed_members_unanswered_sync_is_a_known_deviation() -> None:
+    from model.classic.response_invariants import parked_requests_answered
+
+    result, obs = _last_violation(REMOVED_SYNC, parked_requests_answered)
+    assert result.deviations == ["removed-member-sync-unanswered"]
+    dev = explain("classic.parked_requests_answered", obs)
+    assert dev is not None and dev.id == "removed-member-sync-unanswered"
+    strict = Checker("classic", strict=True)
+    assert any(v.invariant == "classic.parked_requests_answered" for v in strict.check(obs, 1))
+    # the tag covers the removed member only: another member's dropped SyncGroup still fails
+    other = replace(
+        obs, after=replace(obs.after, deviations=frozenset({("removed-member-sync-unanswered", "x")}))
+    )
+    assert explain("classic.parked_requests_answered", other) is None
+
+
+def test_a_returning_static_leader_after_a_failover_is_judged_on_the_loaded_assignment() -> None:
+    result, obs = _last_violation(AFTER_FAILOVER, classic_convergence)
+    assert result.deviations == ["static-leader-unaware"]
+    assert not Checker("classic").check(obs, 1)

@@ -79,28 +79,20 @@ class CutConnection:
 
 @dataclass(frozen=True)
 class DuplicateRequest:
-    """The client's next request reaches the coordinator twice (a retry below the client, a
-    duplicating network). Kafka serves one connection's requests one at a time, in order (the
-    socket server mutes a connection until its answer is sent: `SocketServer` Processor), so the
-    copy is applied after the original is answered, a parked JoinGroup's copy only once the join
-    completes: at the start of the simulator's next step, so that one observation never mixes the
-    original's answer with what its copy did. The client hears the original's answer; the copy's
-    goes nowhere (the step's deliveries show it)."""
+    """The client's next request reaches the coordinator twice (a retry below the client). Kafka
+    serves a connection's requests one at a time (`SocketServer` Processor mutes it), so the copy is
+    applied after the original is answered (a parked JoinGroup's once the join completes), at the
+    start of the next step; the client hears the original's answer, the copy's goes nowhere."""
 
     client: str
 
 
 @dataclass(frozen=True)
 class DelayRequest:
-    """The client's next request is held by the network and reaches the coordinator only at
-    `ClassicSim.release` (or before the client's next request: one connection keeps its order).
-    The coordinator serves requests in the order they arrive (Kafka: a connection's requests in
-    order, different connections' as they come), so the held request is applied after whatever
-    other members sent meanwhile and after the timers that fired meanwhile: a delayed JoinGroup
-    may arrive after the rebalance it was meant for completed, a delayed Heartbeat after its
-    session expired. The client waits as for any answer; when it gives up (request timeout) or its
-    process restarts, the connection closes and the held request never arrives; so does a cut.
-    Adversarial (raw) requests on the member's behalf take other connections and may overtake it."""
+    """The client's next request is held by the network until `ClassicSim.release` (or its next
+    request: a connection keeps its order), then applied after what others sent and the timers that
+    fired meanwhile (a JoinGroup after its rebalance, a Heartbeat after its session). A request
+    timeout, restart or cut closes the connection: it never arrives. Raw requests may overtake it."""
 
     client: str
 
@@ -168,10 +160,11 @@ class ClassicSim:
     held: dict[str, tuple[int, Request]] = field(default_factory=dict)
     quiet_since: int | None = None
     convergence_bound_ms: int | None = None
-    #: the topics and static members' subscriptions the group's assignment was computed on, and
-    #: known-deviation tags (deviation id, client name): `model.classic.deviations`
+    #: the topics and static members' subscriptions the group's assignment was computed on (and per
+    #: generation, the last few, for a failover's), known-deviation tags: `model.classic.deviations`
     assignment_topics: tuple[tuple[str, int], ...] | None = None
     assignment_subscriptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    computed: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     deviations: set[tuple[str, str]] = field(default_factory=set)
     #: per client, the fields of its last `ClientSnap` and the snapshot (`client_snaps`)
     _snap_cache: dict[str, tuple[tuple[Any, ...], ClientSnap]] = field(
@@ -242,6 +235,9 @@ class ClassicSim:
         self.copies_due.clear()
         self.held.clear()  # ... and so are held requests
         deliveries = self.port.failover(self.now)
+        group = self.port.group(self.group_id)  # the loaded generation's assignment's input
+        if group is not None and group.generation in self.computed:
+            self.assignment_topics, self.assignment_subscriptions = self.computed[group.generation]
         return self._finish(before, Failover(), deliveries, failover=True)
 
     def create_topic(self, topic: str, partitions: int) -> Observation[ClassicWorld]:
@@ -442,6 +438,8 @@ class ClassicSim:
             if client.leader_output:
                 self.assignment_topics = topics
                 self.assignment_subscriptions = static_subscriptions(group, client.leader_input)
+                self.computed = {g: v for g, v in self.computed.items() if g > client.generation - 4}
+                self.computed[client.generation] = (topics, self.assignment_subscriptions)
                 assigned(self.deviations)
                 leader_assignment = LeaderAssignment(
                     name,
