@@ -231,6 +231,7 @@ def clone(sim: TracedClassicSim) -> TracedClassicSim:
     out.owner_of_ref = dict(sim.owner_of_ref)
     out.sent = sim.sent.copy()
     out.deviations = set(sim.deviations)
+    out.computed = dict(sim.computed)
     out.held = dict(sim.held)
     out.duplicate_next = set(sim.duplicate_next)
     out.delay_next = set(sim.delay_next)
