@@ -56,7 +56,7 @@ def test_a_first_member_without_protocols_is_refused() -> None:
 
 
 def member_that_only_commits(cls: type[ClassicCoordinator]) -> Any:
-    """A one-member group (session 10 s, started by the sync answer at 3 s) whose member commits at
+    """A one-member group (session timeout 10 s, its deadline set by the sync answer at 3 s) whose member commits at
     9 s and 15 s and never heartbeats; the group is left alone until 20 s."""
     s = Script(cls)
     first = s.send(join(), 0)

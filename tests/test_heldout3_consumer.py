@@ -15,33 +15,13 @@ from conformance.mutants.heldout3_consumer import (
 )
 from model.classic.messages import JoinGroupRequest, SyncGroupRequest
 from model.consumer.coordinator import ConsumerCoordinator
-from model.consumer.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    TopicPartitions,
-)
 from model.consumer.state import ConsumerCoordinatorState
 from model.consumer.txn import ConsumerCoordinatorConfig
 from model.embedded import Assignment, Subscription, encode_assignment, encode_subscription
 from model.errors import ErrorCode as E
 from model.mixed.coordinator import MixedConfig, MixedCoordinator
 from model.mixed.state import MixedState
-from tests.test_heldout_mutants_848 import Script
-
-
-def hb(
-    member: str, epoch: int, owned: tuple[int, ...] | None = None, **kw: Any
-) -> ConsumerGroupHeartbeatRequest:
-    tps = None if owned is None else ((TopicPartitions("t", owned),) if owned else ())
-    if epoch == 0:
-        kw.setdefault("rebalance_timeout_ms", 30_000)
-        kw.setdefault("subscribed_topic_names", None if "subscribed_topic_regex" in kw else ("t",))
-        tps = ()
-    return ConsumerGroupHeartbeatRequest("g", member, epoch, topic_partitions=tps, **kw)
-
-
-def owned_of(resp: ConsumerGroupHeartbeatResponse) -> tuple[int, ...]:
-    return tuple(sorted(p for tp in resp.assignment or () for p in tp.partitions))
+from tests.test_heldout_mutants_848 import Script, hb, owned_of
 
 
 def consumer_script(cls: type[ConsumerCoordinator], **config: Any) -> Script:
